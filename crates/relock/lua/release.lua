@@ -1,0 +1,30 @@
+-- release: drop one hold (or all holds) of an owner; wake a waiter when the lock becomes free.
+--
+-- KEYS[1]  the lock hash
+-- KEYS[2]  the release channel, redisson_lock__channel:{name}
+-- KEYS[3]  the fencing counter
+-- ARGV[1]  owner field, <client_id>:<owner>
+-- ARGV[2]  grace in ms that the fencing counter outlives the lock
+-- ARGV[3]  "1": drop one hold; "all": drop every hold of this owner (clean-up of an acquisition
+--          whose reply was lost)
+-- ARGV[4]  the publish command: "publish" (or "spublish" on a cluster)
+--
+-- Returns 1 (released: the lock is free and "0" was published), 0 (still held by this owner,
+-- count decremented) or nil (this owner holds nothing here: its lease ran out or it was deleted).
+if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+  return nil
+end
+if ARGV[3] == 'all' then
+  redis.call('hdel', KEYS[1], ARGV[1])
+elseif redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then
+  return 0
+else
+  redis.call('hdel', KEYS[1], ARGV[1])
+end
+if redis.call('hlen', KEYS[1]) > 0 then
+  return 0
+end
+redis.call('del', KEYS[1])
+redis.call('pexpire', KEYS[3], ARGV[2])
+redis.call(ARGV[4], KEYS[2], 0)
+return 1

@@ -1,0 +1,428 @@
+//! [`Client`]: the connections, the background tasks, and the settings every lock shares.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use fred::clients::{Pool, SubscriberClient};
+use fred::interfaces::ClientLike;
+use fred::types::config::{Config as FredConfig, ReconnectPolicy, ServerConfig};
+use fred::types::Builder;
+use tokio::sync::watch;
+
+use crate::error::{Error, Result};
+use crate::holds::{Hold, HoldKey};
+use crate::lock::Lock;
+use crate::pubsub::PubSub;
+use crate::{scripts, watchdog};
+
+/// Longest lease accepted: PEXPIRE takes milliseconds, and tokens are µs in a Lua double.
+const MAX_LEASE: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 30);
+/// How long the fencing counter outlives its lock, so that a token minted right after a
+/// release still sees the last one even if the server clock stepped back a little.
+const COUNTER_GRACE: Duration = Duration::from_secs(1);
+/// Locks per renewal script call, as Redisson's `lockWatchdogBatchSize`.
+const RENEW_BATCH: usize = 100;
+
+/// Settings shared by every lock of a client. Built by [`ClientBuilder`].
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) url: String,
+    pub(crate) client_id: String,
+    pub(crate) watchdog_lease: Duration,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) command_timeout: Duration,
+    pub(crate) connections: usize,
+    pub(crate) counter_grace: Duration,
+    pub(crate) renew_batch: usize,
+}
+
+/// Builds a [`Client`] with explicit settings.
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// use std::time::Duration;
+/// let client = relock::Client::builder()
+///     .url("redis://127.0.0.1:6379")
+///     .client_id("billing-7")
+///     .watchdog_lease(Duration::from_secs(10))
+///     .build()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is awaited"]
+pub struct ClientBuilder {
+    settings: Settings,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        ClientBuilder {
+            settings: Settings {
+                url: "redis://127.0.0.1:6379".into(),
+                client_id: uuid::Uuid::new_v4().to_string(),
+                watchdog_lease: Duration::from_secs(30),
+                connect_timeout: Duration::from_secs(5),
+                command_timeout: Duration::from_secs(3),
+                connections: 8,
+                counter_grace: COUNTER_GRACE,
+                renew_batch: RENEW_BATCH,
+            },
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// The Redis URL, `redis://[user:password@]host:port[/db]`.
+    /// Default: `redis://127.0.0.1:6379`.
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.settings.url = url.into();
+        self
+    }
+
+    /// The `<client_id>` part of every owner field. Two live clients must never share one.
+    /// Default: a random UUID v4.
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.settings.client_id = id.into();
+        self
+    }
+
+    /// The lease of locks taken without [`Lock::with_lease`]; the watchdog renews them every
+    /// lease/3. Default: 30 s.
+    pub fn watchdog_lease(mut self, lease: Duration) -> Self {
+        self.settings.watchdog_lease = lease;
+        self
+    }
+
+    /// How long connecting may take before [`Error::Connection`]. Default: 5 s.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.connect_timeout = timeout;
+        self
+    }
+
+    /// How long one command may take before [`Error::Timeout`]. Default: 3 s.
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.command_timeout = timeout;
+        self
+    }
+
+    /// Command connections. Redis runs one script per round trip per connection, so
+    /// throughput under many tasks grows with this (see `docs/performance.md`). Default: 8.
+    pub fn connections(mut self, n: usize) -> Self {
+        self.settings.connections = n;
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        let s = &self.settings;
+        if s.client_id.is_empty() || s.client_id.contains(':') {
+            return Err(Error::invalid(
+                "client_id",
+                format!("`{}`: must be non-empty and contain no `:` (it prefixes `<client_id>:<owner>`)", s.client_id),
+            ));
+        }
+        validate_lease("watchdog_lease", s.watchdog_lease)?;
+        if s.watchdog_lease < Duration::from_millis(30) {
+            return Err(Error::invalid(
+                "watchdog_lease",
+                format!("{:?} is too short to renew every lease/3; use at least 30 ms", s.watchdog_lease),
+            ));
+        }
+        for (name, d) in [("connect_timeout", s.connect_timeout), ("command_timeout", s.command_timeout)] {
+            if d.is_zero() {
+                return Err(Error::invalid(name, "must be greater than zero"));
+            }
+        }
+        if s.connections == 0 || s.connections > 256 {
+            return Err(Error::invalid("connections", format!("{}: use 1 to 256", s.connections)));
+        }
+        Ok(())
+    }
+
+    /// Connects, starts the watchdog and the waiter dispatcher.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad setting or URL, [`Error::Connection`] (naming the
+    /// URL) when Redis cannot be reached within the connect timeout.
+    ///
+    /// # Cancel safety
+    /// Dropping the future closes whatever connections it had opened.
+    pub async fn build(self) -> Result<Client> {
+        self.validate()?;
+        let s = self.settings;
+        let scheme = s.url.split("://").next().unwrap_or_default();
+        if !s.url.contains("://") || !["redis", "valkey"].contains(&scheme) {
+            return Err(Error::invalid(
+                "url",
+                format!("`{}`: expected redis://host:port or valkey://host:port (TLS is not built in)", s.url),
+            ));
+        }
+        let fred_config = FredConfig::from_url(&s.url)
+            .map_err(|e| Error::invalid("url", format!("`{}`: {}", s.url, e.details())))?;
+        if !matches!(fred_config.server, ServerConfig::Centralized { .. }) {
+            return Err(Error::invalid(
+                "url",
+                format!("`{}`: only single-server URLs (redis://host:port) are supported so far", s.url),
+            ));
+        }
+        let mut builder = Builder::from_config(fred_config);
+        // fred's defaults never reconnect and never time out; both are wrong for locks.
+        builder
+            .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
+            .with_connection_config(|c| {
+                c.connection_timeout = s.connect_timeout;
+                c.internal_command_timeout = s.command_timeout;
+                // A command is written at most once: a resent acquire or release could count
+                // twice. An interrupted command fails instead, and the caller cleans up.
+                c.max_command_attempts = 1;
+                c.unresponsive.max_timeout = Some(s.command_timeout);
+                c.unresponsive.interval = (s.command_timeout / 4).max(Duration::from_millis(50));
+            })
+            .with_performance_config(|p| {
+                p.default_command_timeout = s.command_timeout;
+                p.broadcast_channel_capacity = 4096;
+            });
+        let connection_error = |cause: String| Error::Connection { url: s.url.clone(), cause };
+        let pool = builder.build_pool(s.connections).map_err(|e| connection_error(e.to_string()))?;
+        let subscriber = builder.build_subscriber_client().map_err(|e| connection_error(e.to_string()))?;
+
+        let closer = CloseOnDrop { pool: Some(pool.clone()), subscriber: Some(subscriber.clone()) };
+        let connect = async {
+            pool.init().await?;
+            subscriber.init().await?;
+            Ok::<_, fred::error::Error>(())
+        };
+        match tokio::time::timeout(s.connect_timeout, connect).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(connection_error(e.to_string())),
+            Err(_) => return Err(connection_error(format!("no connection within {:?}", s.connect_timeout))),
+        }
+        let _resubscriber = subscriber.manage_subscriptions();
+        closer.disarm();
+
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let pubsub = PubSub::new(subscriber);
+        pubsub.spawn_dispatcher(shutdown_rx.clone());
+        let inner = Arc::new(Inner {
+            settings: s,
+            pool,
+            pubsub,
+            holds: DashMap::new(),
+            shutting_down: AtomicBool::new(false),
+            shutdown: shutdown_tx,
+        });
+        watchdog::spawn(Arc::downgrade(&inner), shutdown_rx);
+        tracing::debug!(url = %inner.settings.url, client_id = %inner.settings.client_id, "relock client connected");
+        Ok(Client { inner })
+    }
+}
+
+pub(crate) fn validate_lease(name: &'static str, lease: Duration) -> Result<()> {
+    if lease < Duration::from_millis(1) {
+        return Err(Error::invalid(name, format!("{lease:?}: a lease must be at least 1 ms")));
+    }
+    if lease > MAX_LEASE {
+        return Err(Error::invalid(name, format!("{lease:?}: a lease must be at most 30 years")));
+    }
+    Ok(())
+}
+
+/// Closes fred clients on drop unless disarmed (an abandoned or failed `build`).
+struct CloseOnDrop {
+    pool: Option<Pool>,
+    subscriber: Option<SubscriberClient>,
+}
+
+impl CloseOnDrop {
+    fn disarm(mut self) {
+        self.pool = None;
+        self.subscriber = None;
+    }
+}
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        let (pool, sub) = (self.pool.take(), self.subscriber.take());
+        if pool.is_none() && sub.is_none() {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                if let Some(p) = pool {
+                    let _ = p.quit().await;
+                }
+                if let Some(s) = sub {
+                    let _ = s.quit().await;
+                }
+            });
+        }
+    }
+}
+
+/// A connection to Redis and the home of its locks: cheap to clone, `Send + Sync`.
+///
+/// One client has a pool of command connections, one subscriber connection for waking
+/// waiters, and one watchdog task that renews every lock taken without a fixed lease.
+/// Dropping the last clone stops both tasks and closes the connections; locks still held
+/// then expire after their lease. [`Client::shutdown`] releases them at once instead.
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// let guard = client.lock("orders:42").lock().await?;
+/// // ... exclusive work, fenced by guard.fencing_token() ...
+/// guard.unlock().await?;
+/// client.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    pub(crate) settings: Settings,
+    pub(crate) pool: Pool,
+    pub(crate) pubsub: Arc<PubSub>,
+    pub(crate) holds: DashMap<HoldKey, Arc<Hold>>,
+    pub(crate) shutting_down: AtomicBool,
+    shutdown: watch::Sender<bool>,
+}
+
+impl Client {
+    /// Connects with default settings; see [`ClientBuilder`] for the others.
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::build`].
+    ///
+    /// # Cancel safety
+    /// As [`ClientBuilder::build`].
+    pub async fn connect(url: impl Into<String>) -> Result<Client> {
+        ClientBuilder::default().url(url).build().await
+    }
+
+    /// A builder for a client with non-default settings.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+
+    /// A handle to the reentrant lock called `name`. Cheap; nothing is sent until it is used.
+    /// A bad name is reported by the first operation, as [`Error::InvalidArgument`].
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.inner.clone(), name.into())
+    }
+
+    /// This client's id, the `<client_id>` of its owner fields.
+    pub fn client_id(&self) -> &str {
+        &self.inner.settings.client_id
+    }
+
+    /// The lease used when a lock has no fixed lease.
+    pub fn watchdog_lease(&self) -> Duration {
+        self.inner.settings.watchdog_lease
+    }
+
+    /// How many locks this client holds right now (distinct lock and owner pairs).
+    pub fn held_locks(&self) -> usize {
+        self.inner.holds.iter().filter(|h| h.count() > 0).count()
+    }
+
+    /// Lock channels this client is subscribed to right now (one per lock with local waiters).
+    pub fn subscribed_channels(&self) -> usize {
+        self.inner.pubsub.channel_count()
+    }
+
+    /// Releases every lock this client holds, stops the watchdog and the dispatcher, wakes
+    /// waiters (they return [`Error::Shutdown`]) and closes the connections.
+    ///
+    /// Guards still alive afterwards report themselves lost; their `unlock` returns
+    /// [`Error::LockLost`]. Calling it twice is harmless.
+    ///
+    /// # Cancel safety
+    /// If dropped part-way, the locks not yet released expire after their lease, and the
+    /// connections close when the last clone of the client is dropped.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        if inner.shutting_down.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let holds: Vec<Arc<Hold>> = inner.holds.iter().map(|e| e.value().clone()).collect();
+        let client = inner.pool.next();
+        for hold in holds {
+            hold.mark_lost();
+            let k = &hold.keys;
+            let r: std::result::Result<Option<i64>, _> = scripts::RELEASE
+                .run(
+                    client,
+                    vec![k.lock.clone(), k.channel.clone(), k.token.clone()],
+                    vec![hold.field.clone(), inner.grace_ms().to_string(), "all".into(), "publish".into()],
+                )
+                .await;
+            if let Err(e) = r {
+                tracing::warn!(lock = %k.lock, error = %e, "release at shutdown failed; the lease will expire");
+            }
+        }
+        inner.holds.clear();
+        inner.pubsub.wake_all();
+        let _ = inner.shutdown.send(true);
+        let _ = inner.pubsub.subscriber.quit().await;
+        let _ = inner.pool.quit().await;
+    }
+}
+
+impl Inner {
+    pub(crate) fn check_running(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            Err(Error::Shutdown)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn grace_ms(&self) -> u64 {
+        self.settings.counter_grace.as_millis() as u64
+    }
+
+    pub(crate) fn server(&self) -> String {
+        self.settings.url.clone()
+    }
+
+    /// Turns a fred error into ours, naming the server and what we were doing.
+    pub(crate) fn error(&self, operation: &'static str, e: fred::error::Error) -> Error {
+        use fred::error::ErrorKind;
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return Error::Shutdown;
+        }
+        match e.kind() {
+            ErrorKind::Timeout => Error::Timeout {
+                operation,
+                server: self.server(),
+                timeout: self.settings.command_timeout,
+            },
+            ErrorKind::IO | ErrorKind::Canceled => {
+                Error::Connection { url: self.server(), cause: format!("during `{operation}`: {}", e.details()) }
+            }
+            _ if e.details().contains("WRONGTYPE") => Error::WrongType { key: String::new() },
+            _ => Error::Redis { operation, server: self.server(), source: e },
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        let (pool, sub) = (self.pool.clone(), self.pubsub.subscriber.clone());
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = sub.quit().await;
+                let _ = pool.quit().await;
+            });
+        }
+    }
+}

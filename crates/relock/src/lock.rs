@@ -1,0 +1,413 @@
+//! [`Lock`]: the handle to one named reentrant lock, and the acquire/wait loop.
+
+use std::pin::pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::interfaces::{HashesInterface, KeysInterface};
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::client::{validate_lease, Inner};
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::holds::{Hold, HoldKey};
+use crate::keys::LockKeys;
+use crate::owner::Owner;
+use crate::scripts;
+
+/// How long a waiter sleeps when the holder's key has no TTL (a foreign holder), between
+/// checks. Release messages still wake it at once.
+const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
+
+/// A reentrant distributed lock, wire-compatible with Redisson's `RLock`.
+///
+/// A cheap handle (`Clone + Send + Sync`) made by [`Client::lock`](crate::Client::lock).
+/// Compared with `tokio::sync::Mutex`:
+/// - **Owner.** The holder is an [`Owner`], by default the current tokio task; the same owner
+///   can lock again without waiting (the hold count goes up) and each guard takes one off.
+/// - **Lease.** Without [`with_lease`](Lock::with_lease) the lease is the client's watchdog
+///   lease (30 s) and the watchdog renews it while a guard lives; with a fixed lease the lock
+///   simply expires after it. Either way a crashed holder frees the lock after its lease.
+/// - **Waiting.** Waiters sleep until a release message (pub/sub) or until the holder's lease
+///   ends, whichever is first. Not fair: any waiter may win. No polling.
+/// - **Loss.** A hold can be lost (lease ran out, key deleted, Redis restarted empty);
+///   [`LockGuard::lost`] resolves then. Fence your writes with
+///   [`LockGuard::fencing_token`].
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// use std::time::Duration;
+/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// let lock = client.lock("orders:42");
+/// {
+///     let guard = lock.lock().await?;            // waits as long as it takes
+///     let again = lock.lock().await?;            // same task: re-enters, count 2
+///     assert_eq!(lock.hold_count().await?, 2);
+///     drop(again);
+///     guard.unlock().await?;
+/// }
+/// if let Some(guard) = lock.try_lock_for(Duration::from_secs(3)).await? {
+///     println!("token {}", guard.fencing_token());
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Lock {
+    inner: Arc<Inner>,
+    name: Arc<str>,
+    keys: Option<Arc<LockKeys>>,
+    lease: Option<Duration>,
+}
+
+enum Attempt {
+    Acquired(LockGuard),
+    /// Held by someone else; their remaining lease in ms (-1: no expiry, -2: just vanished).
+    Held(i64),
+    /// Our own release of this lock is in flight; try again once it is done.
+    Retry,
+}
+
+impl Lock {
+    pub(crate) fn new(inner: Arc<Inner>, name: String) -> Self {
+        let keys = LockKeys::new(&name).ok().map(Arc::new);
+        Lock { inner, name: name.into(), keys, lease: None }
+    }
+
+    /// The lock's name (also the key of its hash).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The same lock with a fixed lease: holds taken through it expire after `lease` and the
+    /// watchdog leaves them alone. Validated when used (at least 1 ms).
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// The fixed lease, if any.
+    pub fn lease(&self) -> Option<Duration> {
+        self.lease
+    }
+
+    fn keys(&self) -> Result<Arc<LockKeys>> {
+        match &self.keys {
+            Some(k) => Ok(k.clone()),
+            None => Err(LockKeys::new(&self.name).expect_err("keys failed to build before")),
+        }
+    }
+
+    fn field(&self, owner: &Owner) -> String {
+        format!("{}:{}", self.inner.settings.client_id, owner)
+    }
+
+    /// Acquires the lock, waiting as long as it takes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad name or lease, [`Error::WrongType`] if the key
+    /// holds something else, connection errors and [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: if the future is dropped, any acquisition that was already granted is
+    /// released, and its subscription is dropped. Like `tokio::sync::Mutex::lock`, you lose
+    /// your chance at the lock.
+    pub async fn lock(&self) -> Result<LockGuard> {
+        loop {
+            if let Some(g) = self.acquire(None).await? {
+                return Ok(g);
+            }
+        }
+    }
+
+    /// Acquires the lock if it is free (or already held by this owner); never waits.
+    /// `Ok(None)` means another owner holds it.
+    ///
+    /// # Errors
+    /// As [`lock`](Lock::lock).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Lock::lock).
+    pub async fn try_lock(&self) -> Result<Option<LockGuard>> {
+        self.acquire(Some(Duration::ZERO)).await
+    }
+
+    /// Acquires the lock, waiting at most about `wait`. `Ok(None)` means it was still held.
+    ///
+    /// # Errors
+    /// As [`lock`](Lock::lock).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](Lock::lock).
+    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
+        self.acquire(Some(wait)).await
+    }
+
+    async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
+        self.inner.check_running()?;
+        let keys = self.keys()?;
+        if let Some(lease) = self.lease {
+            validate_lease("lease", lease)?;
+        }
+        let field = self.field(&Owner::current());
+        let span = tracing::debug_span!("acquire", lock = %self.name, owner = %field);
+        self.acquire_as(keys, field, wait).instrument(span).await
+    }
+
+    async fn acquire_as(&self, keys: Arc<LockKeys>, field: String, wait: Option<Duration>) -> Result<Option<LockGuard>> {
+        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
+        let expired = |now: Instant| deadline.is_some_and(|d| now >= d);
+        // The uncontended path: one round trip, no subscription.
+        if let Attempt::Acquired(g) = self.attempt(&keys, &field).await? {
+            return Ok(Some(g));
+        }
+        if expired(Instant::now()) || wait == Some(Duration::ZERO) {
+            return Ok(None);
+        }
+        // Subscribe before retrying, so a release between our attempt and our sleep still
+        // wakes us (Redisson #1763).
+        let subscribe = self.inner.pubsub.subscribe(&keys.channel);
+        let sub = match deadline {
+            Some(d) => match tokio::time::timeout_at(d, subscribe).await {
+                Ok(r) => r,
+                Err(_) => return Ok(None),
+            },
+            None => subscribe.await,
+        }
+        .map_err(|e| self.inner.error("subscribe", e))?;
+        loop {
+            let mut woken = pin!(sub.notified());
+            woken.as_mut().enable();
+            let pttl = match self.attempt(&keys, &field).await? {
+                Attempt::Acquired(g) => return Ok(Some(g)),
+                Attempt::Held(pttl) => pttl,
+                Attempt::Retry => continue,
+            };
+            let now = Instant::now();
+            if expired(now) {
+                return Ok(None);
+            }
+            let mut sleep = match pttl {
+                p if p > 0 => Duration::from_millis(p as u64 + 1),
+                -1 => NO_TTL_RECHECK,
+                _ => Duration::ZERO,
+            };
+            if let Some(d) = deadline {
+                sleep = sleep.min(d - now);
+            }
+            let _ = tokio::time::timeout(sleep, woken).await;
+            self.inner.check_running()?;
+        }
+    }
+
+    /// One acquire script call. It runs in its own task, so that a reply arriving after the
+    /// caller gave up still becomes a guard, and that guard's drop releases it.
+    ///
+    /// A transient failure (a stale connection after a Redis restart, a timeout) is retried
+    /// with a short backoff for up to one command timeout; the failed attempt has already
+    /// removed any hold it may have left. Then the error is returned.
+    async fn attempt(&self, keys: &Arc<LockKeys>, field: &str) -> Result<Attempt> {
+        let hold_key: HoldKey = (keys.lock.clone(), field.to_string());
+        let give_up = Instant::now() + self.inner.settings.command_timeout;
+        let mut backoff = Duration::from_millis(5);
+        loop {
+            await_release(&self.inner, &hold_key).await;
+            let task = attempt_task(self.inner.clone(), keys.clone(), hold_key.clone(), self.lease);
+            match tokio::spawn(task).await.map_err(|_| Error::Shutdown)? {
+                Err(e) if e.is_transient() && Instant::now() + backoff < give_up => {
+                    tracing::debug!(error = %e, "acquire failed; retrying");
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(200));
+                    self.inner.check_running()?;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// Whether anyone holds the lock.
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::InvalidArgument`] for a bad name.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn is_locked(&self) -> Result<bool> {
+        let keys = self.keys()?;
+        let n: i64 = self.inner.pool.next().exists(keys.lock.as_str()).await.map_err(|e| self.inner.error("exists", e))?;
+        Ok(n == 1)
+    }
+
+    /// Whether the calling owner ([`Owner::current`]) holds the lock.
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn is_held_by_current_task(&self) -> Result<bool> {
+        Ok(self.hold_count().await? > 0)
+    }
+
+    /// How many holds the calling owner has on the lock (0 if none).
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked); [`Error::WrongType`] if the key is not a lock.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn hold_count(&self) -> Result<u32> {
+        let keys = self.keys()?;
+        let field = self.field(&Owner::current());
+        let n: Option<u32> = self
+            .inner
+            .pool
+            .next()
+            .hget(keys.lock.as_str(), field.as_str())
+            .await
+            .map_err(|e| self.wrong_type(self.inner.error("hget", e)))?;
+        Ok(n.unwrap_or(0))
+    }
+
+    /// The lock's remaining lease on the server, or `None` if it is free (or has no expiry).
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
+        let keys = self.keys()?;
+        let ms: i64 = self.inner.pool.next().pttl(keys.lock.as_str()).await.map_err(|e| self.inner.error("pttl", e))?;
+        Ok((ms >= 0).then(|| Duration::from_millis(ms as u64)))
+    }
+
+    /// Deletes the lock whoever holds it and wakes a waiter. Returns whether there was one.
+    /// The old holder learns of it at its next renewal (`lost()` resolves).
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// If dropped after the command was sent, the lock may or may not have been deleted.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        self.inner.check_running()?;
+        let keys = self.keys()?;
+        let r: i64 = scripts::FORCE_UNLOCK
+            .run(
+                self.inner.pool.next(),
+                vec![keys.lock.clone(), keys.channel.clone(), keys.token.clone()],
+                vec![self.inner.grace_ms().to_string(), "publish".into()],
+            )
+            .await
+            .map_err(|e| self.inner.error("force_unlock", e))?;
+        // Holds of this client on the lock are gone now; say so without waiting for renewal.
+        for h in self.inner.holds.iter().filter(|h| h.key().0 == keys.lock) {
+            h.value().mark_lost();
+        }
+        Ok(r == 1)
+    }
+
+    fn wrong_type(&self, e: Error) -> Error {
+        match e {
+            Error::WrongType { .. } => Error::WrongType { key: self.name.to_string() },
+            other => other,
+        }
+    }
+}
+
+/// Waits (bounded by the command timeout) while our own release of this lock is in flight,
+/// so a quick re-lock by the same owner cannot be swallowed by that release.
+async fn await_release(inner: &Inner, key: &HoldKey) {
+    let Some(hold) = inner.holds.get(key).map(|h| h.value().clone()) else { return };
+    let mut gone = pin!(hold.gone.notified());
+    gone.as_mut().enable();
+    let still_there = || hold.is_releasing() && inner.holds.get(key).is_some_and(|h| Arc::ptr_eq(&h, &hold));
+    if still_there() {
+        let _ = tokio::time::timeout(inner.settings.command_timeout, gone).await;
+    }
+}
+
+async fn attempt_task(
+    inner: Arc<Inner>,
+    keys: Arc<LockKeys>,
+    hold_key: HoldKey,
+    fixed_lease: Option<Duration>,
+) -> Result<Attempt> {
+    let watchdog = fixed_lease.is_none();
+    let lease = fixed_lease.unwrap_or(inner.settings.watchdog_lease);
+    let field = hold_key.1.clone();
+    let sent = Instant::now();
+    let reply = scripts::ACQUIRE
+        .run::<Vec<i64>>(
+            inner.pool.next(),
+            vec![keys.lock.clone(), keys.token.clone()],
+            vec![lease.as_millis().to_string(), field.clone(), inner.grace_ms().to_string()],
+        )
+        .await;
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => {
+            let err = match inner.error("acquire", e) {
+                Error::WrongType { .. } => return Err(Error::WrongType { key: keys.lock.clone() }),
+                other => other,
+            };
+            clean_up_unknown_outcome(&inner, &keys, &hold_key).await;
+            return Err(err);
+        }
+    };
+    let valid_until = sent + lease;
+    let new_hold = |token: i64| {
+        let hold = Arc::new(Hold::new((*keys).clone(), field.clone(), token as u64, valid_until));
+        hold.add_guard(watchdog, valid_until);
+        if let Some(old) = inner.holds.insert(hold_key.clone(), hold.clone()) {
+            // The server says our earlier hold is gone (or we adopt a hold it still has).
+            old.mark_lost();
+            old.gone.notify_waiters();
+        }
+        hold
+    };
+    match reply.as_slice() {
+        [1, token] => Ok(Attempt::Acquired(LockGuard::new(inner.clone(), new_hold(*token), watchdog))),
+        [2, token, _count] => {
+            let existing = inner.holds.get(&hold_key).map(|h| h.value().clone());
+            match existing {
+                Some(h) if h.add_guard(watchdog, valid_until) => Ok(Attempt::Acquired(LockGuard::new(inner.clone(), h, watchdog))),
+                // Our own release of every hold is racing this re-entry and will undo it.
+                Some(h) if h.is_releasing() && !h.is_lost() => Ok(Attempt::Retry),
+                // The server has a hold we don't know of (a reply that was lost) or one we had
+                // given up on: adopt it. Its extra counts go with the final release ("all").
+                _ => Ok(Attempt::Acquired(LockGuard::new(inner.clone(), new_hold(*token), watchdog))),
+            }
+        }
+        [0, pttl] => Ok(Attempt::Held(*pttl)),
+        other => Err(Error::Redis {
+            operation: "acquire",
+            server: inner.server(),
+            source: fred::error::Error::new(
+                fred::error::ErrorKind::Protocol,
+                format!("unexpected acquire reply {other:?}"),
+            ),
+        }),
+    }
+}
+
+/// An acquire whose reply never came may have been granted. If this owner has no live hold
+/// of the lock, any server-side hold is such a ghost: remove it now rather than let it block
+/// others until its lease ends. Done before the error is returned, so the caller's retry
+/// cannot race it.
+async fn clean_up_unknown_outcome(inner: &Inner, keys: &LockKeys, hold_key: &HoldKey) {
+    if inner.holds.get(hold_key).is_some_and(|h| h.count() > 0) {
+        return;
+    }
+    let r = scripts::RELEASE
+        .run::<Option<i64>>(
+            inner.pool.next(),
+            vec![keys.lock.clone(), keys.channel.clone(), keys.token.clone()],
+            vec![hold_key.1.clone(), inner.grace_ms().to_string(), "all".into(), "publish".into()],
+        )
+        .await;
+    if let Err(e) = r {
+        tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; the lease will expire it");
+    }
+}

@@ -1,0 +1,182 @@
+//! The waiter dispatcher: one subscriber connection per client, one refcounted subscription
+//! per lock channel, and a task that turns release messages into wake-ups.
+//!
+//! A release message wakes one local waiter (`Notify::notify_one`, which keeps the wake-up for
+//! the next waiter if nobody is waiting yet, and passes it on if the woken waiter was dropped).
+//! Pub/sub is at-most-once, so waiters also bound every sleep by the holder's TTL; and on a
+//! reconnect or a lagging receiver every waiter is woken to retry.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use fred::clients::SubscriberClient;
+use fred::interfaces::{EventInterface, PubsubInterface};
+use tokio::sync::{broadcast::error::RecvError, watch, Mutex as AsyncMutex, Notify};
+
+/// Shared state of the dispatcher.
+#[derive(Debug)]
+pub(crate) struct PubSub {
+    pub(crate) subscriber: SubscriberClient,
+    channels: Mutex<HashMap<String, Arc<Channel>>>,
+}
+
+#[derive(Debug)]
+struct Channel {
+    notify: Notify,
+    /// Users of this channel; guarded by the `channels` map's mutex.
+    refs: Mutex<usize>,
+    /// Serialises SUBSCRIBE/UNSUBSCRIBE for this channel; true while subscribed.
+    subscribed: AsyncMutex<bool>,
+}
+
+/// One waiter's use of a channel. Dropping it releases the subscription (in the background when
+/// it was the last user).
+#[derive(Debug)]
+pub(crate) struct Subscription {
+    pubsub: Arc<PubSub>,
+    name: String,
+    channel: Arc<Channel>,
+}
+
+impl PubSub {
+    pub(crate) fn new(subscriber: SubscriberClient) -> Arc<Self> {
+        Arc::new(PubSub { subscriber, channels: Mutex::new(HashMap::new()) })
+    }
+
+    /// Starts the task that routes messages to waiters; it ends when `shutdown` turns true or
+    /// the subscriber closes.
+    pub(crate) fn spawn_dispatcher(self: &Arc<Self>, mut shutdown: watch::Receiver<bool>) {
+        let mut messages = self.subscriber.message_rx();
+        let mut reconnects = self.subscriber.reconnect_rx();
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    msg = messages.recv() => match msg {
+                        Ok(msg) => {
+                            let Some(this) = this.upgrade() else { break };
+                            let chan = msg.channel.to_string();
+                            let _span = tracing::trace_span!("wake", channel = %chan).entered();
+                            let channel = this.channels.lock().unwrap().get(&chan).cloned();
+                            if let Some(c) = channel {
+                                c.notify.notify_one();
+                            }
+                        }
+                        Err(RecvError::Lagged(n)) => {
+                            tracing::warn!(missed = n, "pub/sub receiver lagged; waking every waiter");
+                            let Some(this) = this.upgrade() else { break };
+                            this.wake_all();
+                        }
+                        Err(RecvError::Closed) => break,
+                    },
+                    r = reconnects.recv() => match r {
+                        Ok(server) => {
+                            tracing::debug!(%server, "subscriber (re)connected; waking every waiter");
+                            let Some(this) = this.upgrade() else { break };
+                            this.wake_all();
+                        }
+                        Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Closed) => break,
+                    },
+                    _ = shutdown.wait_for(|s| *s) => break,
+                }
+            }
+        });
+    }
+
+    /// Wakes every waiter on every channel, and leaves a wake-up for one that is about to wait.
+    pub(crate) fn wake_all(&self) {
+        for c in self.channels.lock().unwrap().values() {
+            c.notify.notify_waiters();
+            c.notify.notify_one();
+        }
+    }
+
+    /// Registers a waiter on `name` and makes sure the channel is subscribed.
+    ///
+    /// # Cancel safety
+    /// If dropped mid-way the registration is undone by the returned guard's drop; a SUBSCRIBE
+    /// that was already sent is followed by an UNSUBSCRIBE.
+    pub(crate) async fn subscribe(
+        self: &Arc<Self>,
+        name: &str,
+    ) -> Result<Subscription, fred::error::Error> {
+        let channel = {
+            let mut map = self.channels.lock().unwrap();
+            let c = map
+                .entry(name.to_string())
+                .or_insert_with(|| {
+                    Arc::new(Channel {
+                        notify: Notify::new(),
+                        refs: Mutex::new(0),
+                        subscribed: AsyncMutex::new(false),
+                    })
+                })
+                .clone();
+            *c.refs.lock().unwrap() += 1;
+            c
+        };
+        let sub = Subscription { pubsub: self.clone(), name: name.to_string(), channel };
+        let mut subscribed = sub.channel.subscribed.lock().await;
+        if !*subscribed {
+            self.subscriber.subscribe(name).await?;
+            *subscribed = true;
+        }
+        drop(subscribed);
+        Ok(sub)
+    }
+
+    /// Number of channels with local users (for tests and inspection).
+    pub(crate) fn channel_count(&self) -> usize {
+        self.channels.lock().unwrap().len()
+    }
+
+    /// Unsubscribes `name` if it has no users left.
+    ///
+    /// The entry stays in the map until UNSUBSCRIBE is done, so a waiter that arrives meanwhile
+    /// joins this entry and (holding the same async mutex after us) subscribes again.
+    async fn release(self: Arc<Self>, name: String, channel: Arc<Channel>) {
+        let mut subscribed = channel.subscribed.lock().await;
+        let unused = || *channel.refs.lock().unwrap() == 0;
+        if !{
+            let _map = self.channels.lock().unwrap();
+            unused()
+        } {
+            return;
+        }
+        if *subscribed {
+            if let Err(e) = self.subscriber.unsubscribe(name.as_str()).await {
+                tracing::debug!(channel = %name, error = %e, "unsubscribe failed");
+            }
+            *subscribed = false;
+        }
+        let mut map = self.channels.lock().unwrap();
+        if unused() && map.get(&name).is_some_and(|c| Arc::ptr_eq(c, &channel)) {
+            map.remove(&name);
+        }
+    }
+}
+
+impl Subscription {
+    /// A future that completes on the next wake-up for this channel.
+    pub(crate) fn notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.channel.notify.notified()
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        let last = {
+            let _map = self.pubsub.channels.lock().unwrap();
+            let mut refs = self.channel.refs.lock().unwrap();
+            *refs -= 1;
+            *refs == 0
+        };
+        if last {
+            let fut = self.pubsub.clone().release(self.name.clone(), self.channel.clone());
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(fut);
+            }
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The embedded Lua scripts and how they are called: EVALSHA, and EVAL once on NOSCRIPT
+//! (which also puts the script back into the server's cache).
+
+use std::sync::LazyLock;
+
+use fred::clients::Client as FredClient;
+use fred::interfaces::LuaInterface;
+use fred::types::{FromValue, MultipleKeys, MultipleValues, Value};
+
+/// One embedded script.
+#[derive(Debug)]
+pub(crate) struct Script {
+    pub(crate) name: &'static str,
+    lua: &'static str,
+    sha1: String,
+}
+
+impl Script {
+    fn new(name: &'static str, lua: &'static str) -> Self {
+        Script { name, lua, sha1: fred::util::sha1_hash(lua) }
+    }
+
+    /// Runs the script on `client`. NOSCRIPT means the script did not run, so falling back to
+    /// EVAL is safe; EVAL also caches it for the next EVALSHA.
+    pub(crate) async fn run<R: FromValue>(
+        &self,
+        client: &FredClient,
+        keys: Vec<String>,
+        args: Vec<String>,
+    ) -> Result<R, fred::error::Error> {
+        let keys: MultipleKeys = keys.into();
+        let args: MultipleValues = Value::Array(args.into_iter().map(Value::from).collect());
+        match client.evalsha(self.sha1.as_str(), keys.clone(), args.clone()).await {
+            Err(e) if is_noscript(&e) => {
+                tracing::debug!(script = self.name, "NOSCRIPT; sending the script body");
+                client.eval(self.lua, keys, args).await
+            }
+            other => other,
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn sha1(&self) -> &str {
+        &self.sha1
+    }
+}
+
+fn is_noscript(e: &fred::error::Error) -> bool {
+    e.details().starts_with("NOSCRIPT")
+}
+
+pub(crate) static ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("acquire", include_str!("../lua/acquire.lua")));
+pub(crate) static RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("release", include_str!("../lua/release.lua")));
+pub(crate) static RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::new("renew", include_str!("../lua/renew.lua")));
+pub(crate) static FORCE_UNLOCK: LazyLock<Script> =
+    LazyLock::new(|| Script::new("force_unlock", include_str!("../lua/force_unlock.lua")));
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn every_script_documents_its_keys_argv_and_returns() {
+        for s in [&*super::ACQUIRE, &*super::RELEASE, &*super::RENEW, &*super::FORCE_UNLOCK] {
+            assert!(s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     pairs"), "{}", s.name);
+            assert!(s.lua.contains("ARGV[1]"), "{}", s.name);
+            assert!(s.lua.contains("Returns"), "{}", s.name);
+            assert_eq!(s.sha1().len(), 40);
+        }
+    }
+}

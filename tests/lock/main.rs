@@ -1,0 +1,17 @@
+//! Scenarios for the reentrant lock on one redis-server, one per file, each named as a sentence.
+
+mod t10_two_clients_with_sixteen_tasks_each_count_exactly;
+mod t11_reentrancy_goes_three_deep_and_excludes_other_tasks;
+mod t20_a_fixed_lease_expires_and_the_lock_is_handed_over;
+mod t21_the_watchdog_keeps_a_lock_past_three_leases;
+mod t22_renewal_stops_after_release_or_drop;
+mod t23_a_killed_holder_process_frees_the_lock_within_its_lease;
+mod t30_try_lock_for_gives_up_within_its_bound;
+mod t31_waiters_wake_on_release_and_force_unlock_not_on_ttl;
+mod t40_script_flush_mid_run_is_survived;
+mod t41_a_lost_lease_fires_lost_and_unlock_says_lock_lost;
+mod t50_fencing_tokens_increase_across_clients_and_an_empty_restart;
+mod t60_bad_input_gets_typed_errors;
+mod t61_a_dropped_lock_future_leaves_nothing_behind;
+mod t62_unreachable_redis_fails_fast_naming_the_address;
+mod t63_shutdown_releases_held_locks_and_wakes_waiters;

@@ -1,0 +1,48 @@
+//! Shared fixture for relock's integration tests: servers from the test kit, clients with
+//! short timeouts, and the "nothing left behind" check.
+
+use std::time::Duration;
+
+pub use relock_testkit::{wait_until, RedisServer};
+
+/// A fresh standalone server.
+pub fn server() -> RedisServer {
+    RedisServer::start().expect("start redis-server (run scripts/ensure-redis)")
+}
+
+/// A client on `server` with a watchdog lease of `lease` and short timeouts.
+pub async fn client_with_lease(server: &RedisServer, lease: Duration) -> relock::Client {
+    relock::Client::builder()
+        .url(server.url())
+        .watchdog_lease(lease)
+        .command_timeout(Duration::from_secs(1))
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("connect")
+}
+
+/// A client on `server` with default settings but short timeouts.
+pub async fn client(server: &RedisServer) -> relock::Client {
+    client_with_lease(server, Duration::from_secs(30)).await
+}
+
+/// Asserts that nothing is left: no keys (the fencing counter outlives a release by 1 s) and
+/// no pub/sub channels, within a bounded wait.
+pub async fn assert_nothing_left(server: &RedisServer) {
+    let r = wait_until(Duration::from_secs(5), "no keys and no channels left", || async {
+        server.dbsize().unwrap() == 0 && server.pubsub_channels().unwrap().is_empty()
+    })
+    .await;
+    if let Err(e) = r {
+        panic!("{e}: keys {:?}, channels {:?}", server.keys().unwrap(), server.pubsub_channels().unwrap());
+    }
+}
+
+/// Runs `f` to completion or panics after `limit`: no test can hang.
+pub async fn bounded<F: std::future::Future>(limit: Duration, what: &str, f: F) -> F::Output {
+    match tokio::time::timeout(limit, f).await {
+        Ok(v) => v,
+        Err(_) => panic!("`{what}` did not finish within {limit:?}"),
+    }
+}
