@@ -12,7 +12,12 @@ use relock_tests::*;
 async fn two_clients_with_sixteen_tasks_each_count_exactly() {
     let server = server();
     let clients = [client(&server).await, client(&server).await];
-    let counter = fred::clients::Client::new(fred::types::config::Config::from_url(&server.url()).unwrap(), None, None, None);
+    let counter = fred::clients::Client::new(
+        fred::types::config::Config::from_url(&server.url()).unwrap(),
+        None,
+        None,
+        None,
+    );
     counter.init().await.unwrap();
     let inside = Arc::new(AtomicUsize::new(0));
     let max_inside = Arc::new(AtomicUsize::new(0));
@@ -27,7 +32,10 @@ async fn two_clients_with_sixteen_tasks_each_count_exactly() {
                     let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                     max_inside.fetch_max(now, Ordering::SeqCst);
                     let v: Option<u64> = counter.get("t10:counter").await.unwrap();
-                    let _: () = counter.set("t10:counter", v.unwrap_or(0) + 1, None, None, false).await.unwrap();
+                    let _: () = counter
+                        .set("t10:counter", v.unwrap_or(0) + 1, None, None, false)
+                        .await
+                        .unwrap();
                     inside.fetch_sub(1, Ordering::SeqCst);
                     guard.unlock().await.unwrap();
                 }

@@ -16,10 +16,17 @@ async fn reentrancy_goes_three_deep_and_excludes_other_tasks() {
         assert_eq!(lock.hold_count().await.unwrap(), level);
         assert!(lock.is_held_by_current_task().await.unwrap());
         let lease = lock.remaining_lease().await.unwrap().expect("a lease");
-        assert!(lease > Duration::from_secs(25) && lease <= Duration::from_secs(30), "{lease:?}");
+        assert!(
+            lease > Duration::from_secs(25) && lease <= Duration::from_secs(30),
+            "{lease:?}"
+        );
         let other = lock.clone();
         let (refused, other_count, other_holds) = tokio::spawn(async move {
-            (other.try_lock().await.unwrap().is_none(), other.hold_count().await.unwrap(), other.is_held_by_current_task().await.unwrap())
+            (
+                other.try_lock().await.unwrap().is_none(),
+                other.hold_count().await.unwrap(),
+                other.is_held_by_current_task().await.unwrap(),
+            )
         })
         .await
         .unwrap();
@@ -27,7 +34,10 @@ async fn reentrancy_goes_three_deep_and_excludes_other_tasks() {
         assert_eq!((other_count, other_holds), (0, false));
     }
     let tokens: Vec<u64> = guards.iter().map(|g| g.fencing_token()).collect();
-    assert!(tokens.iter().all(|t| *t == tokens[0]), "one token per hold: {tokens:?}");
+    assert!(
+        tokens.iter().all(|t| *t == tokens[0]),
+        "one token per hold: {tokens:?}"
+    );
     // Inner holds can go in any order; the lock stays held until the last one.
     let last = guards.remove(0);
     for (i, g) in guards.into_iter().enumerate() {
@@ -40,7 +50,9 @@ async fn reentrancy_goes_three_deep_and_excludes_other_tasks() {
     assert!(!lock.is_locked().await.unwrap());
     assert_eq!(lock.remaining_lease().await.unwrap(), None);
     let other = lock.clone();
-    let g = tokio::spawn(async move { other.try_lock().await.unwrap().map(|g| g.fencing_token()) }).await.unwrap();
+    let g = tokio::spawn(async move { other.try_lock().await.unwrap().map(|g| g.fencing_token()) })
+        .await
+        .unwrap();
     assert!(g.expect("free after the last release") > tokens[0]);
     assert_nothing_left(&server).await;
 }

@@ -16,7 +16,12 @@ async fn the_watchdog_keeps_a_lock_past_three_leases() {
     let mut min_ttl = Duration::MAX;
     let mut checks = 0;
     while start.elapsed() < Duration::from_millis(3500) {
-        let ttl = other.lock("t21").remaining_lease().await.unwrap().expect("still held");
+        let ttl = other
+            .lock("t21")
+            .remaining_lease()
+            .await
+            .unwrap()
+            .expect("still held");
         min_ttl = min_ttl.min(ttl);
         assert!(other.lock("t21").try_lock().await.unwrap().is_none());
         checks += 1;

@@ -15,15 +15,32 @@ async fn try_lock_for_gives_up_within_its_bound() {
     assert!(start.elapsed() < Duration::from_millis(200));
     for bound in [Duration::from_millis(300), Duration::from_millis(800)] {
         let start = Instant::now();
-        let r = bounded(Duration::from_secs(3), "try_lock_for", b.lock("t30").try_lock_for(bound)).await.unwrap();
+        let r = bounded(
+            Duration::from_secs(3),
+            "try_lock_for",
+            b.lock("t30").try_lock_for(bound),
+        )
+        .await
+        .unwrap();
         let took = start.elapsed();
         assert!(r.is_none());
         assert!(took >= bound, "gave up early: {took:?} < {bound:?}");
-        assert!(took < bound + Duration::from_millis(250), "gave up late: {took:?} for {bound:?}");
+        assert!(
+            took < bound + Duration::from_millis(250),
+            "gave up late: {took:?} for {bound:?}"
+        );
     }
-    wait_until(Duration::from_secs(2), "waiter subscriptions released", || async {
-        b.subscribed_channels() == 0 && server.pubsub_numsub("redisson_lock__channel:{t30}").unwrap() == 0
-    })
+    wait_until(
+        Duration::from_secs(2),
+        "waiter subscriptions released",
+        || async {
+            b.subscribed_channels() == 0
+                && server
+                    .pubsub_numsub("redisson_lock__channel:{t30}")
+                    .unwrap()
+                    == 0
+        },
+    )
     .await
     .unwrap();
     held.unlock().await.unwrap();

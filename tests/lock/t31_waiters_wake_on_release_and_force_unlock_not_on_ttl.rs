@@ -15,35 +15,68 @@ async fn waiters_wake_on_release_and_force_unlock_not_on_ttl() {
         let lock = b.lock("t31");
         async move { lock.lock().await.map(|g| (Instant::now(), g)) }
     });
-    wait_until(Duration::from_secs(2), "the waiter to subscribe", || async {
-        server.pubsub_numsub("redisson_lock__channel:{t31}").unwrap() == 1
-    })
+    wait_until(
+        Duration::from_secs(2),
+        "the waiter to subscribe",
+        || async {
+            server
+                .pubsub_numsub("redisson_lock__channel:{t31}")
+                .unwrap()
+                == 1
+        },
+    )
     .await
     .unwrap();
     let released = Instant::now();
     held.unlock().await.unwrap();
-    let (got_at, g) = bounded(Duration::from_secs(5), "woken waiter", waiter).await.unwrap().unwrap();
+    let (got_at, g) = bounded(Duration::from_secs(5), "woken waiter", waiter)
+        .await
+        .unwrap()
+        .unwrap();
     let wake = got_at - released;
-    assert!(wake < Duration::from_millis(500), "woken after {wake:?}; TTL was 30 s");
+    assert!(
+        wake < Duration::from_millis(500),
+        "woken after {wake:?}; TTL was 30 s"
+    );
 
     // force_unlock from a third party wakes the next waiter.
     let waiter = tokio::spawn({
         let lock = a.lock("t31");
         async move { lock.lock().await.map(|g| (Instant::now(), g)) }
     });
-    wait_until(Duration::from_secs(2), "the second waiter to subscribe", || async {
-        server.pubsub_numsub("redisson_lock__channel:{t31}").unwrap() == 1
-    })
+    wait_until(
+        Duration::from_secs(2),
+        "the second waiter to subscribe",
+        || async {
+            server
+                .pubsub_numsub("redisson_lock__channel:{t31}")
+                .unwrap()
+                == 1
+        },
+    )
     .await
     .unwrap();
     let forced = Instant::now();
     assert!(b.lock("t31").force_unlock().await.unwrap());
-    let (got_at, g2) = bounded(Duration::from_secs(5), "woken by force_unlock", waiter).await.unwrap().unwrap();
-    assert!(got_at - forced < Duration::from_millis(500), "woken after {:?}", got_at - forced);
+    let (got_at, g2) = bounded(Duration::from_secs(5), "woken by force_unlock", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        got_at - forced < Duration::from_millis(500),
+        "woken after {:?}",
+        got_at - forced
+    );
     assert!(g2.fencing_token() > g.fencing_token());
     bounded(Duration::from_secs(1), "old holder told", g.lost()).await;
-    assert!(matches!(g.unlock().await, Err(relock::Error::LockLost { .. })));
+    assert!(matches!(
+        g.unlock().await,
+        Err(relock::Error::LockLost { .. })
+    ));
     g2.unlock().await.unwrap();
-    assert!(!b.lock("t31").force_unlock().await.unwrap(), "nothing left to force");
+    assert!(
+        !b.lock("t31").force_unlock().await.unwrap(),
+        "nothing left to force"
+    );
     assert_nothing_left(&server).await;
 }

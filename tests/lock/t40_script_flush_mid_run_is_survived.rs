@@ -20,14 +20,23 @@ async fn script_flush_mid_run_is_survived() {
     server.script_flush().unwrap();
     // Two renewal periods after the flush: the watchdog reloaded its script and renewed.
     let calls = server.command_calls("eval").unwrap();
-    wait_until(Duration::from_secs(2), "a renewal through EVAL after the flush", || async {
-        server.command_calls("eval").unwrap() > calls
-    })
+    wait_until(
+        Duration::from_secs(2),
+        "a renewal through EVAL after the flush",
+        || async { server.command_calls("eval").unwrap() > calls },
+    )
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert!(!held.is_lost());
-    assert!(c.lock("t40:renewed").remaining_lease().await.unwrap().unwrap() > Duration::from_millis(200));
+    assert!(
+        c.lock("t40:renewed")
+            .remaining_lease()
+            .await
+            .unwrap()
+            .unwrap()
+            > Duration::from_millis(200)
+    );
     server.script_flush().unwrap();
     held.unlock().await.unwrap();
     assert_nothing_left(&server).await;

@@ -18,7 +18,13 @@ async fn fencing_tokens_increase_across_clients_and_an_empty_restart() {
     server.restart_empty().unwrap();
     assert_eq!(server.dbsize().unwrap(), 0);
     for i in 0..4 {
-        let g = bounded(Duration::from_secs(5), "lock after restart", clients[i % 2].lock("t50").lock()).await.unwrap();
+        let g = bounded(
+            Duration::from_secs(5),
+            "lock after restart",
+            clients[i % 2].lock("t50").lock(),
+        )
+        .await
+        .unwrap();
         tokens.push(g.fencing_token());
         g.unlock().await.unwrap();
     }
@@ -27,7 +33,11 @@ async fn fencing_tokens_increase_across_clients_and_an_empty_restart() {
     }
     // A Redisson RFencedLock INCRs the same counter: it keeps counting up from ours.
     let g = clients[0].lock("t50").lock().await.unwrap();
-    let next = server.cmd(&["INCR", "redisson_lock_token:{t50}"]).unwrap().as_int().unwrap() as u64;
+    let next = server
+        .cmd(&["INCR", "redisson_lock_token:{t50}"])
+        .unwrap()
+        .as_int()
+        .unwrap() as u64;
     assert_eq!(next, g.fencing_token() + 1);
     g.unlock().await.unwrap();
     assert_nothing_left(&server).await;

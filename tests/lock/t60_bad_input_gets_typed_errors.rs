@@ -16,38 +16,89 @@ async fn bad_input_gets_typed_errors() {
     let c = client(&server).await;
     server.reset_stats().unwrap();
     for name in ["", "a{b", "x{}y"] {
-        assert!(is_invalid(&c.lock(name).try_lock().await, "name"), "{name:?}");
-        assert!(is_invalid(&c.lock(name).is_locked().await, "name"), "{name:?}");
-        assert!(is_invalid(&c.lock(name).force_unlock().await, "name"), "{name:?}");
+        assert!(
+            is_invalid(&c.lock(name).try_lock().await, "name"),
+            "{name:?}"
+        );
+        assert!(
+            is_invalid(&c.lock(name).is_locked().await, "name"),
+            "{name:?}"
+        );
+        assert!(
+            is_invalid(&c.lock(name).force_unlock().await, "name"),
+            "{name:?}"
+        );
     }
-    for lease in [Duration::ZERO, Duration::from_micros(500), Duration::from_secs(u64::MAX / 4)] {
+    for lease in [
+        Duration::ZERO,
+        Duration::from_micros(500),
+        Duration::from_secs(u64::MAX / 4),
+    ] {
         let r = c.lock("t60").with_lease(lease).try_lock().await;
         assert!(is_invalid(&r, "lease"), "{lease:?}: {r:?}");
     }
-    let info = server.cmd(&["INFO", "commandstats"]).unwrap().as_string().unwrap();
-    assert!(!info.contains("cmdstat_evalsha") && !info.contains("cmdstat_exists"), "sent commands: {info}");
+    let info = server
+        .cmd(&["INFO", "commandstats"])
+        .unwrap()
+        .as_string()
+        .unwrap();
+    assert!(
+        !info.contains("cmdstat_evalsha") && !info.contains("cmdstat_exists"),
+        "sent commands: {info}"
+    );
 
     // Builder settings.
     let b = || relock::Client::builder().url(server.url());
-    assert!(is_invalid(&b().watchdog_lease(Duration::ZERO).build().await, "watchdog_lease"));
-    assert!(is_invalid(&b().watchdog_lease(Duration::from_millis(5)).build().await, "watchdog_lease"));
+    assert!(is_invalid(
+        &b().watchdog_lease(Duration::ZERO).build().await,
+        "watchdog_lease"
+    ));
+    assert!(is_invalid(
+        &b().watchdog_lease(Duration::from_millis(5)).build().await,
+        "watchdog_lease"
+    ));
     assert!(is_invalid(&b().client_id("a:b").build().await, "client_id"));
     assert!(is_invalid(&b().client_id("").build().await, "client_id"));
     assert!(is_invalid(&b().connections(0).build().await, "connections"));
-    assert!(is_invalid(&b().command_timeout(Duration::ZERO).build().await, "command_timeout"));
-    assert!(is_invalid(&relock::Client::connect("http://nope").await, "url"));
-    assert!(is_invalid(&relock::Client::connect("not a url").await, "url"));
-    let msg = relock::Client::connect("not a url").await.unwrap_err().to_string();
+    assert!(is_invalid(
+        &b().command_timeout(Duration::ZERO).build().await,
+        "command_timeout"
+    ));
+    assert!(is_invalid(
+        &relock::Client::connect("http://nope").await,
+        "url"
+    ));
+    assert!(is_invalid(
+        &relock::Client::connect("not a url").await,
+        "url"
+    ));
+    let msg = relock::Client::connect("not a url")
+        .await
+        .unwrap_err()
+        .to_string();
     assert!(msg.contains("url") && msg.contains("not a url"), "{msg}");
 
     // A string at the lock's name.
     server.cmd(&["SET", "t60:string", "precious"]).unwrap();
     let r = c.lock("t60:string").try_lock().await;
-    assert!(matches!(&r, Err(Error::WrongType { key }) if key == "t60:string"), "{r:?}");
+    assert!(
+        matches!(&r, Err(Error::WrongType { key }) if key == "t60:string"),
+        "{r:?}"
+    );
     let r = c.lock("t60:string").hold_count().await;
     assert!(matches!(&r, Err(Error::WrongType { .. })), "{r:?}");
-    assert!(!c.lock("t60:string").force_unlock().await.unwrap(), "force_unlock leaves foreign keys alone");
-    assert_eq!(server.cmd(&["GET", "t60:string"]).unwrap().as_string().unwrap(), "precious");
+    assert!(
+        !c.lock("t60:string").force_unlock().await.unwrap(),
+        "force_unlock leaves foreign keys alone"
+    );
+    assert_eq!(
+        server
+            .cmd(&["GET", "t60:string"])
+            .unwrap()
+            .as_string()
+            .unwrap(),
+        "precious"
+    );
     server.cmd(&["DEL", "t60:string"]).unwrap();
     assert_nothing_left(&server).await;
 }

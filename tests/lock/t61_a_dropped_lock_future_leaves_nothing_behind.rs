@@ -11,29 +11,45 @@ async fn a_dropped_lock_future_leaves_nothing_behind() {
     let (a, b) = (client(&server).await, client(&server).await);
     let held = a.lock("t61").lock().await.unwrap();
     // Waiters cancelled at different points: before, during and after subscribing.
-    for micros in [0u64, 50, 200, 1_000, 5_000, 20_000] {
+    for micros in (0..3_000u64).step_by(100).chain([5_000, 20_000]) {
         let lock = b.lock("t61");
         let r = tokio::time::timeout(Duration::from_micros(micros), lock.lock()).await;
         assert!(r.is_err(), "got a held lock");
     }
-    wait_until(Duration::from_secs(2), "waiters' subscriptions gone", || async {
-        b.subscribed_channels() == 0 && server.pubsub_numsub("redisson_lock__channel:{t61}").unwrap() == 0
-    })
+    wait_until(
+        Duration::from_secs(2),
+        "waiters' subscriptions gone",
+        || async {
+            b.subscribed_channels() == 0
+                && server
+                    .pubsub_numsub("redisson_lock__channel:{t61}")
+                    .unwrap()
+                    == 0
+        },
+    )
     .await
     .unwrap();
     held.unlock().await.unwrap();
 
     // Acquisitions cancelled while the lock is free: whatever was granted is released.
-    for micros in [0u64, 20, 50, 100, 200, 400, 800, 1_600] {
+    for micros in (0..2_000u64).step_by(50) {
         let lock = b.lock("t61:free");
         let _ = tokio::time::timeout(Duration::from_micros(micros), lock.lock()).await;
     }
-    wait_until(Duration::from_secs(2), "cancelled acquisitions released", || async {
-        b.held_locks() == 0 && !server.keys().unwrap().iter().any(|k| k == "t61:free")
-    })
+    wait_until(
+        Duration::from_secs(2),
+        "cancelled acquisitions released",
+        || async { b.held_locks() == 0 && !server.keys().unwrap().iter().any(|k| k == "t61:free") },
+    )
     .await
     .unwrap();
-    let g = bounded(Duration::from_secs(2), "lock after cancellations", b.lock("t61:free").lock()).await.unwrap();
+    let g = bounded(
+        Duration::from_secs(2),
+        "lock after cancellations",
+        b.lock("t61:free").lock(),
+    )
+    .await
+    .unwrap();
     g.unlock().await.unwrap();
     assert_nothing_left(&server).await;
 }

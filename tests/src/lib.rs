@@ -30,12 +30,18 @@ pub async fn client(server: &RedisServer) -> relock::Client {
 /// Asserts that nothing is left: no keys (the fencing counter outlives a release by 1 s) and
 /// no pub/sub channels, within a bounded wait.
 pub async fn assert_nothing_left(server: &RedisServer) {
-    let r = wait_until(Duration::from_secs(5), "no keys and no channels left", || async {
-        server.dbsize().unwrap() == 0 && server.pubsub_channels().unwrap().is_empty()
-    })
+    let r = wait_until(
+        Duration::from_secs(5),
+        "no keys and no channels left",
+        || async { server.dbsize().unwrap() == 0 && server.pubsub_channels().unwrap().is_empty() },
+    )
     .await;
     if let Err(e) = r {
-        panic!("{e}: keys {:?}, channels {:?}", server.keys().unwrap(), server.pubsub_channels().unwrap());
+        panic!(
+            "{e}: keys {:?}, channels {:?}",
+            server.keys().unwrap(),
+            server.pubsub_channels().unwrap()
+        );
     }
 }
 

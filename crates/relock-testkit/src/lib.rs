@@ -18,7 +18,12 @@
 //! - [`RedisMasters`]: N independent masters (for quorum locks).
 //! - [`wait_until`]: the bounded way to wait for a condition in a test.
 #![forbid(unsafe_code)]
-#![warn(missing_docs, missing_debug_implementations, rust_2018_idioms, unreachable_pub)]
+#![warn(
+    missing_docs,
+    missing_debug_implementations,
+    rust_2018_idioms,
+    unreachable_pub
+)]
 
 mod resp;
 mod server;

@@ -58,7 +58,10 @@ pub(crate) fn command(port: u16, args: &[&str], timeout: Duration) -> std::io::R
 fn read_value(r: &mut impl BufRead) -> std::io::Result<Value> {
     let mut line = String::new();
     if r.read_line(&mut line)? == 0 {
-        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "connection closed"));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::UnexpectedEof,
+            "connection closed",
+        ));
     }
     let line = line.trim_end_matches(['\r', '\n']);
     let (tag, rest) = line.split_at(1);
@@ -82,7 +85,10 @@ fn read_value(r: &mut impl BufRead) -> std::io::Result<Value> {
             if len < 0 {
                 return Ok(Value::Array(None));
             }
-            (0..len).map(|_| read_value(r)).collect::<Result<_, _>>().map(|v| Value::Array(Some(v)))
+            (0..len)
+                .map(|_| read_value(r))
+                .collect::<Result<_, _>>()
+                .map(|v| Value::Array(Some(v)))
         }
         _ => Err(bad("unknown RESP type")),
     }

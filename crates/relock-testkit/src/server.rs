@@ -57,14 +57,20 @@ impl RedisServer {
             std::process::id(),
             NEXT_DIR.fetch_add(1, Ordering::Relaxed)
         ));
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| Error::Io { what: format!("creating {}", dir.display()), source: e })?;
+        std::fs::create_dir_all(&dir).map_err(|e| Error::Io {
+            what: format!("creating {}", dir.display()),
+            source: e,
+        })?;
         // A free port can be taken by someone else between probe and bind; try a few.
         let mut last = None;
         for _ in 0..5 {
             let port = free_port()?;
-            let server =
-                RedisServer { port, dir: dir.clone(), options: options.clone(), child: Mutex::new(None) };
+            let server = RedisServer {
+                port,
+                dir: dir.clone(),
+                options: options.clone(),
+                child: Mutex::new(None),
+            };
             match server.spawn() {
                 Ok(()) => return Ok(server),
                 Err(e) => {
@@ -125,7 +131,10 @@ impl RedisServer {
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| Error::Io { what: "spawning redis-server".into(), source: e })?;
+            .map_err(|e| Error::Io {
+                what: "spawning redis-server".into(),
+                source: e,
+            })?;
         *self.child.lock().unwrap() = Some(child);
         let start = Instant::now();
         loop {
@@ -134,7 +143,13 @@ impl RedisServer {
                     return Ok(());
                 }
             }
-            if let Some(status) = self.child.lock().unwrap().as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+            if let Some(status) = self
+                .child
+                .lock()
+                .unwrap()
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
                 return Err(self.start_failed(format!("it exited with {status}")));
             }
             if start.elapsed() > START_TIMEOUT {
@@ -151,7 +166,11 @@ impl RedisServer {
     fn start_failed(&self, reason: String) -> Error {
         let log = std::fs::read_to_string(self.log_path()).unwrap_or_default();
         let tail: Vec<&str> = log.lines().rev().take(5).collect();
-        Error::StartFailed { port: self.port, reason, log: tail.into_iter().rev().collect::<Vec<_>>().join(" | ") }
+        Error::StartFailed {
+            port: self.port,
+            reason,
+            log: tail.into_iter().rev().collect::<Vec<_>>().join(" | "),
+        }
     }
 
     /// Sends one command and returns the reply; an error reply becomes [`Error::Command`].
@@ -160,11 +179,16 @@ impl RedisServer {
     /// I/O errors (the server is down or paused past 3 s) and error replies.
     pub fn cmd(&self, args: &[&str]) -> Result<Value> {
         match resp::command(self.port, args, COMMAND_TIMEOUT) {
-            Ok(Value::Error(reply)) => {
-                Err(Error::Command { port: self.port, command: args.join(" "), reply })
-            }
+            Ok(Value::Error(reply)) => Err(Error::Command {
+                port: self.port,
+                command: args.join(" "),
+                reply,
+            }),
             Ok(v) => Ok(v),
-            Err(e) => Err(Error::Io { what: format!("`{}` on port {}", args.join(" "), self.port), source: e }),
+            Err(e) => Err(Error::Io {
+                what: format!("`{}` on port {}", args.join(" "), self.port),
+                source: e,
+            }),
         }
     }
 
@@ -216,7 +240,10 @@ impl RedisServer {
 
     /// How many times the server ran `command` (from `INFO commandstats`, e.g. `evalsha`).
     pub fn command_calls(&self, command: &str) -> Result<u64> {
-        let info = self.cmd(&["INFO", "commandstats"])?.as_string().unwrap_or_default();
+        let info = self
+            .cmd(&["INFO", "commandstats"])?
+            .as_string()
+            .unwrap_or_default();
         let prefix = format!("cmdstat_{}:calls=", command.to_ascii_lowercase());
         Ok(info
             .lines()
@@ -238,7 +265,8 @@ impl RedisServer {
 
     /// `CLIENT PAUSE <ms> ALL`.
     pub fn client_pause(&self, pause: Duration) -> Result<()> {
-        self.cmd(&["CLIENT", "PAUSE", &pause.as_millis().to_string(), "ALL"]).map(drop)
+        self.cmd(&["CLIENT", "PAUSE", &pause.as_millis().to_string(), "ALL"])
+            .map(drop)
     }
 
     /// `CLIENT KILL TYPE <normal|pubsub|...>`; returns how many were killed.
@@ -264,11 +292,17 @@ impl RedisServer {
         let status = Command::new("kill")
             .args([sig, &pid.to_string()])
             .status()
-            .map_err(|e| Error::Io { what: "running kill".into(), source: e })?;
+            .map_err(|e| Error::Io {
+                what: "running kill".into(),
+                source: e,
+            })?;
         if status.success() {
             Ok(())
         } else {
-            Err(Error::Io { what: format!("kill {sig} {pid}"), source: std::io::Error::other(status.to_string()) })
+            Err(Error::Io {
+                what: format!("kill {sig} {pid}"),
+                source: std::io::Error::other(status.to_string()),
+            })
         }
     }
 
@@ -329,16 +363,26 @@ fn kill_child(mut child: Child) {
 }
 
 fn free_port() -> Result<u16> {
-    let listener = TcpListener::bind("127.0.0.1:0")
-        .map_err(|e| Error::Io { what: "finding a free port".into(), source: e })?;
+    let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io {
+        what: "finding a free port".into(),
+        source: e,
+    })?;
     listener
         .local_addr()
         .map(|a| a.port())
-        .map_err(|e| Error::Io { what: "finding a free port".into(), source: e })
+        .map_err(|e| Error::Io {
+            what: "finding a free port".into(),
+            source: e,
+        })
 }
 
 fn which_redis_server() -> Result<()> {
-    match Command::new("redis-server").arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status() {
+    match Command::new("redis-server")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+    {
         Ok(s) if s.success() => Ok(()),
         _ => Err(Error::RedisServerMissing),
     }
@@ -356,7 +400,11 @@ impl RedisMasters {
     /// # Errors
     /// As [`RedisServer::start`].
     pub fn start(n: usize) -> Result<Self> {
-        Ok(RedisMasters { servers: (0..n).map(|_| RedisServer::start()).collect::<Result<_>>()? })
+        Ok(RedisMasters {
+            servers: (0..n)
+                .map(|_| RedisServer::start())
+                .collect::<Result<_>>()?,
+        })
     }
 
     /// The servers, in start order.

@@ -41,7 +41,10 @@ where
             return Ok(start.elapsed());
         }
         if start.elapsed() >= timeout {
-            return Err(WaitTimeout { what: what.to_string(), waited: start.elapsed() });
+            return Err(WaitTimeout {
+                what: what.to_string(),
+                waited: start.elapsed(),
+            });
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }

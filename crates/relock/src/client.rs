@@ -127,16 +127,25 @@ impl ClientBuilder {
         if s.watchdog_lease < Duration::from_millis(30) {
             return Err(Error::invalid(
                 "watchdog_lease",
-                format!("{:?} is too short to renew every lease/3; use at least 30 ms", s.watchdog_lease),
+                format!(
+                    "{:?} is too short to renew every lease/3; use at least 30 ms",
+                    s.watchdog_lease
+                ),
             ));
         }
-        for (name, d) in [("connect_timeout", s.connect_timeout), ("command_timeout", s.command_timeout)] {
+        for (name, d) in [
+            ("connect_timeout", s.connect_timeout),
+            ("command_timeout", s.command_timeout),
+        ] {
             if d.is_zero() {
                 return Err(Error::invalid(name, "must be greater than zero"));
             }
         }
         if s.connections == 0 || s.connections > 256 {
-            return Err(Error::invalid("connections", format!("{}: use 1 to 256", s.connections)));
+            return Err(Error::invalid(
+                "connections",
+                format!("{}: use 1 to 256", s.connections),
+            ));
         }
         Ok(())
     }
@@ -156,7 +165,10 @@ impl ClientBuilder {
         if !s.url.contains("://") || !["redis", "valkey"].contains(&scheme) {
             return Err(Error::invalid(
                 "url",
-                format!("`{}`: expected redis://host:port or valkey://host:port (TLS is not built in)", s.url),
+                format!(
+                    "`{}`: expected redis://host:port or valkey://host:port (TLS is not built in)",
+                    s.url
+                ),
             ));
         }
         let fred_config = FredConfig::from_url(&s.url)
@@ -164,7 +176,10 @@ impl ClientBuilder {
         if !matches!(fred_config.server, ServerConfig::Centralized { .. }) {
             return Err(Error::invalid(
                 "url",
-                format!("`{}`: only single-server URLs (redis://host:port) are supported so far", s.url),
+                format!(
+                    "`{}`: only single-server URLs (redis://host:port) are supported so far",
+                    s.url
+                ),
             ));
         }
         let mut builder = Builder::from_config(fred_config);
@@ -184,11 +199,21 @@ impl ClientBuilder {
                 p.default_command_timeout = s.command_timeout;
                 p.broadcast_channel_capacity = 4096;
             });
-        let connection_error = |cause: String| Error::Connection { url: s.url.clone(), cause };
-        let pool = builder.build_pool(s.connections).map_err(|e| connection_error(e.to_string()))?;
-        let subscriber = builder.build_subscriber_client().map_err(|e| connection_error(e.to_string()))?;
+        let connection_error = |cause: String| Error::Connection {
+            url: s.url.clone(),
+            cause,
+        };
+        let pool = builder
+            .build_pool(s.connections)
+            .map_err(|e| connection_error(e.to_string()))?;
+        let subscriber = builder
+            .build_subscriber_client()
+            .map_err(|e| connection_error(e.to_string()))?;
 
-        let closer = CloseOnDrop { pool: Some(pool.clone()), subscriber: Some(subscriber.clone()) };
+        let closer = CloseOnDrop {
+            pool: Some(pool.clone()),
+            subscriber: Some(subscriber.clone()),
+        };
         let connect = async {
             pool.init().await?;
             subscriber.init().await?;
@@ -197,7 +222,12 @@ impl ClientBuilder {
         match tokio::time::timeout(s.connect_timeout, connect).await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => return Err(connection_error(e.to_string())),
-            Err(_) => return Err(connection_error(format!("no connection within {:?}", s.connect_timeout))),
+            Err(_) => {
+                return Err(connection_error(format!(
+                    "no connection within {:?}",
+                    s.connect_timeout
+                )))
+            }
         }
         let _resubscriber = subscriber.manage_subscriptions();
         closer.disarm();
@@ -221,10 +251,16 @@ impl ClientBuilder {
 
 pub(crate) fn validate_lease(name: &'static str, lease: Duration) -> Result<()> {
     if lease < Duration::from_millis(1) {
-        return Err(Error::invalid(name, format!("{lease:?}: a lease must be at least 1 ms")));
+        return Err(Error::invalid(
+            name,
+            format!("{lease:?}: a lease must be at least 1 ms"),
+        ));
     }
     if lease > MAX_LEASE {
-        return Err(Error::invalid(name, format!("{lease:?}: a lease must be at most 30 years")));
+        return Err(Error::invalid(
+            name,
+            format!("{lease:?}: a lease must be at most 30 years"),
+        ));
     }
     Ok(())
 }
@@ -358,7 +394,12 @@ impl Client {
                 .run(
                     client,
                     vec![k.lock.clone(), k.channel.clone(), k.token.clone()],
-                    vec![hold.field.clone(), inner.grace_ms().to_string(), "all".into(), "publish".into()],
+                    vec![
+                        hold.field.clone(),
+                        inner.grace_ms().to_string(),
+                        "all".into(),
+                        "publish".into(),
+                    ],
                 )
                 .await;
             if let Err(e) = r {
@@ -402,11 +443,16 @@ impl Inner {
                 server: self.server(),
                 timeout: self.settings.command_timeout,
             },
-            ErrorKind::IO | ErrorKind::Canceled => {
-                Error::Connection { url: self.server(), cause: format!("during `{operation}`: {}", e.details()) }
-            }
+            ErrorKind::IO | ErrorKind::Canceled => Error::Connection {
+                url: self.server(),
+                cause: format!("during `{operation}`: {}", e.details()),
+            },
             _ if e.details().contains("WRONGTYPE") => Error::WrongType { key: String::new() },
-            _ => Error::Redis { operation, server: self.server(), source: e },
+            _ => Error::Redis {
+                operation,
+                server: self.server(),
+                source: e,
+            },
         }
     }
 }

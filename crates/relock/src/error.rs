@@ -46,7 +46,9 @@ pub enum Error {
         key: String,
     },
     /// A command did not answer in time. Its outcome on the server is unknown.
-    #[error("Redis at {server} did not answer `{operation}` within {timeout:?}; the outcome is unknown")]
+    #[error(
+        "Redis at {server} did not answer `{operation}` within {timeout:?}; the outcome is unknown"
+    )]
     Timeout {
         /// What we asked.
         operation: &'static str,
@@ -76,11 +78,17 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
     pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
-        Error::InvalidArgument { name, reason: reason.into() }
+        Error::InvalidArgument {
+            name,
+            reason: reason.into(),
+        }
     }
 
     /// Whether retrying later may succeed (connection trouble and timeouts).
     pub fn is_transient(&self) -> bool {
-        matches!(self, Error::Connection { .. } | Error::Timeout { .. } | Error::Redis { .. })
+        matches!(
+            self,
+            Error::Connection { .. } | Error::Timeout { .. } | Error::Redis { .. }
+        )
     }
 }

@@ -32,7 +32,12 @@ pub struct LockGuard {
 
 impl LockGuard {
     pub(crate) fn new(inner: Arc<Inner>, hold: Arc<Hold>, watchdog: bool) -> Self {
-        LockGuard { inner, hold, watchdog, released: false }
+        LockGuard {
+            inner,
+            hold,
+            watchdog,
+            released: false,
+        }
     }
 
     /// The lock's name.
@@ -62,7 +67,9 @@ impl LockGuard {
 
     /// How long the lease has left on the local clock (zero once it has run out).
     pub fn remaining(&self) -> Duration {
-        self.hold.valid_until().saturating_duration_since(tokio::time::Instant::now())
+        self.hold
+            .valid_until()
+            .saturating_duration_since(tokio::time::Instant::now())
     }
 
     /// Whether the hold is known to be lost, or its lease has run out on the local clock.
@@ -134,8 +141,13 @@ pub(crate) async fn release(inner: Arc<Inner>, hold: Arc<Hold>, watchdog: bool) 
 async fn release_hold(inner: Arc<Inner>, hold: Arc<Hold>, watchdog: bool) -> Result<()> {
     let (remaining, lost) = hold.remove_guard(watchdog);
     let key = (hold.keys.lock.clone(), hold.field.clone());
-    let current = inner.holds.get(&key).is_some_and(|h| Arc::ptr_eq(&h, &hold));
-    let lost_error = || Error::LockLost { name: hold.keys.lock.clone() };
+    let current = inner
+        .holds
+        .get(&key)
+        .is_some_and(|h| Arc::ptr_eq(&h, &hold));
+    let lost_error = || Error::LockLost {
+        name: hold.keys.lock.clone(),
+    };
     let result = if lost || !current {
         Err(lost_error())
     } else {
@@ -145,7 +157,12 @@ async fn release_hold(inner: Arc<Inner>, hold: Arc<Hold>, watchdog: bool) -> Res
             .run::<Option<i64>>(
                 inner.pool.next(),
                 vec![k.lock.clone(), k.channel.clone(), k.token.clone()],
-                vec![hold.field.clone(), inner.grace_ms().to_string(), mode.into(), "publish".into()],
+                vec![
+                    hold.field.clone(),
+                    inner.grace_ms().to_string(),
+                    mode.into(),
+                    "publish".into(),
+                ],
             )
             .await;
         match r {

@@ -48,7 +48,13 @@ impl Hold {
             keys,
             field,
             token,
-            state: Mutex::new(HoldState { count: 0, watchdog: 0, lost: false, releasing: false, valid_until }),
+            state: Mutex::new(HoldState {
+                count: 0,
+                watchdog: 0,
+                lost: false,
+                releasing: false,
+                valid_until,
+            }),
             changed: watch::channel(()).0,
             gone: Notify::new(),
         }

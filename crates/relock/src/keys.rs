@@ -77,7 +77,13 @@ mod tests {
     #[test]
     fn broken_tags_and_empty_names_are_rejected() {
         for bad in ["", "a{b", "a{}b", "{}", "x}{"] {
-            assert!(matches!(LockKeys::new(bad), Err(Error::InvalidArgument { name: "name", .. })), "{bad:?}");
+            assert!(
+                matches!(
+                    LockKeys::new(bad),
+                    Err(Error::InvalidArgument { name: "name", .. })
+                ),
+                "{bad:?}"
+            );
         }
     }
 }

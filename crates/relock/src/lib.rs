@@ -58,6 +58,19 @@ mod scripts;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder};
+
+/// The Lua sources of the scripts, for inspection, tooling and benchmarks
+/// (`docs/data-layout.md` describes their keys, arguments and replies).
+pub mod lua {
+    /// Take, re-enter, or report the holder's PTTL.
+    pub const ACQUIRE: &str = include_str!("../lua/acquire.lua");
+    /// Drop one hold (or all of an owner's) and publish the release.
+    pub const RELEASE: &str = include_str!("../lua/release.lua");
+    /// The watchdog's batch renewal.
+    pub const RENEW: &str = include_str!("../lua/renew.lua");
+    /// Delete whoever holds it and publish.
+    pub const FORCE_UNLOCK: &str = include_str!("../lua/force_unlock.lua");
+}
 pub use error::{Error, Result};
 pub use guard::LockGuard;
 pub use lock::Lock;

@@ -71,7 +71,12 @@ enum Attempt {
 impl Lock {
     pub(crate) fn new(inner: Arc<Inner>, name: String) -> Self {
         let keys = LockKeys::new(&name).ok().map(Arc::new);
-        Lock { inner, name: name.into(), keys, lease: None }
+        Lock {
+            inner,
+            name: name.into(),
+            keys,
+            lease: None,
+        }
     }
 
     /// The lock's name (also the key of its hash).
@@ -154,18 +159,34 @@ impl Lock {
         self.acquire_as(keys, field, wait).instrument(span).await
     }
 
-    async fn acquire_as(&self, keys: Arc<LockKeys>, field: String, wait: Option<Duration>) -> Result<Option<LockGuard>> {
+    async fn acquire_as(
+        &self,
+        keys: Arc<LockKeys>,
+        field: String,
+        wait: Option<Duration>,
+    ) -> Result<Option<LockGuard>> {
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let expired = |now: Instant| deadline.is_some_and(|d| now >= d);
-        // The uncontended path: one round trip, no subscription.
-        if let Attempt::Acquired(g) = self.attempt(&keys, &field).await? {
-            return Ok(Some(g));
-        }
-        if expired(Instant::now()) || wait == Some(Duration::ZERO) {
-            return Ok(None);
+        let hold_key: HoldKey = (keys.lock.clone(), field.clone());
+        let own_hold = self
+            .inner
+            .holds
+            .get(&hold_key)
+            .is_some_and(|h| h.count() > 0);
+        let joining = wait != Some(Duration::ZERO)
+            && !own_hold
+            && self.inner.pubsub.is_subscribed(&keys.channel);
+        if !joining {
+            // The uncontended path: one round trip, no subscription.
+            if let Attempt::Acquired(g) = self.attempt(&keys, &field).await? {
+                return Ok(Some(g));
+            }
+            if expired(Instant::now()) || wait == Some(Duration::ZERO) {
+                return Ok(None);
+            }
         }
         // Subscribe before retrying, so a release between our attempt and our sleep still
-        // wakes us (Redisson #1763).
+        // wakes us (Redisson #1763). Joining an existing subscription costs no round trip.
         let subscribe = self.inner.pubsub.subscribe(&keys.channel);
         let sub = match deadline {
             Some(d) => match tokio::time::timeout_at(d, subscribe).await {
@@ -175,23 +196,33 @@ impl Lock {
             None => subscribe.await,
         }
         .map_err(|e| self.inner.error("subscribe", e))?;
+        // Other local waiters already know the lock is held, and until when: park first
+        // instead of asking Redis again (one fewer script call per handoff).
+        let mut known = if joining { sub.known_held_for() } else { None };
         loop {
             let mut woken = pin!(sub.notified());
             woken.as_mut().enable();
-            let pttl = match self.attempt(&keys, &field).await? {
-                Attempt::Acquired(g) => return Ok(Some(g)),
-                Attempt::Held(pttl) => pttl,
-                Attempt::Retry => continue,
+            let mut sleep = match known.take() {
+                Some(held_for) => held_for,
+                None => match self.attempt(&keys, &field).await? {
+                    Attempt::Acquired(g) => {
+                        // Local waiters arriving now can park until our release message.
+                        sub.set_held_for(g.remaining());
+                        return Ok(Some(g));
+                    }
+                    Attempt::Held(p) if p > 0 => {
+                        let held_for = Duration::from_millis(p as u64 + 1);
+                        sub.set_held_for(held_for);
+                        held_for
+                    }
+                    Attempt::Held(-1) => NO_TTL_RECHECK,
+                    Attempt::Held(_) | Attempt::Retry => continue,
+                },
             };
             let now = Instant::now();
             if expired(now) {
                 return Ok(None);
             }
-            let mut sleep = match pttl {
-                p if p > 0 => Duration::from_millis(p as u64 + 1),
-                -1 => NO_TTL_RECHECK,
-                _ => Duration::ZERO,
-            };
             if let Some(d) = deadline {
                 sleep = sleep.min(d - now);
             }
@@ -212,7 +243,12 @@ impl Lock {
         let mut backoff = Duration::from_millis(5);
         loop {
             await_release(&self.inner, &hold_key).await;
-            let task = attempt_task(self.inner.clone(), keys.clone(), hold_key.clone(), self.lease);
+            let task = attempt_task(
+                self.inner.clone(),
+                keys.clone(),
+                hold_key.clone(),
+                self.lease,
+            );
             match tokio::spawn(task).await.map_err(|_| Error::Shutdown)? {
                 Err(e) if e.is_transient() && Instant::now() + backoff < give_up => {
                     tracing::debug!(error = %e, "acquire failed; retrying");
@@ -234,7 +270,13 @@ impl Lock {
     /// Cancel safe (read only).
     pub async fn is_locked(&self) -> Result<bool> {
         let keys = self.keys()?;
-        let n: i64 = self.inner.pool.next().exists(keys.lock.as_str()).await.map_err(|e| self.inner.error("exists", e))?;
+        let n: i64 = self
+            .inner
+            .pool
+            .next()
+            .exists(keys.lock.as_str())
+            .await
+            .map_err(|e| self.inner.error("exists", e))?;
         Ok(n == 1)
     }
 
@@ -278,7 +320,13 @@ impl Lock {
     /// Cancel safe (read only).
     pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
         let keys = self.keys()?;
-        let ms: i64 = self.inner.pool.next().pttl(keys.lock.as_str()).await.map_err(|e| self.inner.error("pttl", e))?;
+        let ms: i64 = self
+            .inner
+            .pool
+            .next()
+            .pttl(keys.lock.as_str())
+            .await
+            .map_err(|e| self.inner.error("pttl", e))?;
         Ok((ms >= 0).then(|| Duration::from_millis(ms as u64)))
     }
 
@@ -310,7 +358,9 @@ impl Lock {
 
     fn wrong_type(&self, e: Error) -> Error {
         match e {
-            Error::WrongType { .. } => Error::WrongType { key: self.name.to_string() },
+            Error::WrongType { .. } => Error::WrongType {
+                key: self.name.to_string(),
+            },
             other => other,
         }
     }
@@ -319,10 +369,13 @@ impl Lock {
 /// Waits (bounded by the command timeout) while our own release of this lock is in flight,
 /// so a quick re-lock by the same owner cannot be swallowed by that release.
 async fn await_release(inner: &Inner, key: &HoldKey) {
-    let Some(hold) = inner.holds.get(key).map(|h| h.value().clone()) else { return };
+    let Some(hold) = inner.holds.get(key).map(|h| h.value().clone()) else {
+        return;
+    };
     let mut gone = pin!(hold.gone.notified());
     gone.as_mut().enable();
-    let still_there = || hold.is_releasing() && inner.holds.get(key).is_some_and(|h| Arc::ptr_eq(&h, &hold));
+    let still_there =
+        || hold.is_releasing() && inner.holds.get(key).is_some_and(|h| Arc::ptr_eq(&h, &hold));
     if still_there() {
         let _ = tokio::time::timeout(inner.settings.command_timeout, gone).await;
     }
@@ -342,14 +395,22 @@ async fn attempt_task(
         .run::<Vec<i64>>(
             inner.pool.next(),
             vec![keys.lock.clone(), keys.token.clone()],
-            vec![lease.as_millis().to_string(), field.clone(), inner.grace_ms().to_string()],
+            vec![
+                lease.as_millis().to_string(),
+                field.clone(),
+                inner.grace_ms().to_string(),
+            ],
         )
         .await;
     let reply = match reply {
         Ok(r) => r,
         Err(e) => {
             let err = match inner.error("acquire", e) {
-                Error::WrongType { .. } => return Err(Error::WrongType { key: keys.lock.clone() }),
+                Error::WrongType { .. } => {
+                    return Err(Error::WrongType {
+                        key: keys.lock.clone(),
+                    })
+                }
                 other => other,
             };
             clean_up_unknown_outcome(&inner, &keys, &hold_key).await;
@@ -358,7 +419,12 @@ async fn attempt_task(
     };
     let valid_until = sent + lease;
     let new_hold = |token: i64| {
-        let hold = Arc::new(Hold::new((*keys).clone(), field.clone(), token as u64, valid_until));
+        let hold = Arc::new(Hold::new(
+            (*keys).clone(),
+            field.clone(),
+            token as u64,
+            valid_until,
+        ));
         hold.add_guard(watchdog, valid_until);
         if let Some(old) = inner.holds.insert(hold_key.clone(), hold.clone()) {
             // The server says our earlier hold is gone (or we adopt a hold it still has).
@@ -368,16 +434,26 @@ async fn attempt_task(
         hold
     };
     match reply.as_slice() {
-        [1, token] => Ok(Attempt::Acquired(LockGuard::new(inner.clone(), new_hold(*token), watchdog))),
+        [1, token] => Ok(Attempt::Acquired(LockGuard::new(
+            inner.clone(),
+            new_hold(*token),
+            watchdog,
+        ))),
         [2, token, _count] => {
             let existing = inner.holds.get(&hold_key).map(|h| h.value().clone());
             match existing {
-                Some(h) if h.add_guard(watchdog, valid_until) => Ok(Attempt::Acquired(LockGuard::new(inner.clone(), h, watchdog))),
+                Some(h) if h.add_guard(watchdog, valid_until) => Ok(Attempt::Acquired(
+                    LockGuard::new(inner.clone(), h, watchdog),
+                )),
                 // Our own release of every hold is racing this re-entry and will undo it.
                 Some(h) if h.is_releasing() && !h.is_lost() => Ok(Attempt::Retry),
                 // The server has a hold we don't know of (a reply that was lost) or one we had
                 // given up on: adopt it. Its extra counts go with the final release ("all").
-                _ => Ok(Attempt::Acquired(LockGuard::new(inner.clone(), new_hold(*token), watchdog))),
+                _ => Ok(Attempt::Acquired(LockGuard::new(
+                    inner.clone(),
+                    new_hold(*token),
+                    watchdog,
+                ))),
             }
         }
         [0, pttl] => Ok(Attempt::Held(*pttl)),
@@ -404,7 +480,12 @@ async fn clean_up_unknown_outcome(inner: &Inner, keys: &LockKeys, hold_key: &Hol
         .run::<Option<i64>>(
             inner.pool.next(),
             vec![keys.lock.clone(), keys.channel.clone(), keys.token.clone()],
-            vec![hold_key.1.clone(), inner.grace_ms().to_string(), "all".into(), "publish".into()],
+            vec![
+                hold_key.1.clone(),
+                inner.grace_ms().to_string(),
+                "all".into(),
+                "publish".into(),
+            ],
         )
         .await;
     if let Err(e) = r {

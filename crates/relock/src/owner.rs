@@ -94,7 +94,9 @@ mod tests {
         assert_ne!(a, b);
         assert!(a.as_str().starts_with("task-"));
         let o = Owner::new();
-        let inside = tokio::spawn(o.clone().scope(async { Owner::current() })).await.unwrap();
+        let inside = tokio::spawn(o.clone().scope(async { Owner::current() }))
+            .await
+            .unwrap();
         assert_eq!(inside, o);
     }
 

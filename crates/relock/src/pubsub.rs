@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use fred::clients::SubscriberClient;
 use fred::interfaces::{EventInterface, PubsubInterface};
@@ -23,6 +24,9 @@ pub(crate) struct PubSub {
 #[derive(Debug)]
 struct Channel {
     notify: Notify,
+    /// When the holder's lease ends, as last reported to a local waiter; cleared by a release
+    /// message. Lets a newly arriving waiter park without asking Redis first.
+    held_until: Mutex<Option<tokio::time::Instant>>,
     /// Users of this channel; guarded by the `channels` map's mutex.
     refs: Mutex<usize>,
     /// Serialises SUBSCRIBE/UNSUBSCRIBE for this channel; true while subscribed.
@@ -40,7 +44,10 @@ pub(crate) struct Subscription {
 
 impl PubSub {
     pub(crate) fn new(subscriber: SubscriberClient) -> Arc<Self> {
-        Arc::new(PubSub { subscriber, channels: Mutex::new(HashMap::new()) })
+        Arc::new(PubSub {
+            subscriber,
+            channels: Mutex::new(HashMap::new()),
+        })
     }
 
     /// Starts the task that routes messages to waiters; it ends when `shutdown` turns true or
@@ -59,6 +66,7 @@ impl PubSub {
                             let _span = tracing::trace_span!("wake", channel = %chan).entered();
                             let channel = this.channels.lock().unwrap().get(&chan).cloned();
                             if let Some(c) = channel {
+                                *c.held_until.lock().unwrap() = None;
                                 c.notify.notify_one();
                             }
                         }
@@ -87,6 +95,7 @@ impl PubSub {
     /// Wakes every waiter on every channel, and leaves a wake-up for one that is about to wait.
     pub(crate) fn wake_all(&self) {
         for c in self.channels.lock().unwrap().values() {
+            *c.held_until.lock().unwrap() = None;
             c.notify.notify_waiters();
             c.notify.notify_one();
         }
@@ -108,6 +117,7 @@ impl PubSub {
                 .or_insert_with(|| {
                     Arc::new(Channel {
                         notify: Notify::new(),
+                        held_until: Mutex::new(None),
                         refs: Mutex::new(0),
                         subscribed: AsyncMutex::new(false),
                     })
@@ -116,14 +126,30 @@ impl PubSub {
             *c.refs.lock().unwrap() += 1;
             c
         };
-        let sub = Subscription { pubsub: self.clone(), name: name.to_string(), channel };
+        let sub = Subscription {
+            pubsub: self.clone(),
+            name: name.to_string(),
+            channel,
+        };
         let mut subscribed = sub.channel.subscribed.lock().await;
         if !*subscribed {
-            self.subscriber.subscribe(name).await?;
+            // Set first: if this future is dropped while SUBSCRIBE is in flight, the server may
+            // still subscribe us, so the clean-up must send UNSUBSCRIBE after it.
             *subscribed = true;
+            if let Err(e) = self.subscriber.subscribe(name).await {
+                *subscribed = false;
+                return Err(e);
+            }
         }
         drop(subscribed);
         Ok(sub)
+    }
+
+    /// Whether `name` is subscribed already, so joining it costs no round trip.
+    pub(crate) fn is_subscribed(&self, name: &str) -> bool {
+        let map = self.channels.lock().unwrap();
+        map.get(name)
+            .is_some_and(|c| c.subscribed.try_lock().is_ok_and(|s| *s))
     }
 
     /// Number of channels with local users (for tests and inspection).
@@ -162,6 +188,18 @@ impl Subscription {
     pub(crate) fn notified(&self) -> tokio::sync::futures::Notified<'_> {
         self.channel.notify.notified()
     }
+
+    /// Records that the lock is held for `pttl` more (as an acquire attempt just reported).
+    pub(crate) fn set_held_for(&self, pttl: Duration) {
+        *self.channel.held_until.lock().unwrap() = Some(tokio::time::Instant::now() + pttl);
+    }
+
+    /// How long the lock is still held, as last reported and not since released.
+    pub(crate) fn known_held_for(&self) -> Option<Duration> {
+        let until = (*self.channel.held_until.lock().unwrap())?;
+        let left = until.saturating_duration_since(tokio::time::Instant::now());
+        (!left.is_zero()).then_some(left)
+    }
 }
 
 impl Drop for Subscription {
@@ -173,7 +211,10 @@ impl Drop for Subscription {
             *refs == 0
         };
         if last {
-            let fut = self.pubsub.clone().release(self.name.clone(), self.channel.clone());
+            let fut = self
+                .pubsub
+                .clone()
+                .release(self.name.clone(), self.channel.clone());
             if let Ok(rt) = tokio::runtime::Handle::try_current() {
                 rt.spawn(fut);
             }

@@ -17,7 +17,11 @@ pub(crate) struct Script {
 
 impl Script {
     fn new(name: &'static str, lua: &'static str) -> Self {
-        Script { name, lua, sha1: fred::util::sha1_hash(lua) }
+        Script {
+            name,
+            lua,
+            sha1: fred::util::sha1_hash(lua),
+        }
     }
 
     /// Runs the script on `client`. NOSCRIPT means the script did not run, so falling back to
@@ -30,7 +34,10 @@ impl Script {
     ) -> Result<R, fred::error::Error> {
         let keys: MultipleKeys = keys.into();
         let args: MultipleValues = Value::Array(args.into_iter().map(Value::from).collect());
-        match client.evalsha(self.sha1.as_str(), keys.clone(), args.clone()).await {
+        match client
+            .evalsha(self.sha1.as_str(), keys.clone(), args.clone())
+            .await
+        {
             Err(e) if is_noscript(&e) => {
                 tracing::debug!(script = self.name, "NOSCRIPT; sending the script body");
                 client.eval(self.lua, keys, args).await
@@ -50,20 +57,29 @@ fn is_noscript(e: &fred::error::Error) -> bool {
 }
 
 pub(crate) static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("acquire", include_str!("../lua/acquire.lua")));
+    LazyLock::new(|| Script::new("acquire", crate::lua::ACQUIRE));
 pub(crate) static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("release", include_str!("../lua/release.lua")));
+    LazyLock::new(|| Script::new("release", crate::lua::RELEASE));
 pub(crate) static RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::new("renew", include_str!("../lua/renew.lua")));
+    LazyLock::new(|| Script::new("renew", crate::lua::RENEW));
 pub(crate) static FORCE_UNLOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new("force_unlock", include_str!("../lua/force_unlock.lua")));
+    LazyLock::new(|| Script::new("force_unlock", crate::lua::FORCE_UNLOCK));
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn every_script_documents_its_keys_argv_and_returns() {
-        for s in [&*super::ACQUIRE, &*super::RELEASE, &*super::RENEW, &*super::FORCE_UNLOCK] {
-            assert!(s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     pairs"), "{}", s.name);
+        for s in [
+            &*super::ACQUIRE,
+            &*super::RELEASE,
+            &*super::RENEW,
+            &*super::FORCE_UNLOCK,
+        ] {
+            assert!(
+                s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     pairs"),
+                "{}",
+                s.name
+            );
             assert!(s.lua.contains("ARGV[1]"), "{}", s.name);
             assert!(s.lua.contains("Returns"), "{}", s.name);
             assert_eq!(s.sha1().len(), 40);

@@ -32,15 +32,23 @@ pub(crate) fn spawn(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
             let period = inner.settings.watchdog_lease / 3;
             let ok = renew_all(&inner).await;
             // After a failure, try again well before the lease can run out.
-            delay = if ok { period } else { (period / 4).max(Duration::from_millis(10)) };
+            delay = if ok {
+                period
+            } else {
+                (period / 4).max(Duration::from_millis(10))
+            };
         }
     });
 }
 
 /// One round over every hold; false if any batch failed.
 async fn renew_all(inner: &Arc<Inner>) -> bool {
-    let holds: Vec<Arc<Hold>> =
-        inner.holds.iter().filter(|e| e.value().wants_renewal()).map(|e| e.value().clone()).collect();
+    let holds: Vec<Arc<Hold>> = inner
+        .holds
+        .iter()
+        .filter(|e| e.value().wants_renewal())
+        .map(|e| e.value().clone())
+        .collect();
     if holds.is_empty() {
         return true;
     }

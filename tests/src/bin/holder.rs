@@ -8,7 +8,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let (url, name, lease) = match (args.next(), args.next(), args.next()) {
         (Some(u), Some(n), Some(l)) => (u, n, l.parse::<u64>()?),
-        _ => return Err("usage: relock-test-holder <redis-url> <lock-name> <watchdog-lease-ms>".into()),
+        _ => {
+            return Err(
+                "usage: relock-test-holder <redis-url> <lock-name> <watchdog-lease-ms>".into(),
+            )
+        }
     };
     let client = relock::Client::builder()
         .url(url)

@@ -1,0 +1,204 @@
+//! `relock demo`: contending workers in two clients, a non-atomic counter, and a summary that
+//! shows the lock did its job.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fred::interfaces::{ClientLike, KeysInterface};
+
+use crate::stats::{ms, percentile};
+use crate::{CliError, Target};
+
+/// Options of `relock demo`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Redis to use; by default a local redis-server is started for the demo.
+    #[arg(long)]
+    redis: Option<String>,
+    /// Workers per client (two clients).
+    #[arg(long, default_value_t = 4)]
+    workers: usize,
+    /// How long to run, in seconds.
+    #[arg(long, default_value_t = 5)]
+    seconds: u64,
+    /// How long each holder keeps the lock, in ms.
+    #[arg(long, default_value_t = 1)]
+    hold_ms: u64,
+    /// Lock name.
+    #[arg(long, default_value = "relock:demo")]
+    name: String,
+}
+
+#[derive(Default)]
+struct Shared {
+    inside: AtomicUsize,
+    max_inside: AtomicUsize,
+    acquisitions: AtomicU64,
+    token_regressions: AtomicU64,
+    /// (highest token seen, (release start, releasing worker)).
+    last: Mutex<(u64, Option<(Instant, usize)>)>,
+    handoffs: Mutex<Vec<Duration>>,
+}
+
+pub(crate) async fn run(args: Args) -> Result<(), CliError> {
+    let target = Target::new(args.redis.clone())?;
+    let counter_key = format!("{}:counter", args.name);
+    let redis = fred::clients::Client::new(
+        fred::types::config::Config::from_url(&target.url)
+            .map_err(|e| CliError::Failed(e.to_string()))?,
+        None,
+        None,
+        None,
+    );
+    redis
+        .init()
+        .await
+        .map_err(|e| CliError::Failed(format!("{}: {e}", target.url)))?;
+    let _: () = redis
+        .del(counter_key.as_str())
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+
+    let clients = [
+        relock::Client::connect(&target.url).await?,
+        relock::Client::connect(&target.url).await?,
+    ];
+    let shared = Arc::new(Shared::default());
+    let deadline = Instant::now() + Duration::from_secs(args.seconds);
+    println!(
+        "{} workers in 2 clients contend for lock `{}` for {} s (hold {} ms each time)",
+        2 * args.workers,
+        args.name,
+        args.seconds,
+        args.hold_ms
+    );
+    let mut tasks = Vec::new();
+    for (c, client) in clients.iter().enumerate() {
+        for w in 0..args.workers {
+            let id = c * args.workers + w;
+            let (lock, redis, shared, key) = (
+                client.lock(&args.name),
+                redis.clone(),
+                shared.clone(),
+                counter_key.clone(),
+            );
+            let hold = Duration::from_millis(args.hold_ms);
+            tasks.push(tokio::spawn(async move {
+                while Instant::now() < deadline {
+                    let guard = lock.lock().await?;
+                    worker_step(id, &guard, &shared, &redis, &key, hold).await?;
+                    guard.unlock().await?;
+                }
+                Ok::<(), CliError>(())
+            }));
+        }
+    }
+    let progress = tokio::spawn({
+        let shared = shared.clone();
+        async move {
+            let start = Instant::now();
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                println!(
+                    "  {:>3} s: {} acquisitions",
+                    start.elapsed().as_secs(),
+                    shared.acquisitions.load(Ordering::Relaxed)
+                );
+            }
+        }
+    });
+    for t in tasks {
+        t.await.map_err(|e| CliError::Failed(e.to_string()))??;
+    }
+    progress.abort();
+
+    let counter: u64 = redis
+        .get(counter_key.as_str())
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let _: () = redis
+        .del(counter_key.as_str())
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let _ = redis.quit().await;
+    for c in &clients {
+        c.shutdown().await;
+    }
+    let acquisitions = shared.acquisitions.load(Ordering::SeqCst);
+    let max_inside = shared.max_inside.load(Ordering::SeqCst);
+    let regressions = shared.token_regressions.load(Ordering::SeqCst);
+    let mut handoffs = std::mem::take(&mut *shared.handoffs.lock().unwrap());
+    let ok = counter == acquisitions && max_inside == 1 && regressions == 0;
+    println!("\nsummary");
+    println!("  acquisitions            {acquisitions}");
+    println!(
+        "  final counter           {counter} ({})",
+        if counter == acquisitions {
+            "exact"
+        } else {
+            "LOST UPDATES"
+        }
+    );
+    println!("  most holders at once    {max_inside}");
+    println!(
+        "  handoffs                {} (release -> another worker's acquire) p50 {} p99 {}",
+        handoffs.len(),
+        ms(percentile(&mut handoffs, 50.0)),
+        ms(percentile(&mut handoffs, 99.0))
+    );
+    println!(
+        "  fencing tokens          {}",
+        if regressions == 0 {
+            "strictly increasing".to_string()
+        } else {
+            format!("{regressions} went backwards")
+        }
+    );
+    if ok {
+        println!("\nOK: mutual exclusion held");
+        Ok(())
+    } else {
+        Err(CliError::Failed(
+            "the lock failed its checks (see summary)".into(),
+        ))
+    }
+}
+
+async fn worker_step(
+    id: usize,
+    guard: &relock::LockGuard,
+    shared: &Shared,
+    redis: &fred::clients::Client,
+    key: &str,
+    hold: Duration,
+) -> Result<(), CliError> {
+    let got = Instant::now();
+    let now_inside = shared.inside.fetch_add(1, Ordering::SeqCst) + 1;
+    shared.max_inside.fetch_max(now_inside, Ordering::SeqCst);
+    shared.acquisitions.fetch_add(1, Ordering::SeqCst);
+    {
+        let mut last = shared.last.lock().unwrap();
+        if guard.fencing_token() <= last.0 {
+            shared.token_regressions.fetch_add(1, Ordering::SeqCst);
+        }
+        last.0 = last.0.max(guard.fencing_token());
+        if let Some((released, by)) = last.1 {
+            if by != id {
+                shared.handoffs.lock().unwrap().push(got - released);
+            }
+        }
+    }
+    let fail = |e: fred::error::Error| CliError::Failed(e.to_string());
+    let v: Option<u64> = redis.get(key).await.map_err(fail)?;
+    if !hold.is_zero() {
+        tokio::time::sleep(hold).await;
+    }
+    let _: () = redis
+        .set(key, v.unwrap_or(0) + 1, None, None, false)
+        .await
+        .map_err(fail)?;
+    shared.inside.fetch_sub(1, Ordering::SeqCst);
+    shared.last.lock().unwrap().1 = Some((Instant::now(), id));
+    Ok(())
+}
