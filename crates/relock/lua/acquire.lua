@@ -7,21 +7,26 @@
 -- ARGV[3]  grace in ms that the fencing counter outlives the lock
 --
 -- Returns
---   {1, token}         acquired afresh; token = max(counter + 1, server TIME in µs)
+--   {1, token}         acquired afresh; token = counter + 1, or server TIME in µs if no counter
 --   {2, token, count}  re-entered; token is the holder's token; count the new hold count
 --   {0, pttl}          held by another owner; pttl is its remaining lease (-1: no expiry)
 -- A key of another type fails with WRONGTYPE and is left untouched.
 local lease = tonumber(ARGV[1])
 local counter_ttl = lease + tonumber(ARGV[3])
 
--- The hybrid logical clock: never below the last token, never below the server clock, so it
--- keeps rising even after the counter is lost (empty restart, failover, expiry).
+-- The fencing counter. While it exists, a token is the next integer; when it does not (never
+-- used, expired a grace period after the last release, or lost in an empty restart or a
+-- failover), it starts again from the server clock in µs, which has moved past every token the
+-- lost counter handed out (see docs/safety.md for the argument and its assumptions).
 local function mint()
-  local t = redis.call('time')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local last = tonumber(redis.call('get', KEYS[2]) or '0') or 0
-  local token = math.max(last + 1, now)
-  redis.call('set', KEYS[2], string.format('%.0f', token), 'px', counter_ttl)
+  local token = redis.call('incr', KEYS[2])
+  if token == 1 then
+    local t = redis.call('time')
+    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('set', KEYS[2], string.format('%.0f', token), 'px', counter_ttl)
+  else
+    redis.call('pexpire', KEYS[2], counter_ttl)
+  end
   return token
 end
 
