@@ -24,7 +24,7 @@ pub(crate) struct Args {
     #[arg(long, default_value_t = 64)]
     tasks: usize,
     /// Command connections per client.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 4)]
     connections: usize,
     /// Workers (in 2 clients) for the contended case.
     #[arg(long, default_value_t = 16)]

@@ -66,7 +66,7 @@ impl Default for ClientBuilder {
                 watchdog_lease: Duration::from_secs(30),
                 connect_timeout: Duration::from_secs(5),
                 command_timeout: Duration::from_secs(3),
-                connections: 8,
+                connections: 4,
                 counter_grace: COUNTER_GRACE,
                 renew_batch: RENEW_BATCH,
             },
@@ -109,7 +109,7 @@ impl ClientBuilder {
     }
 
     /// Command connections. Redis runs one script per round trip per connection, so
-    /// throughput under many tasks grows with this (see `docs/performance.md`). Default: 8.
+    /// throughput under many tasks grows with this up to the server's limit (see `docs/performance.md`). Default: 4.
     pub fn connections(mut self, n: usize) -> Self {
         self.settings.connections = n;
         self

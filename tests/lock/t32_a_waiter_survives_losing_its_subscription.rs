@@ -1,0 +1,63 @@
+//! The waiters' subscriber connection is killed and the lock released while it is down, so the
+//! release message is lost: the reconnect wakes every waiter and one takes the lock long before
+//! the holder's 30 s TTL would have.
+
+use std::time::{Duration, Instant};
+
+use relock_tests::*;
+
+#[tokio::test]
+async fn a_waiter_survives_losing_its_subscription() {
+    let server = server();
+    let (a, b) = (client(&server).await, client(&server).await);
+    let held = a.lock("t32").lock().await.unwrap();
+    let waiter = tokio::spawn({
+        let lock = b.lock("t32");
+        async move { lock.lock().await.map(|g| (Instant::now(), g)) }
+    });
+    wait_until(
+        Duration::from_secs(2),
+        "the waiter to subscribe",
+        || async {
+            server
+                .pubsub_numsub("redisson_lock__channel:{t32}")
+                .unwrap()
+                == 1
+        },
+    )
+    .await
+    .unwrap();
+    assert!(
+        server.client_kill_type("pubsub").unwrap() >= 1,
+        "the waiting client's subscriber was killed"
+    );
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (got_at, g) = bounded(
+        Duration::from_secs(10),
+        "waiter after a lost message",
+        waiter,
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let wait = got_at - released;
+    assert!(
+        wait < Duration::from_secs(3),
+        "waited {wait:?}; the TTL was 30 s"
+    );
+    wait_until(
+        Duration::from_secs(3),
+        "the subscription to be restored or dropped",
+        || async {
+            server
+                .pubsub_numsub("redisson_lock__channel:{t32}")
+                .unwrap()
+                == 0
+        },
+    )
+    .await
+    .unwrap();
+    g.unlock().await.unwrap();
+    assert_nothing_left(&server).await;
+}
