@@ -30,19 +30,7 @@ async fn try_lock_for_gives_up_within_its_bound() {
             "gave up late: {took:?} for {bound:?}"
         );
     }
-    wait_until(
-        Duration::from_secs(2),
-        "waiter subscriptions released",
-        || async {
-            b.subscribed_channels() == 0
-                && server
-                    .pubsub_numsub("redisson_lock__channel:{t30}")
-                    .unwrap()
-                    == 0
-        },
-    )
-    .await
-    .unwrap();
+    assert_no_waiters(&server, &b, "t30").await;
     held.unlock().await.unwrap();
     assert_nothing_left(&server).await;
 }

@@ -11,22 +11,7 @@ async fn a_waiter_survives_losing_its_subscription() {
     let server = server();
     let (a, b) = (client(&server).await, client(&server).await);
     let held = a.lock("t32").lock().await.unwrap();
-    let waiter = tokio::spawn({
-        let lock = b.lock("t32");
-        async move { lock.lock().await.map(|g| (Instant::now(), g)) }
-    });
-    wait_until(
-        Duration::from_secs(2),
-        "the waiter to subscribe",
-        || async {
-            server
-                .pubsub_numsub("redisson_lock__channel:{t32}")
-                .unwrap()
-                == 1
-        },
-    )
-    .await
-    .unwrap();
+    let waiter = spawn_parked_waiter(&server, b.lock("t32")).await;
     assert!(
         server.client_kill_type("pubsub").unwrap() >= 1,
         "the waiting client's subscriber was killed"
@@ -46,18 +31,7 @@ async fn a_waiter_survives_losing_its_subscription() {
         wait < Duration::from_secs(3),
         "waited {wait:?}; the TTL was 30 s"
     );
-    wait_until(
-        Duration::from_secs(3),
-        "the subscription to be restored or dropped",
-        || async {
-            server
-                .pubsub_numsub("redisson_lock__channel:{t32}")
-                .unwrap()
-                == 0
-        },
-    )
-    .await
-    .unwrap();
+    assert_no_waiters(&server, &b, "t32").await;
     g.unlock().await.unwrap();
     assert_nothing_left(&server).await;
 }

@@ -16,19 +16,7 @@ async fn a_dropped_lock_future_leaves_nothing_behind() {
         let r = tokio::time::timeout(Duration::from_micros(micros), lock.lock()).await;
         assert!(r.is_err(), "got a held lock");
     }
-    wait_until(
-        Duration::from_secs(2),
-        "waiters' subscriptions gone",
-        || async {
-            b.subscribed_channels() == 0
-                && server
-                    .pubsub_numsub("redisson_lock__channel:{t61}")
-                    .unwrap()
-                    == 0
-        },
-    )
-    .await
-    .unwrap();
+    assert_no_waiters(&server, &b, "t61").await;
     held.unlock().await.unwrap();
 
     // Acquisitions cancelled while the lock is free: whatever was granted is released.

@@ -52,3 +52,37 @@ pub async fn bounded<F: std::future::Future>(limit: Duration, what: &str, f: F) 
         Err(_) => panic!("`{what}` did not finish within {limit:?}"),
     }
 }
+
+/// Starts a task that waits for `lock` and returns when it got it, and waits (bounded) until
+/// that waiter is subscribed on the server.
+pub async fn spawn_parked_waiter(
+    server: &RedisServer,
+    lock: relock::Lock,
+) -> tokio::task::JoinHandle<relock::Result<(std::time::Instant, relock::LockGuard)>> {
+    let channel = format!("redisson_lock__channel:{{{}}}", lock.name());
+    let before = server.pubsub_numsub(&channel).unwrap();
+    let waiter =
+        tokio::spawn(async move { lock.lock().await.map(|g| (std::time::Instant::now(), g)) });
+    wait_until(
+        Duration::from_secs(2),
+        "the waiter to subscribe",
+        || async { server.pubsub_numsub(&channel).unwrap() > before },
+    )
+    .await
+    .unwrap();
+    waiter
+}
+
+/// Waits (bounded) until `client` has no waiters left on `name`, locally and on the server.
+pub async fn assert_no_waiters(server: &RedisServer, client: &relock::Client, name: &str) {
+    let channel = format!("redisson_lock__channel:{{{name}}}");
+    wait_until(
+        Duration::from_secs(3),
+        "waiters' subscriptions released",
+        || async {
+            client.subscribed_channels() == 0 && server.pubsub_numsub(&channel).unwrap() == 0
+        },
+    )
+    .await
+    .unwrap();
+}

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use crate::holds::{Hold, HoldKey};
+use crate::keys::LockKeys;
 use crate::lock::Lock;
 use crate::pubsub::PubSub;
 use crate::{scripts, watchdog};
@@ -386,24 +387,10 @@ impl Client {
             return;
         }
         let holds: Vec<Arc<Hold>> = inner.holds.iter().map(|e| e.value().clone()).collect();
-        let client = inner.pool.next();
         for hold in holds {
             hold.mark_lost();
-            let k = &hold.keys;
-            let r: std::result::Result<Option<i64>, _> = scripts::RELEASE
-                .run(
-                    client,
-                    vec![k.lock.clone(), k.channel.clone(), k.token.clone()],
-                    vec![
-                        hold.field.clone(),
-                        inner.grace_ms().to_string(),
-                        "all".into(),
-                        "publish".into(),
-                    ],
-                )
-                .await;
-            if let Err(e) = r {
-                tracing::warn!(lock = %k.lock, error = %e, "release at shutdown failed; the lease will expire");
+            if let Err(e) = inner.run_release(&hold.keys, &hold.field, true).await {
+                tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
             }
         }
         inner.holds.clear();
@@ -421,6 +408,29 @@ impl Inner {
         } else {
             Ok(())
         }
+    }
+
+    /// Runs `release.lua` for `field`: one hold, or every hold of the owner (`all`).
+    /// Returns 1 (released), 0 (still held by the owner) or None (the owner holds nothing).
+    pub(crate) async fn run_release(
+        &self,
+        keys: &LockKeys,
+        field: &str,
+        all: bool,
+    ) -> std::result::Result<Option<i64>, fred::error::Error> {
+        let mode = if all { "all" } else { "1" };
+        scripts::RELEASE
+            .run(
+                self.pool.next(),
+                vec![keys.lock.clone(), keys.channel.clone(), keys.token.clone()],
+                vec![
+                    field.to_string(),
+                    self.grace_ms().to_string(),
+                    mode.into(),
+                    "publish".into(),
+                ],
+            )
+            .await
     }
 
     pub(crate) fn grace_ms(&self) -> u64 {

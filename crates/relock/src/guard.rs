@@ -8,7 +8,6 @@ use tracing::Instrument;
 use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::holds::Hold;
-use crate::scripts;
 
 /// One hold of a distributed lock. The lock is released when the guard is unlocked or dropped
 /// (and, for a reentrant hold, when the last guard of the owner goes).
@@ -151,19 +150,8 @@ async fn release_hold(inner: Arc<Inner>, hold: Arc<Hold>, watchdog: bool) -> Res
     let result = if lost || !current {
         Err(lost_error())
     } else {
-        let k = &hold.keys;
-        let mode = if remaining == 0 { "all" } else { "1" };
-        let r = scripts::RELEASE
-            .run::<Option<i64>>(
-                inner.pool.next(),
-                vec![k.lock.clone(), k.channel.clone(), k.token.clone()],
-                vec![
-                    hold.field.clone(),
-                    inner.grace_ms().to_string(),
-                    mode.into(),
-                    "publish".into(),
-                ],
-            )
+        let r = inner
+            .run_release(&hold.keys, &hold.field, remaining == 0)
             .await;
         match r {
             Ok(Some(_)) => Ok(()),

@@ -476,19 +476,7 @@ async fn clean_up_unknown_outcome(inner: &Inner, keys: &LockKeys, hold_key: &Hol
     if inner.holds.get(hold_key).is_some_and(|h| h.count() > 0) {
         return;
     }
-    let r = scripts::RELEASE
-        .run::<Option<i64>>(
-            inner.pool.next(),
-            vec![keys.lock.clone(), keys.channel.clone(), keys.token.clone()],
-            vec![
-                hold_key.1.clone(),
-                inner.grace_ms().to_string(),
-                "all".into(),
-                "publish".into(),
-            ],
-        )
-        .await;
-    if let Err(e) = r {
+    if let Err(e) = inner.run_release(keys, &hold_key.1, true).await {
         tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; the lease will expire it");
     }
 }
