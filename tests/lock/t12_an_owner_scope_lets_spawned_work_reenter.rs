@@ -24,7 +24,9 @@ async fn an_owner_scope_lets_spawned_work_reenter() {
                 .await
                 .unwrap();
             let count = lock.hold_count().await.unwrap();
-            (g.fencing_token(), count)
+            let token = g.fencing_token();
+            g.unlock().await.unwrap();
+            (token, count)
         }
     }))
     .await
