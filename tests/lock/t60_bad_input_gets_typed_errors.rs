@@ -79,6 +79,23 @@ async fn bad_input_gets_typed_errors() {
     assert!(msg.contains("url") && msg.contains("not a url"), "{msg}");
 
     // A string at the lock's name.
+    // A held lock whose key is overwritten by a string: the release names the key.
+    let g = c.lock("t60:overwritten").lock().await.unwrap();
+    server.cmd(&["SET", "t60:overwritten", "foreign"]).unwrap();
+    let r = g.unlock().await;
+    assert!(
+        matches!(&r, Err(Error::WrongType { key }) if key == "t60:overwritten"),
+        "{r:?}"
+    );
+    // The counter outlives a lock by its lease (docs/data-layout.md); the test clobbered it.
+    server
+        .cmd(&[
+            "DEL",
+            "t60:overwritten",
+            "redisson_lock_token:{t60:overwritten}",
+        ])
+        .unwrap();
+
     server.cmd(&["SET", "t60:string", "precious"]).unwrap();
     let r = c.lock("t60:string").try_lock().await;
     assert!(

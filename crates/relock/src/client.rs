@@ -441,8 +441,8 @@ impl Inner {
         self.settings.url.clone()
     }
 
-    /// Turns a fred error into ours, naming the server and what we were doing.
-    pub(crate) fn error(&self, operation: &'static str, e: fred::error::Error) -> Error {
+    /// Turns a fred error into ours, naming the server, what we were doing and on which key.
+    pub(crate) fn error(&self, operation: &'static str, key: &str, e: fred::error::Error) -> Error {
         use fred::error::ErrorKind;
         if self.shutting_down.load(Ordering::SeqCst) {
             return Error::Shutdown;
@@ -457,7 +457,9 @@ impl Inner {
                 url: self.server(),
                 cause: format!("during `{operation}`: {}", e.details()),
             },
-            _ if e.details().contains("WRONGTYPE") => Error::WrongType { key: String::new() },
+            _ if e.details().contains("WRONGTYPE") => Error::WrongType {
+                key: key.to_string(),
+            },
             _ => Error::Redis {
                 operation,
                 server: self.server(),

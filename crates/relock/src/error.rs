@@ -25,6 +25,9 @@ pub enum Error {
         cause: String,
     },
     /// The operation needs a hold that the caller does not have.
+    ///
+    /// The reentrant lock's guards never return it (a guard whose hold ended reports
+    /// [`Error::LockLost`]); it is for owner-based operations of other lock kinds.
     #[error("lock `{name}` is not held by this owner")]
     NotHeld {
         /// The lock name.

@@ -159,7 +159,7 @@ async fn release_hold(inner: Arc<Inner>, hold: Arc<Hold>, watchdog: bool) -> Res
                 hold.mark_lost();
                 Err(lost_error())
             }
-            Err(e) => Err(inner.error("release", e)),
+            Err(e) => Err(inner.error("release", &hold.keys.lock, e)),
         }
     };
     if remaining == 0 {

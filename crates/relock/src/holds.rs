@@ -4,7 +4,7 @@
 //! have a watchdog-managed guard, and guards read their "lost" signal from here, so reentrant
 //! guards of one owner share one fate.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{watch, Notify};
@@ -17,7 +17,7 @@ pub(crate) type HoldKey = (String, String);
 
 #[derive(Debug)]
 pub(crate) struct Hold {
-    pub(crate) keys: LockKeys,
+    pub(crate) keys: Arc<LockKeys>,
     /// `<client_id>:<owner>`.
     pub(crate) field: String,
     pub(crate) token: u64,
@@ -43,7 +43,12 @@ struct HoldState {
 }
 
 impl Hold {
-    pub(crate) fn new(keys: LockKeys, field: String, token: u64, valid_until: Instant) -> Self {
+    pub(crate) fn new(
+        keys: Arc<LockKeys>,
+        field: String,
+        token: u64,
+        valid_until: Instant,
+    ) -> Self {
         Hold {
             keys,
             field,

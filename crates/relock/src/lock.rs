@@ -167,7 +167,7 @@ impl Lock {
     ) -> Result<Option<LockGuard>> {
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let expired = |now: Instant| deadline.is_some_and(|d| now >= d);
-        let hold_key: HoldKey = (keys.lock.clone(), field.clone());
+        let hold_key: HoldKey = (keys.lock.clone(), field);
         let own_hold = self
             .inner
             .holds
@@ -178,7 +178,7 @@ impl Lock {
             && self.inner.pubsub.is_subscribed(&keys.channel);
         if !joining {
             // The uncontended path: one round trip, no subscription.
-            if let Attempt::Acquired(g) = self.attempt(&keys, &field).await? {
+            if let Attempt::Acquired(g) = self.attempt(&keys, &hold_key).await? {
                 return Ok(Some(g));
             }
             if expired(Instant::now()) || wait == Some(Duration::ZERO) {
@@ -195,7 +195,7 @@ impl Lock {
             },
             None => subscribe.await,
         }
-        .map_err(|e| self.inner.error("subscribe", e))?;
+        .map_err(|e| self.inner.error("subscribe", &keys.channel, e))?;
         // Other local waiters already know the lock is held, and until when: park first
         // instead of asking Redis again (one fewer script call per handoff).
         let mut known = if joining { sub.known_held_for() } else { None };
@@ -204,7 +204,7 @@ impl Lock {
             woken.as_mut().enable();
             let mut sleep = match known.take() {
                 Some(held_for) => held_for,
-                None => match self.attempt(&keys, &field).await? {
+                None => match self.attempt(&keys, &hold_key).await? {
                     Attempt::Acquired(g) => {
                         // Local waiters arriving now can park until our release message.
                         sub.set_held_for(g.remaining());
@@ -237,12 +237,11 @@ impl Lock {
     /// A transient failure (a stale connection after a Redis restart, a timeout) is retried
     /// with a short backoff for up to one command timeout; the failed attempt has already
     /// removed any hold it may have left. Then the error is returned.
-    async fn attempt(&self, keys: &Arc<LockKeys>, field: &str) -> Result<Attempt> {
-        let hold_key: HoldKey = (keys.lock.clone(), field.to_string());
+    async fn attempt(&self, keys: &Arc<LockKeys>, hold_key: &HoldKey) -> Result<Attempt> {
         let give_up = Instant::now() + self.inner.settings.command_timeout;
         let mut backoff = Duration::from_millis(5);
         loop {
-            await_release(&self.inner, &hold_key).await;
+            await_release(&self.inner, hold_key).await;
             let task = attempt_task(
                 self.inner.clone(),
                 keys.clone(),
@@ -276,7 +275,7 @@ impl Lock {
             .next()
             .exists(keys.lock.as_str())
             .await
-            .map_err(|e| self.inner.error("exists", e))?;
+            .map_err(|e| self.inner.error("exists", &keys.lock, e))?;
         Ok(n == 1)
     }
 
@@ -307,7 +306,7 @@ impl Lock {
             .next()
             .hget(keys.lock.as_str(), field.as_str())
             .await
-            .map_err(|e| self.wrong_type(self.inner.error("hget", e)))?;
+            .map_err(|e| self.inner.error("hget", &keys.lock, e))?;
         Ok(n.unwrap_or(0))
     }
 
@@ -326,7 +325,7 @@ impl Lock {
             .next()
             .pttl(keys.lock.as_str())
             .await
-            .map_err(|e| self.inner.error("pttl", e))?;
+            .map_err(|e| self.inner.error("pttl", &keys.lock, e))?;
         Ok((ms >= 0).then(|| Duration::from_millis(ms as u64)))
     }
 
@@ -348,21 +347,12 @@ impl Lock {
                 vec![self.inner.grace_ms().to_string(), "publish".into()],
             )
             .await
-            .map_err(|e| self.inner.error("force_unlock", e))?;
+            .map_err(|e| self.inner.error("force_unlock", &keys.lock, e))?;
         // Holds of this client on the lock are gone now; say so without waiting for renewal.
         for h in self.inner.holds.iter().filter(|h| h.key().0 == keys.lock) {
             h.value().mark_lost();
         }
         Ok(r == 1)
-    }
-
-    fn wrong_type(&self, e: Error) -> Error {
-        match e {
-            Error::WrongType { .. } => Error::WrongType {
-                key: self.name.to_string(),
-            },
-            other => other,
-        }
     }
 }
 
@@ -405,22 +395,18 @@ async fn attempt_task(
     let reply = match reply {
         Ok(r) => r,
         Err(e) => {
-            let err = match inner.error("acquire", e) {
-                Error::WrongType { .. } => {
-                    return Err(Error::WrongType {
-                        key: keys.lock.clone(),
-                    })
-                }
-                other => other,
-            };
-            clean_up_unknown_outcome(&inner, &keys, &hold_key).await;
+            let err = inner.error("acquire", &keys.lock, e);
+            // A WRONGTYPE reply means the script ran and changed nothing.
+            if !matches!(err, Error::WrongType { .. }) {
+                clean_up_unknown_outcome(&inner, &keys, &hold_key).await;
+            }
             return Err(err);
         }
     };
     let valid_until = sent + lease;
     let new_hold = |token: i64| {
         let hold = Arc::new(Hold::new(
-            (*keys).clone(),
+            keys.clone(),
             field.clone(),
             token as u64,
             valid_until,
