@@ -3,14 +3,16 @@
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the release channel, redisson_lock__channel:{name}
 -- KEYS[3]  the fencing counter
+-- KEYS[4..6] (fair lock only) the queue, the heartbeats and the sequence
 -- ARGV[1]  owner field, <client_id>:<owner>
 -- ARGV[2]  grace in ms that the fencing counter outlives the lock
 -- ARGV[3]  "1": drop one hold; "all": drop every hold of this owner (clean-up of an acquisition
 --          whose reply was lost)
 -- ARGV[4]  the publish command: "publish" (or "spublish" on a cluster)
 --
--- Returns 1 (released: the lock is free and "0" was published), 0 (still held by this owner,
--- count decremented) or nil (this owner holds nothing here: its lease ran out or it was deleted).
+-- Returns 1 (released: the lock is free and a wake-up was published: "0" for a plain lock,
+-- the first waiter's owner field for a fair lock), 0 (still held by this owner, count
+-- decremented) or nil (this owner holds nothing here: its lease ran out or it was deleted).
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
   return nil
 end
@@ -26,5 +28,10 @@ if redis.call('hlen', KEYS[1]) > 0 then
 end
 redis.call('del', KEYS[1])
 redis.call('pexpire', KEYS[3], ARGV[2])
-redis.call(ARGV[4], KEYS[2], 0)
+if #KEYS >= 6 then
+  evict(KEYS[4], KEYS[5], KEYS[6], now_ms())
+  wake_head(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[4])
+else
+  redis.call(ARGV[4], KEYS[2], 0)
+end
 return 1

@@ -16,7 +16,8 @@ use crate::holds::{Hold, HoldKey};
 use crate::keys::LockKeys;
 use crate::lock::Lock;
 use crate::pubsub::PubSub;
-use crate::{scripts, watchdog};
+use crate::fair::QueueEntry;
+use crate::{fair, scripts, watchdog};
 
 /// Longest lease accepted: PEXPIRE takes milliseconds, and tokens are µs in a Lua double.
 const MAX_LEASE: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 30);
@@ -37,6 +38,7 @@ pub(crate) struct Settings {
     pub(crate) connections: usize,
     pub(crate) counter_grace: Duration,
     pub(crate) renew_batch: usize,
+    pub(crate) fair_heartbeat: Duration,
 }
 
 /// Builds a [`Client`] with explicit settings.
@@ -70,6 +72,7 @@ impl Default for ClientBuilder {
                 connections: 4,
                 counter_grace: COUNTER_GRACE,
                 renew_batch: RENEW_BATCH,
+                fair_heartbeat: Duration::from_secs(5),
             },
         }
     }
@@ -116,6 +119,14 @@ impl ClientBuilder {
         self
     }
 
+    /// How long a fair-lock waiter keeps its place in line without a heartbeat. Each client
+    /// refreshes its waiters every deadline/5, so a waiter whose process died stops holding
+    /// up the line after at most this long. Default: 5 s; at least 100 ms.
+    pub fn fair_heartbeat(mut self, deadline: Duration) -> Self {
+        self.settings.fair_heartbeat = deadline;
+        self
+    }
+
     fn validate(&self) -> Result<()> {
         let s = &self.settings;
         if s.client_id.is_empty() || s.client_id.contains(':') {
@@ -131,6 +142,15 @@ impl ClientBuilder {
                 format!(
                     "{:?} is too short to renew every lease/3; use at least 30 ms",
                     s.watchdog_lease
+                ),
+            ));
+        }
+        if s.fair_heartbeat < Duration::from_millis(100) || s.fair_heartbeat > MAX_LEASE {
+            return Err(Error::invalid(
+                "fair_heartbeat",
+                format!(
+                    "{:?}: use at least 100 ms (waiters refresh every deadline/5) and at most 30 years",
+                    s.fair_heartbeat
                 ),
             ));
         }
@@ -241,10 +261,12 @@ impl ClientBuilder {
             pool,
             pubsub,
             holds: DashMap::new(),
+            queue: DashMap::new(),
             shutting_down: AtomicBool::new(false),
             shutdown: shutdown_tx,
         });
-        watchdog::spawn(Arc::downgrade(&inner), shutdown_rx);
+        watchdog::spawn(Arc::downgrade(&inner), shutdown_rx.clone());
+        fair::spawn_heartbeats(Arc::downgrade(&inner), shutdown_rx);
         tracing::debug!(url = %inner.settings.url, client_id = %inner.settings.client_id, "relock client connected");
         Ok(Client { inner })
     }
@@ -325,6 +347,8 @@ pub(crate) struct Inner {
     pub(crate) pool: Pool,
     pub(crate) pubsub: Arc<PubSub>,
     pub(crate) holds: DashMap<HoldKey, Arc<Hold>>,
+    /// Fair-lock waiters of this client, by (lock, owner field).
+    pub(crate) queue: DashMap<HoldKey, Arc<QueueEntry>>,
     pub(crate) shutting_down: AtomicBool,
     shutdown: watch::Sender<bool>,
 }
@@ -349,7 +373,27 @@ impl Client {
     /// A handle to the reentrant lock called `name`. Cheap; nothing is sent until it is used.
     /// A bad name is reported by the first operation, as [`Error::InvalidArgument`].
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.inner.clone(), name.into())
+        Lock::new(self.inner.clone(), name.into(), false)
+    }
+
+    /// A handle to the fair lock called `name`: first come, first served across all clients.
+    ///
+    /// The same methods and guard as [`lock`](Client::lock) (reentrancy, watchdog, fencing
+    /// tokens); waiters form a line on the server and each release wakes only the first.
+    /// `try_lock` never joins the line and never jumps it. A waiter that dies stops holding up
+    /// the line after [`ClientBuilder::fair_heartbeat`] (5 s). Use one kind per name: a plain
+    /// lock on the same name does not see the line.
+    ///
+    /// ```no_run
+    /// # async fn f() -> relock::Result<()> {
+    /// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+    /// let lock = client.fair_lock("printer");
+    /// let guard = lock.lock().await?; // served in arrival order
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.inner.clone(), name.into(), true)
     }
 
     /// This client's id, the `<client_id>` of its owner fields.
@@ -365,6 +409,11 @@ impl Client {
     /// How many locks this client holds right now (distinct lock and owner pairs).
     pub fn held_locks(&self) -> usize {
         self.inner.holds.iter().filter(|h| h.count() > 0).count()
+    }
+
+    /// Fair-lock waiters of this client that may be in a line right now.
+    pub fn queued_waiters(&self) -> usize {
+        self.inner.queued_count()
     }
 
     /// Lock channels this client is subscribed to right now (one per lock with local waiters).
@@ -386,13 +435,28 @@ impl Client {
         if inner.shutting_down.swap(true, Ordering::SeqCst) {
             return;
         }
-        let holds: Vec<Arc<Hold>> = inner.holds.iter().map(|e| e.value().clone()).collect();
-        for hold in holds {
+        // Release every hold and leave every line at once, not one round trip after another.
+        let mut work = tokio::task::JoinSet::new();
+        for hold in inner.holds.iter().map(|e| e.value().clone()) {
             hold.mark_lost();
-            if let Err(e) = inner.run_release(&hold.keys, &hold.field, true).await {
-                tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
-            }
+            let inner = inner.clone();
+            work.spawn(async move {
+                if let Err(e) = inner.run_release(&hold.keys, &hold.field, true).await {
+                    tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
+                }
+            });
         }
+        for entry in inner.queue.iter().map(|e| e.value().clone()) {
+            let inner = inner.clone();
+            work.spawn(async move {
+                if entry.queued.swap(false, Ordering::SeqCst) {
+                    if let Err(e) = inner.leave_queue(&entry).await {
+                        tracing::warn!(lock = %entry.keys.lock, error = %e, "leaving the line at shutdown failed; the heartbeat deadline will evict us");
+                    }
+                }
+            });
+        }
+        while work.join_next().await.is_some() {}
         inner.holds.clear();
         inner.pubsub.wake_all();
         let _ = inner.shutdown.send(true);
@@ -422,7 +486,7 @@ impl Inner {
         scripts::RELEASE
             .run(
                 self.pool.next(),
-                vec![keys.lock.clone(), keys.channel.clone(), keys.token.clone()],
+                keys.release_keys(),
                 vec![
                     field.to_string(),
                     self.grace_ms().to_string(),

@@ -12,16 +12,56 @@ pub(crate) struct LockKeys {
     pub(crate) channel: String,
     /// The fencing counter.
     pub(crate) token: String,
+    /// The waiting line, for a fair lock.
+    pub(crate) queue: Option<QueueKeys>,
+}
+
+/// The sorted sets (and sequence) of a fair lock's waiting line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QueueKeys {
+    /// owner → ticket: arrival order.
+    pub(crate) queue: String,
+    /// owner → heartbeat deadline (server ms).
+    pub(crate) alive: String,
+    /// The ticket sequence (INCR).
+    pub(crate) seq: String,
 }
 
 impl LockKeys {
-    pub(crate) fn new(name: &str) -> Result<Self> {
+    pub(crate) fn new(name: &str, fair: bool) -> Result<Self> {
         validate_name(name)?;
         Ok(LockKeys {
             lock: name.to_string(),
             channel: prefixed("redisson_lock__channel", name),
             token: prefixed("redisson_lock_token", name),
+            queue: fair.then(|| QueueKeys {
+                queue: prefixed("relock_fair_queue", name),
+                alive: prefixed("relock_fair_alive", name),
+                seq: prefixed("relock_fair_seq", name),
+            }),
         })
+    }
+
+    /// KEYS of `release.lua` and `force_unlock.lua`: lock, channel, counter, and for a fair
+    /// lock the queue keys, so that the first waiter is the one woken.
+    pub(crate) fn release_keys(&self) -> Vec<String> {
+        let mut keys = vec![self.lock.clone(), self.channel.clone(), self.token.clone()];
+        if let Some(q) = &self.queue {
+            keys.extend([q.queue.clone(), q.alive.clone(), q.seq.clone()]);
+        }
+        keys
+    }
+
+    /// KEYS of the fair-queue scripts that take the group (lock, channel, queue, alive, seq).
+    pub(crate) fn queue_group(&self) -> Option<[String; 5]> {
+        let q = self.queue.as_ref()?;
+        Some([
+            self.lock.clone(),
+            self.channel.clone(),
+            q.queue.clone(),
+            q.alive.clone(),
+            q.seq.clone(),
+        ])
     }
 }
 
@@ -62,16 +102,21 @@ mod tests {
 
     #[test]
     fn plain_names_get_braces_around_the_whole_name() {
-        let k = LockKeys::new("orders:42").unwrap();
+        let k = LockKeys::new("orders:42", true).unwrap();
         assert_eq!(k.lock, "orders:42");
         assert_eq!(k.channel, "redisson_lock__channel:{orders:42}");
         assert_eq!(k.token, "redisson_lock_token:{orders:42}");
+        let q = k.queue.unwrap();
+        assert_eq!(q.queue, "relock_fair_queue:{orders:42}");
+        assert_eq!(q.alive, "relock_fair_alive:{orders:42}");
+        assert_eq!(q.seq, "relock_fair_seq:{orders:42}");
     }
 
     #[test]
     fn names_with_a_tag_keep_it() {
-        let k = LockKeys::new("orders:{42}:a").unwrap();
+        let k = LockKeys::new("orders:{42}:a", true).unwrap();
         assert_eq!(k.channel, "redisson_lock__channel:orders:{42}:a");
+        assert_eq!(k.queue.unwrap().alive, "relock_fair_alive:orders:{42}:a");
     }
 
     #[test]
@@ -79,7 +124,7 @@ mod tests {
         for bad in ["", "a{b", "a{}b", "{}", "x}{"] {
             assert!(
                 matches!(
-                    LockKeys::new(bad),
+                    LockKeys::new(bad, false),
                     Err(Error::InvalidArgument { name: "name", .. })
                 ),
                 "{bad:?}"

@@ -24,7 +24,10 @@
 //!
 //! # Which lock should you use?
 //! - [`Lock`] (`client.lock(name)`): one Redis server, mutual exclusion between processes,
-//!   reentrant per task. Not fair.
+//!   reentrant per task. Not fair: any waiter may win.
+//! - A fair lock (`client.fair_lock(name)`, the same [`Lock`] type and guard): first come,
+//!   first served across all clients; each release wakes only the next in line, and a waiter
+//!   that dies stops holding up the line after its heartbeat deadline (5 s).
 //! - A lease-based lock cannot promise mutual exclusion through process pauses or clock jumps;
 //!   if correctness depends on it, have the protected resource check
 //!   [`LockGuard::fencing_token`]. `docs/safety.md` says exactly what is and is not promised.
@@ -33,6 +36,7 @@
 //! - `client`: [`Client`] and [`ClientBuilder`]: connections (fred, with explicit reconnect
 //!   and timeouts), settings, shutdown.
 //! - `lock`: [`Lock`], the acquire and wait loop.
+//! - `fair`: the fair lock's line: queued waiters, their heartbeats, leaving, the fair wait.
 //! - `guard`: [`LockGuard`] and release.
 //! - `holds`: the client's record of what it holds, shared by guards and the watchdog.
 //! - `watchdog`: one task per client that renews holds in batches.
@@ -47,6 +51,7 @@
 
 mod client;
 mod error;
+mod fair;
 mod guard;
 mod holds;
 mod keys;
@@ -60,16 +65,31 @@ mod watchdog;
 pub use client::{Client, ClientBuilder};
 
 /// The Lua sources of the scripts, for inspection, tooling and benchmarks
-/// (`docs/data-layout.md` describes their keys, arguments and replies).
+/// (`docs/data-layout.md` describes their keys, arguments and replies). Each is `common.lua`
+/// (the functions the scripts share) followed by the script's own file.
 pub mod lua {
+    macro_rules! script {
+        ($file:literal) => {
+            concat!(
+                include_str!("../lua/common.lua"),
+                include_str!(concat!("../lua/", $file))
+            )
+        };
+    }
     /// Take, re-enter, or report the holder's PTTL.
-    pub const ACQUIRE: &str = include_str!("../lua/acquire.lua");
+    pub const ACQUIRE: &str = script!("acquire.lua");
     /// Drop one hold (or all of an owner's) and publish the release.
-    pub const RELEASE: &str = include_str!("../lua/release.lua");
+    pub const RELEASE: &str = script!("release.lua");
     /// The watchdog's batch renewal.
-    pub const RENEW: &str = include_str!("../lua/renew.lua");
+    pub const RENEW: &str = script!("renew.lua");
     /// Delete whoever holds it and publish.
-    pub const FORCE_UNLOCK: &str = include_str!("../lua/force_unlock.lua");
+    pub const FORCE_UNLOCK: &str = script!("force_unlock.lua");
+    /// Fair lock: take it when free and first in line, re-enter, or join the queue.
+    pub const FAIR_ACQUIRE: &str = script!("fair_acquire.lua");
+    /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
+    pub const FAIR_HEARTBEAT: &str = script!("fair_heartbeat.lua");
+    /// Fair lock: a waiter leaves the queue (and the next one is told if it was first).
+    pub const FAIR_LEAVE: &str = script!("fair_leave.lua");
 }
 pub use error::{Error, Result};
 pub use guard::LockGuard;

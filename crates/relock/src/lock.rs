@@ -1,15 +1,18 @@
 //! [`Lock`]: the handle to one named reentrant lock, and the acquire/wait loop.
 
 use std::pin::pin;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fred::interfaces::{HashesInterface, KeysInterface};
+use fred::interfaces::{HashesInterface, KeysInterface, SortedSetsInterface};
+use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::client::{validate_lease, Inner};
 use crate::error::{Error, Result};
+use crate::fair::QueueEntry;
 use crate::guard::LockGuard;
 use crate::holds::{Hold, HoldKey};
 use crate::keys::LockKeys;
@@ -18,7 +21,7 @@ use crate::scripts;
 
 /// How long a waiter sleeps when the holder's key has no TTL (a foreign holder), between
 /// checks. Release messages still wake it at once.
-const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
+pub(crate) const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
 
 /// A reentrant distributed lock, wire-compatible with Redisson's `RLock`.
 ///
@@ -58,9 +61,10 @@ pub struct Lock {
     name: Arc<str>,
     keys: Option<Arc<LockKeys>>,
     lease: Option<Duration>,
+    fair: bool,
 }
 
-enum Attempt {
+pub(crate) enum Attempt {
     Acquired(LockGuard),
     /// Held by someone else; their remaining lease in ms (-1: no expiry, -2: just vanished).
     Held(i64),
@@ -68,15 +72,36 @@ enum Attempt {
     Retry,
 }
 
+/// Which acquire script an attempt runs, and how.
+#[derive(Debug, Clone)]
+pub(crate) enum Mode {
+    /// `acquire.lua`: the plain lock.
+    Plain,
+    /// `fair_acquire.lua` without joining the line (`try_lock`, and the first attempt).
+    FairTry,
+    /// `fair_acquire.lua`, joining the line (or staying in it) if not granted.
+    FairWait(Arc<QueueEntry>),
+}
+
 impl Lock {
-    pub(crate) fn new(inner: Arc<Inner>, name: String) -> Self {
-        let keys = LockKeys::new(&name).ok().map(Arc::new);
+    pub(crate) fn new(inner: Arc<Inner>, name: String, fair: bool) -> Self {
+        let keys = LockKeys::new(&name, fair).ok().map(Arc::new);
         Lock {
             inner,
             name: name.into(),
             keys,
             lease: None,
+            fair,
         }
+    }
+
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
+    }
+
+    /// Whether this is a fair lock (made by [`Client::fair_lock`](crate::Client::fair_lock)).
+    pub fn is_fair(&self) -> bool {
+        self.fair
     }
 
     /// The lock's name (also the key of its hash).
@@ -99,7 +124,8 @@ impl Lock {
     fn keys(&self) -> Result<Arc<LockKeys>> {
         match &self.keys {
             Some(k) => Ok(k.clone()),
-            None => Err(LockKeys::new(&self.name).expect_err("keys failed to build before")),
+            None => Err(LockKeys::new(&self.name, self.fair)
+                .expect_err("keys failed to build before")),
         }
     }
 
@@ -165,9 +191,12 @@ impl Lock {
         field: String,
         wait: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
+        let hold_key: HoldKey = (keys.lock.clone(), field);
+        if self.fair {
+            return self.acquire_fair(keys, hold_key, wait).await;
+        }
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let expired = |now: Instant| deadline.is_some_and(|d| now >= d);
-        let hold_key: HoldKey = (keys.lock.clone(), field);
         let own_hold = self
             .inner
             .holds
@@ -178,7 +207,7 @@ impl Lock {
             && self.inner.pubsub.is_subscribed(&keys.channel);
         if !joining {
             // The uncontended path: one round trip, no subscription.
-            if let Attempt::Acquired(g) = self.attempt(&keys, &hold_key).await? {
+            if let Attempt::Acquired(g) = self.attempt(&keys, &hold_key, Mode::Plain).await? {
                 return Ok(Some(g));
             }
             if expired(Instant::now()) || wait == Some(Duration::ZERO) {
@@ -204,7 +233,7 @@ impl Lock {
             woken.as_mut().enable();
             let mut sleep = match known.take() {
                 Some(held_for) => held_for,
-                None => match self.attempt(&keys, &hold_key).await? {
+                None => match self.attempt(&keys, &hold_key, Mode::Plain).await? {
                     Attempt::Acquired(g) => {
                         // Local waiters arriving now can park until our release message.
                         sub.set_held_for(g.remaining());
@@ -237,16 +266,28 @@ impl Lock {
     /// A transient failure (a stale connection after a Redis restart, a timeout) is retried
     /// with a short backoff for up to one command timeout; the failed attempt has already
     /// removed any hold it may have left. Then the error is returned.
-    async fn attempt(&self, keys: &Arc<LockKeys>, hold_key: &HoldKey) -> Result<Attempt> {
+    pub(crate) async fn attempt(
+        &self,
+        keys: &Arc<LockKeys>,
+        hold_key: &HoldKey,
+        mode: Mode,
+    ) -> Result<Attempt> {
         let give_up = Instant::now() + self.inner.settings.command_timeout;
         let mut backoff = Duration::from_millis(5);
         loop {
             await_release(&self.inner, hold_key).await;
+            // A leave of the line must not overtake this attempt (it would put us back).
+            let gate = match &mode {
+                Mode::FairWait(e) => Some(e.gate.clone().lock_owned().await),
+                _ => None,
+            };
             let task = attempt_task(
                 self.inner.clone(),
                 keys.clone(),
                 hold_key.clone(),
                 self.lease,
+                mode.clone(),
+                gate,
             );
             match tokio::spawn(task).await.map_err(|_| Error::Shutdown)? {
                 Err(e) if e.is_transient() && Instant::now() + backoff < give_up => {
@@ -329,6 +370,55 @@ impl Lock {
         Ok((ms >= 0).then(|| Duration::from_millis(ms as u64)))
     }
 
+    /// How many owners wait in a fair lock's line (0 for a plain lock, which has none).
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn queue_len(&self) -> Result<usize> {
+        let keys = self.keys()?;
+        let Some(q) = &keys.queue else { return Ok(0) };
+        let n: usize = self
+            .inner
+            .pool
+            .next()
+            .zcard(q.queue.as_str())
+            .await
+            .map_err(|e| self.inner.error("zcard", &q.queue, e))?;
+        Ok(n)
+    }
+
+    /// The calling owner's place in a fair lock's line (0: next to get it), or `None` if it
+    /// is not waiting (or the lock is not fair).
+    ///
+    /// An honest wait estimate from it: the holder's
+    /// [`remaining_lease`](Lock::remaining_lease), plus, for each owner ahead, how long it
+    /// will hold the lock (at most its lease, if it uses a fixed one). The line itself stores
+    /// no estimates, so nothing drifts when waiters leave.
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn queue_position(&self) -> Result<Option<usize>> {
+        let keys = self.keys()?;
+        let Some(q) = &keys.queue else {
+            return Ok(None);
+        };
+        let field = self.field(&Owner::current());
+        let rank: Option<usize> = self
+            .inner
+            .pool
+            .next()
+            .zrank(q.queue.as_str(), field.as_str(), false)
+            .await
+            .map_err(|e| self.inner.error("zrank", &q.queue, e))?;
+        Ok(rank)
+    }
+
     /// Deletes the lock whoever holds it and wakes a waiter. Returns whether there was one.
     /// The old holder learns of it at its next renewal (`lost()` resolves).
     ///
@@ -343,7 +433,7 @@ impl Lock {
         let r: i64 = scripts::FORCE_UNLOCK
             .run(
                 self.inner.pool.next(),
-                vec![keys.lock.clone(), keys.channel.clone(), keys.token.clone()],
+                keys.release_keys(),
                 vec![self.inner.grace_ms().to_string(), "publish".into()],
             )
             .await
@@ -376,22 +466,52 @@ async fn attempt_task(
     keys: Arc<LockKeys>,
     hold_key: HoldKey,
     fixed_lease: Option<Duration>,
+    mode: Mode,
+    _gate: Option<OwnedMutexGuard<()>>,
 ) -> Result<Attempt> {
     let watchdog = fixed_lease.is_none();
     let lease = fixed_lease.unwrap_or(inner.settings.watchdog_lease);
     let field = hold_key.1.clone();
-    let sent = Instant::now();
-    let reply = scripts::ACQUIRE
-        .run::<Vec<i64>>(
-            inner.pool.next(),
+    let mut args = vec![
+        lease.as_millis().to_string(),
+        field.clone(),
+        inner.grace_ms().to_string(),
+    ];
+    let (script, script_keys) = match (&mode, keys.queue_group()) {
+        (Mode::FairTry | Mode::FairWait(_), Some([lock, channel, queue, alive, seq])) => {
+            let (join, ticket) = match &mode {
+                Mode::FairWait(e) => {
+                    // Set before sending: if the reply is lost we may be in line.
+                    e.queued.store(true, Ordering::SeqCst);
+                    ("wait", e.ticket.load(Ordering::SeqCst))
+                }
+                _ => ("try", 0),
+            };
+            args.extend([
+                inner.settings.fair_heartbeat.as_millis().to_string(),
+                join.to_string(),
+                ticket.to_string(),
+                "publish".to_string(),
+            ]);
+            let k = vec![lock, keys.token.clone(), channel, queue, alive, seq];
+            (&*scripts::FAIR_ACQUIRE, k)
+        }
+        _ => (
+            &*scripts::ACQUIRE,
             vec![keys.lock.clone(), keys.token.clone()],
-            vec![
-                lease.as_millis().to_string(),
-                field.clone(),
-                inner.grace_ms().to_string(),
-            ],
-        )
+        ),
+    };
+    let sent = Instant::now();
+    let reply = script
+        .run::<Vec<i64>>(inner.pool.next(), script_keys, args)
         .await;
+    if let (Mode::FairWait(e), Ok(r)) = (&mode, &reply) {
+        match r.as_slice() {
+            [0, _, ticket, _] => e.ticket.store(*ticket, Ordering::SeqCst),
+            // Granted or re-entered: the script took us out of the line.
+            _ => e.queued.store(false, Ordering::SeqCst),
+        }
+    }
     let reply = match reply {
         Ok(r) => r,
         Err(e) => {
@@ -442,7 +562,7 @@ async fn attempt_task(
                 ))),
             }
         }
-        [0, pttl] => Ok(Attempt::Held(*pttl)),
+        [0, pttl] | [0, pttl, _, _] => Ok(Attempt::Held(*pttl)),
         other => Err(Error::Redis {
             operation: "acquire",
             server: inner.server(),

@@ -1,8 +1,10 @@
 //! The waiter dispatcher: one subscriber connection per client, one refcounted subscription
 //! per lock channel, and a task that turns release messages into wake-ups.
 //!
-//! A release message wakes one local waiter (`Notify::notify_one`, which keeps the wake-up for
-//! the next waiter if nobody is waiting yet, and passes it on if the woken waiter was dropped).
+//! A plain lock's release message (`0`) wakes one local waiter (`Notify::notify_one`, which
+//! keeps the wake-up for the next waiter if nobody is waiting yet, and passes it on if the
+//! woken waiter was dropped). A fair lock's message names the one waiter it is for (its owner
+//! field, which contains a `:`); only that waiter is woken, and only by the client it is on.
 //! Pub/sub is at-most-once, so waiters also bound every sleep by the holder's TTL; and on a
 //! reconnect or a lagging receiver every waiter is woken to retry.
 
@@ -31,6 +33,27 @@ struct Channel {
     refs: Mutex<usize>,
     /// Serialises SUBSCRIBE/UNSUBSCRIBE for this channel; true while subscribed.
     subscribed: AsyncMutex<bool>,
+    /// Fair-lock waiters by owner field: (their wake-up, how many registrations).
+    named: Mutex<HashMap<String, (Arc<Notify>, usize)>>,
+}
+
+/// A fair waiter's registration for messages that name it; undone on drop.
+#[derive(Debug)]
+pub(crate) struct Named {
+    channel: Arc<Channel>,
+    field: String,
+}
+
+impl Drop for Named {
+    fn drop(&mut self) {
+        let mut named = self.channel.named.lock().unwrap();
+        if let Some((_, n)) = named.get_mut(&self.field) {
+            *n -= 1;
+            if *n == 0 {
+                named.remove(&self.field);
+            }
+        }
+    }
 }
 
 /// One waiter's use of a channel. Dropping it releases the subscription (in the background when
@@ -66,8 +89,7 @@ impl PubSub {
                             let _span = tracing::trace_span!("wake", channel = %chan).entered();
                             let channel = this.channels.lock().unwrap().get(&chan).cloned();
                             if let Some(c) = channel {
-                                *c.held_until.lock().unwrap() = None;
-                                c.notify.notify_one();
+                                c.deliver(msg.value.as_str().as_deref().unwrap_or_default());
                             }
                         }
                         Err(RecvError::Lagged(n)) => {
@@ -98,6 +120,9 @@ impl PubSub {
             *c.held_until.lock().unwrap() = None;
             c.notify.notify_waiters();
             c.notify.notify_one();
+            for (n, _) in c.named.lock().unwrap().values() {
+                n.notify_one();
+            }
         }
     }
 
@@ -120,6 +145,7 @@ impl PubSub {
                         held_until: Mutex::new(None),
                         refs: Mutex::new(0),
                         subscribed: AsyncMutex::new(false),
+                        named: Mutex::new(HashMap::new()),
                     })
                 })
                 .clone();
@@ -183,7 +209,32 @@ impl PubSub {
     }
 }
 
+impl Channel {
+    /// Routes one message: a fair lock's names its waiter, a plain lock's wakes any one.
+    fn deliver(&self, payload: &str) {
+        if payload.contains(':') {
+            // For one fair waiter, on whichever client it is: wake it if it is ours.
+            if let Some((n, _)) = self.named.lock().unwrap().get(payload) {
+                n.notify_one();
+            }
+            return;
+        }
+        *self.held_until.lock().unwrap() = None;
+        self.notify.notify_one();
+    }
+}
+
 impl Subscription {
+    /// Routes messages that name `field` (a fair waiter's owner field) to `wake`.
+    pub(crate) fn name_waiter(&self, field: &str, wake: Arc<Notify>) -> Named {
+        let mut named = self.channel.named.lock().unwrap();
+        named.entry(field.to_string()).or_insert((wake, 0)).1 += 1;
+        Named {
+            channel: self.channel.clone(),
+            field: field.to_string(),
+        }
+    }
+
     /// A future that completes on the next wake-up for this channel.
     pub(crate) fn notified(&self) -> tokio::sync::futures::Notified<'_> {
         self.channel.notify.notified()

