@@ -86,3 +86,72 @@ pub async fn assert_no_waiters(server: &RedisServer, client: &relock::Client, na
     .await
     .unwrap();
 }
+
+/// A client whose fair-lock waiters keep their place for `heartbeat` without a refresh.
+pub async fn fair_client(server: &RedisServer, heartbeat: Duration) -> relock::Client {
+    relock::Client::builder()
+        .url(server.url())
+        .fair_heartbeat(heartbeat)
+        .command_timeout(Duration::from_secs(1))
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("connect")
+}
+
+/// A fair lock's line on the server, first waiter first (owner fields).
+pub fn fair_line(server: &RedisServer, name: &str) -> Vec<String> {
+    let key = format!("relock_fair_queue:{{{name}}}");
+    match server.cmd(&["ZRANGE", &key, "0", "-1"]).unwrap() {
+        relock_testkit::Value::Array(Some(items)) => {
+            items.iter().filter_map(|v| v.as_string()).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// Members of a fair lock's heartbeat set with their deadlines (server ms).
+pub fn fair_heartbeats(server: &RedisServer, name: &str) -> Vec<(String, i64)> {
+    let key = format!("relock_fair_alive:{{{name}}}");
+    match server
+        .cmd(&["ZRANGE", &key, "0", "-1", "WITHSCORES"])
+        .unwrap()
+    {
+        relock_testkit::Value::Array(Some(items)) => items
+            .chunks(2)
+            .map(|p| (p[0].as_string().unwrap(), p[1].as_int().unwrap()))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The server's clock in ms (`TIME`).
+pub fn server_ms(server: &RedisServer) -> i64 {
+    match server.cmd(&["TIME"]).unwrap() {
+        relock_testkit::Value::Array(Some(t)) => {
+            t[0].as_int().unwrap() * 1000 + t[1].as_int().unwrap() / 1000
+        }
+        other => panic!("TIME replied {other:?}"),
+    }
+}
+
+/// Starts `f` (which waits for a fair lock) and waits, bounded, until the line on the server
+/// has grown to `expect` waiters, so waiters enter the line in a known order.
+pub async fn spawn_in_line<T, F>(
+    server: &RedisServer,
+    name: &str,
+    expect: usize,
+    f: F,
+) -> tokio::task::JoinHandle<T>
+where
+    F: std::future::Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let handle = tokio::spawn(f);
+    wait_until(Duration::from_secs(3), "the waiter to join the line", || async {
+        fair_line(server, name).len() == expect
+    })
+    .await
+    .unwrap();
+    handle
+}

@@ -19,11 +19,13 @@
 -- Returns
 --   {1, token}                     acquired afresh (and out of the queue)
 --   {2, token, count}              re-entered
---   {0, bound, ticket, position}   not acquired. bound: the most ms to sleep before asking
+--   {0, bound, ticket, position, behind}
+--                                  not acquired. bound: the most ms to sleep before asking
 --                                  again: the holder's PTTL (-1: no expiry), or, when the lock
 --                                  is free but another waiter is first, that waiter's heartbeat
---                                  deadline. ticket and position (0 = first) in "wait" mode;
---                                  0 and -1 in "try" mode.
+--                                  deadline. ticket and position (0 = first) in "wait" mode,
+--                                  0 and -1 in "try" mode. behind: 1 when the lock is free but
+--                                  another waiter is first (it is about to take it, or dead).
 local lease = tonumber(ARGV[1])
 local counter_ttl = lease + tonumber(ARGV[3])
 local field = ARGV[2]
@@ -45,7 +47,9 @@ if pttl == -2 and (first == false or first == field) then
 end
 
 local bound = pttl
+local behind = 0
 if pttl == -2 then
+  behind = 1
   -- Free, but someone else is first: it has until its heartbeat deadline to take it.
   bound = tonumber(redis.call('zscore', KEYS[5], first)) - now + 1
   if evicted > 0 then
@@ -54,7 +58,7 @@ if pttl == -2 then
   end
 end
 if ARGV[5] ~= 'wait' then
-  return {0, bound, 0, -1}
+  return {0, bound, 0, -1, behind}
 end
 
 local ticket = redis.call('zscore', KEYS[4], field)
@@ -62,10 +66,13 @@ if not ticket then
   ticket = tonumber(ARGV[6])
   if ticket == 0 then
     ticket = redis.call('incr', KEYS[6])
+  elseif tonumber(redis.call('get', KEYS[6]) or '0') < ticket then
+    -- The sequence restarted while we were out of line: keep later arrivals behind us.
+    redis.call('set', KEYS[6], ticket)
   end
   redis.call('zadd', KEYS[4], ticket, field)
 end
 local heartbeat = tonumber(ARGV[4])
 redis.call('zadd', KEYS[5], now + heartbeat, field)
 keep(heartbeat + 1000, KEYS[4], KEYS[5], KEYS[6])
-return {0, bound, tonumber(ticket), redis.call('zrank', KEYS[4], field)}
+return {0, bound, tonumber(ticket), redis.call('zrank', KEYS[4], field), behind}

@@ -1,6 +1,6 @@
 //! [`Client`]: the connections, the background tasks, and the settings every lock shares.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -262,6 +262,7 @@ impl ClientBuilder {
             pubsub,
             holds: DashMap::new(),
             queue: DashMap::new(),
+            parked: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
             shutdown: shutdown_tx,
         });
@@ -349,6 +350,8 @@ pub(crate) struct Inner {
     pub(crate) holds: DashMap<HoldKey, Arc<Hold>>,
     /// Fair-lock waiters of this client, by (lock, owner field).
     pub(crate) queue: DashMap<HoldKey, Arc<QueueEntry>>,
+    /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.
+    pub(crate) parked: AtomicUsize,
     pub(crate) shutting_down: AtomicBool,
     shutdown: watch::Sender<bool>,
 }
@@ -411,6 +414,12 @@ impl Client {
         self.inner.holds.iter().filter(|h| h.count() > 0).count()
     }
 
+    /// Acquire calls of this client (plain or fair) asleep right now, waiting for a release,
+    /// the holder's lease, or their deadline.
+    pub fn parked_waiters(&self) -> usize {
+        self.inner.parked.load(Ordering::SeqCst)
+    }
+
     /// Fair-lock waiters of this client that may be in a line right now.
     pub fn queued_waiters(&self) -> usize {
         self.inner.queued_count()
@@ -466,6 +475,19 @@ impl Client {
 }
 
 impl Inner {
+    /// Sleeps until `woken` or for `sleep`, counted in [`Client::parked_waiters`].
+    pub(crate) async fn park<F: std::future::Future>(&self, sleep: Duration, woken: F) {
+        struct Parked<'a>(&'a AtomicUsize);
+        impl Drop for Parked<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        self.parked.fetch_add(1, Ordering::SeqCst);
+        let _parked = Parked(&self.parked);
+        let _ = tokio::time::timeout(sleep, woken).await;
+    }
+
     pub(crate) fn check_running(&self) -> Result<()> {
         if self.shutting_down.load(Ordering::SeqCst) {
             Err(Error::Shutdown)

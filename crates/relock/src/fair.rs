@@ -26,6 +26,11 @@ use crate::keys::LockKeys;
 use crate::lock::{Attempt, Lock, Mode, NO_TTL_RECHECK};
 use crate::scripts;
 
+/// First re-check when the lock is free but another waiter is first; doubled each time.
+const BEHIND_FIRST_CHECK: Duration = Duration::from_millis(10);
+/// Longest re-check interval in that state.
+const BEHIND_MAX_CHECK: Duration = Duration::from_secs(1);
+
 /// One (lock, owner) in the waiting line, as this client knows it.
 #[derive(Debug)]
 pub(crate) struct QueueEntry {
@@ -259,15 +264,28 @@ impl Lock {
         .map_err(|e| inner.error("subscribe", &keys.channel, e))?;
         let waiting = inner.join_queue(keys.clone(), hold_key.1.clone());
         let _named = sub.name_waiter(&hold_key.1, waiting.entry.wake.clone());
+        let mut backoff = BEHIND_FIRST_CHECK;
         loop {
             let mut woken = pin!(waiting.entry.wake.notified());
             woken.as_mut().enable();
             let mode = Mode::FairWait(waiting.entry.clone());
             let mut sleep = match self.attempt(&keys, &hold_key, mode).await? {
                 Attempt::Acquired(g) => return Ok(Some(g)),
-                Attempt::Held(p) if p > 0 => Duration::from_millis(p as u64 + 1),
+                Attempt::Held(p) if p > 0 => {
+                    backoff = BEHIND_FIRST_CHECK;
+                    Duration::from_millis(p as u64 + 1)
+                }
                 Attempt::Held(-1) => NO_TTL_RECHECK,
-                Attempt::Held(_) | Attempt::Retry => continue,
+                // The lock is free and the first waiter is about to take it (it was woken by
+                // the same lease end as we were), or it is dead. Nobody tells us which, nor
+                // the new holder's lease: look again soon, then less and less often, and never
+                // later than its heartbeat deadline.
+                Attempt::Behind(p) if p > 0 => {
+                    let sleep = backoff.min(Duration::from_millis(p as u64));
+                    backoff = (backoff * 2).min(BEHIND_MAX_CHECK);
+                    sleep
+                }
+                Attempt::Held(_) | Attempt::Behind(_) | Attempt::Retry => continue,
             };
             let now = Instant::now();
             if expired(now) {
@@ -276,7 +294,7 @@ impl Lock {
             if let Some(d) = deadline {
                 sleep = sleep.min(d - now);
             }
-            let _ = tokio::time::timeout(sleep, woken).await;
+            inner.park(sleep, woken).await;
             inner.check_running()?;
         }
     }

@@ -68,6 +68,8 @@ pub(crate) enum Attempt {
     Acquired(LockGuard),
     /// Held by someone else; their remaining lease in ms (-1: no expiry, -2: just vanished).
     Held(i64),
+    /// Fair lock: free, but another waiter is first; it has this many ms to take it.
+    Behind(i64),
     /// Our own release of this lock is in flight; try again once it is done.
     Retry,
 }
@@ -245,7 +247,7 @@ impl Lock {
                         held_for
                     }
                     Attempt::Held(-1) => NO_TTL_RECHECK,
-                    Attempt::Held(_) | Attempt::Retry => continue,
+                    Attempt::Held(_) | Attempt::Behind(_) | Attempt::Retry => continue,
                 },
             };
             let now = Instant::now();
@@ -255,7 +257,7 @@ impl Lock {
             if let Some(d) = deadline {
                 sleep = sleep.min(d - now);
             }
-            let _ = tokio::time::timeout(sleep, woken).await;
+            self.inner.park(sleep, woken).await;
             self.inner.check_running()?;
         }
     }
@@ -507,7 +509,7 @@ async fn attempt_task(
         .await;
     if let (Mode::FairWait(e), Ok(r)) = (&mode, &reply) {
         match r.as_slice() {
-            [0, _, ticket, _] => e.ticket.store(*ticket, Ordering::SeqCst),
+            [0, _, ticket, _, _] => e.ticket.store(*ticket, Ordering::SeqCst),
             // Granted or re-entered: the script took us out of the line.
             _ => e.queued.store(false, Ordering::SeqCst),
         }
@@ -562,7 +564,8 @@ async fn attempt_task(
                 ))),
             }
         }
-        [0, pttl] | [0, pttl, _, _] => Ok(Attempt::Held(*pttl)),
+        [0, pttl] | [0, pttl, _, _, 0] => Ok(Attempt::Held(*pttl)),
+        [0, bound, _, _, 1] => Ok(Attempt::Behind(*bound)),
         other => Err(Error::Redis {
             operation: "acquire",
             server: inner.server(),

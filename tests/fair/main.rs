@@ -1,0 +1,9 @@
+//! Scenarios for the fair lock on one redis-server, one per file, each named as a sentence.
+
+mod f10_waiters_from_three_clients_acquire_in_arrival_order;
+mod f20_leased_waiters_take_over_in_order_as_each_lease_runs_out;
+mod f30_a_killed_waiter_process_holds_up_the_line_for_at_most_its_heartbeat_deadline;
+mod f40_waiters_that_time_out_or_are_cancelled_leave_the_line;
+mod f50_a_release_wakes_only_the_first_waiter;
+mod f60_reentrancy_fencing_watchdog_and_force_unlock_work_as_for_the_plain_lock;
+mod f70_try_lock_never_joins_or_jumps_the_line_and_a_stalled_waiter_rejoins_at_its_place;
