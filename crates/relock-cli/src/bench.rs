@@ -73,46 +73,59 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         );
     }
 
-    let calls_before = evalsha_calls(&target.url).await;
-    let h = contended(
-        &target.url,
-        args.workers,
-        Duration::from_millis(args.hold_ms),
-        secs,
-    )
-    .await?;
-    let calls_after = evalsha_calls(&target.url).await;
-    let mut lat = h.latencies;
-    let (p50, p99) = (percentile(&mut lat, 50.0), percentile(&mut lat, 99.0));
     println!(
         "\ncontended (H-wait): {} workers in 2 clients, one key, hold {} ms, re-ask only after another worker holds it",
         args.workers, args.hold_ms
     );
-    println!(
-        "  handoffs                      {:>9.0} /s ({} in {} s)",
-        lat.len() as f64 / secs.as_secs_f64(),
-        lat.len(),
-        args.seconds
-    );
-    println!(
-        "  handoff latency               p50 {}  p99 {}",
-        ms(p50),
-        ms(p99)
-    );
-    println!("  lock acquisitions timed out   {}", h.lost_wakeups);
-    if let (Some(b), Some(a)) = (calls_before, calls_after) {
-        // Every acquire attempt and every release is one EVALSHA.
+    let mut plain_p50 = None;
+    for fair in [false, true] {
+        let calls_before = evalsha_calls(&target.url).await;
+        let h = contended(
+            &target.url,
+            args.workers,
+            Duration::from_millis(args.hold_ms),
+            secs,
+            fair,
+        )
+        .await?;
+        let calls_after = evalsha_calls(&target.url).await;
+        let mut lat = h.latencies;
+        let (p50, p99) = (percentile(&mut lat, 50.0), percentile(&mut lat, 99.0));
+        println!("  {} lock", if fair { "fair" } else { "plain" });
         println!(
-            "  server script calls/handoff   {:.2} (acquire attempts + release)",
-            (a - b) as f64 / h.acquisitions.max(1) as f64
+            "    handoffs                    {:>9.0} /s ({} in {} s)",
+            lat.len() as f64 / secs.as_secs_f64(),
+            lat.len(),
+            args.seconds
         );
-    }
-    if let Some(c) = &ceilings {
-        println!(
-            "  redis-benchmark PING -c 1     p50 {}; relock handoff p50 = {:.1} x PING p50",
-            ms(c.ping_p50),
-            p50.as_secs_f64() / c.ping_p50.as_secs_f64().max(1e-9)
-        );
+        print!("    handoff latency             p50 {}  p99 {}", ms(p50), ms(p99));
+        match plain_p50 {
+            None => {
+                plain_p50 = Some(p50);
+                println!();
+            }
+            Some(plain) => println!(
+                "  (p50 = {:.2} x the plain lock's)",
+                p50.as_secs_f64() / Duration::as_secs_f64(&plain).max(1e-9)
+            ),
+        }
+        println!("    lock acquisitions timed out {}", h.lost_wakeups);
+        if let (Some(b), Some(a)) = (calls_before, calls_after) {
+            // Every acquire attempt, release (one per acquisition) and fair heartbeat is one
+            // script call.
+            let per = (a - b) as f64 / h.acquisitions.max(1) as f64;
+            println!(
+                "    server script calls/handoff {per:.2}: {:.2} acquire attempts (+ heartbeats) and 1 release",
+                per - 1.0
+            );
+        }
+        if let Some(c) = &ceilings {
+            println!(
+                "    redis-benchmark PING -c 1   p50 {}; handoff p50 = {:.1} x PING p50",
+                ms(c.ping_p50),
+                p50.as_secs_f64() / c.ping_p50.as_secs_f64().max(1e-9)
+            );
+        }
     }
     Ok(())
 }
@@ -243,10 +256,13 @@ async fn evalsha_calls(url: &str) -> Option<u64> {
         .await
         .ok()?;
     let _ = client.quit().await;
-    info.lines()
-        .find_map(|l| l.strip_prefix("cmdstat_evalsha:calls="))
-        .and_then(|r| r.split(',').next())
-        .and_then(|n| n.parse().ok())
+    let calls = |cmd: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(&format!("cmdstat_{cmd}:calls=")))
+            .and_then(|r| r.split(',').next())
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    Some(calls("evalsha")? + calls("eval").unwrap_or(0))
 }
 
 async fn uncontended(
@@ -297,6 +313,7 @@ async fn contended(
     workers: usize,
     hold: Duration,
     secs: Duration,
+    fair: bool,
 ) -> Result<Contended, CliError> {
     let clients = [
         relock::Client::connect(url).await?,
@@ -311,7 +328,11 @@ async fn contended(
     let deadline = Instant::now() + secs;
     let mut handles = Vec::new();
     for id in 0..workers {
-        let lock = clients[id % 2].lock("bench:h");
+        let lock = if fair {
+            clients[id % 2].fair_lock("bench:f")
+        } else {
+            clients[id % 2].lock("bench:h")
+        };
         let (holder_tx, last_release, latencies) =
             (holder_tx.clone(), last_release.clone(), latencies.clone());
         let (acquisitions, timeouts) = (acquisitions.clone(), timeouts.clone());
