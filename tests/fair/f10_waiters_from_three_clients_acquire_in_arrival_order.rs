@@ -39,7 +39,11 @@ async fn waiters_from_three_clients_acquire_in_arrival_order() {
     }
     let order = order.lock().unwrap().clone();
     let inversions = order.windows(2).filter(|w| w[0] > w[1]).count();
-    assert_eq!(order, (0..30).collect::<Vec<_>>(), "{inversions} inversions");
+    assert_eq!(
+        order,
+        (0..30).collect::<Vec<_>>(),
+        "{inversions} inversions"
+    );
     for c in &clients {
         assert_eq!(c.queued_waiters(), 0);
         assert_no_waiters(&server, c, "f10").await;

@@ -29,9 +29,11 @@ async fn a_killed_waiter_process_holds_up_the_line_for_at_most_its_heartbeat_dea
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    wait_until(Duration::from_secs(5), "the process to join the line", || async {
-        fair_line(&server, "f30").len() == 2
-    })
+    wait_until(
+        Duration::from_secs(5),
+        "the process to join the line",
+        || async { fair_line(&server, "f30").len() == 2 },
+    )
     .await
     .unwrap();
     let dead = fair_line(&server, "f30")[1].clone();
@@ -49,8 +51,12 @@ async fn a_killed_waiter_process_holds_up_the_line_for_at_most_its_heartbeat_dea
     let killed = Instant::now();
     holder.unlock().await.unwrap();
 
-    let t0 = bounded(Duration::from_secs(2), "waiter 0", w0).await.unwrap();
-    let t2 = bounded(Duration::from_secs(6), "waiter 2", w2).await.unwrap();
+    let t0 = bounded(Duration::from_secs(2), "waiter 0", w0)
+        .await
+        .unwrap();
+    let t2 = bounded(Duration::from_secs(6), "waiter 2", w2)
+        .await
+        .unwrap();
     assert!(t0 < t2, "waiter 0 is served before waiter 2");
     let held_up = t2 - killed;
     assert!(

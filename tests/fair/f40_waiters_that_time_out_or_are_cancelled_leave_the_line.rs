@@ -1,6 +1,6 @@
 //! Waiters that time out, and waiters whose futures are dropped, leave the line at once (well
 //! before their heartbeat deadline could evict them); deadlines never drift as waiters come
-//! and go; and nothing is left afterwards.
+//! and go; a client's shutdown takes its waiters out; and nothing is left afterwards.
 
 use std::time::Duration;
 
@@ -33,9 +33,13 @@ async fn waiters_that_time_out_or_are_cancelled_leave_the_line() {
             .unwrap();
         assert!(matches!(r, Ok(None)), "{r:?}");
     }
-    let left = wait_until(Duration::from_secs(1), "timed-out waiters to leave", || async {
-        fair_line(&server, "f40").is_empty() && fair_heartbeats(&server, "f40").is_empty()
-    })
+    let left = wait_until(
+        Duration::from_secs(1),
+        "timed-out waiters to leave",
+        || async {
+            fair_line(&server, "f40").is_empty() && fair_heartbeats(&server, "f40").is_empty()
+        },
+    )
     .await
     .unwrap();
     println!("timed-out waiters left the line {left:?} after giving up");
@@ -44,7 +48,8 @@ async fn waiters_that_time_out_or_are_cancelled_leave_the_line() {
     let mut cancelled = Vec::new();
     for i in 0..5 {
         let lock = [&a, &b][i % 2].fair_lock("f40");
-        cancelled.push(spawn_in_line(&server, "f40", i + 1, async move { lock.lock().await }).await);
+        cancelled
+            .push(spawn_in_line(&server, "f40", i + 1, async move { lock.lock().await }).await);
     }
     for c in &cancelled {
         c.abort();
@@ -52,9 +57,13 @@ async fn waiters_that_time_out_or_are_cancelled_leave_the_line() {
     for c in cancelled {
         assert!(c.await.unwrap_err().is_cancelled());
     }
-    wait_until(Duration::from_secs(1), "cancelled waiters to leave", || async {
-        fair_line(&server, "f40").is_empty() && fair_heartbeats(&server, "f40").is_empty()
-    })
+    wait_until(
+        Duration::from_secs(1),
+        "cancelled waiters to leave",
+        || async {
+            fair_line(&server, "f40").is_empty() && fair_heartbeats(&server, "f40").is_empty()
+        },
+    )
     .await
     .unwrap();
     assert_eq!((a.queued_waiters(), b.queued_waiters()), (0, 0));
@@ -87,6 +96,20 @@ async fn waiters_that_time_out_or_are_cancelled_leave_the_line() {
     })
     .await
     .unwrap();
+    // Shutdown takes a client's waiters out of every line (they get `Shutdown`).
+    let doomed_lock = b.fair_lock("f40");
+    let doomed = spawn_in_line(&server, "f40", 2, async move { doomed_lock.lock().await }).await;
+    bounded(Duration::from_secs(3), "shutdown", b.shutdown()).await;
+    let r = bounded(
+        Duration::from_secs(2),
+        "waiter told of the shutdown",
+        doomed,
+    )
+    .await
+    .unwrap();
+    assert!(matches!(r, Err(relock::Error::Shutdown)), "{r:?}");
+    assert_eq!(fair_line(&server, "f40"), vec![stayer_field.clone()]);
+
     holder.unlock().await.unwrap();
     let g = bounded(Duration::from_secs(2), "the waiter that stayed", stayer)
         .await
@@ -94,6 +117,5 @@ async fn waiters_that_time_out_or_are_cancelled_leave_the_line() {
         .unwrap();
     g.unlock().await.unwrap();
     assert_no_waiters(&server, &a, "f40").await;
-    assert_no_waiters(&server, &b, "f40").await;
     assert_nothing_left(&server).await;
 }

@@ -20,7 +20,11 @@ async fn reentrancy_fencing_watchdog_and_force_unlock_work_as_for_the_plain_lock
     // Reentrancy, one token per hold.
     let g1 = lock.lock().await.unwrap();
     let g2 = lock.lock().await.unwrap();
-    let g3 = lock.try_lock().await.unwrap().expect("re-entry never waits");
+    let g3 = lock
+        .try_lock()
+        .await
+        .unwrap()
+        .expect("re-entry never waits");
     assert_eq!(lock.hold_count().await.unwrap(), 3);
     assert_eq!(g1.fencing_token(), g3.fencing_token());
     let other = tokio::spawn({
@@ -61,9 +65,16 @@ async fn reentrancy_fencing_watchdog_and_force_unlock_work_as_for_the_plain_lock
     let (at, g) = bounded(Duration::from_secs(2), "first waiter", w1)
         .await
         .unwrap();
-    assert!(at - forced < Duration::from_millis(250), "{:?}", at - forced);
+    assert!(
+        at - forced < Duration::from_millis(250),
+        "{:?}",
+        at - forced
+    );
     bounded(Duration::from_secs(1), "old holder told", g1.lost()).await;
-    assert!(matches!(g1.unlock().await, Err(relock::Error::LockLost { .. })));
+    assert!(matches!(
+        g1.unlock().await,
+        Err(relock::Error::LockLost { .. })
+    ));
     assert_eq!(fair_line(&server, "f60").len(), 1, "the second still waits");
     assert!(g.fencing_token() > first_token);
     let t1 = g.fencing_token();
@@ -71,6 +82,9 @@ async fn reentrancy_fencing_watchdog_and_force_unlock_work_as_for_the_plain_lock
     let t2 = bounded(Duration::from_secs(2), "second waiter", w2)
         .await
         .unwrap();
-    assert!(t2 > t1, "tokens strictly increase: {first_token} < {t1} < {t2}");
+    assert!(
+        t2 > t1,
+        "tokens strictly increase: {first_token} < {t1} < {t2}"
+    );
     assert_nothing_left(&server).await;
 }

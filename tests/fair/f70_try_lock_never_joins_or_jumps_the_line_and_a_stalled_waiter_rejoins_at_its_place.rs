@@ -22,14 +22,20 @@ async fn try_lock_never_joins_or_jumps_the_line_and_a_stalled_waiter_rejoins_at_
         .stdout(Stdio::null())
         .spawn()
         .unwrap();
-    wait_until(Duration::from_secs(5), "the process to join the line", || async {
-        fair_line(&server, "f70").len() == 1
-    })
+    wait_until(
+        Duration::from_secs(5),
+        "the process to join the line",
+        || async { fair_line(&server, "f70").len() == 1 },
+    )
     .await
     .unwrap();
     let pid = child.id().to_string();
     let signal = |sig: &str| {
-        let ok = Command::new("kill").args([sig, &pid]).status().unwrap().success();
+        let ok = Command::new("kill")
+            .args([sig, &pid])
+            .status()
+            .unwrap()
+            .success();
         assert!(ok, "kill {sig} {pid}");
     };
     signal("-STOP");
@@ -54,20 +60,28 @@ async fn try_lock_never_joins_or_jumps_the_line_and_a_stalled_waiter_rejoins_at_
 
     // Resumed, the process finds itself evicted and rejoins the line.
     signal("-CONT");
-    wait_until(Duration::from_secs(3), "the resumed process to rejoin", || async {
-        fair_line(&server, "f70") == stopped
-    })
+    wait_until(
+        Duration::from_secs(3),
+        "the resumed process to rejoin",
+        || async { fair_line(&server, "f70") == stopped },
+    )
     .await
     .unwrap();
 
     // Two live waiters behind it; the middle one's entry vanishes; it rejoins in the middle.
     let w1 = {
         let l = a.fair_lock("f70");
-        spawn_in_line(&server, "f70", 2, async move { l.lock().await.map(|g| g.fencing_token()) }).await
+        spawn_in_line(&server, "f70", 2, async move {
+            l.lock().await.map(|g| g.fencing_token())
+        })
+        .await
     };
     let w2 = {
         let l = b.fair_lock("f70");
-        spawn_in_line(&server, "f70", 3, async move { l.lock().await.map(|g| g.fencing_token()) }).await
+        spawn_in_line(&server, "f70", 3, async move {
+            l.lock().await.map(|g| g.fencing_token())
+        })
+        .await
     };
     let line = fair_line(&server, "f70");
     server
@@ -77,17 +91,25 @@ async fn try_lock_never_joins_or_jumps_the_line_and_a_stalled_waiter_rejoins_at_
         .cmd(&["ZREM", "relock_fair_alive:{f70}", &line[1]])
         .unwrap();
     assert_eq!(fair_line(&server, "f70").len(), 2);
-    wait_until(Duration::from_secs(2), "the vanished waiter to rejoin at its place", || async {
-        fair_line(&server, "f70") == line
-    })
+    wait_until(
+        Duration::from_secs(2),
+        "the vanished waiter to rejoin at its place",
+        || async { fair_line(&server, "f70") == line },
+    )
     .await
     .unwrap();
 
     child.kill().unwrap();
     child.wait().unwrap();
     got.unlock().await.unwrap();
-    let t1 = bounded(Duration::from_secs(4), "waiter 1", w1).await.unwrap().unwrap();
-    let t2 = bounded(Duration::from_secs(4), "waiter 2", w2).await.unwrap().unwrap();
+    let t1 = bounded(Duration::from_secs(4), "waiter 1", w1)
+        .await
+        .unwrap()
+        .unwrap();
+    let t2 = bounded(Duration::from_secs(4), "waiter 2", w2)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(t1 < t2, "served in line order");
     assert_nothing_left(&server).await;
 }

@@ -148,9 +148,11 @@ where
     T: Send + 'static,
 {
     let handle = tokio::spawn(f);
-    wait_until(Duration::from_secs(3), "the waiter to join the line", || async {
-        fair_line(server, name).len() == expect
-    })
+    wait_until(
+        Duration::from_secs(3),
+        "the waiter to join the line",
+        || async { fair_line(server, name).len() == expect },
+    )
     .await
     .unwrap();
     handle

@@ -98,7 +98,11 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             lat.len(),
             args.seconds
         );
-        print!("    handoff latency             p50 {}  p99 {}", ms(p50), ms(p99));
+        print!(
+            "    handoff latency             p50 {}  p99 {}",
+            ms(p50),
+            ms(p99)
+        );
         match plain_p50 {
             None => {
                 plain_p50 = Some(p50);

@@ -12,11 +12,11 @@ use fred::types::Builder;
 use tokio::sync::watch;
 
 use crate::error::{Error, Result};
+use crate::fair::QueueEntry;
 use crate::holds::{Hold, HoldKey};
 use crate::keys::LockKeys;
 use crate::lock::Lock;
 use crate::pubsub::PubSub;
-use crate::fair::QueueEntry;
 use crate::{fair, scripts, watchdog};
 
 /// Longest lease accepted: PEXPIRE takes milliseconds, and tokens are µs in a Lua double.
@@ -458,6 +458,8 @@ impl Client {
         for entry in inner.queue.iter().map(|e| e.value().clone()) {
             let inner = inner.clone();
             work.spawn(async move {
+                // After any attempt in flight, which could put us back in line.
+                let _gate = entry.gate.lock().await;
                 if entry.queued.swap(false, Ordering::SeqCst) {
                     if let Err(e) = inner.leave_queue(&entry).await {
                         tracing::warn!(lock = %entry.keys.lock, error = %e, "leaving the line at shutdown failed; the heartbeat deadline will evict us");

@@ -63,20 +63,17 @@ impl Inner {
     /// Registers a waiter of `field` on a fair lock (the entry is shared by the owner's tasks).
     pub(crate) fn join_queue(self: &Arc<Self>, keys: Arc<LockKeys>, field: String) -> Waiting {
         let key: HoldKey = (keys.lock.clone(), field.clone());
-        let entry = self
-            .queue
-            .entry(key.clone())
-            .or_insert_with(|| {
-                Arc::new(QueueEntry {
-                    keys,
-                    field,
-                    ticket: AtomicI64::new(0),
-                    queued: AtomicBool::new(false),
-                    refs: Mutex::new(0),
-                    gate: Arc::new(AsyncMutex::new(())),
-                    wake: Arc::new(Notify::new()),
-                })
-            });
+        let entry = self.queue.entry(key.clone()).or_insert_with(|| {
+            Arc::new(QueueEntry {
+                keys,
+                field,
+                ticket: AtomicI64::new(0),
+                queued: AtomicBool::new(false),
+                refs: Mutex::new(0),
+                gate: Arc::new(AsyncMutex::new(())),
+                wake: Arc::new(Notify::new()),
+            })
+        });
         *entry.refs.lock().unwrap() += 1;
         let entry = entry.value().clone();
         Waiting {

@@ -126,8 +126,9 @@ impl Lock {
     fn keys(&self) -> Result<Arc<LockKeys>> {
         match &self.keys {
             Some(k) => Ok(k.clone()),
-            None => Err(LockKeys::new(&self.name, self.fair)
-                .expect_err("keys failed to build before")),
+            None => {
+                Err(LockKeys::new(&self.name, self.fair).expect_err("keys failed to build before"))
+            }
         }
     }
 
