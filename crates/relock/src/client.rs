@@ -127,6 +127,34 @@ impl ClientBuilder {
         self
     }
 
+    /// Validates the settings and the URL without connecting.
+    pub(crate) fn check(&self) -> Result<FredConfig> {
+        self.validate()?;
+        let scheme = self.settings.url.split("://").next().unwrap_or_default();
+        if !self.settings.url.contains("://") || !["redis", "valkey"].contains(&scheme) {
+            return Err(Error::invalid(
+                "url",
+                format!(
+                    "`{}`: expected redis://host:port or valkey://host:port (TLS is not built in)",
+                    self.settings.url
+                ),
+            ));
+        }
+        let fred_config = FredConfig::from_url(&self.settings.url).map_err(|e| {
+            Error::invalid("url", format!("`{}`: {}", self.settings.url, e.details()))
+        })?;
+        if !matches!(fred_config.server, ServerConfig::Centralized { .. }) {
+            return Err(Error::invalid(
+                "url",
+                format!(
+                    "`{}`: only single-server URLs (redis://host:port) are supported so far",
+                    self.settings.url
+                ),
+            ));
+        }
+        Ok(fred_config)
+    }
+
     fn validate(&self) -> Result<()> {
         let s = &self.settings;
         if s.client_id.is_empty() || s.client_id.contains(':') {
@@ -180,29 +208,8 @@ impl ClientBuilder {
     /// # Cancel safety
     /// Dropping the future closes whatever connections it had opened.
     pub async fn build(self) -> Result<Client> {
-        self.validate()?;
+        let fred_config = self.check()?;
         let s = self.settings;
-        let scheme = s.url.split("://").next().unwrap_or_default();
-        if !s.url.contains("://") || !["redis", "valkey"].contains(&scheme) {
-            return Err(Error::invalid(
-                "url",
-                format!(
-                    "`{}`: expected redis://host:port or valkey://host:port (TLS is not built in)",
-                    s.url
-                ),
-            ));
-        }
-        let fred_config = FredConfig::from_url(&s.url)
-            .map_err(|e| Error::invalid("url", format!("`{}`: {}", s.url, e.details())))?;
-        if !matches!(fred_config.server, ServerConfig::Centralized { .. }) {
-            return Err(Error::invalid(
-                "url",
-                format!(
-                    "`{}`: only single-server URLs (redis://host:port) are supported so far",
-                    s.url
-                ),
-            ));
-        }
         let mut builder = Builder::from_config(fred_config);
         // fred's defaults never reconnect and never time out; both are wrong for locks.
         builder

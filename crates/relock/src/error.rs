@@ -63,6 +63,21 @@ pub enum Error {
     /// The [`Client`](crate::Client) was shut down.
     #[error("the relock client has been shut down")]
     Shutdown,
+    /// A quorum lock could not get a majority of its nodes to agree, and waiting longer
+    /// cannot help (too many nodes down, in quarantine, or the wait budget is spent).
+    #[error("quorum not reached for `{name}`: {granted} of the {needed} votes needed ({}){}", votes_text(.votes), .hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default())]
+    QuorumNotReached {
+        /// The lock name.
+        name: String,
+        /// Votes needed: N/2 + 1.
+        needed: usize,
+        /// Votes granted in the last attempt.
+        granted: usize,
+        /// What each node answered in the last attempt.
+        votes: Vec<NodeVote>,
+        /// How to change the outcome, when a setting is what prevents the quorum.
+        hint: Option<String>,
+    },
     /// Redis answered with an error, or the connection failed mid-command.
     #[error("Redis error on {server} during `{operation}`: {source}")]
     Redis {
@@ -74,6 +89,64 @@ pub enum Error {
         #[source]
         source: fred::error::Error,
     },
+}
+
+/// What one node of a quorum lock answered to one acquire attempt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeVote {
+    /// The node's URL.
+    pub node: String,
+    /// Its answer.
+    pub vote: Vote,
+}
+
+/// One node's answer to an acquire attempt of a quorum lock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Vote {
+    /// Granted (or re-entered).
+    Granted,
+    /// Held by another owner, for this much longer (`None`: no expiry).
+    HeldByAnother(Option<Duration>),
+    /// No answer within the per-node timeout.
+    Timeout(Duration),
+    /// The node failed (connection refused, error reply, not connected yet).
+    Error(String),
+    /// The node restarted too recently to vote: it may have lost locks that others hold.
+    Quarantined {
+        /// How much longer it stays out.
+        remaining: Duration,
+    },
+    /// The attempt ended (a quorum was reached, or became impossible) before this node answered.
+    NotAwaited,
+}
+
+impl std::fmt::Display for NodeVote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: ", self.node)?;
+        match &self.vote {
+            Vote::Granted => write!(f, "granted"),
+            Vote::HeldByAnother(Some(t)) => write!(f, "held by another for {t:?}"),
+            Vote::HeldByAnother(None) => write!(f, "held by another (no expiry)"),
+            Vote::Timeout(t) => write!(f, "no answer within {t:?}"),
+            Vote::Error(e) => write!(f, "error: {e}"),
+            Vote::Quarantined { remaining } => {
+                write!(
+                    f,
+                    "restarted recently, in quarantine for {remaining:?} more"
+                )
+            }
+            Vote::NotAwaited => write!(f, "not awaited"),
+        }
+    }
+}
+
+fn votes_text(votes: &[NodeVote]) -> String {
+    votes
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `Result<T, relock::Error>`.
@@ -91,7 +164,10 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         matches!(
             self,
-            Error::Connection { .. } | Error::Timeout { .. } | Error::Redis { .. }
+            Error::Connection { .. }
+                | Error::Timeout { .. }
+                | Error::Redis { .. }
+                | Error::QuorumNotReached { .. }
         )
     }
 }

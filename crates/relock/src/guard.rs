@@ -8,6 +8,7 @@ use tracing::Instrument;
 use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::holds::Hold;
+use crate::quorum::QuorumInner;
 
 /// One hold of a distributed lock. The lock is released when the guard is unlocked or dropped
 /// (and, for a reentrant hold, when the last guard of the owner goes).
@@ -23,16 +24,41 @@ use crate::holds::Hold;
 #[clippy::has_significant_drop]
 #[derive(Debug)]
 pub struct LockGuard {
-    inner: Arc<Inner>,
+    backend: Backend,
     hold: Arc<Hold>,
     watchdog: bool,
     released: bool,
 }
 
+/// Where a guard's hold lives: one Redis server, or a quorum of independent masters.
+#[derive(Debug, Clone)]
+enum Backend {
+    Single(Arc<Inner>),
+    Quorum(Arc<QuorumInner>),
+}
+
+impl Backend {
+    async fn release(self, hold: Arc<Hold>, watchdog: bool) -> Result<()> {
+        match self {
+            Backend::Single(inner) => release(inner, hold, watchdog).await,
+            Backend::Quorum(q) => crate::quorum::release(q, hold, watchdog).await,
+        }
+    }
+}
+
 impl LockGuard {
     pub(crate) fn new(inner: Arc<Inner>, hold: Arc<Hold>, watchdog: bool) -> Self {
         LockGuard {
-            inner,
+            backend: Backend::Single(inner),
+            hold,
+            watchdog,
+            released: false,
+        }
+    }
+
+    pub(crate) fn quorum(q: Arc<QuorumInner>, hold: Arc<Hold>, watchdog: bool) -> Self {
+        LockGuard {
+            backend: Backend::Quorum(q),
             hold,
             watchdog,
             released: false,
@@ -96,8 +122,8 @@ impl LockGuard {
     /// The release runs in its own task, so dropping this future does not stop it.
     pub async fn unlock(mut self) -> Result<()> {
         self.released = true;
-        let (inner, hold, watchdog) = (self.inner.clone(), self.hold.clone(), self.watchdog);
-        match tokio::spawn(release(inner, hold, watchdog)).await {
+        let (backend, hold, watchdog) = (self.backend.clone(), self.hold.clone(), self.watchdog);
+        match tokio::spawn(backend.release(hold, watchdog)).await {
             Ok(r) => r,
             Err(_) => Err(Error::Shutdown),
         }
@@ -109,7 +135,10 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
-        let fut = release(self.inner.clone(), self.hold.clone(), self.watchdog);
+        let fut = self
+            .backend
+            .clone()
+            .release(self.hold.clone(), self.watchdog);
         match tokio::runtime::Handle::try_current() {
             Ok(rt) => {
                 rt.spawn(async move {

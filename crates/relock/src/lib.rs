@@ -44,6 +44,8 @@
 //! - `scripts`: the embedded Lua scripts (`lua/*.lua`), EVALSHA with NOSCRIPT fallback.
 //! - `keys`: key and channel names (Redisson's `{name}` hash-tag rule).
 //! - `owner`: [`Owner`], who holds a lock.
+//! - `quorum`: [`QuorumClient`]: the nodes, restart quarantine, quorum watchdog and release.
+//! - `quorum_lock`: [`QuorumLock`]: the Redlock acquire algorithm and the wait loop.
 //! - `raw`: [`DistributedLock`], the trait every lock kind implements.
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms, rustdoc::broken_intra_doc_links)]
@@ -58,6 +60,8 @@ mod keys;
 mod lock;
 mod owner;
 mod pubsub;
+mod quorum;
+mod quorum_lock;
 mod raw;
 mod scripts;
 mod watchdog;
@@ -90,11 +94,17 @@ pub mod lua {
     pub const FAIR_HEARTBEAT: &str = script!("fair_heartbeat.lua");
     /// Fair lock: a waiter leaves the queue (and the next one is told if it was first).
     pub const FAIR_LEAVE: &str = script!("fair_leave.lua");
+    /// Quorum lock: raise a node's fencing counter to the acquisition's token.
+    pub const QUORUM_FENCE: &str = script!("quorum_fence.lua");
+    /// Quorum lock: renew on one node, putting the lock back where it is free.
+    pub const QUORUM_RENEW: &str = script!("quorum_renew.lua");
 }
-pub use error::{Error, Result};
+pub use error::{Error, NodeVote, Result, Vote};
 pub use guard::LockGuard;
 pub use lock::Lock;
 pub use owner::Owner;
+pub use quorum::{QuorumClient, QuorumClientBuilder};
+pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;
 
 #[cfg(test)]
@@ -107,6 +117,8 @@ mod bounds {
         send_sync_static::<crate::Lock>();
         send_sync_static::<crate::LockGuard>();
         send_sync_static::<crate::Error>();
+        send_sync_static::<crate::QuorumClient>();
+        send_sync_static::<crate::QuorumLock>();
     }
 
     #[allow(dead_code)]

@@ -49,3 +49,22 @@ impl DistributedLock for crate::Lock {
         crate::Lock::is_locked(self).await
     }
 }
+
+#[async_trait]
+impl DistributedLock for crate::QuorumLock {
+    async fn lock(&self) -> Result<LockGuard> {
+        crate::QuorumLock::lock(self).await
+    }
+    async fn try_lock(&self) -> Result<Option<LockGuard>> {
+        crate::QuorumLock::try_lock(self).await
+    }
+    async fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
+        crate::QuorumLock::try_lock_for(self, wait).await
+    }
+    async fn force_unlock(&self) -> Result<bool> {
+        crate::QuorumLock::force_unlock(self).await
+    }
+    async fn is_locked(&self) -> Result<bool> {
+        crate::QuorumLock::is_locked(self).await
+    }
+}

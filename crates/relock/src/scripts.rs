@@ -70,6 +70,10 @@ pub(crate) static FAIR_HEARTBEAT: LazyLock<Script> =
     LazyLock::new(|| Script::new("fair_heartbeat", crate::lua::FAIR_HEARTBEAT));
 pub(crate) static FAIR_LEAVE: LazyLock<Script> =
     LazyLock::new(|| Script::new("fair_leave", crate::lua::FAIR_LEAVE));
+pub(crate) static QUORUM_FENCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("quorum_fence", crate::lua::QUORUM_FENCE));
+pub(crate) static QUORUM_RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::new("quorum_renew", crate::lua::QUORUM_RENEW));
 
 #[cfg(test)]
 mod tests {
@@ -83,6 +87,8 @@ mod tests {
             &*super::FAIR_ACQUIRE,
             &*super::FAIR_HEARTBEAT,
             &*super::FAIR_LEAVE,
+            &*super::QUORUM_FENCE,
+            &*super::QUORUM_RENEW,
         ] {
             assert!(
                 s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     "),

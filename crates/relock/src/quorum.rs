@@ -1,0 +1,689 @@
+//! [`QuorumClient`]: one connection set per independent master, restart quarantine, the
+//! quorum watchdog and quorum release. The acquire algorithm is in `quorum_lock`.
+//!
+//! Each node is an ordinary single-server client (its pool and subscriber), sharing one
+//! client id so that an owner's field is the same on every node. Every command of one lock on
+//! one node goes over the same connection (picked by the lock name), so a release sent after an
+//! acquire can never overtake it, even when the acquire's reply was not awaited.
+
+use std::collections::hash_map::DefaultHasher;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use fred::interfaces::ClientLike;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::client::{validate_lease, ClientBuilder, Inner};
+use crate::error::{Error, Result};
+use crate::holds::{Hold, HoldKey};
+use crate::keys::LockKeys;
+use crate::quorum_lock::QuorumLock;
+use crate::scripts;
+
+/// How often every node's uptime is checked for a restart.
+const UPTIME_CHECK: Duration = Duration::from_millis(250);
+
+/// Builds a [`QuorumClient`].
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// use std::time::Duration;
+/// let client = relock::QuorumClient::builder()
+///     .urls(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])
+///     .node_timeout(Duration::from_millis(50))
+///     .build()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is awaited"]
+pub struct QuorumClientBuilder {
+    urls: Vec<String>,
+    node: ClientBuilder,
+    client_id: String,
+    node_timeout: Duration,
+    quarantine: Option<Duration>,
+    watchdog_lease: Duration,
+    connect_timeout: Duration,
+}
+
+impl Default for QuorumClientBuilder {
+    fn default() -> Self {
+        QuorumClientBuilder {
+            urls: Vec::new(),
+            node: ClientBuilder::default().connections(2),
+            client_id: uuid::Uuid::new_v4().to_string(),
+            node_timeout: Duration::from_millis(50),
+            quarantine: None,
+            watchdog_lease: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+impl QuorumClientBuilder {
+    /// The independent masters (`redis://host:port`), at least 1; use an odd number, 3 or 5.
+    pub fn urls<I, S>(mut self, urls: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.urls = urls.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How long one node may take to answer one call before it counts as a "no" vote. Keep
+    /// it far below the lease. Default: 50 ms.
+    pub fn node_timeout(mut self, timeout: Duration) -> Self {
+        self.node_timeout = timeout;
+        self
+    }
+
+    /// How long a node that restarted stays out of the vote (it may have lost locks that
+    /// others still hold). Default: the longest lease in use (the watchdog lease, or a longer
+    /// fixed lease once one is used). `Duration::ZERO` turns it off: see `docs/safety.md`.
+    pub fn restart_quarantine(mut self, quarantine: Duration) -> Self {
+        self.quarantine = Some(quarantine);
+        self
+    }
+
+    /// The lease of locks taken without a fixed lease, renewed every lease/3. Default: 30 s.
+    pub fn watchdog_lease(mut self, lease: Duration) -> Self {
+        self.watchdog_lease = lease;
+        self
+    }
+
+    /// The `<client_id>` of every owner field, on every node. Default: a random UUID.
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.client_id = id.into();
+        self
+    }
+
+    /// How long connecting to the nodes may take. Default: 5 s.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Command connections per node (each lock uses one of them per node). Default: 2.
+    pub fn connections(mut self, n: usize) -> Self {
+        self.node = self.node.connections(n);
+        self
+    }
+
+    /// Connects to every node at once and checks their uptimes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for bad settings or URLs; [`Error::Connection`] naming every
+    /// node that could not be reached, when fewer than a majority could be.
+    ///
+    /// # Cancel safety
+    /// Dropping the future closes whatever connections it had opened.
+    pub async fn build(self) -> Result<QuorumClient> {
+        if self.urls.is_empty() {
+            return Err(Error::invalid(
+                "urls",
+                "give at least one node URL (use 3 or 5)",
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = self.urls.iter().find(|u| !seen.insert(u.as_str())) {
+            return Err(Error::invalid(
+                "urls",
+                format!("`{dup}` is listed twice; each node must be a different master"),
+            ));
+        }
+        validate_lease("watchdog_lease", self.watchdog_lease)?;
+        if self.node_timeout.is_zero() || self.node_timeout * 3 > self.watchdog_lease {
+            return Err(Error::invalid(
+                "node_timeout",
+                format!(
+                    "{:?}: must be above zero and well below the watchdog lease ({:?})",
+                    self.node_timeout, self.watchdog_lease
+                ),
+            ));
+        }
+        let builder = self
+            .node
+            .clone()
+            .client_id(self.client_id.clone())
+            .watchdog_lease(self.watchdog_lease)
+            .connect_timeout(self.connect_timeout)
+            // Calls are bounded by the node timeout; this only bounds fred's own bookkeeping.
+            .command_timeout(self.connect_timeout.max(Duration::from_secs(1)));
+        // Validate every URL before connecting to any.
+        for url in &self.urls {
+            builder.clone().url(url.clone()).check()?;
+        }
+        let mut connecting = JoinSet::new();
+        for (i, url) in self.urls.iter().enumerate() {
+            let b = builder.clone().url(url.clone());
+            connecting.spawn(async move { (i, b.build().await) });
+        }
+        let nodes: Vec<Node> = self
+            .urls
+            .iter()
+            .map(|u| Node {
+                url: u.clone(),
+                conn: RwLock::new(None),
+                state: Mutex::new(NodeState::default()),
+            })
+            .collect();
+        let mut failures = Vec::new();
+        while let Some(r) = connecting.join_next().await {
+            let (i, r) = r.map_err(|_| Error::Shutdown)?;
+            match r {
+                Ok(c) => *nodes[i].conn.write().unwrap() = Some(c.inner),
+                Err(e) => failures.push((i, e)),
+            }
+        }
+        let quorum = nodes.len() / 2 + 1;
+        if nodes.len() - failures.len() < quorum {
+            failures.sort_by_key(|(i, _)| *i);
+            return Err(Error::Connection {
+                url: self.urls.join(","),
+                cause: format!(
+                    "only {} of {} nodes reachable, {} needed: {}",
+                    nodes.len() - failures.len(),
+                    nodes.len(),
+                    quorum,
+                    failures
+                        .iter()
+                        .map(|(i, e)| format!("{}: {e}", self.urls[*i]))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            });
+        }
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let inner = Arc::new(QuorumInner {
+            nodes,
+            quorum,
+            client_id: self.client_id,
+            node_timeout: self.node_timeout,
+            watchdog_lease: self.watchdog_lease,
+            quarantine: self.quarantine,
+            max_lease_ms: AtomicU64::new(self.watchdog_lease.as_millis() as u64),
+            counter_grace: Duration::from_secs(1),
+            holds: DashMap::new(),
+            shutting_down: AtomicBool::new(false),
+            shutdown: shutdown_tx,
+            builder,
+        });
+        // Know every node's uptime before the first vote.
+        inner.check_uptimes().await;
+        for (i, _) in failures {
+            spawn_reconnect(Arc::downgrade(&inner), i, shutdown_rx.clone());
+        }
+        spawn_uptime_checks(Arc::downgrade(&inner), shutdown_rx.clone());
+        spawn_watchdog(Arc::downgrade(&inner), shutdown_rx);
+        Ok(QuorumClient { inner })
+    }
+}
+
+/// A client for quorum locks (Redlock) over N independent Redis masters.
+///
+/// A lock is held when a majority (N/2 + 1) of the masters granted it within its validity
+/// (lease − time taken − drift). It survives the loss of a minority of masters. Same API and
+/// guard as the single-server [`Lock`](crate::Lock); read `docs/safety.md` first.
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// let client = relock::QuorumClient::connect([
+///     "redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379",
+/// ]).await?;
+/// let guard = client.lock("orders:42").lock().await?;
+/// println!("valid until {:?}, token {}", guard.valid_until(), guard.fencing_token());
+/// guard.unlock().await?;
+/// client.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct QuorumClient {
+    pub(crate) inner: Arc<QuorumInner>,
+}
+
+impl QuorumClient {
+    /// Connects to the given masters with default settings.
+    ///
+    /// # Errors
+    /// As [`QuorumClientBuilder::build`].
+    ///
+    /// # Cancel safety
+    /// As [`QuorumClientBuilder::build`].
+    pub async fn connect<I, S>(urls: I) -> Result<QuorumClient>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        QuorumClientBuilder::default().urls(urls).build().await
+    }
+
+    /// A builder with non-default settings.
+    pub fn builder() -> QuorumClientBuilder {
+        QuorumClientBuilder::default()
+    }
+
+    /// A handle to the quorum lock called `name`. Cheap; nothing is sent until it is used.
+    pub fn lock(&self, name: impl Into<String>) -> QuorumLock {
+        QuorumLock::new(self.inner.clone(), name.into())
+    }
+
+    /// Votes needed: N/2 + 1.
+    pub fn quorum(&self) -> usize {
+        self.inner.quorum
+    }
+
+    /// The nodes' URLs, in the order given.
+    pub fn nodes(&self) -> Vec<String> {
+        self.inner.nodes.iter().map(|n| n.url.clone()).collect()
+    }
+
+    /// How many locks this client holds right now.
+    pub fn held_locks(&self) -> usize {
+        self.inner.holds.iter().filter(|h| h.count() > 0).count()
+    }
+
+    /// Releases every held lock on every node, stops the background tasks and closes the
+    /// connections. Guards alive afterwards report themselves lost.
+    ///
+    /// # Cancel safety
+    /// If dropped part-way, unreleased locks expire after their lease.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        if inner.shutting_down.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut work = JoinSet::new();
+        for hold in inner.holds.iter().map(|e| e.value().clone()) {
+            hold.mark_lost();
+            let inner = inner.clone();
+            work.spawn(async move {
+                inner
+                    .release_everywhere(&hold.keys, &hold.field, true)
+                    .await
+            });
+        }
+        while work.join_next().await.is_some() {}
+        inner.holds.clear();
+        let _ = inner.shutdown.send(true);
+        let mut closing = JoinSet::new();
+        for node in &inner.nodes {
+            if let Some(conn) = node.conn.write().unwrap().take() {
+                closing.spawn(async move { crate::Client { inner: conn }.shutdown().await });
+            }
+        }
+        while closing.join_next().await.is_some() {}
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Node {
+    pub(crate) url: String,
+    conn: RwLock<Option<Arc<Inner>>>,
+    state: Mutex<NodeState>,
+}
+
+#[derive(Debug, Default)]
+struct NodeState {
+    /// The server's run id when last checked; a new one means it restarted.
+    run_id: Option<String>,
+    /// When it may vote; `None` until its uptime is known (after connecting or an error).
+    eligible_at: Option<Instant>,
+}
+
+/// Whether a node may vote now.
+#[derive(Debug)]
+pub(crate) enum Eligibility {
+    Yes(Arc<Inner>),
+    Quarantined(Duration),
+    Unavailable(String),
+}
+
+impl Node {
+    pub(crate) fn eligibility(&self) -> Eligibility {
+        let Some(conn) = self.conn.read().unwrap().clone() else {
+            return Eligibility::Unavailable("not connected yet".into());
+        };
+        match self.state.lock().unwrap().eligible_at {
+            None => Eligibility::Unavailable("uptime not known yet (just (re)connected)".into()),
+            Some(at) => {
+                let now = Instant::now();
+                if at <= now {
+                    Eligibility::Yes(conn)
+                } else {
+                    Eligibility::Quarantined(at - now)
+                }
+            }
+        }
+    }
+
+    /// The connection, whether or not the node may vote (releases go everywhere).
+    pub(crate) fn conn(&self) -> Option<Arc<Inner>> {
+        self.conn.read().unwrap().clone()
+    }
+
+    /// A call failed for connection reasons: the node may have restarted; it votes again once
+    /// its uptime has been checked.
+    pub(crate) fn suspect(&self) {
+        self.state.lock().unwrap().eligible_at = None;
+    }
+}
+
+/// The connection a lock uses on a node: always the same one for one lock name.
+pub(crate) fn pinned<'a>(conn: &'a Inner, name: &str) -> &'a fred::clients::Client {
+    let clients = conn.pool.clients();
+    let mut h = DefaultHasher::new();
+    name.hash(&mut h);
+    &clients[(h.finish() as usize) % clients.len()]
+}
+
+#[derive(Debug)]
+pub(crate) struct QuorumInner {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) quorum: usize,
+    pub(crate) client_id: String,
+    pub(crate) node_timeout: Duration,
+    pub(crate) watchdog_lease: Duration,
+    quarantine: Option<Duration>,
+    /// The longest lease used so far (ms), the default quarantine.
+    max_lease_ms: AtomicU64,
+    pub(crate) counter_grace: Duration,
+    pub(crate) holds: DashMap<HoldKey, Arc<Hold>>,
+    pub(crate) shutting_down: AtomicBool,
+    shutdown: watch::Sender<bool>,
+    builder: ClientBuilder,
+}
+
+impl QuorumInner {
+    pub(crate) fn check_running(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            Err(Error::Shutdown)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn grace_ms(&self) -> u64 {
+        self.counter_grace.as_millis() as u64
+    }
+
+    /// Records a lease in use, for the default quarantine.
+    pub(crate) fn note_lease(&self, lease: Duration) {
+        self.max_lease_ms
+            .fetch_max(lease.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    pub(crate) fn quarantine(&self) -> Duration {
+        self.quarantine
+            .unwrap_or_else(|| Duration::from_millis(self.max_lease_ms.load(Ordering::SeqCst)))
+    }
+
+    /// Whether the quarantine setting was left at its default.
+    pub(crate) fn quarantine_is_default(&self) -> bool {
+        self.quarantine.is_none()
+    }
+
+    /// Checks every connected node's uptime and run id (INFO server) and sets when it may vote.
+    async fn check_uptimes(self: &Arc<Self>) {
+        let mut checks = JoinSet::new();
+        for i in 0..self.nodes.len() {
+            let this = self.clone();
+            checks.spawn(async move { this.check_uptime(i).await });
+        }
+        while checks.join_next().await.is_some() {}
+    }
+
+    async fn check_uptime(&self, i: usize) {
+        let node = &self.nodes[i];
+        let Some(conn) = node.conn() else { return };
+        let quarantine = self.quarantine();
+        let info = tokio::time::timeout(
+            self.node_timeout.max(Duration::from_millis(200)),
+            conn.pool
+                .next()
+                .info::<String>(Some(fred::types::InfoKind::Server)),
+        )
+        .await;
+        let Ok(Ok(info)) = info else {
+            node.suspect();
+            return;
+        };
+        let field = |name: &str| {
+            info.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(|v| v.trim().to_string())
+        };
+        let uptime = field("uptime_in_seconds:").and_then(|v| v.parse::<u64>().ok());
+        let run_id = field("run_id:");
+        let Some(uptime) = uptime else {
+            node.suspect();
+            return;
+        };
+        let mut state = node.state.lock().unwrap();
+        if state.run_id.is_some() && state.run_id != run_id {
+            tracing::warn!(node = %node.url, "node restarted (new run id); quarantined");
+        }
+        state.run_id = run_id;
+        // Whole seconds, rounded down: the quarantine ends no earlier than it should.
+        let wait = quarantine.saturating_sub(Duration::from_secs(uptime));
+        let at = Instant::now() + wait;
+        // A later check never shortens a quarantine that is running.
+        state.eligible_at = Some(match state.eligible_at {
+            Some(prev) if prev > at && prev > Instant::now() => prev,
+            _ => at,
+        });
+    }
+
+    /// Runs `release.lua` for `field` on every node at once (including the ones that may not
+    /// vote); returns each node's reply.
+    pub(crate) async fn release_everywhere(
+        &self,
+        keys: &LockKeys,
+        field: &str,
+        all: bool,
+    ) -> Vec<std::result::Result<Option<i64>, String>> {
+        let mode = if all { "all" } else { "1" };
+        let mut calls = JoinSet::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let Some(conn) = node.conn() else { continue };
+            let (keys, field, grace) = (keys.release_keys(), field.to_string(), self.grace_ms());
+            let (name, limit) = (keys[0].clone(), self.node_timeout);
+            calls.spawn(async move {
+                let call = scripts::RELEASE.run::<Option<i64>>(
+                    pinned(&conn, &name),
+                    keys,
+                    vec![field, grace.to_string(), mode.into(), "publish".into()],
+                );
+                let r = match tokio::time::timeout(limit, call).await {
+                    Ok(Ok(r)) => Ok(r),
+                    Ok(Err(e)) => Err(e.to_string()),
+                    Err(_) => Err(format!("no answer within {limit:?}")),
+                };
+                (i, r)
+            });
+        }
+        let mut out = vec![Err("not connected".to_string()); self.nodes.len()];
+        while let Some(Ok((i, r))) = calls.join_next().await {
+            out[i] = r;
+        }
+        out
+    }
+}
+
+/// Releases one guard of a quorum hold: one count on every node, or every count with the last
+/// guard.
+pub(crate) async fn release(q: Arc<QuorumInner>, hold: Arc<Hold>, watchdog: bool) -> Result<()> {
+    let (remaining, lost) = hold.remove_guard(watchdog);
+    let key = (hold.keys.lock.clone(), hold.field.clone());
+    let current = q.holds.get(&key).is_some_and(|h| Arc::ptr_eq(&h, &hold));
+    let lost_error = || Error::LockLost {
+        name: hold.keys.lock.clone(),
+    };
+    let result = if lost || !current {
+        // Still clean up whatever is left on the nodes.
+        if remaining == 0 {
+            q.release_everywhere(&hold.keys, &hold.field, true).await;
+        }
+        Err(lost_error())
+    } else {
+        let replies = q
+            .release_everywhere(&hold.keys, &hold.field, remaining == 0)
+            .await;
+        let held = replies.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
+        if held > 0 {
+            Ok(())
+        } else if replies.iter().all(|r| matches!(r, Ok(None))) {
+            hold.mark_lost();
+            Err(lost_error())
+        } else {
+            Err(Error::Connection {
+                url: q
+                    .nodes
+                    .iter()
+                    .map(|n| n.url.as_str())
+                    .collect::<Vec<_>>()
+                    .join(","),
+                cause: format!(
+                    "release of `{}` reached no node: {}",
+                    hold.keys.lock,
+                    replies
+                        .iter()
+                        .zip(&q.nodes)
+                        .filter_map(|(r, n)| r.as_ref().err().map(|e| format!("{}: {e}", n.url)))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            })
+        }
+    };
+    if remaining == 0 {
+        q.holds.remove_if(&key, |_, h| Arc::ptr_eq(h, &hold));
+        hold.gone.notify_waiters();
+    }
+    result
+}
+
+fn spawn_reconnect(q: Weak<QuorumInner>, i: usize, mut shutdown: watch::Receiver<bool>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            let Some(inner) = q.upgrade() else { return };
+            let builder = inner.builder.clone().url(inner.nodes[i].url.clone());
+            if let Ok(c) = builder.build().await {
+                *inner.nodes[i].conn.write().unwrap() = Some(c.inner);
+                inner.check_uptime(i).await;
+                return;
+            }
+        }
+    });
+}
+
+fn spawn_uptime_checks(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(UPTIME_CHECK) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            let Some(inner) = q.upgrade() else { return };
+            inner.check_uptimes().await;
+        }
+    });
+}
+
+/// The quorum watchdog: every lease/3, renews each watchdog hold on every node at once. A
+/// round that reaches a quorum within the hold's validity extends it; otherwise it is retried
+/// sooner until the validity runs out, and then the hold is lost.
+fn spawn_watchdog(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
+    tokio::spawn(async move {
+        let Some(period) = q.upgrade().map(|i| i.watchdog_lease / 3) else {
+            return;
+        };
+        let mut delay = period;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            let Some(inner) = q.upgrade() else { return };
+            let holds: Vec<Arc<Hold>> = inner
+                .holds
+                .iter()
+                .filter(|h| h.wants_renewal())
+                .map(|h| h.value().clone())
+                .collect();
+            let mut rounds = JoinSet::new();
+            for hold in holds {
+                let inner = inner.clone();
+                rounds.spawn(async move { renew(&inner, &hold).await });
+            }
+            let mut ok = true;
+            while let Some(r) = rounds.join_next().await {
+                ok &= r.unwrap_or(false);
+            }
+            delay = if ok {
+                period
+            } else {
+                (period / 4).max(Duration::from_millis(10))
+            };
+        }
+    });
+}
+
+async fn renew(q: &QuorumInner, hold: &Hold) -> bool {
+    let lease = q.watchdog_lease;
+    let sent = Instant::now();
+    let mut calls = JoinSet::new();
+    for node in &q.nodes {
+        let Eligibility::Yes(conn) = node.eligibility() else {
+            continue;
+        };
+        let keys = vec![hold.keys.lock.clone(), hold.keys.token.clone()];
+        let args = vec![
+            lease.as_millis().to_string(),
+            q.grace_ms().to_string(),
+            hold.field.clone(),
+            hold.token.to_string(),
+        ];
+        let limit = q.node_timeout;
+        calls.spawn(async move {
+            let name = keys[0].clone();
+            let call = scripts::QUORUM_RENEW.run::<i64>(pinned(&conn, &name), keys, args);
+            matches!(tokio::time::timeout(limit, call).await, Ok(Ok(1 | 2)))
+        });
+    }
+    let mut renewed = 0;
+    while let Some(r) = calls.join_next().await {
+        if r.unwrap_or(false) {
+            renewed += 1;
+            if renewed >= q.quorum {
+                break;
+            }
+        }
+    }
+    let now = Instant::now();
+    if renewed >= q.quorum && now < hold.valid_until() {
+        hold.renewed(sent, lease.saturating_sub(drift(lease)));
+        true
+    } else {
+        tracing::warn!(lock = %hold.keys.lock, renewed, needed = q.quorum, "quorum renewal failed");
+        if now >= hold.valid_until() {
+            hold.mark_lost();
+        }
+        false
+    }
+}
+
+/// Clock drift allowance of the Redlock algorithm: 1% of the lease plus 2 ms.
+pub(crate) fn drift(lease: Duration) -> Duration {
+    lease / 100 + Duration::from_millis(2)
+}

@@ -1,0 +1,561 @@
+//! [`QuorumLock`]: the Redlock acquire algorithm (parallel votes, early return, validity,
+//! release everywhere on failure, token write-back) and the wait loop over every node's
+//! release channel.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use fred::interfaces::{HashesInterface, KeysInterface};
+use tokio::sync::mpsc;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::error::{Error, NodeVote, Result, Vote};
+use crate::guard::LockGuard;
+use crate::holds::{Hold, HoldKey};
+use crate::keys::LockKeys;
+use crate::owner::Owner;
+use crate::pubsub::Subscription;
+use crate::quorum::{drift, pinned, Eligibility, QuorumInner};
+use crate::scripts;
+
+/// A quorum (Redlock) lock: held when a majority of independent masters granted it.
+///
+/// Made by [`QuorumClient::lock`](crate::QuorumClient::lock). The same methods and guard as
+/// the single-server [`Lock`](crate::Lock): reentrant per owner, renewed by the watchdog unless
+/// a fixed lease is given, waiters woken by any node's release message, fencing tokens that
+/// strictly increase (under the assumptions in `docs/safety.md`). The guard's
+/// [`valid_until`](LockGuard::valid_until) is the Redlock validity: start + lease − time
+/// taken − drift.
+///
+/// ```no_run
+/// # async fn f(client: relock::QuorumClient) -> relock::Result<()> {
+/// use std::time::Duration;
+/// let lock = client.lock("jobs:nightly").with_lease(Duration::from_secs(10));
+/// match lock.try_lock().await {
+///     Ok(Some(guard)) => guard.unlock().await?,
+///     Ok(None) => println!("someone else runs it"),
+///     Err(relock::Error::QuorumNotReached { votes, .. }) => eprintln!("nodes down: {votes:?}"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct QuorumLock {
+    q: Arc<QuorumInner>,
+    name: Arc<str>,
+    lease: Option<Duration>,
+}
+
+/// How one attempt ended.
+enum Outcome {
+    Acquired(LockGuard),
+    Failed(Failure),
+}
+
+struct Failure {
+    votes: Vec<NodeVote>,
+    granted: usize,
+    /// Nodes that answered "held by another".
+    held: usize,
+    /// The smallest remaining lease a holding node reported.
+    min_pttl: Option<Duration>,
+}
+
+impl QuorumLock {
+    pub(crate) fn new(q: Arc<QuorumInner>, name: String) -> Self {
+        QuorumLock {
+            q,
+            name: name.into(),
+            lease: None,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The same lock with a fixed lease (no watchdog). At least 1 ms; keep it far above the
+    /// node timeout, since validity = lease − time taken − drift.
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    fn keys(&self) -> Result<Arc<LockKeys>> {
+        LockKeys::new(&self.name, false).map(Arc::new)
+    }
+
+    fn field(&self) -> String {
+        format!("{}:{}", self.q.client_id, Owner::current())
+    }
+
+    /// Acquires the lock, waiting as long as it takes.
+    ///
+    /// # Errors
+    /// [`Error::QuorumNotReached`] (naming every node and its answer) when too many nodes are
+    /// down or in restart quarantine for a majority to be possible; [`Error::InvalidArgument`];
+    /// [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: every vote runs in its own task, and an attempt that is abandoned releases
+    /// on every node (or, if it had succeeded, becomes a guard that is dropped and released).
+    pub async fn lock(&self) -> Result<LockGuard> {
+        loop {
+            if let Some(g) = self.acquire(None).await? {
+                return Ok(g);
+            }
+        }
+    }
+
+    /// One attempt. `Ok(None)`: another owner holds it on enough nodes.
+    ///
+    /// # Errors
+    /// As [`lock`](QuorumLock::lock); also when the votes split with no majority for anyone.
+    ///
+    /// # Cancel safety
+    /// As [`lock`](QuorumLock::lock).
+    pub async fn try_lock(&self) -> Result<Option<LockGuard>> {
+        self.acquire(Some(Duration::ZERO)).await
+    }
+
+    /// Acquires, waiting at most about `wait`. `Ok(None)`: still held by another owner.
+    ///
+    /// # Errors
+    /// As [`lock`](QuorumLock::lock); [`Error::QuorumNotReached`] when the budget ran out
+    /// without any owner holding a majority (nodes failing or split votes).
+    ///
+    /// # Cancel safety
+    /// As [`lock`](QuorumLock::lock).
+    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
+        self.acquire(Some(wait)).await
+    }
+
+    async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
+        self.q.check_running()?;
+        let keys = self.keys()?;
+        if let Some(l) = self.lease {
+            crate::client::validate_lease("lease", l)?;
+        }
+        let lease = self.lease.unwrap_or(self.q.watchdog_lease);
+        self.q.note_lease(lease);
+        let field = self.field();
+        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
+        let mut subs: Option<Vec<Subscription>> = None;
+        loop {
+            // In its own task: if this future is dropped mid-attempt, the attempt still ends
+            // by releasing everywhere or by becoming a guard, which is dropped and released.
+            let attempt = {
+                let (this, keys, field) = (self.clone(), keys.clone(), field.clone());
+                tokio::spawn(async move { this.attempt(&keys, &field, lease).await })
+            };
+            let failure = match attempt.await.map_err(|_| Error::Shutdown)?? {
+                Outcome::Acquired(g) => return Ok(Some(g)),
+                Outcome::Failed(f) => f,
+            };
+            let answered = failure.granted + failure.held;
+            let held_elsewhere =
+                failure.held >= self.q.quorum || (failure.held > 0 && answered >= self.q.quorum);
+            if answered < self.q.quorum {
+                // Not enough nodes answer at all: waiting for a release cannot help.
+                return Err(self.not_reached(failure));
+            }
+            let now = Instant::now();
+            let out_of_time = deadline.is_some_and(|d| now >= d);
+            if out_of_time {
+                return if held_elsewhere {
+                    Ok(None)
+                } else {
+                    Err(self.not_reached(failure))
+                };
+            }
+            if subs.is_none() {
+                subs = Some(self.subscribe_all(&keys).await);
+            }
+            // After a split vote, wait a random while so that contenders fall out of step;
+            // when someone holds it, until a release message or the shortest lease reported.
+            let mut sleep = if held_elsewhere {
+                failure
+                    .min_pttl
+                    .map_or(Duration::from_secs(1), |p| p + Duration::from_millis(1))
+            } else {
+                jitter(self.q.node_timeout * 4)
+            };
+            if let Some(d) = deadline {
+                sleep = sleep.min(d - now);
+            }
+            let subs_ref = subs.as_deref().unwrap_or_default();
+            let _ = tokio::time::timeout(sleep, any_notified(subs_ref)).await;
+            self.q.check_running()?;
+        }
+    }
+
+    fn not_reached(&self, f: Failure) -> Error {
+        let quarantined = f
+            .votes
+            .iter()
+            .filter(|v| matches!(v.vote, Vote::Quarantined { .. }))
+            .count();
+        let hint = (quarantined > 0 && f.granted + f.held + quarantined >= self.q.quorum).then(|| {
+            format!(
+                "{quarantined} node(s) restarted less than the restart quarantine ({:?}{}) ago and may not vote yet: wait for it to end, or lower it with QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in docs/safety.md)",
+                self.q.quarantine(),
+                if self.q.quarantine_is_default() { ", the longest lease in use" } else { "" }
+            )
+        });
+        Error::QuorumNotReached {
+            name: self.name.to_string(),
+            needed: self.q.quorum,
+            granted: f.granted,
+            votes: f.votes,
+            hint,
+        }
+    }
+
+    /// Subscribes to the release channel on every node that answers in time.
+    async fn subscribe_all(&self, keys: &LockKeys) -> Vec<Subscription> {
+        let mut set = JoinSet::new();
+        for node in &self.q.nodes {
+            let Some(conn) = node.conn() else { continue };
+            let (channel, limit) = (keys.channel.clone(), self.q.node_timeout);
+            set.spawn(async move {
+                tokio::time::timeout(limit * 4, conn.pubsub.subscribe(&channel))
+                    .await
+                    .ok()
+                    .and_then(|r| r.ok())
+            });
+        }
+        let mut subs = Vec::new();
+        while let Some(r) = set.join_next().await {
+            if let Ok(Some(s)) = r {
+                subs.push(s);
+            }
+        }
+        subs
+    }
+
+    /// One Redlock attempt: votes from every node at once, returning as soon as a quorum is
+    /// reached or has become impossible.
+    async fn attempt(&self, keys: &Arc<LockKeys>, field: &str, lease: Duration) -> Result<Outcome> {
+        let q = &self.q;
+        let hold_key: HoldKey = (keys.lock.clone(), field.to_string());
+        // Our own final release of this lock may still be running: let it finish first, or
+        // it would remove what this attempt takes.
+        if let Some(h) = q.holds.get(&hold_key).map(|h| h.value().clone()) {
+            let mut gone = std::pin::pin!(h.gone.notified());
+            gone.as_mut().enable();
+            if h.is_releasing() && q.holds.get(&hold_key).is_some_and(|c| Arc::ptr_eq(&c, &h)) {
+                let _ = tokio::time::timeout(q.node_timeout * 4, gone).await;
+            }
+        }
+        let start = Instant::now();
+        let n = q.nodes.len();
+        let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
+        let (tx, mut rx) = mpsc::channel(n.max(1));
+        let mut pending = 0;
+        for (i, node) in q.nodes.iter().enumerate() {
+            let conn = match node.eligibility() {
+                Eligibility::Yes(c) => c,
+                Eligibility::Quarantined(remaining) => {
+                    votes[i] = Vote::Quarantined { remaining };
+                    continue;
+                }
+                Eligibility::Unavailable(why) => {
+                    votes[i] = Vote::Error(why);
+                    continue;
+                }
+            };
+            pending += 1;
+            let (tx, keys, field, limit) =
+                (tx.clone(), keys.clone(), field.to_string(), q.node_timeout);
+            let args = vec![
+                lease.as_millis().to_string(),
+                field,
+                q.grace_ms().to_string(),
+            ];
+            tokio::spawn(async move {
+                let call = scripts::ACQUIRE.run::<Vec<i64>>(
+                    pinned(&conn, &keys.lock),
+                    vec![keys.lock.clone(), keys.token.clone()],
+                    args,
+                );
+                let r = tokio::time::timeout(limit, call).await;
+                let _ = tx.send((i, r)).await;
+            });
+        }
+        drop(tx);
+        let (mut granted, mut held, mut no) = (0usize, 0usize, n - pending);
+        let mut tokens = Vec::new();
+        let mut min_pttl: Option<Duration> = None;
+        let mut clean_up = false;
+        while granted < q.quorum && n - no >= q.quorum {
+            let Some((i, r)) = rx.recv().await else { break };
+            votes[i] = match r {
+                Ok(Ok(reply)) => match reply.as_slice() {
+                    [1, token] | [2, token, _] => {
+                        granted += 1;
+                        tokens.push(*token as u64);
+                        Vote::Granted
+                    }
+                    [0, pttl] => {
+                        held += 1;
+                        no += 1;
+                        let ttl = (*pttl >= 0).then(|| Duration::from_millis(*pttl as u64));
+                        if let Some(t) = ttl {
+                            min_pttl = Some(min_pttl.map_or(t, |m| m.min(t)));
+                        }
+                        Vote::HeldByAnother(ttl)
+                    }
+                    other => {
+                        no += 1;
+                        Vote::Error(format!("unexpected reply {other:?}"))
+                    }
+                },
+                Ok(Err(e)) => {
+                    no += 1;
+                    clean_up = true;
+                    if matches!(
+                        e.kind(),
+                        fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
+                    ) {
+                        q.nodes[i].suspect();
+                    }
+                    Vote::Error(e.to_string())
+                }
+                Err(_) => {
+                    no += 1;
+                    clean_up = true;
+                    Vote::Timeout(q.node_timeout)
+                }
+            };
+        }
+        let votes: Vec<NodeVote> = votes
+            .into_iter()
+            .zip(&q.nodes)
+            .map(|(vote, node)| NodeVote {
+                node: node.url.clone(),
+                vote,
+            })
+            .collect();
+        let validity = |now: Instant| {
+            lease
+                .saturating_sub(now - start)
+                .saturating_sub(drift(lease))
+        };
+        let mut ok = granted >= q.quorum && !validity(Instant::now()).is_zero();
+        let existing = q.holds.get(&hold_key).map(|h| h.value().clone());
+        let reentry = existing
+            .as_ref()
+            .filter(|h| h.count() > 0 && !h.is_lost())
+            .cloned();
+        let mut token = tokens.iter().copied().max().unwrap_or(0);
+        if ok && reentry.is_none() {
+            // Write the token back to a majority, so that any later quorum meets a node that
+            // has seen it and mints above it.
+            ok = self.write_back(keys, token, lease).await && !validity(Instant::now()).is_zero();
+        }
+        let watchdog = self.lease.is_none();
+        if !ok {
+            if reentry.is_none() && (granted > 0 || clean_up || pending > granted + held) {
+                q.release_everywhere(keys, field, true).await;
+            }
+            return Ok(Outcome::Failed(Failure {
+                votes,
+                granted,
+                held,
+                min_pttl,
+            }));
+        }
+        let valid_until = start + lease.saturating_sub(drift(lease));
+        if let Some(h) = reentry {
+            if h.add_guard(watchdog, valid_until) {
+                return Ok(Outcome::Acquired(LockGuard::quorum(q.clone(), h, watchdog)));
+            }
+        }
+        if let Some(h) = existing.filter(|h| h.count() > 0) {
+            token = token.max(h.token);
+        }
+        let hold = Arc::new(Hold::new(
+            keys.clone(),
+            field.to_string(),
+            token,
+            valid_until,
+        ));
+        hold.add_guard(watchdog, valid_until);
+        if let Some(old) = q.holds.insert(hold_key, hold.clone()) {
+            old.mark_lost();
+            old.gone.notify_waiters();
+        }
+        Ok(Outcome::Acquired(LockGuard::quorum(
+            q.clone(),
+            hold,
+            watchdog,
+        )))
+    }
+
+    /// Raises the counter to `token` on every node at once; true once a majority confirmed.
+    async fn write_back(&self, keys: &LockKeys, token: u64, lease: Duration) -> bool {
+        let q = &self.q;
+        let ttl = (lease + q.counter_grace).as_millis().to_string();
+        let mut set = JoinSet::new();
+        for node in &q.nodes {
+            let Eligibility::Yes(conn) = node.eligibility() else {
+                continue;
+            };
+            let (name, counter, ttl, limit) = (
+                keys.lock.clone(),
+                keys.token.clone(),
+                ttl.clone(),
+                q.node_timeout,
+            );
+            set.spawn(async move {
+                let call = scripts::QUORUM_FENCE.run::<i64>(
+                    pinned(&conn, &name),
+                    vec![counter],
+                    vec![token.to_string(), ttl],
+                );
+                matches!(tokio::time::timeout(limit, call).await, Ok(Ok(1)))
+            });
+        }
+        let mut acks = 0;
+        while let Some(r) = set.join_next().await {
+            if r.unwrap_or(false) {
+                acks += 1;
+                if acks >= q.quorum {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Whether a majority of the nodes have the lock (held by anyone).
+    ///
+    /// # Errors
+    /// None today beyond a bad name; unreachable nodes count as "not locked".
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn is_locked(&self) -> Result<bool> {
+        let keys = self.keys()?;
+        let replies = self
+            .on_every_node(
+                move |c, k| {
+                    let k = k.lock.clone();
+                    async move { c.exists::<i64, _>(k).await.map(|n| n.max(0) as u64) }
+                },
+                &keys,
+            )
+            .await;
+        Ok(replies.iter().filter(|n| **n == Some(1)).count() >= self.q.quorum)
+    }
+
+    /// How many holds the calling owner has, as a majority of the nodes agree (0 if none).
+    ///
+    /// # Errors
+    /// As [`is_locked`](QuorumLock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn hold_count(&self) -> Result<u32> {
+        let keys = self.keys()?;
+        let field = self.field();
+        let mut counts: Vec<u64> = self
+            .on_every_node(
+                move |c, k| {
+                    let (k, f) = (k.lock.clone(), field.clone());
+                    async move {
+                        c.hget::<Option<u64>, _, _>(k, f)
+                            .await
+                            .map(|n| n.unwrap_or(0))
+                    }
+                },
+                &keys,
+            )
+            .await
+            .into_iter()
+            .map(|n| n.unwrap_or(0))
+            .collect();
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(counts.get(self.q.quorum - 1).copied().unwrap_or(0) as u32)
+    }
+
+    /// Deletes the lock on every node whoever holds it; true if any node had it.
+    ///
+    /// # Errors
+    /// A bad name.
+    ///
+    /// # Cancel safety
+    /// If dropped mid-way, some nodes may keep the lock until its lease ends.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        self.q.check_running()?;
+        let keys = self.keys()?;
+        let grace = self.q.grace_ms().to_string();
+        let replies = self
+            .on_every_node(
+                move |c, k| {
+                    let (keys, grace) = (k.release_keys(), grace.clone());
+                    async move {
+                        scripts::FORCE_UNLOCK
+                            .run::<i64>(&c, keys, vec![grace, "publish".into()])
+                            .await
+                            .map(|n| n as u64)
+                    }
+                },
+                &keys,
+            )
+            .await;
+        for h in self.q.holds.iter().filter(|h| h.key().0 == keys.lock) {
+            h.value().mark_lost();
+        }
+        Ok(replies.contains(&Some(1)))
+    }
+
+    /// Runs `f` on every connected node at once, each bounded by the node timeout.
+    async fn on_every_node<F, Fut>(&self, f: F, keys: &Arc<LockKeys>) -> Vec<Option<u64>>
+    where
+        F: Fn(fred::clients::Client, &LockKeys) -> Fut,
+        Fut: Future<Output = std::result::Result<u64, fred::error::Error>> + Send + 'static,
+    {
+        let mut set = JoinSet::new();
+        for (i, node) in self.q.nodes.iter().enumerate() {
+            let Some(conn) = node.conn() else { continue };
+            let fut = f(pinned(&conn, &keys.lock).clone(), keys);
+            let limit = self.q.node_timeout;
+            set.spawn(async move { (i, tokio::time::timeout(limit, fut).await) });
+        }
+        let mut out = vec![None; self.q.nodes.len()];
+        while let Some(Ok((i, r))) = set.join_next().await {
+            out[i] = r.ok().and_then(|r| r.ok());
+        }
+        out
+    }
+}
+
+/// A random duration in [d/2, d], from the OS-seeded UUID generator already in the tree.
+fn jitter(d: Duration) -> Duration {
+    let r = (uuid::Uuid::new_v4().as_u128() % 1000) as u32;
+    d / 2 + d / 2 * r / 1000
+}
+
+/// Completes when any of `subs` is woken (immediately pending forever if there are none).
+async fn any_notified(subs: &[Subscription]) {
+    let mut futs: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> =
+        subs.iter().map(|s| Box::pin(s.notified())).collect();
+    for f in &mut futs {
+        f.as_mut().enable();
+    }
+    std::future::poll_fn(|cx| {
+        for f in &mut futs {
+            if f.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
