@@ -157,3 +157,64 @@ where
     .unwrap();
     handle
 }
+
+pub use relock_testkit::RedisMasters;
+
+/// `n` independent masters.
+pub fn masters(n: usize) -> RedisMasters {
+    RedisMasters::start(n).expect("start redis-servers (run scripts/ensure-redis)")
+}
+
+/// A quorum client over `masters` with a 50 ms node timeout, the given watchdog lease and
+/// restart quarantine.
+pub async fn quorum_client(
+    masters: &RedisMasters,
+    lease: Duration,
+    quarantine: Duration,
+) -> relock::QuorumClient {
+    relock::QuorumClient::builder()
+        .urls(masters.urls())
+        .node_timeout(Duration::from_millis(50))
+        .watchdog_lease(lease)
+        .restart_quarantine(quarantine)
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("connect to the masters")
+}
+
+/// Asserts that nothing is left on any of `servers` (bounded wait).
+pub async fn assert_nothing_left_on(servers: &[&RedisServer]) {
+    for s in servers {
+        assert_nothing_left(s).await;
+    }
+}
+
+/// Calls `f` until it yields `Some`, within `limit` (bounded; panics naming `what`).
+pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let slot = std::sync::Mutex::new(None);
+    let r = wait_until(limit, what, || {
+        let fut = f();
+        let slot = &slot;
+        async move {
+            match fut.await {
+                Some(v) => {
+                    *slot.lock().unwrap() = Some(v);
+                    true
+                }
+                None => false,
+            }
+        }
+    })
+    .await;
+    if let Err(e) = r {
+        panic!("{e}");
+    }
+    slot.into_inner()
+        .unwrap()
+        .expect("set when the wait succeeded")
+}

@@ -65,6 +65,21 @@ struct Failure {
     min_pttl: Option<Duration>,
 }
 
+impl Failure {
+    /// Nodes that could not vote: errors, timeouts, quarantine.
+    fn unavailable(&self) -> usize {
+        self.votes
+            .iter()
+            .filter(|v| {
+                matches!(
+                    v.vote,
+                    Vote::Error(_) | Vote::Timeout(_) | Vote::Quarantined { .. }
+                )
+            })
+            .count()
+    }
+}
+
 impl QuorumLock {
     pub(crate) fn new(q: Arc<QuorumInner>, name: String) -> Self {
         QuorumLock {
@@ -157,13 +172,13 @@ impl QuorumLock {
                 Outcome::Acquired(g) => return Ok(Some(g)),
                 Outcome::Failed(f) => f,
             };
-            let answered = failure.granted + failure.held;
-            let held_elsewhere =
-                failure.held >= self.q.quorum || (failure.held > 0 && answered >= self.q.quorum);
-            if answered < self.q.quorum {
-                // Not enough nodes answer at all: waiting for a release cannot help.
+            let available = self.q.nodes.len() - failure.unavailable();
+            if available < self.q.quorum {
+                // Too many nodes down or in quarantine: waiting for a release cannot help.
                 return Err(self.not_reached(failure));
             }
+            // Someone else holds it on a node, and enough nodes are up for them to hold it.
+            let held_elsewhere = failure.held > 0;
             let now = Instant::now();
             let out_of_time = deadline.is_some_and(|d| now >= d);
             if out_of_time {
@@ -200,7 +215,8 @@ impl QuorumLock {
             .iter()
             .filter(|v| matches!(v.vote, Vote::Quarantined { .. }))
             .count();
-        let hint = (quarantined > 0 && f.granted + f.held + quarantined >= self.q.quorum).then(|| {
+        let available = self.q.nodes.len() - f.unavailable();
+        let hint = (quarantined > 0 && available + quarantined >= self.q.quorum).then(|| {
             format!(
                 "{quarantined} node(s) restarted less than the restart quarantine ({:?}{}) ago and may not vote yet: wait for it to end, or lower it with QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in docs/safety.md)",
                 self.q.quarantine(),
@@ -256,19 +272,20 @@ impl QuorumLock {
         let n = q.nodes.len();
         let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
         let (tx, mut rx) = mpsc::channel(n.max(1));
-        let mut pending = 0;
+        let mut eligible = Vec::with_capacity(n);
         for (i, node) in q.nodes.iter().enumerate() {
-            let conn = match node.eligibility() {
-                Eligibility::Yes(c) => c,
-                Eligibility::Quarantined(remaining) => {
-                    votes[i] = Vote::Quarantined { remaining };
-                    continue;
-                }
-                Eligibility::Unavailable(why) => {
-                    votes[i] = Vote::Error(why);
-                    continue;
-                }
-            };
+            match node.eligibility() {
+                Eligibility::Yes(c) => eligible.push((i, c)),
+                Eligibility::Quarantined(remaining) => votes[i] = Vote::Quarantined { remaining },
+                Eligibility::Unavailable(why) => votes[i] = Vote::Error(why),
+            }
+        }
+        if eligible.len() < q.quorum {
+            // A quorum is impossible before anything is sent: send nothing.
+            eligible.clear();
+        }
+        let mut pending = 0;
+        for (i, conn) in eligible {
             pending += 1;
             let (tx, keys, field, limit) =
                 (tx.clone(), keys.clone(), field.to_string(), q.node_timeout);

@@ -1,0 +1,10 @@
+//! Scenarios for the quorum (Redlock) lock on 5 independent masters, one per file, each named
+//! as a sentence.
+
+mod q10_with_a_minority_down_lock_renew_and_unlock_still_work;
+mod q20_with_a_majority_down_quorum_not_reached_comes_back_fast_naming_the_dead_nodes;
+mod q30_a_paused_node_costs_acquire_no_more_than_the_node_timeout;
+mod q40_a_node_restarted_empty_is_kept_out_by_the_quarantine;
+mod q50_the_watchdog_keeps_a_lock_through_minority_kills_and_restarts;
+mod q60_mutual_exclusion_and_fencing_hold_under_random_minority_faults;
+mod q70_fencing_tokens_increase_across_disjoint_quorums_and_empty_restarts;
