@@ -2,11 +2,13 @@
 //!
 //! - `relock demo`: workers in two clients contend for one lock and prove mutual exclusion.
 //! - `relock bench`: uncontended and contended figures beside `redis-benchmark` ceilings.
+//! - `relock bench-quorum`: the quorum lock on local masters beside a single node and rslock.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms)]
 
 mod bench;
 mod demo;
+mod quorum_bench;
 mod stats;
 
 use clap::{Parser, Subcommand};
@@ -26,6 +28,8 @@ enum Command {
     Demo(demo::Args),
     /// Measures lock+unlock throughput and handoff latency beside redis-benchmark ceilings.
     Bench(bench::Args),
+    /// Measures the quorum lock on local masters beside a single node, a paused node and rslock.
+    BenchQuorum(quorum_bench::Args),
 }
 
 #[tokio::main]
@@ -41,6 +45,7 @@ async fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Demo(args) => demo::run(args).await,
         Command::Bench(args) => bench::run(args).await,
+        Command::BenchQuorum(args) => quorum_bench::run(args).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

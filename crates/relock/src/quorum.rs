@@ -7,9 +7,12 @@
 //! acquire can never overtake it, even when the acquire's reply was not awaited.
 
 use std::collections::hash_map::DefaultHasher;
+use std::future::Future;
 use std::hash::{Hash, Hasher};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::task::Poll;
 use std::time::Duration;
 
 use dashmap::DashMap;
@@ -489,12 +492,12 @@ impl QuorumInner {
         all: bool,
     ) -> Vec<std::result::Result<Option<i64>, String>> {
         let mode = if all { "all" } else { "1" };
-        let mut calls = JoinSet::new();
+        let mut calls = Vec::new();
         for (i, node) in self.nodes.iter().enumerate() {
             let Some(conn) = node.conn() else { continue };
             let (keys, field, grace) = (keys.release_keys(), field.to_string(), self.grace_ms());
             let (name, limit) = (keys[0].clone(), self.node_timeout);
-            calls.spawn(async move {
+            calls.push(Box::pin(async move {
                 let call = scripts::RELEASE.run::<Option<i64>>(
                     pinned(&conn, &name),
                     keys,
@@ -506,12 +509,21 @@ impl QuorumInner {
                     Err(_) => Err(format!("no answer within {limit:?}")),
                 };
                 (i, r)
-            });
+            }));
         }
-        let mut out = vec![Err("not connected".to_string()); self.nodes.len()];
-        while let Some(Ok((i, r))) = calls.join_next().await {
-            out[i] = r;
-        }
+        let mut out = vec![Err("not awaited".to_string()); self.nodes.len()];
+        let mut answered = 0;
+        // Done once a majority answered: a slow or stopped node runs the release after
+        // whatever it is still busy with, on the same connection.
+        race(
+            calls,
+            |(i, r): (usize, std::result::Result<Option<i64>, String>)| {
+                answered += usize::from(r.is_ok());
+                out[i] = r;
+                answered >= self.quorum
+            },
+        )
+        .await;
         out
     }
 }
@@ -642,7 +654,7 @@ fn spawn_watchdog(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
 async fn renew(q: &QuorumInner, hold: &Hold) -> bool {
     let lease = q.watchdog_lease;
     let sent = Instant::now();
-    let mut calls = JoinSet::new();
+    let mut calls = Vec::new();
     for node in &q.nodes {
         let Eligibility::Yes(conn) = node.eligibility() else {
             continue;
@@ -655,21 +667,18 @@ async fn renew(q: &QuorumInner, hold: &Hold) -> bool {
             hold.token.to_string(),
         ];
         let limit = q.node_timeout;
-        calls.spawn(async move {
+        calls.push(Box::pin(async move {
             let name = keys[0].clone();
             let call = scripts::QUORUM_RENEW.run::<i64>(pinned(&conn, &name), keys, args);
             matches!(tokio::time::timeout(limit, call).await, Ok(Ok(1 | 2)))
-        });
+        }));
     }
     let mut renewed = 0;
-    while let Some(r) = calls.join_next().await {
-        if r.unwrap_or(false) {
-            renewed += 1;
-            if renewed >= q.quorum {
-                break;
-            }
-        }
-    }
+    race(calls, |ok| {
+        renewed += usize::from(ok);
+        renewed >= q.quorum
+    })
+    .await;
     let now = Instant::now();
     if renewed >= q.quorum && now < hold.valid_until() {
         hold.renewed(sent, lease.saturating_sub(drift(lease)));
@@ -681,6 +690,38 @@ async fn renew(q: &QuorumInner, hold: &Hold) -> bool {
         }
         false
     }
+}
+
+/// Polls every future in `futs` at once, in this task (no spawns: the quorum's latency is a
+/// handful of loopback round trips), handing each output to `on_ready` as it completes, until
+/// `on_ready` returns true or all are done. Futures still pending are then dropped; a command
+/// they already sent still runs on its node, and the pinned connection keeps it in order
+/// with whatever is sent after it.
+pub(crate) async fn race<F, T>(futs: Vec<Pin<Box<F>>>, mut on_ready: impl FnMut(T) -> bool)
+where
+    F: Future<Output = T>,
+{
+    let mut futs: Vec<Option<Pin<Box<F>>>> = futs.into_iter().map(Some).collect();
+    let mut left = futs.len();
+    std::future::poll_fn(|cx| {
+        for slot in futs.iter_mut() {
+            if let Some(f) = slot {
+                if let Poll::Ready(out) = f.as_mut().poll(cx) {
+                    *slot = None;
+                    left -= 1;
+                    if on_ready(out) {
+                        return Poll::Ready(());
+                    }
+                }
+            }
+        }
+        if left == 0 {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await
 }
 
 /// Clock drift allowance of the Redlock algorithm: 1% of the lease plus 2 ms.

@@ -9,7 +9,6 @@ use std::task::Poll;
 use std::time::Duration;
 
 use fred::interfaces::{HashesInterface, KeysInterface};
-use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
@@ -19,7 +18,7 @@ use crate::holds::{Hold, HoldKey};
 use crate::keys::LockKeys;
 use crate::owner::Owner;
 use crate::pubsub::Subscription;
-use crate::quorum::{drift, pinned, Eligibility, QuorumInner};
+use crate::quorum::{drift, pinned, race, Eligibility, QuorumInner};
 use crate::scripts;
 
 /// A quorum (Redlock) lock: held when a majority of independent masters granted it.
@@ -271,7 +270,6 @@ impl QuorumLock {
         let start = Instant::now();
         let n = q.nodes.len();
         let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
-        let (tx, mut rx) = mpsc::channel(n.max(1));
         let mut eligible = Vec::with_capacity(n);
         for (i, node) in q.nodes.iter().enumerate() {
             match node.eligibility() {
@@ -284,71 +282,73 @@ impl QuorumLock {
             // A quorum is impossible before anything is sent: send nothing.
             eligible.clear();
         }
-        let mut pending = 0;
+        let mut calls = Vec::with_capacity(eligible.len());
         for (i, conn) in eligible {
-            pending += 1;
-            let (tx, keys, field, limit) =
-                (tx.clone(), keys.clone(), field.to_string(), q.node_timeout);
+            let (keys, limit) = (keys.clone(), q.node_timeout);
             let args = vec![
                 lease.as_millis().to_string(),
-                field,
+                field.to_string(),
                 q.grace_ms().to_string(),
             ];
-            tokio::spawn(async move {
+            calls.push(Box::pin(async move {
                 let call = scripts::ACQUIRE.run::<Vec<i64>>(
                     pinned(&conn, &keys.lock),
                     vec![keys.lock.clone(), keys.token.clone()],
                     args,
                 );
-                let r = tokio::time::timeout(limit, call).await;
-                let _ = tx.send((i, r)).await;
-            });
+                (i, tokio::time::timeout(limit, call).await)
+            }));
         }
-        drop(tx);
+        let pending = calls.len();
         let (mut granted, mut held, mut no) = (0usize, 0usize, n - pending);
         let mut tokens = Vec::new();
         let mut min_pttl: Option<Duration> = None;
         let mut clean_up = false;
-        while granted < q.quorum && n - no >= q.quorum {
-            let Some((i, r)) = rx.recv().await else { break };
-            votes[i] = match r {
-                Ok(Ok(reply)) => match reply.as_slice() {
-                    [1, token] | [2, token, _] => {
-                        granted += 1;
-                        tokens.push(*token as u64);
-                        Vote::Granted
-                    }
-                    [0, pttl] => {
-                        held += 1;
-                        no += 1;
-                        let ttl = (*pttl >= 0).then(|| Duration::from_millis(*pttl as u64));
-                        if let Some(t) = ttl {
-                            min_pttl = Some(min_pttl.map_or(t, |m| m.min(t)));
+        if no + q.quorum <= n {
+            race(calls, |(i, r)| {
+                votes[i] = match r {
+                    Ok(Ok(reply)) => match reply.as_slice() {
+                        [1, token] | [2, token, _] => {
+                            granted += 1;
+                            tokens.push(*token as u64);
+                            Vote::Granted
                         }
-                        Vote::HeldByAnother(ttl)
-                    }
-                    other => {
+                        [0, pttl] => {
+                            held += 1;
+                            no += 1;
+                            let ttl = (*pttl >= 0).then(|| Duration::from_millis(*pttl as u64));
+                            if let Some(t) = ttl {
+                                min_pttl = Some(min_pttl.map_or(t, |m| m.min(t)));
+                            }
+                            Vote::HeldByAnother(ttl)
+                        }
+                        other => {
+                            no += 1;
+                            Vote::Error(format!("unexpected reply {other:?}"))
+                        }
+                    },
+                    Ok(Err(e)) => {
                         no += 1;
-                        Vote::Error(format!("unexpected reply {other:?}"))
+                        clean_up = true;
+                        if matches!(
+                            e.kind(),
+                            fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
+                        ) {
+                            q.nodes[i].suspect();
+                        }
+                        Vote::Error(e.to_string())
                     }
-                },
-                Ok(Err(e)) => {
-                    no += 1;
-                    clean_up = true;
-                    if matches!(
-                        e.kind(),
-                        fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
-                    ) {
-                        q.nodes[i].suspect();
+                    Err(_) => {
+                        no += 1;
+                        clean_up = true;
+                        Vote::Timeout(q.node_timeout)
                     }
-                    Vote::Error(e.to_string())
-                }
-                Err(_) => {
-                    no += 1;
-                    clean_up = true;
-                    Vote::Timeout(q.node_timeout)
-                }
-            };
+                };
+                // Stop as soon as a quorum is reached or has become impossible; the calls
+                // not awaited still run on their nodes.
+                granted >= q.quorum || n - no < q.quorum
+            })
+            .await;
         }
         let votes: Vec<NodeVote> = votes
             .into_iter()
@@ -418,7 +418,7 @@ impl QuorumLock {
     async fn write_back(&self, keys: &LockKeys, token: u64, lease: Duration) -> bool {
         let q = &self.q;
         let ttl = (lease + q.counter_grace).as_millis().to_string();
-        let mut set = JoinSet::new();
+        let mut calls = Vec::new();
         for node in &q.nodes {
             let Eligibility::Yes(conn) = node.eligibility() else {
                 continue;
@@ -429,25 +429,22 @@ impl QuorumLock {
                 ttl.clone(),
                 q.node_timeout,
             );
-            set.spawn(async move {
+            calls.push(Box::pin(async move {
                 let call = scripts::QUORUM_FENCE.run::<i64>(
                     pinned(&conn, &name),
                     vec![counter],
                     vec![token.to_string(), ttl],
                 );
                 matches!(tokio::time::timeout(limit, call).await, Ok(Ok(1)))
-            });
+            }));
         }
         let mut acks = 0;
-        while let Some(r) = set.join_next().await {
-            if r.unwrap_or(false) {
-                acks += 1;
-                if acks >= q.quorum {
-                    return true;
-                }
-            }
-        }
-        false
+        race(calls, |ok| {
+            acks += usize::from(ok);
+            acks >= q.quorum
+        })
+        .await;
+        acks >= q.quorum
     }
 
     /// Whether a majority of the nodes have the lock (held by anyone).
