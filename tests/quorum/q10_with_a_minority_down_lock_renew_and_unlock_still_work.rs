@@ -1,4 +1,4 @@
-//! With 2 of 5 masters killed, a watchdog lock is taken, renewed past three leases, re-entered
+//! With 2 of 5 masters killed, a new client connects, and a watchdog lock is taken, renewed past three leases, re-entered
 //! and released; the other client waits and is woken; nothing is left on the live nodes.
 
 use std::time::{Duration, Instant};
@@ -13,6 +13,18 @@ async fn with_a_minority_down_lock_renew_and_unlock_still_work() {
     let b = quorum_client(&m, lease, Duration::ZERO).await;
     m[3].kill().unwrap();
     m[4].kill().unwrap();
+
+    // A client can also connect while the minority is down; it reaches them when they return.
+    let late = quorum_client(&m, lease, Duration::ZERO).await;
+    late.lock("q10:late")
+        .try_lock()
+        .await
+        .unwrap()
+        .expect("3 of 5 grant it")
+        .unlock()
+        .await
+        .unwrap();
+    late.shutdown().await;
 
     let lock = a.lock("q10");
     let g = bounded(Duration::from_secs(2), "lock", lock.lock())

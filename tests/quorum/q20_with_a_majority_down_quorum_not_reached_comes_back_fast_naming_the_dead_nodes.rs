@@ -1,7 +1,7 @@
 //! With 3 of 5 masters killed, `try_lock`, `try_lock_for` and `lock` all return
 //! `QuorumNotReached` within about two node timeouts, naming each node and its answer (the
 //! live nodes may not even be asked once the dead ones are known); anything granted on the
-//! live nodes is released.
+//! live nodes is released. Connecting then fails fast, naming the unreachable nodes.
 
 use std::time::{Duration, Instant};
 
@@ -73,5 +73,21 @@ async fn with_a_majority_down_quorum_not_reached_comes_back_fast_naming_the_dead
         .to_string();
         assert!(text.contains(&m[4].url()), "{text}");
     }
+    // Connecting with a majority down fails fast, naming the unreachable nodes.
+    let r = relock::QuorumClient::builder()
+        .urls(m.urls())
+        .connect_timeout(Duration::from_millis(500))
+        .build()
+        .await;
+    let Err(Error::Connection { cause, .. }) = r else {
+        panic!("{r:?}")
+    };
+    for i in 2..5 {
+        assert!(cause.contains(&m[i].url()), "{cause}");
+    }
+    assert!(
+        cause.contains("2 of 5 nodes reachable, 3 needed"),
+        "{cause}"
+    );
     assert_nothing_left_on(&[&m[0], &m[1]]).await;
 }

@@ -28,6 +28,8 @@
 //! - A fair lock (`client.fair_lock(name)`, the same [`Lock`] type and guard): first come,
 //!   first served across all clients; each release wakes only the next in line, and a waiter
 //!   that dies stops holding up the line after its heartbeat deadline (5 s).
+//! - [`QuorumLock`] ([`QuorumClient`]`::lock(name)`): Redlock over N independent masters, held
+//!   while a majority granted it; survives a minority of masters down. Same guard.
 //! - A lease-based lock cannot promise mutual exclusion through process pauses or clock jumps;
 //!   if correctness depends on it, have the protected resource check
 //!   [`LockGuard::fencing_token`]. `docs/safety.md` says exactly what is and is not promised.
