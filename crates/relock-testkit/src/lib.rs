@@ -16,6 +16,7 @@
 //! # Layout
 //! - [`RedisServer`]: one process, its faults and a tiny synchronous RESP client for checks.
 //! - [`RedisMasters`]: N independent masters (for quorum locks).
+//! - [`RedisCluster`]: 3 masters + 3 replicas, failover helpers.
 //! - [`wait_until`]: the bounded way to wait for a condition in a test.
 #![forbid(unsafe_code)]
 #![warn(
@@ -25,10 +26,12 @@
     unreachable_pub
 )]
 
+mod cluster;
 mod resp;
 mod server;
 mod wait;
 
+pub use cluster::RedisCluster;
 pub use resp::Value;
 pub use server::{RedisMasters, RedisServer, ServerOptions};
 pub use wait::{wait_until, WaitTimeout};

@@ -362,7 +362,7 @@ fn kill_child(mut child: Child) {
     let _ = child.wait();
 }
 
-fn free_port() -> Result<u16> {
+pub(crate) fn free_port() -> Result<u16> {
     let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| Error::Io {
         what: "finding a free port".into(),
         source: e,

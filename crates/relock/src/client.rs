@@ -7,7 +7,7 @@ use std::time::Duration;
 use dashmap::DashMap;
 use fred::clients::{Pool, SubscriberClient};
 use fred::interfaces::ClientLike;
-use fred::types::config::{Config as FredConfig, ReconnectPolicy, ServerConfig};
+use fred::types::config::{Config as FredConfig, ReconnectPolicy};
 use fred::types::Builder;
 use tokio::sync::watch;
 
@@ -79,10 +79,42 @@ impl Default for ClientBuilder {
 }
 
 impl ClientBuilder {
-    /// The Redis URL, `redis://[user:password@]host:port[/db]`.
+    /// The Redis URL: `redis://[user:password@]host:port[/db]` for one server,
+    /// `redis-cluster://host:port[,host:port...]` for a Redis Cluster,
+    /// `redis-sentinel://host:port[,host:port...]?sentinelServiceName=NAME` for Sentinel.
     /// Default: `redis://127.0.0.1:6379`.
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.settings.url = url.into();
+        self
+    }
+
+    /// A Redis Cluster, by some of its nodes (`host:port`); the client discovers the rest.
+    /// Same as the URL `redis-cluster://h1:p1,h2:p2`.
+    pub fn cluster_nodes<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let nodes: Vec<String> = nodes.into_iter().map(|n| n.as_ref().to_string()).collect();
+        self.settings.url = format!("redis-cluster://{}", nodes.join(","));
+        self
+    }
+
+    /// A master watched by Sentinel: the service name and some sentinels (`host:port`).
+    /// Same as the URL `redis-sentinel://s1:p1,s2:p2?sentinelServiceName=NAME`.
+    pub fn sentinel<I, S>(mut self, service: &str, sentinels: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let nodes: Vec<String> = sentinels
+            .into_iter()
+            .map(|n| n.as_ref().to_string())
+            .collect();
+        self.settings.url = format!(
+            "redis-sentinel://{}?sentinelServiceName={service}",
+            nodes.join(",")
+        );
         self
     }
 
@@ -130,28 +162,10 @@ impl ClientBuilder {
     /// Validates the settings and the URL without connecting.
     pub(crate) fn check(&self) -> Result<FredConfig> {
         self.validate()?;
-        let scheme = self.settings.url.split("://").next().unwrap_or_default();
-        if !self.settings.url.contains("://") || !["redis", "valkey"].contains(&scheme) {
-            return Err(Error::invalid(
-                "url",
-                format!(
-                    "`{}`: expected redis://host:port or valkey://host:port (TLS is not built in)",
-                    self.settings.url
-                ),
-            ));
-        }
-        let fred_config = FredConfig::from_url(&self.settings.url).map_err(|e| {
+        let url = fred_url(&self.settings.url)?;
+        let fred_config = FredConfig::from_url(&url).map_err(|e| {
             Error::invalid("url", format!("`{}`: {}", self.settings.url, e.details()))
         })?;
-        if !matches!(fred_config.server, ServerConfig::Centralized { .. }) {
-            return Err(Error::invalid(
-                "url",
-                format!(
-                    "`{}`: only single-server URLs (redis://host:port) are supported so far",
-                    self.settings.url
-                ),
-            ));
-        }
         Ok(fred_config)
     }
 
@@ -261,8 +275,10 @@ impl ClientBuilder {
         closer.disarm();
 
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let pubsub = PubSub::new(subscriber);
+        let sharded = deployment(&s.url) == Deployment::Cluster;
+        let pubsub = PubSub::new(subscriber, sharded);
         pubsub.spawn_dispatcher(shutdown_rx.clone());
+        pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
         let inner = Arc::new(Inner {
             settings: s,
             pool,
@@ -294,6 +310,87 @@ pub(crate) fn validate_lease(name: &'static str, lease: Duration) -> Result<()> 
         ));
     }
     Ok(())
+}
+
+/// Which kind of deployment a URL names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Deployment {
+    Single,
+    Cluster,
+    Sentinel,
+}
+
+pub(crate) fn deployment(url: &str) -> Deployment {
+    match url.split("://").next().unwrap_or_default() {
+        "redis-cluster" | "valkey-cluster" => Deployment::Cluster,
+        "redis-sentinel" | "valkey-sentinel" => Deployment::Sentinel,
+        _ => Deployment::Single,
+    }
+}
+
+/// Checks the scheme, and turns the comma-separated node lists we accept
+/// (`redis-cluster://h1:p1,h2:p2`) into fred's form (`redis-cluster://h1:p1?node=h2:p2`).
+fn fred_url(url: &str) -> Result<String> {
+    let bad = |why: &str| {
+        Error::invalid(
+            "url",
+            format!(
+                "`{url}`: {why}. Expected redis://host:port, redis-cluster://host:port[,host:port...] \
+                 or redis-sentinel://host:port[,host:port...]?sentinelServiceName=NAME (TLS is not built in)"
+            ),
+        )
+    };
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return Err(bad("no scheme"));
+    };
+    let scheme = match scheme {
+        "redis" | "valkey" => "redis",
+        "redis-cluster" | "valkey-cluster" => "redis-cluster",
+        "redis-sentinel" | "valkey-sentinel" => "redis-sentinel",
+        _ => return Err(bad("unknown scheme")),
+    };
+    let (hosts, query) = match rest.split_once('?') {
+        Some((h, q)) => (h, Some(q)),
+        None => (rest, None),
+    };
+    let (auth, hosts) = match hosts.rsplit_once('@') {
+        Some((a, h)) => (Some(a), h),
+        None => (None, hosts),
+    };
+    let (hosts, db) = match hosts.split_once('/') {
+        Some((h, d)) => (h, Some(d)),
+        None => (hosts, None),
+    };
+    let mut nodes = hosts.split(',').filter(|h| !h.is_empty());
+    let Some(first) = nodes.next() else {
+        return Err(bad("no host"));
+    };
+    let extra: Vec<&str> = nodes.collect();
+    if scheme == "redis" && !extra.is_empty() {
+        return Err(bad(
+            "several hosts need redis-cluster:// or redis-sentinel://",
+        ));
+    }
+    if scheme == "redis-sentinel" && !query.is_some_and(|q| q.contains("sentinelServiceName=")) {
+        return Err(bad("a sentinel URL needs ?sentinelServiceName=NAME"));
+    }
+    let mut out = format!("{scheme}://");
+    if let Some(a) = auth {
+        out.push_str(a);
+        out.push('@');
+    }
+    out.push_str(first);
+    if let Some(d) = db {
+        out.push('/');
+        out.push_str(d);
+    }
+    let mut params: Vec<String> = query.map(|q| vec![q.to_string()]).unwrap_or_default();
+    params.extend(extra.iter().map(|n| format!("node={n}")));
+    if !params.is_empty() {
+        out.push('?');
+        out.push_str(&params.join("&"));
+    }
+    Ok(out)
 }
 
 /// Closes fred clients on drop unless disarmed (an abandoned or failed `build`).
@@ -522,10 +619,43 @@ impl Inner {
                     field.to_string(),
                     self.grace_ms().to_string(),
                     mode.into(),
-                    "publish".into(),
+                    self.publish_cmd().into(),
                 ],
             )
             .await
+    }
+
+    /// The command scripts publish wake-ups with: sharded on a cluster, so that the message
+    /// goes to the lock's shard only (and SPUBLISH is allowed in a script on that slot).
+    pub(crate) fn publish_cmd(&self) -> &'static str {
+        if self.pubsub.sharded {
+            "spublish"
+        } else {
+            "publish"
+        }
+    }
+
+    /// Splits `items` into script batches of at most `renew_batch`. On a cluster a script may
+    /// only touch one slot, so a batch holds the locks of one slot (all keys of a lock share
+    /// its slot through the hash tag).
+    pub(crate) fn batches<T: Clone>(
+        &self,
+        items: &[T],
+        lock_key: impl Fn(&T) -> &str,
+    ) -> Vec<Vec<T>> {
+        let size = self.settings.renew_batch;
+        if !self.pubsub.sharded {
+            return items.chunks(size).map(<[T]>::to_vec).collect();
+        }
+        let mut by_slot: std::collections::BTreeMap<u16, Vec<T>> = Default::default();
+        for item in items {
+            let slot = fred::types::Key::from(lock_key(item)).cluster_hash();
+            by_slot.entry(slot).or_default().push(item.clone());
+        }
+        by_slot
+            .into_values()
+            .flat_map(|v| v.chunks(size).map(<[T]>::to_vec).collect::<Vec<_>>())
+            .collect()
     }
 
     pub(crate) fn grace_ms(&self) -> u64 {

@@ -99,7 +99,7 @@ impl Inner {
         let call = scripts::FAIR_LEAVE.run::<i64>(
             self.pool.next(),
             group.to_vec(),
-            vec![entry.field.clone(), "publish".into()],
+            vec![entry.field.clone(), self.publish_cmd().into()],
         );
         match tokio::time::timeout(self.settings.command_timeout, call).await {
             Ok(Ok(_)) => Ok(()),
@@ -181,9 +181,8 @@ async fn beat_all(inner: &Arc<Inner>) {
         return;
     }
     let mut batches = JoinSet::new();
-    for batch in entries.chunks(inner.settings.renew_batch) {
+    for batch in inner.batches(&entries, |e| e.keys.lock.as_str()) {
         let inner = inner.clone();
-        let batch = batch.to_vec();
         let span = tracing::debug_span!("heartbeat", waiters = batch.len());
         batches.spawn(async move { beat_batch(&inner, &batch).await }.instrument(span));
     }
@@ -195,7 +194,7 @@ async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
     let mut keys = Vec::with_capacity(batch.len() * 5);
     let mut args = Vec::with_capacity(batch.len() + 2);
     args.push(hb.as_millis().to_string());
-    args.push("publish".to_string());
+    args.push(inner.publish_cmd().to_string());
     for e in batch {
         keys.extend(e.keys.queue_group().into_iter().flatten());
         args.push(e.field.clone());

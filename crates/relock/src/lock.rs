@@ -437,7 +437,10 @@ impl Lock {
             .run(
                 self.inner.pool.next(),
                 keys.release_keys(),
-                vec![self.inner.grace_ms().to_string(), "publish".into()],
+                vec![
+                    self.inner.grace_ms().to_string(),
+                    self.inner.publish_cmd().into(),
+                ],
             )
             .await
             .map_err(|e| self.inner.error("force_unlock", &keys.lock, e))?;
@@ -494,7 +497,7 @@ async fn attempt_task(
                 inner.settings.fair_heartbeat.as_millis().to_string(),
                 join.to_string(),
                 ticket.to_string(),
-                "publish".to_string(),
+                inner.publish_cmd().to_string(),
             ]);
             let k = vec![lock, keys.token.clone(), channel, queue, alive, seq];
             (&*scripts::FAIR_ACQUIRE, k)

@@ -13,13 +13,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use fred::clients::SubscriberClient;
-use fred::interfaces::{EventInterface, PubsubInterface};
+use fred::interfaces::{ClusterInterface, EventInterface, PubsubInterface};
 use tokio::sync::{broadcast::error::RecvError, watch, Mutex as AsyncMutex, Notify};
 
 /// Shared state of the dispatcher.
 #[derive(Debug)]
 pub(crate) struct PubSub {
     pub(crate) subscriber: SubscriberClient,
+    /// SSUBSCRIBE/SUNSUBSCRIBE (a Redis Cluster) instead of SUBSCRIBE/UNSUBSCRIBE.
+    pub(crate) sharded: bool,
     channels: Mutex<HashMap<String, Arc<Channel>>>,
 }
 
@@ -66,9 +68,10 @@ pub(crate) struct Subscription {
 }
 
 impl PubSub {
-    pub(crate) fn new(subscriber: SubscriberClient) -> Arc<Self> {
+    pub(crate) fn new(subscriber: SubscriberClient, sharded: bool) -> Arc<Self> {
         Arc::new(PubSub {
             subscriber,
+            sharded,
             channels: Mutex::new(HashMap::new()),
         })
     }
@@ -110,6 +113,59 @@ impl PubSub {
                     },
                     _ = shutdown.wait_for(|s| *s) => break,
                 }
+            }
+        });
+    }
+
+    /// On a cluster: when any connection sees the topology change (a failover, a reshard),
+    /// re-learn it on the subscriber, subscribe every shard channel again on the node that now
+    /// owns its slot (a demoted master drops its shard subscribers without closing the
+    /// connection), and wake every waiter to retry.
+    pub(crate) fn spawn_topology_watch(
+        self: &Arc<Self>,
+        pool: &fred::clients::Pool,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        if !self.sharded {
+            return;
+        }
+        let (tx, mut rx) = tokio::sync::mpsc::channel::<()>(1);
+        let sources = pool
+            .clients()
+            .iter()
+            .map(|c| c.cluster_change_rx())
+            .chain([self.subscriber.cluster_change_rx()]);
+        for mut changes in sources {
+            let (tx, mut stop) = (tx.clone(), shutdown.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        r = changes.recv() => match r {
+                            Ok(_) | Err(RecvError::Lagged(_)) => { let _ = tx.try_send(()); }
+                            Err(RecvError::Closed) => return,
+                        },
+                        _ = stop.wait_for(|s| *s) => return,
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    r = rx.recv() => if r.is_none() { return },
+                    _ = shutdown.wait_for(|s| *s) => return,
+                }
+                let Some(this) = this.upgrade() else { return };
+                tracing::debug!("cluster topology changed; resubscribing shard channels");
+                if let Err(e) = this.subscriber.sync_cluster().await {
+                    tracing::debug!(error = %e, "subscriber could not re-learn the topology");
+                }
+                if let Err(e) = this.subscriber.resubscribe_all().await {
+                    tracing::warn!(error = %e, "resubscribing after a topology change failed");
+                }
+                this.wake_all();
             }
         });
     }
@@ -162,7 +218,12 @@ impl PubSub {
             // Set first: if this future is dropped while SUBSCRIBE is in flight, the server may
             // still subscribe us, so the clean-up must send UNSUBSCRIBE after it.
             *subscribed = true;
-            if let Err(e) = self.subscriber.subscribe(name).await {
+            let r = if self.sharded {
+                self.subscriber.ssubscribe(name).await
+            } else {
+                self.subscriber.subscribe(name).await
+            };
+            if let Err(e) = r {
                 *subscribed = false;
                 return Err(e);
             }
@@ -197,7 +258,12 @@ impl PubSub {
             return;
         }
         if *subscribed {
-            if let Err(e) = self.subscriber.unsubscribe(name.as_str()).await {
+            let r = if self.sharded {
+                self.subscriber.sunsubscribe(name.as_str()).await
+            } else {
+                self.subscriber.unsubscribe(name.as_str()).await
+            };
+            if let Err(e) = r {
                 tracing::debug!(channel = %name, error = %e, "unsubscribe failed");
             }
             *subscribed = false;

@@ -161,6 +161,12 @@ impl QuorumClientBuilder {
             .command_timeout(self.connect_timeout.max(Duration::from_secs(1)));
         // Validate every URL before connecting to any.
         for url in &self.urls {
+            if crate::client::deployment(url) != crate::client::Deployment::Single {
+                return Err(Error::invalid(
+                    "urls",
+                    format!("`{url}`: each quorum node must be one independent master (redis://host:port)"),
+                ));
+            }
             builder.clone().url(url.clone()).check()?;
         }
         let mut connecting = JoinSet::new();

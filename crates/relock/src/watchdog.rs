@@ -53,9 +53,8 @@ async fn renew_all(inner: &Arc<Inner>) -> bool {
         return true;
     }
     let mut batches = JoinSet::new();
-    for batch in holds.chunks(inner.settings.renew_batch) {
+    for batch in inner.batches(&holds, |h| h.keys.lock.as_str()) {
         let inner = inner.clone();
-        let batch = batch.to_vec();
         let span = tracing::debug_span!("renew", locks = batch.len());
         batches.spawn(async move { renew_batch(&inner, &batch).await }.instrument(span));
     }

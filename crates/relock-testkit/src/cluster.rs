@@ -1,0 +1,283 @@
+//! A Redis Cluster on loopback: 3 masters and 3 replicas, built with `redis-cli --cluster
+//! create`, with helpers to find the master of a key and to fail a master over.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::resp::Value;
+use crate::server::{free_port, RedisServer, ServerOptions};
+use crate::{Error, Result};
+
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// 3 masters + 3 replicas. Dropping it kills every node.
+#[derive(Debug)]
+pub struct RedisCluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl RedisCluster {
+    /// Starts 6 nodes, creates the cluster (one replica per master) and waits until every node
+    /// reports `cluster_state:ok` and every replica is in sync.
+    ///
+    /// # Errors
+    /// As [`RedisServer::start`]; [`Error::StartFailed`] if the cluster does not form in 20 s.
+    pub fn start() -> Result<Self> {
+        let mut nodes = Vec::new();
+        for _ in 0..6 {
+            let bus = free_port()?;
+            nodes.push(RedisServer::start_with(ServerOptions {
+                aof: false,
+                extra_args: [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "1000",
+                    "--cluster-port",
+                    &bus.to_string(),
+                ]
+                .map(String::from)
+                .to_vec(),
+            })?);
+        }
+        let out = Command::new("redis-cli")
+            .args(["--cluster", "create"])
+            .args(nodes.iter().map(RedisServer::addr))
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .output()
+            .map_err(|e| Error::Io {
+                what: "running redis-cli --cluster create (install redis-tools)".into(),
+                source: e,
+            })?;
+        if !out.status.success() {
+            return Err(Error::StartFailed {
+                port: nodes[0].port(),
+                reason: format!(
+                    "redis-cli --cluster create failed: {}",
+                    String::from_utf8_lossy(&out.stdout)
+                ),
+                log: String::new(),
+            });
+        }
+        let cluster = RedisCluster { nodes };
+        cluster.wait_ready()?;
+        Ok(cluster)
+    }
+
+    /// Waits until every node says `cluster_state:ok`, and every replica's link is up.
+    ///
+    /// # Errors
+    /// [`Error::StartFailed`] after 20 s.
+    pub fn wait_ready(&self) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            let ok = self.nodes.iter().all(|n| {
+                let info = n.cmd(&["CLUSTER", "INFO"]).ok().and_then(|v| v.as_string());
+                let repl = n
+                    .cmd(&["INFO", "replication"])
+                    .ok()
+                    .and_then(|v| v.as_string());
+                info.is_some_and(|i| i.contains("cluster_state:ok"))
+                    && repl.is_some_and(|r| {
+                        r.contains("role:master") || r.contains("master_link_status:up")
+                    })
+            });
+            if ok {
+                return Ok(());
+            }
+            if start.elapsed() > READY_TIMEOUT {
+                return Err(Error::StartFailed {
+                    port: self.nodes[0].port(),
+                    reason: "the cluster did not become ready in 20 s".into(),
+                    log: String::new(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// All six nodes, in start order.
+    pub fn nodes(&self) -> &[RedisServer] {
+        &self.nodes
+    }
+
+    /// `redis-cluster://` URL naming every node.
+    pub fn url(&self) -> String {
+        let addrs: Vec<String> = self.nodes.iter().map(RedisServer::addr).collect();
+        format!("redis-cluster://{}", addrs.join(","))
+    }
+
+    /// The nodes that are masters right now.
+    pub fn masters(&self) -> Vec<&RedisServer> {
+        self.nodes.iter().filter(|n| n.is_master()).collect()
+    }
+
+    /// The master serving `key`'s slot right now.
+    ///
+    /// # Errors
+    /// Command errors.
+    pub fn master_of(&self, key: &str) -> Result<&RedisServer> {
+        let slot = self.nodes[0]
+            .cmd(&["CLUSTER", "KEYSLOT", key])?
+            .as_int()
+            .unwrap_or(-1);
+        let port = self.slot_owner_port(slot)?;
+        self.nodes
+            .iter()
+            .find(|n| n.port() as i64 == port)
+            .ok_or_else(|| Error::Command {
+                port: self.nodes[0].port(),
+                command: "CLUSTER SLOTS".into(),
+                reply: format!("no node serves slot {slot}"),
+            })
+    }
+
+    fn slot_owner_port(&self, slot: i64) -> Result<i64> {
+        for n in self.masters() {
+            if let Value::Array(Some(ranges)) = n.cmd(&["CLUSTER", "SLOTS"])? {
+                for r in ranges {
+                    if let Value::Array(Some(r)) = r {
+                        let (lo, hi) = (r[0].as_int().unwrap_or(-1), r[1].as_int().unwrap_or(-1));
+                        if (lo..=hi).contains(&slot) {
+                            if let Value::Array(Some(m)) = &r[2] {
+                                return Ok(m[1].as_int().unwrap_or(-1));
+                            }
+                        }
+                    }
+                }
+                break;
+            }
+        }
+        Ok(-1)
+    }
+
+    /// The replica of `master`.
+    pub fn replica_of(&self, master: &RedisServer) -> Option<&RedisServer> {
+        self.nodes.iter().find(|n| {
+            n.cmd(&["INFO", "replication"])
+                .ok()
+                .and_then(|v| v.as_string())
+                .is_some_and(|r| r.contains(&format!("master_port:{}", master.port())))
+        })
+    }
+
+    /// Graceful failover: `CLUSTER FAILOVER` on `master`'s replica (which first catches up),
+    /// then waits until it is master and the cluster is ok.
+    ///
+    /// # Errors
+    /// Command errors, or [`Error::StartFailed`] if it does not complete in 20 s.
+    pub fn failover(&self, master: &RedisServer) -> Result<&RedisServer> {
+        self.promote(master, &["CLUSTER", "FAILOVER"])
+    }
+
+    /// `CLUSTER FAILOVER TAKEOVER` on `master`'s replica: promoted without the master's (or the
+    /// other masters') agreement, and without catching up. For a master that is dead or stopped.
+    ///
+    /// # Errors
+    /// As [`RedisCluster::failover`].
+    pub fn takeover(&self, master: &RedisServer, replica: &RedisServer) -> Result<()> {
+        let _ = master;
+        replica.cmd(&["CLUSTER", "FAILOVER", "TAKEOVER"])?;
+        self.wait_master(replica)
+    }
+
+    fn promote(&self, master: &RedisServer, cmd: &[&str]) -> Result<&RedisServer> {
+        let replica = self.replica_of(master).ok_or_else(|| Error::Command {
+            port: master.port(),
+            command: "INFO replication".into(),
+            reply: "no replica found".into(),
+        })?;
+        replica.cmd(cmd)?;
+        self.wait_master(replica)?;
+        Ok(replica)
+    }
+
+    fn wait_master(&self, node: &RedisServer) -> Result<()> {
+        let start = Instant::now();
+        while !(node.is_master()
+            && node
+                .cmd(&["CLUSTER", "INFO"])
+                .ok()
+                .and_then(|v| v.as_string())
+                .is_some_and(|i| i.contains("cluster_state:ok")))
+        {
+            if start.elapsed() > READY_TIMEOUT {
+                return Err(Error::StartFailed {
+                    port: node.port(),
+                    reason: "failover did not complete in 20 s".into(),
+                    log: String::new(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Ok(())
+    }
+
+    /// Waits until `master`'s replica has acknowledged everything the master has written.
+    ///
+    /// # Errors
+    /// [`Error::StartFailed`] if it does not catch up in 20 s.
+    pub fn wait_replica_synced(&self, master: &RedisServer) -> Result<()> {
+        let start = Instant::now();
+        loop {
+            let info = master
+                .cmd(&["INFO", "replication"])?
+                .as_string()
+                .unwrap_or_default();
+            let field = |prefix: &str| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(prefix))
+                    .map(str::to_string)
+            };
+            let own = field("master_repl_offset:").and_then(|v| v.trim().parse::<i64>().ok());
+            let acked = field("slave0:").and_then(|v| {
+                v.split(',')
+                    .find_map(|kv| kv.strip_prefix("offset="))
+                    .and_then(|o| o.trim().parse::<i64>().ok())
+            });
+            if own.is_some() && own == acked {
+                return Ok(());
+            }
+            if start.elapsed() > READY_TIMEOUT {
+                return Err(Error::StartFailed {
+                    port: master.port(),
+                    reason: format!("replica not in sync after 20 s: {own:?} vs {acked:?}"),
+                    log: String::new(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Keys on all masters (sorted).
+    pub fn keys(&self) -> Vec<String> {
+        let mut all: Vec<String> = self
+            .masters()
+            .iter()
+            .flat_map(|m| m.keys().unwrap_or_default())
+            .collect();
+        all.sort();
+        all
+    }
+
+    /// Active shard channels on all nodes (`PUBSUB SHARDCHANNELS`).
+    pub fn shard_channels(&self) -> Vec<String> {
+        let mut all = Vec::new();
+        for n in &self.nodes {
+            if let Ok(Value::Array(Some(items))) = n.cmd(&["PUBSUB", "SHARDCHANNELS"]) {
+                all.extend(items.iter().filter_map(Value::as_string));
+            }
+        }
+        all.sort();
+        all
+    }
+}
+
+impl RedisServer {
+    /// Whether this node is a master (`ROLE`).
+    pub fn is_master(&self) -> bool {
+        matches!(self.cmd(&["ROLE"]), Ok(Value::Array(Some(r))) if r.first().and_then(Value::as_string).as_deref() == Some("master"))
+    }
+}
