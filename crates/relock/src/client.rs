@@ -39,6 +39,7 @@ pub(crate) struct Settings {
     pub(crate) counter_grace: Duration,
     pub(crate) renew_batch: usize,
     pub(crate) fair_heartbeat: Duration,
+    pub(crate) sync_replicas: Option<(u32, Duration)>,
 }
 
 /// Builds a [`Client`] with explicit settings.
@@ -73,6 +74,7 @@ impl Default for ClientBuilder {
                 counter_grace: COUNTER_GRACE,
                 renew_batch: RENEW_BATCH,
                 fair_heartbeat: Duration::from_secs(5),
+                sync_replicas: None,
             },
         }
     }
@@ -169,6 +171,16 @@ impl ClientBuilder {
         Ok(fred_config)
     }
 
+    /// After every fresh acquisition, wait (Redis `WAIT`) until `replicas` replicas of the
+    /// lock's master acknowledged it, for at most `timeout`; if fewer did, release the lock and
+    /// return [`Error::ReplicationFailed`]. This narrows the window in which a failover to a
+    /// replica loses an acknowledged lock (see `docs/safety.md`). Redis 7.0's `WAIT` is used
+    /// (acknowledged in replica memory; `WAITAOF`, 7.2+, is not used). Default: off.
+    pub fn sync_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.settings.sync_replicas = Some((replicas, timeout));
+        self
+    }
+
     fn validate(&self) -> Result<()> {
         let s = &self.settings;
         if s.client_id.is_empty() || s.client_id.contains(':') {
@@ -186,6 +198,17 @@ impl ClientBuilder {
                     s.watchdog_lease
                 ),
             ));
+        }
+        if let Some((n, t)) = s.sync_replicas {
+            if n == 0 || t.is_zero() || t > s.command_timeout {
+                return Err(Error::invalid(
+                    "sync_replicas",
+                    format!(
+                        "({n}, {t:?}): need at least 1 replica and a timeout above zero and at most the command timeout ({:?})",
+                        s.command_timeout
+                    ),
+                ));
+            }
         }
         if s.fair_heartbeat < Duration::from_millis(100) || s.fair_heartbeat > MAX_LEASE {
             return Err(Error::invalid(

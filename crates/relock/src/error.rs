@@ -63,6 +63,19 @@ pub enum Error {
     /// The [`Client`](crate::Client) was shut down.
     #[error("the relock client has been shut down")]
     Shutdown,
+    /// With [`ClientBuilder::sync_replicas`](crate::ClientBuilder::sync_replicas), too few
+    /// replicas acknowledged a fresh acquisition in time. The lock was released again.
+    #[error("lock `{name}`: only {acked} of the {wanted} replicas required acknowledged the acquisition within {timeout:?} (Redis WAIT); it was released. Check the replicas, or lower `sync_replicas` or raise its timeout")]
+    ReplicationFailed {
+        /// The lock name.
+        name: String,
+        /// Replicas that acknowledged.
+        acked: u32,
+        /// Replicas required.
+        wanted: u32,
+        /// How long WAIT waited.
+        timeout: Duration,
+    },
     /// A quorum lock could not get a majority of its nodes to agree, and waiting longer
     /// cannot help (too many nodes down, in quarantine, or the wait budget is spent).
     #[error("quorum not reached for `{name}`: {granted} of the {needed} votes needed ({}){}", votes_text(.votes), .hint.as_deref().map(|h| format!("; {h}")).unwrap_or_default())]

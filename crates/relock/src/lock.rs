@@ -508,9 +508,8 @@ async fn attempt_task(
         ),
     };
     let sent = Instant::now();
-    let reply = script
-        .run::<Vec<i64>>(inner.pool.next(), script_keys, args)
-        .await;
+    let conn = inner.pool.next();
+    let reply = script.run::<Vec<i64>>(conn, script_keys, args).await;
     if let (Mode::FairWait(e), Ok(r)) = (&mode, &reply) {
         match r.as_slice() {
             [0, _, ticket, _, _] => e.ticket.store(*ticket, Ordering::SeqCst),
@@ -546,11 +545,29 @@ async fn attempt_task(
         hold
     };
     match reply.as_slice() {
-        [1, token] => Ok(Attempt::Acquired(LockGuard::new(
-            inner.clone(),
-            new_hold(*token),
-            watchdog,
-        ))),
+        [1, token] => {
+            if let Some((wanted, timeout)) = inner.settings.sync_replicas {
+                // Before anyone relies on it, the grant must be on `wanted` replicas.
+                let acked = wait_replicas(conn, &keys.lock, wanted, timeout).await;
+                if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
+                    clean_up_unknown_outcome(&inner, &keys, &hold_key).await;
+                    return Err(match acked {
+                        Ok(acked) => Error::ReplicationFailed {
+                            name: keys.lock.clone(),
+                            acked: acked.max(0) as u32,
+                            wanted,
+                            timeout,
+                        },
+                        Err(e) => inner.error("wait", &keys.lock, e),
+                    });
+                }
+            }
+            Ok(Attempt::Acquired(LockGuard::new(
+                inner.clone(),
+                new_hold(*token),
+                watchdog,
+            )))
+        }
         [2, token, _count] => {
             let existing = inner.holds.get(&hold_key).map(|h| h.value().clone());
             match existing {
@@ -578,6 +595,30 @@ async fn attempt_task(
                 format!("unexpected acquire reply {other:?}"),
             ),
         }),
+    }
+}
+
+/// `WAIT wanted timeout` on the connection that ran the acquire (on a cluster, to the node
+/// that owns the lock's slot): how many replicas acknowledged every write sent before it.
+async fn wait_replicas(
+    conn: &fred::clients::Client,
+    lock: &str,
+    wanted: u32,
+    timeout: Duration,
+) -> std::result::Result<i64, fred::error::Error> {
+    use fred::interfaces::{ClusterInterface, ServerInterface};
+    let ms = timeout.as_millis() as i64;
+    let slot = fred::types::Key::from(lock).cluster_hash();
+    match conn
+        .cached_cluster_state()
+        .and_then(|s| s.get_server(slot).cloned())
+    {
+        Some(node) => {
+            conn.with_cluster_node(node)
+                .wait(i64::from(wanted), ms)
+                .await
+        }
+        None => conn.wait(i64::from(wanted), ms).await,
     }
 }
 
