@@ -17,6 +17,7 @@
 //! - [`RedisServer`]: one process, its faults and a tiny synchronous RESP client for checks.
 //! - [`RedisMasters`]: N independent masters (for quorum locks).
 //! - [`RedisCluster`]: 3 masters + 3 replicas, failover helpers.
+//! - [`RedisSentinel`]: a master, a replica and 3 sentinels, and a failover helper.
 //! - [`wait_until`]: the bounded way to wait for a condition in a test.
 #![forbid(unsafe_code)]
 #![warn(
@@ -28,11 +29,13 @@
 
 mod cluster;
 mod resp;
+mod sentinel;
 mod server;
 mod wait;
 
 pub use cluster::RedisCluster;
 pub use resp::Value;
+pub use sentinel::RedisSentinel;
 pub use server::{RedisMasters, RedisServer, ServerOptions};
 pub use wait::{wait_until, WaitTimeout};
 

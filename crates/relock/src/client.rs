@@ -309,6 +309,7 @@ impl ClientBuilder {
             holds: DashMap::new(),
             queue: DashMap::new(),
             parked: AtomicUsize::new(0),
+            rediscovering: Arc::new(AtomicBool::new(false)),
             shutting_down: AtomicBool::new(false),
             shutdown: shutdown_tx,
         });
@@ -479,6 +480,8 @@ pub(crate) struct Inner {
     pub(crate) queue: DashMap<HoldKey, Arc<QueueEntry>>,
     /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.
     pub(crate) parked: AtomicUsize,
+    /// A reconnect to find the current master is under way.
+    rediscovering: Arc<AtomicBool>,
     pub(crate) shutting_down: AtomicBool,
     shutdown: watch::Sender<bool>,
 }
@@ -689,6 +692,29 @@ impl Inner {
         self.settings.url.clone()
     }
 
+    /// Reconnects every connection (once at a time), so that a Sentinel client finds the
+    /// current master and a cluster client the current topology.
+    pub(crate) fn rediscover(&self) {
+        if self.rediscovering.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (pool, sub) = (self.pool.clone(), self.pubsub.clone());
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            self.rediscovering.store(false, Ordering::SeqCst);
+            return;
+        };
+        let done = self.rediscovering.clone();
+        rt.spawn(async move {
+            tracing::warn!(
+                "a master refused writes (READONLY): reconnecting to find the current one"
+            );
+            let _ = pool.force_reconnection().await;
+            let _ = sub.subscriber.force_reconnection().await;
+            sub.wake_all();
+            done.store(false, Ordering::SeqCst);
+        });
+    }
+
     /// Turns a fred error into ours, naming the server, what we were doing and on which key.
     pub(crate) fn error(&self, operation: &'static str, key: &str, e: fred::error::Error) -> Error {
         use fred::error::ErrorKind;
@@ -705,6 +731,16 @@ impl Inner {
                 url: self.server(),
                 cause: format!("during `{operation}`: {}", e.details()),
             },
+            _ if e.details().starts_with("READONLY") => {
+                // We are talking to a master that was demoted (a Sentinel failover): reconnect,
+                // which asks the sentinels for the current master. Callers retry.
+                self.rediscover();
+                Error::Redis {
+                    operation,
+                    server: self.server(),
+                    source: e,
+                }
+            }
             _ if e.details().contains("WRONGTYPE") => Error::WrongType {
                 key: key.to_string(),
             },
