@@ -269,7 +269,7 @@ async fn evalsha_calls(url: &str) -> Option<u64> {
     Some(calls("evalsha")? + calls("eval").unwrap_or(0))
 }
 
-async fn uncontended(
+pub(crate) async fn uncontended(
     url: &str,
     tasks: usize,
     connections: usize,

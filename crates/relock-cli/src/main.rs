@@ -3,10 +3,12 @@
 //! - `relock demo`: workers in two clients contend for one lock and prove mutual exclusion.
 //! - `relock bench`: uncontended and contended figures beside `redis-benchmark` ceilings.
 //! - `relock bench-quorum`: the quorum lock on local masters beside a single node and rslock.
+//! - `relock bench-cluster`: uncontended throughput on one master and on a 3-master cluster.
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms)]
 
 mod bench;
+mod cluster_bench;
 mod demo;
 mod quorum_bench;
 mod stats;
@@ -30,6 +32,8 @@ enum Command {
     Bench(bench::Args),
     /// Measures the quorum lock on local masters beside a single node, a paused node and rslock.
     BenchQuorum(quorum_bench::Args),
+    /// Measures uncontended throughput on one master and on a local 3-master cluster.
+    BenchCluster(cluster_bench::Args),
 }
 
 #[tokio::main]
@@ -46,6 +50,7 @@ async fn main() -> std::process::ExitCode {
         Command::Demo(args) => demo::run(args).await,
         Command::Bench(args) => bench::run(args).await,
         Command::BenchQuorum(args) => quorum_bench::run(args).await,
+        Command::BenchCluster(args) => cluster_bench::run(args).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
