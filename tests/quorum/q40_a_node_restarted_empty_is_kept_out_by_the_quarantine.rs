@@ -16,6 +16,21 @@ async fn a_node_restarted_empty_is_kept_out_by_the_quarantine() {
     let c = quorum_client(&m, Duration::from_secs(30), Duration::ZERO).await;
 
     // Fresh servers are in B's quarantine too, until they have been up for 3 s.
+    wait_until(Duration::from_secs(8), "every node up for 4 s", || async {
+        m.servers().iter().all(|s| {
+            s.cmd(&["INFO", "server"])
+                .ok()
+                .and_then(|v| v.as_string())
+                .and_then(|i| {
+                    i.lines()
+                        .find_map(|l| l.strip_prefix("uptime_in_seconds:"))
+                        .and_then(|v| v.trim().parse::<u64>().ok())
+                })
+                .is_some_and(|up| up >= 4)
+        })
+    })
+    .await
+    .unwrap();
     eventually(
         Duration::from_secs(6),
         "B's start-up quarantine to end",
@@ -62,9 +77,12 @@ async fn a_node_restarted_empty_is_kept_out_by_the_quarantine() {
         },
     )
     .await;
-    assert_eq!(granted, 2, "{votes:?}");
-    assert_eq!(votes[3].vote, Vote::Granted);
-    assert_eq!(votes[4].vote, Vote::Granted);
+    // Nodes 4 and 5 grant it, unless nodes 2 and 3 were already known to be unreachable, in
+    // which case nothing is sent at all (a quorum is impossible).
+    assert!(granted == 2 || granted == 0, "{votes:?}");
+    for v in &votes[3..] {
+        assert!(matches!(v.vote, Vote::Granted | Vote::NotAwaited), "{v}");
+    }
     let hint = hint.expect("the error says the quarantine is what prevents the quorum");
     assert!(hint.contains("restart_quarantine"), "{hint}");
     assert!(!held.is_lost() && held.remaining() > Duration::from_secs(3));

@@ -183,10 +183,37 @@ pub async fn quorum_client(
         .expect("connect to the masters")
 }
 
-/// Asserts that nothing is left on any of `servers` (bounded wait).
+/// Asserts that nothing is left on any of `servers` (bounded wait); names the node otherwise.
 pub async fn assert_nothing_left_on(servers: &[&RedisServer]) {
-    for s in servers {
-        assert_nothing_left(s).await;
+    let r = wait_until(
+        Duration::from_secs(5),
+        "no keys and no channels on any node",
+        || async {
+            servers
+                .iter()
+                .all(|s| s.dbsize().unwrap() == 0 && s.pubsub_channels().unwrap().is_empty())
+        },
+    )
+    .await;
+    if let Err(e) = r {
+        let left: Vec<String> = servers
+            .iter()
+            .map(|s| {
+                let ttls: Vec<String> = s
+                    .keys()
+                    .unwrap()
+                    .iter()
+                    .map(|k| {
+                        format!(
+                            "{k} (pttl {:?})",
+                            s.cmd(&["PTTL", k]).ok().and_then(|v| v.as_int())
+                        )
+                    })
+                    .collect();
+                format!("{}: {ttls:?} {:?}", s.addr(), s.pubsub_channels().unwrap())
+            })
+            .collect();
+        panic!("{e}: {left:?}");
     }
 }
 

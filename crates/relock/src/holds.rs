@@ -26,6 +26,9 @@ pub(crate) struct Hold {
     changed: watch::Sender<()>,
     /// Signalled when the hold leaves the registry (its last release finished).
     pub(crate) gone: Notify,
+    /// Quorum holds: held by a renewal round and by a release, so that a renewal (which puts
+    /// the lock back on nodes where it is free) is never sent after the release.
+    pub(crate) gate: tokio::sync::Mutex<()>,
 }
 
 #[derive(Debug)]
@@ -62,6 +65,7 @@ impl Hold {
             }),
             changed: watch::channel(()).0,
             gone: Notify::new(),
+            gate: tokio::sync::Mutex::new(()),
         }
     }
 

@@ -498,12 +498,15 @@ impl QuorumInner {
         all: bool,
     ) -> Vec<std::result::Result<Option<i64>, String>> {
         let mode = if all { "all" } else { "1" };
-        let mut calls = Vec::new();
+        // Each node's release runs in its own task to the end: only the wait stops at a
+        // majority. (A dropped command future may never be written, and a node must not keep
+        // a lock that was released everywhere else.)
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         for (i, node) in self.nodes.iter().enumerate() {
             let Some(conn) = node.conn() else { continue };
             let (keys, field, grace) = (keys.release_keys(), field.to_string(), self.grace_ms());
-            let (name, limit) = (keys[0].clone(), self.node_timeout);
-            calls.push(Box::pin(async move {
+            let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
+            tokio::spawn(async move {
                 let call = scripts::RELEASE.run::<Option<i64>>(
                     pinned(&conn, &name),
                     keys,
@@ -514,22 +517,17 @@ impl QuorumInner {
                     Ok(Err(e)) => Err(e.to_string()),
                     Err(_) => Err(format!("no answer within {limit:?}")),
                 };
-                (i, r)
-            }));
+                let _ = tx.send((i, r));
+            });
         }
+        drop(tx);
         let mut out = vec![Err("not awaited".to_string()); self.nodes.len()];
         let mut answered = 0;
-        // Done once a majority answered: a slow or stopped node runs the release after
-        // whatever it is still busy with, on the same connection.
-        race(
-            calls,
-            |(i, r): (usize, std::result::Result<Option<i64>, String>)| {
-                answered += usize::from(r.is_ok());
-                out[i] = r;
-                answered >= self.quorum
-            },
-        )
-        .await;
+        while answered < self.quorum {
+            let Some((i, r)) = rx.recv().await else { break };
+            answered += usize::from(r.is_ok());
+            out[i] = r;
+        }
         out
     }
 }
@@ -538,6 +536,8 @@ impl QuorumInner {
 /// guard.
 pub(crate) async fn release(q: Arc<QuorumInner>, hold: Arc<Hold>, watchdog: bool) -> Result<()> {
     let (remaining, lost) = hold.remove_guard(watchdog);
+    // After any renewal round in flight (see `Hold::gate`).
+    let _gate = hold.gate.lock().await;
     let key = (hold.keys.lock.clone(), hold.field.clone());
     let current = q.holds.get(&key).is_some_and(|h| Arc::ptr_eq(&h, &hold));
     let lost_error = || Error::LockLost {
@@ -658,6 +658,10 @@ fn spawn_watchdog(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
 }
 
 async fn renew(q: &QuorumInner, hold: &Hold) -> bool {
+    let _gate = hold.gate.lock().await;
+    if !hold.wants_renewal() {
+        return true; // Released meanwhile: putting it back now would resurrect it.
+    }
     let lease = q.watchdog_lease;
     let sent = Instant::now();
     let mut calls = Vec::new();
@@ -700,9 +704,9 @@ async fn renew(q: &QuorumInner, hold: &Hold) -> bool {
 
 /// Polls every future in `futs` at once, in this task (no spawns: the quorum's latency is a
 /// handful of loopback round trips), handing each output to `on_ready` as it completes, until
-/// `on_ready` returns true or all are done. Futures still pending are then dropped; a command
-/// they already sent still runs on its node, and the pinned connection keeps it in order
-/// with whatever is sent after it.
+/// `on_ready` returns true or all are done. Futures still pending are then dropped: use it
+/// only where a call that may or may not still run is harmless (votes, whose failure releases
+/// everywhere in spawned tasks; write-back and renewal, which need only a majority).
 pub(crate) async fn race<F, T>(futs: Vec<Pin<Box<F>>>, mut on_ready: impl FnMut(T) -> bool)
 where
     F: Future<Output = T>,

@@ -373,7 +373,9 @@ impl QuorumLock {
         if ok && reentry.is_none() {
             // Write the token back to a majority, so that any later quorum meets a node that
             // has seen it and mints above it.
-            ok = self.write_back(keys, token, lease).await && !validity(Instant::now()).is_zero();
+            let granting: Vec<usize> = (0..n).filter(|i| votes[*i].vote == Vote::Granted).collect();
+            ok = self.write_back(keys, token, lease, &granting).await
+                && !validity(Instant::now()).is_zero();
         }
         let watchdog = self.lease.is_none();
         if !ok {
@@ -414,13 +416,21 @@ impl QuorumLock {
         )))
     }
 
-    /// Raises the counter to `token` on every node at once; true once a majority confirmed.
-    async fn write_back(&self, keys: &LockKeys, token: u64, lease: Duration) -> bool {
+    /// Raises the counter to `token` on the granting nodes at once; true once a majority
+    /// confirmed. Only those: they hold the lock, so its release also shortens the counter's
+    /// life there again (a node that did not grant would keep it for a whole lease).
+    async fn write_back(
+        &self,
+        keys: &LockKeys,
+        token: u64,
+        lease: Duration,
+        granting: &[usize],
+    ) -> bool {
         let q = &self.q;
         let ttl = (lease + q.counter_grace).as_millis().to_string();
         let mut calls = Vec::new();
-        for node in &q.nodes {
-            let Eligibility::Yes(conn) = node.eligibility() else {
+        for node in granting.iter().map(|i| &q.nodes[*i]) {
+            let Some(conn) = node.conn() else {
                 continue;
             };
             let (name, counter, ttl, limit) = (
