@@ -2,7 +2,6 @@
 //! is released at once: waiter 0 gets it, then the dead waiter is first in line while the lock
 //! is free. Waiter 2 still gets the lock within the heartbeat deadline (2 s) + 1 s of the kill.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use relock_tests::*;
@@ -24,18 +23,14 @@ async fn a_killed_waiter_process_holds_up_the_line_for_at_most_its_heartbeat_dea
         Instant::now()
     })
     .await;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_relock-test-holder"))
-        .args([&server.url(), "f30", "30000", "fair", "2000"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until(
-        Duration::from_secs(5),
-        "the process to join the line",
-        || async { fair_line(&server, "f30").len() == 2 },
+    let mut child = spawn_waiter_process(
+        env!("CARGO_BIN_EXE_relock-test-holder"),
+        &server,
+        "f30",
+        2000,
+        2,
     )
-    .await
-    .unwrap();
+    .await;
     let dead = fair_line(&server, "f30")[1].clone();
     let lock2 = a.fair_lock("f30");
     let w2 = spawn_in_line(&server, "f30", 3, async move {

@@ -3,7 +3,7 @@
 //! deadline it is evicted and `try_lock` succeeds. A live waiter whose entry vanishes (as after
 //! a stall past its deadline) rejoins at its old place.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 use relock_tests::*;
@@ -17,18 +17,14 @@ async fn try_lock_never_joins_or_jumps_the_line_and_a_stalled_waiter_rejoins_at_
         fair_client(&server, heartbeat).await,
     );
     let holder = a.fair_lock("f70").lock().await.unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_relock-test-holder"))
-        .args([&server.url(), "f70", "30000", "fair", "1000"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until(
-        Duration::from_secs(5),
-        "the process to join the line",
-        || async { fair_line(&server, "f70").len() == 1 },
+    let mut child = spawn_waiter_process(
+        env!("CARGO_BIN_EXE_relock-test-holder"),
+        &server,
+        "f70",
+        1000,
+        1,
     )
-    .await
-    .unwrap();
+    .await;
     let pid = child.id().to_string();
     let signal = |sig: &str| {
         let ok = Command::new("kill")

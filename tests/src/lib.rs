@@ -245,3 +245,64 @@ where
         .unwrap()
         .expect("set when the wait succeeded")
 }
+
+/// Parks a waiter for `lock` on `client` (waits until `client.parked_waiters()` counts it),
+/// releases `held`, and asserts the release woke the waiter within 500 ms (not the holder's
+/// lease). Returns the waiter's guard.
+pub async fn assert_release_wakes(
+    client: &relock::Client,
+    lock: relock::Lock,
+    held: relock::LockGuard,
+) -> relock::LockGuard {
+    let before = client.parked_waiters();
+    let waiter =
+        tokio::spawn(async move { lock.lock().await.map(|g| (std::time::Instant::now(), g)) });
+    wait_until(Duration::from_secs(10), "the waiter to park", || async {
+        client.parked_waiters() > before
+    })
+    .await
+    .unwrap();
+    let released = std::time::Instant::now();
+    held.unlock().await.unwrap();
+    let (at, g) = bounded(Duration::from_secs(5), "woken waiter", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    let took = at - released;
+    assert!(
+        took < Duration::from_millis(500),
+        "woken {took:?} after the release"
+    );
+    g
+}
+
+/// Starts `holder` (the `relock-test-holder` binary, `env!("CARGO_BIN_EXE_relock-test-holder")`)
+/// as a fair waiter on `name` (heartbeat deadline `heartbeat_ms`) and waits, bounded, until
+/// the line has `expect` waiters.
+pub async fn spawn_waiter_process(
+    holder: &str,
+    server: &RedisServer,
+    name: &str,
+    heartbeat_ms: u64,
+    expect: usize,
+) -> std::process::Child {
+    let child = std::process::Command::new(holder)
+        .args([
+            &server.url(),
+            name,
+            "30000",
+            "fair",
+            &heartbeat_ms.to_string(),
+        ])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until(
+        Duration::from_secs(5),
+        "the process to join the line",
+        || async { fair_line(server, name).len() == expect },
+    )
+    .await
+    .unwrap();
+    child
+}
