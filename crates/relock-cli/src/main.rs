@@ -4,6 +4,7 @@
 //! - `relock bench`: uncontended and contended figures beside `redis-benchmark` ceilings.
 //! - `relock bench-quorum`: the quorum lock on local masters beside a single node and rslock.
 //! - `relock bench-cluster`: uncontended throughput on one master and on a 3-master cluster.
+//! - `relock bench-watchdog`: what holding 100k locks costs (renewal calls, client CPU).
 #![forbid(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms)]
 
@@ -12,6 +13,7 @@ mod cluster_bench;
 mod demo;
 mod quorum_bench;
 mod stats;
+mod watchdog_bench;
 
 use clap::{Parser, Subcommand};
 
@@ -34,6 +36,8 @@ enum Command {
     BenchQuorum(quorum_bench::Args),
     /// Measures uncontended throughput on one master and on a local 3-master cluster.
     BenchCluster(cluster_bench::Args),
+    /// Holds many locks and measures renewal calls per period and client CPU.
+    BenchWatchdog(watchdog_bench::Args),
 }
 
 #[tokio::main]
@@ -51,6 +55,7 @@ async fn main() -> std::process::ExitCode {
         Command::Bench(args) => bench::run(args).await,
         Command::BenchQuorum(args) => quorum_bench::run(args).await,
         Command::BenchCluster(args) => cluster_bench::run(args).await,
+        Command::BenchWatchdog(args) => watchdog_bench::run(args).await,
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -577,7 +577,7 @@ impl Client {
         // Release every hold and leave every line at once, not one round trip after another.
         let mut work = tokio::task::JoinSet::new();
         for hold in inner.holds.iter().map(|e| e.value().clone()) {
-            hold.mark_lost();
+            hold.mark_ended();
             let inner = inner.clone();
             work.spawn(async move {
                 if let Err(e) = inner.run_release(&hold.keys, &hold.field, true).await {

@@ -117,13 +117,25 @@ impl Hold {
 
     /// Marks the hold lost and wakes everyone waiting in `lost()`. Idempotent.
     pub(crate) fn mark_lost(&self) {
-        let mut s = self.state.lock().unwrap();
-        if !s.lost {
-            s.lost = true;
-            drop(s);
+        if self.set_lost() {
             tracing::warn!(lock = %self.keys.lock, owner = %self.field, "lock lost while held");
-            self.changed.send_replace(());
         }
+    }
+
+    /// Marks the hold ended by its own client (shutdown): the same signal, without the warning.
+    pub(crate) fn mark_ended(&self) {
+        self.set_lost();
+    }
+
+    fn set_lost(&self) -> bool {
+        let mut s = self.state.lock().unwrap();
+        if s.lost {
+            return false;
+        }
+        s.lost = true;
+        drop(s);
+        self.changed.send_replace(());
+        true
     }
 
     /// Records a successful renewal sent at `sent_at`.

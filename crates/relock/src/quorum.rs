@@ -310,7 +310,7 @@ impl QuorumClient {
         }
         let mut work = JoinSet::new();
         for hold in inner.holds.iter().map(|e| e.value().clone()) {
-            hold.mark_lost();
+            hold.mark_ended();
             let inner = inner.clone();
             work.spawn(async move {
                 inner

@@ -1,0 +1,97 @@
+//! `relock bench-watchdog`: holds many locks on one client and measures what keeping them costs:
+//! renewal script calls per period (against one per 100 locks) and the client's CPU share.
+
+use std::time::{Duration, Instant};
+
+use relock_testkit::RedisServer;
+
+use crate::CliError;
+
+/// Options of `relock bench-watchdog`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Locks to hold.
+    #[arg(long, default_value_t = 100_000)]
+    locks: usize,
+    /// Watchdog lease in ms (renewal every lease/3).
+    #[arg(long, default_value_t = 3000)]
+    lease_ms: u64,
+    /// Renewal periods to observe.
+    #[arg(long, default_value_t = 5)]
+    periods: u32,
+}
+
+/// This process's CPU time (user + system), from /proc/self/stat (clock ticks of 10 ms).
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
+pub(crate) async fn run(args: Args) -> Result<(), CliError> {
+    let server = RedisServer::start()?;
+    let lease = Duration::from_millis(args.lease_ms);
+    let client = relock::Client::builder()
+        .url(server.url())
+        .watchdog_lease(lease)
+        .build()
+        .await?;
+    println!(
+        "relock bench-watchdog: {} locks on one client, lease {:?} (renewal every {:?})",
+        args.locks,
+        lease,
+        lease / 3
+    );
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    let per = args.locks.div_ceil(64);
+    for t in 0..64 {
+        let client = client.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut guards = Vec::with_capacity(per);
+            for i in (t * per)..((t + 1) * per) {
+                guards.push(client.lock(format!("bench:w:{i}")).lock().await?);
+            }
+            Ok::<_, relock::Error>(guards)
+        }));
+    }
+    let mut guards = Vec::with_capacity(args.locks);
+    for t in tasks {
+        guards.extend(t.await.map_err(|e| CliError::Failed(e.to_string()))??);
+    }
+    guards.truncate(args.locks);
+    println!(
+        "  acquired {} locks in {:?}",
+        guards.len(),
+        started.elapsed()
+    );
+
+    server.reset_stats()?;
+    let (wall0, cpu0) = (Instant::now(), cpu_time());
+    let window = lease / 3 * args.periods;
+    tokio::time::sleep(window).await;
+    let (wall, cpu1) = (wall0.elapsed(), cpu_time());
+    let calls = server.command_calls("evalsha")? + server.command_calls("eval")?;
+    let lost = guards.iter().filter(|g| g.is_lost()).count();
+    let per_period = calls as f64 / f64::from(args.periods);
+    println!(
+        "  renewal script calls: {calls} in {} periods = {per_period:.0} per period ({:.2} per 100 locks; target <= 1)",
+        args.periods,
+        per_period / (args.locks as f64 / 100.0)
+    );
+    if let (Some(a), Some(b)) = (cpu0, cpu1) {
+        println!(
+            "  client CPU while holding: {:.1}% of one core (target <= 5%)",
+            (b - a).as_secs_f64() / wall.as_secs_f64() * 100.0
+        );
+    }
+    println!("  holds lost: {lost}");
+    // Shutdown releases every hold at once; the guards then report themselves ended.
+    let t = Instant::now();
+    client.shutdown().await;
+    drop(guards);
+    println!("  released (client shutdown) in {:?}", t.elapsed());
+    Ok(())
+}
