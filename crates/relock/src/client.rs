@@ -161,6 +161,10 @@ impl ClientBuilder {
         self
     }
 
+    pub(crate) fn connection_count(&self) -> usize {
+        self.settings.connections
+    }
+
     /// Validates the settings and the URL without connecting.
     pub(crate) fn check(&self) -> Result<FredConfig> {
         self.validate()?;

@@ -28,6 +28,8 @@ use crate::keys::LockKeys;
 use crate::quorum_lock::QuorumLock;
 use crate::scripts;
 
+/// Locks per renewal script call, per node.
+const RENEW_BATCH: usize = 100;
 /// How often every node's uptime is checked for a restart.
 const UPTIME_CHECK: Duration = Duration::from_millis(250);
 
@@ -219,6 +221,7 @@ impl QuorumClientBuilder {
             quarantine: self.quarantine,
             max_lease_ms: AtomicU64::new(self.watchdog_lease.as_millis() as u64),
             counter_grace: Duration::from_secs(1),
+            connections: builder.connection_count(),
             holds: DashMap::new(),
             shutting_down: AtomicBool::new(false),
             shutdown: shutdown_tx,
@@ -387,9 +390,13 @@ impl Node {
 /// The connection a lock uses on a node: always the same one for one lock name.
 pub(crate) fn pinned<'a>(conn: &'a Inner, name: &str) -> &'a fred::clients::Client {
     let clients = conn.pool.clients();
+    &clients[pin_index(name, clients.len())]
+}
+
+fn pin_index(name: &str, connections: usize) -> usize {
     let mut h = DefaultHasher::new();
     name.hash(&mut h);
-    &clients[(h.finish() as usize) % clients.len()]
+    (h.finish() as usize) % connections.max(1)
 }
 
 #[derive(Debug)]
@@ -403,6 +410,8 @@ pub(crate) struct QuorumInner {
     /// The longest lease used so far (ms), the default quarantine.
     max_lease_ms: AtomicU64,
     pub(crate) counter_grace: Duration,
+    /// Connections per node (every node's pool has as many).
+    connections: usize,
     pub(crate) holds: DashMap<HoldKey, Arc<Hold>>,
     pub(crate) shutting_down: AtomicBool,
     shutdown: watch::Sender<bool>,
@@ -640,9 +649,9 @@ fn spawn_watchdog(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
                 .map(|h| h.value().clone())
                 .collect();
             let mut rounds = JoinSet::new();
-            for hold in holds {
+            for batch in renewal_batches(&inner, holds) {
                 let inner = inner.clone();
-                rounds.spawn(async move { renew(&inner, &hold).await });
+                rounds.spawn(async move { renew_batch(&inner, batch).await });
             }
             let mut ok = true;
             while let Some(r) = rounds.join_next().await {
@@ -657,49 +666,87 @@ fn spawn_watchdog(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
     });
 }
 
-async fn renew(q: &QuorumInner, hold: &Hold) -> bool {
-    let _gate = hold.gate.lock().await;
-    if !hold.wants_renewal() {
-        return true; // Released meanwhile: putting it back now would resurrect it.
+/// Groups holds by the connection their lock is pinned to (the same index on every node), in
+/// batches of up to 100: one script call per batch per node, on the connection that also
+/// carries the lock's acquire and release, so their order on each node is kept.
+fn renewal_batches(q: &QuorumInner, holds: Vec<Arc<Hold>>) -> Vec<Vec<Arc<Hold>>> {
+    let mut by_conn: std::collections::BTreeMap<usize, Vec<Arc<Hold>>> = Default::default();
+    for h in holds {
+        by_conn
+            .entry(pin_index(&h.keys.lock, q.connections))
+            .or_default()
+            .push(h);
+    }
+    by_conn
+        .into_values()
+        .flat_map(|v| v.chunks(RENEW_BATCH).map(<[_]>::to_vec).collect::<Vec<_>>())
+        .collect()
+}
+
+async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
+    // Hold every gate: a release waits for this round, and a hold released meanwhile is left
+    // out (putting it back now would resurrect it).
+    let mut gates = Vec::with_capacity(batch.len());
+    let mut holds = Vec::with_capacity(batch.len());
+    for h in &batch {
+        let g = h.gate.lock().await;
+        if h.wants_renewal() {
+            gates.push(g);
+            holds.push(h.clone());
+        }
+    }
+    if holds.is_empty() {
+        return true;
     }
     let lease = q.watchdog_lease;
     let sent = Instant::now();
+    let mut keys = Vec::with_capacity(holds.len() * 2);
+    let mut args = vec![lease.as_millis().to_string(), q.grace_ms().to_string()];
+    for h in &holds {
+        keys.extend([h.keys.lock.clone(), h.keys.token.clone()]);
+        args.extend([h.field.clone(), h.token.to_string()]);
+    }
     let mut calls = Vec::new();
     for node in &q.nodes {
         let Eligibility::Yes(conn) = node.eligibility() else {
             continue;
         };
-        let keys = vec![hold.keys.lock.clone(), hold.keys.token.clone()];
-        let args = vec![
-            lease.as_millis().to_string(),
-            q.grace_ms().to_string(),
-            hold.field.clone(),
-            hold.token.to_string(),
-        ];
-        let limit = q.node_timeout;
+        let (keys, args, limit) = (keys.clone(), args.clone(), q.node_timeout);
+        let name = holds[0].keys.lock.clone();
         calls.push(Box::pin(async move {
-            let name = keys[0].clone();
-            let call = scripts::QUORUM_RENEW.run::<i64>(pinned(&conn, &name), keys, args);
-            matches!(tokio::time::timeout(limit, call).await, Ok(Ok(1 | 2)))
+            let call = scripts::QUORUM_RENEW.run::<Vec<i64>>(pinned(&conn, &name), keys, args);
+            tokio::time::timeout(limit, call)
+                .await
+                .ok()
+                .and_then(|r| r.ok())
         }));
     }
-    let mut renewed = 0;
-    race(calls, |ok| {
-        renewed += usize::from(ok);
-        renewed >= q.quorum
+    // Every node's answer (bounded by the node timeout): each lock needs its own majority.
+    let mut renewed = vec![0usize; holds.len()];
+    race(calls, |reply| {
+        if let Some(r) = reply.filter(|r| r.len() == renewed.len()) {
+            for (n, v) in renewed.iter_mut().zip(r) {
+                *n += usize::from(v == 1 || v == 2);
+            }
+        }
+        false
     })
     .await;
     let now = Instant::now();
-    if renewed >= q.quorum && now < hold.valid_until() {
-        hold.renewed(sent, lease.saturating_sub(drift(lease)));
-        true
-    } else {
-        tracing::warn!(lock = %hold.keys.lock, renewed, needed = q.quorum, "quorum renewal failed");
-        if now >= hold.valid_until() {
-            hold.mark_lost();
+    let mut ok = true;
+    for (h, n) in holds.iter().zip(renewed) {
+        if n >= q.quorum && now < h.valid_until() {
+            h.renewed(sent, lease.saturating_sub(drift(lease)));
+        } else {
+            ok = false;
+            tracing::warn!(lock = %h.keys.lock, renewed = n, needed = q.quorum, "quorum renewal failed");
+            if now >= h.valid_until() {
+                h.mark_lost();
+            }
         }
-        false
     }
+    drop(gates);
+    ok
 }
 
 /// Polls every future in `futs` at once, in this task (no spawns: the quorum's latency is a
