@@ -611,17 +611,34 @@ impl Client {
 }
 
 impl Inner {
-    /// Sleeps until `woken` or for `sleep`, counted in [`Client::parked_waiters`].
-    pub(crate) async fn park<F: std::future::Future>(&self, sleep: Duration, woken: F) {
+    /// A waiter's sleep: until `woken`, or for `sleep`, and never past the caller's
+    /// `deadline`; counted in [`Client::parked_waiters`]. Returns false, without sleeping, when
+    /// the deadline has already passed (the caller gives up), and [`Error::Shutdown`] if the
+    /// client shut down meanwhile.
+    pub(crate) async fn park<F: std::future::Future>(
+        &self,
+        sleep: Duration,
+        deadline: Option<tokio::time::Instant>,
+        woken: F,
+    ) -> Result<bool> {
         struct Parked<'a>(&'a AtomicUsize);
         impl Drop for Parked<'_> {
             fn drop(&mut self) {
                 self.0.fetch_sub(1, Ordering::SeqCst);
             }
         }
+        let now = tokio::time::Instant::now();
+        let sleep = match deadline {
+            Some(d) if now >= d => return Ok(false),
+            Some(d) => sleep.min(d - now),
+            None => sleep,
+        };
         self.parked.fetch_add(1, Ordering::SeqCst);
-        let _parked = Parked(&self.parked);
+        let parked = Parked(&self.parked);
         let _ = tokio::time::timeout(sleep, woken).await;
+        drop(parked);
+        self.check_running()?;
+        Ok(true)
     }
 
     pub(crate) fn check_running(&self) -> Result<()> {

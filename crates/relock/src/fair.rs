@@ -265,7 +265,7 @@ impl Lock {
             let mut woken = pin!(waiting.entry.wake.notified());
             woken.as_mut().enable();
             let mode = Mode::FairWait(waiting.entry.clone());
-            let mut sleep = match self.attempt(&keys, &hold_key, mode).await? {
+            let sleep = match self.attempt(&keys, &hold_key, mode).await? {
                 Attempt::Acquired(g) => return Ok(Some(g)),
                 Attempt::Held(p) if p > 0 => {
                     backoff = BEHIND_FIRST_CHECK;
@@ -283,15 +283,9 @@ impl Lock {
                 }
                 Attempt::Held(_) | Attempt::Behind(_) | Attempt::Retry => continue,
             };
-            let now = Instant::now();
-            if expired(now) {
+            if !inner.park(sleep, deadline, woken).await? {
                 return Ok(None);
             }
-            if let Some(d) = deadline {
-                sleep = sleep.min(d - now);
-            }
-            inner.park(sleep, woken).await;
-            inner.check_running()?;
         }
     }
 }

@@ -234,7 +234,7 @@ impl Lock {
         loop {
             let mut woken = pin!(sub.notified());
             woken.as_mut().enable();
-            let mut sleep = match known.take() {
+            let sleep = match known.take() {
                 Some(held_for) => held_for,
                 None => match self.attempt(&keys, &hold_key, Mode::Plain).await? {
                     Attempt::Acquired(g) => {
@@ -251,15 +251,9 @@ impl Lock {
                     Attempt::Held(_) | Attempt::Behind(_) | Attempt::Retry => continue,
                 },
             };
-            let now = Instant::now();
-            if expired(now) {
+            if !self.inner.park(sleep, deadline, woken).await? {
                 return Ok(None);
             }
-            if let Some(d) = deadline {
-                sleep = sleep.min(d - now);
-            }
-            self.inner.park(sleep, woken).await;
-            self.inner.check_running()?;
         }
     }
 
