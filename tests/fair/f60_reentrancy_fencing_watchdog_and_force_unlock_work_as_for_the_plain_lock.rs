@@ -1,4 +1,4 @@
-//! The fair lock behaves as the plain lock does: it re-enters three deep for one task and
+//! The fair lock behaves as the plain lock does: it re-enters three deep in a hold's scope and
 //! excludes others, hands out strictly increasing fencing tokens, is kept by the watchdog past
 //! three leases, and `force_unlock` wakes the first waiter (and only it) and tells the holder.
 
@@ -17,11 +17,11 @@ async fn reentrancy_fencing_watchdog_and_force_unlock_work_as_for_the_plain_lock
     let lock = a.fair_lock("f60");
     assert!(lock.is_fair());
 
-    // Reentrancy, one token per hold.
+    // Re-entry inside the hold's scope, one token per hold.
     let g1 = lock.lock().await.unwrap();
-    let g2 = lock.lock().await.unwrap();
-    let g3 = lock
-        .try_lock()
+    let g2 = g1.scope(lock.lock()).await.unwrap();
+    let g3 = g1
+        .scope(lock.try_lock())
         .await
         .unwrap()
         .expect("re-entry never waits");

@@ -1,4 +1,5 @@
-//! Reentrancy: the same task locks 3 levels deep; another task is refused at every level;
+//! Re-entry: inside the hold's scope, the lock is taken 3 levels deep; another task is refused
+//! at every level;
 //! hold count, ownership and remaining lease are right at each level; the lock is free at 0.
 
 use std::time::Duration;
@@ -10,9 +11,13 @@ async fn reentrancy_goes_three_deep_and_excludes_other_tasks() {
     let server = server();
     let c = client(&server).await;
     let lock = c.lock("t11");
-    let mut guards = Vec::new();
+    let mut guards: Vec<relock::LockGuard> = Vec::new();
     for level in 1..=3u32 {
-        guards.push(lock.lock().await.unwrap());
+        let g = match guards.first() {
+            None => lock.lock().await.unwrap(),
+            Some(outer) => outer.scope(lock.lock()).await.unwrap(),
+        };
+        guards.push(g);
         assert_eq!(lock.hold_count().await.unwrap(), level);
         assert!(lock.is_held_by_current_task().await.unwrap());
         let lease = lock.remaining_lease().await.unwrap().expect("a lease");

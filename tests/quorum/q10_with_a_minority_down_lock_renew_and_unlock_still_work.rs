@@ -30,7 +30,7 @@ async fn with_a_minority_down_lock_renew_and_unlock_still_work() {
     let g = bounded(Duration::from_secs(2), "lock", lock.lock())
         .await
         .unwrap();
-    let again = lock.lock().await.unwrap();
+    let again = g.scope(lock.lock()).await.unwrap();
     assert_eq!(lock.hold_count().await.unwrap(), 2);
     assert_eq!(again.fencing_token(), g.fencing_token());
     drop(again);

@@ -18,6 +18,8 @@
 //! - [`RedisMasters`]: N independent masters (for quorum locks).
 //! - [`RedisCluster`]: 3 masters + 3 replicas, failover helpers.
 //! - [`RedisSentinel`]: a master, a replica and 3 sentinels, and a failover helper.
+//! - [`FaultProxy`]: a TCP proxy in front of a server that delays, freezes, blackholes or resets
+//!   traffic per [`Direction`] (see [`Mode`]), for network faults without `tc netem`.
 //! - [`wait_until`]: the bounded way to wait for a condition in a test.
 #![forbid(unsafe_code)]
 #![warn(
@@ -28,12 +30,14 @@
 )]
 
 mod cluster;
+mod proxy;
 mod resp;
 mod sentinel;
 mod server;
 mod wait;
 
 pub use cluster::RedisCluster;
+pub use proxy::{Direction, FaultProxy, Mode};
 pub use resp::Value;
 pub use sentinel::RedisSentinel;
 pub use server::{RedisMasters, RedisServer, ServerOptions};

@@ -17,20 +17,12 @@ local function mint(counter, counter_ttl)
   return token
 end
 
--- One more hold for an owner that already holds the lock. Returns {2, token, count}.
-local function reenter(lock, counter, field, lease, counter_ttl)
-  local count = redis.call('hincrby', lock, field, 1)
-  -- A nested hold never shortens the lease of the holds around it.
-  if redis.call('pttl', lock) < lease then
-    redis.call('pexpire', lock, lease)
+-- Lengthens `key`'s time to live to `ms` if it has less; never shortens it.
+local function extend(key, ms)
+  local pttl = redis.call('pttl', key)
+  if pttl >= 0 and pttl < ms then
+    redis.call('pexpire', key, ms)
   end
-  local token = tonumber(redis.call('get', counter) or '')
-  if token == nil then
-    token = mint(counter, counter_ttl)
-  elseif redis.call('pttl', counter) < counter_ttl then
-    redis.call('pexpire', counter, counter_ttl)
-  end
-  return {2, token, count}
 end
 
 -- The fair queue (fair_*.lua, and release/force_unlock when given the queue keys).

@@ -1,14 +1,15 @@
--- fair_acquire: take the fair lock when it is free and the caller is first in line, re-enter
--- it, or (in "wait" mode) join the queue or stay in it.
+-- fair_acquire: take the fair lock afresh when it is free and the caller is first in line, or
+-- (in "wait" mode) join the queue or stay in it. Never a re-entry (that is `reenter.lua`).
 --
--- KEYS[1]  the lock hash; field <client_id>:<owner> -> hold count
+-- KEYS[1]  the lock hash; field <client_id>:<n> -> hold count
 -- KEYS[2]  the fencing counter, redisson_lock_token:{name}
 -- KEYS[3]  the release channel, redisson_lock__channel:{name}
 -- KEYS[4]  the queue, relock_fair_queue:{name}: owner -> ticket
 -- KEYS[5]  the heartbeats, relock_fair_alive:{name}: owner -> deadline (server ms)
 -- KEYS[6]  the ticket sequence, relock_fair_seq:{name}
 -- ARGV[1]  lease in ms
--- ARGV[2]  owner field, <client_id>:<owner>
+-- ARGV[2]  the waiter's field, <client_id>:<n>: its place in line, and its hold's field if
+--          granted
 -- ARGV[3]  grace in ms that the fencing counter outlives the lock
 -- ARGV[4]  heartbeat deadline in ms: how long the caller stays in line without a heartbeat
 -- ARGV[5]  "wait": join (or stay in) the queue if not acquired; "try": never join
@@ -18,7 +19,6 @@
 --
 -- Returns
 --   {1, token}                     acquired afresh (and out of the queue)
---   {2, token, count}              re-entered
 --   {0, bound, ticket, position, behind}
 --                                  not acquired. bound: the most ms to sleep before asking
 --                                  again: the holder's PTTL (-1: no expiry), or, when the lock
@@ -30,12 +30,9 @@ local lease = tonumber(ARGV[1])
 local counter_ttl = lease + tonumber(ARGV[3])
 local field = ARGV[2]
 local now = now_ms()
+-- HLEN fails with WRONGTYPE if the key is not a lock hash, before anything is changed.
+redis.call('hlen', KEYS[1])
 local evicted = evict(KEYS[4], KEYS[5], KEYS[6], now)
-
-if redis.call('hexists', KEYS[1], field) == 1 then
-  dequeue(KEYS[4], KEYS[5], KEYS[6], field)
-  return reenter(KEYS[1], KEYS[2], field, lease, counter_ttl)
-end
 
 local pttl = redis.call('pttl', KEYS[1])
 local first = head(KEYS[4], KEYS[5], KEYS[6])

@@ -1,18 +1,20 @@
--- release: drop one hold (or all holds) of an owner; wake a waiter when the lock becomes free.
+-- release: drop one count of a hold (or the whole hold); wake a waiter when the lock becomes
+-- free. Acts only on the named hold's field, so a release that arrives late can never touch a
+-- later hold (which has another field).
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the release channel, redisson_lock__channel:{name}
 -- KEYS[3]  the fencing counter
 -- KEYS[4..6] (fair lock only) the queue, the heartbeats and the sequence
--- ARGV[1]  owner field, <client_id>:<owner>
+-- ARGV[1]  the hold's field, <client_id>:<n>
 -- ARGV[2]  grace in ms that the fencing counter outlives the lock
--- ARGV[3]  "1": drop one hold; "all": drop every hold of this owner (clean-up of an acquisition
---          whose reply was lost)
+-- ARGV[3]  "1": drop one count (a nested guard); "all": drop the hold whatever its count (its
+--          last guard, or the clean-up of an acquisition whose reply was lost)
 -- ARGV[4]  the publish command: "publish" (or "spublish" on a cluster)
 --
 -- Returns 1 (released: the lock is free and a wake-up was published: "0" for a plain lock,
 -- the first waiter's owner field for a fair lock), 0 (still held by this owner, count
--- decremented) or nil (this owner holds nothing here: its lease ran out or it was deleted).
+-- decremented) or nil (this hold is not here: its lease ran out, it was deleted or released).
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
   return nil
 end

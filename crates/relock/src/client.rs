@@ -13,11 +13,12 @@ use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use crate::fair::QueueEntry;
-use crate::holds::{Hold, HoldKey};
+use crate::holds::{FieldMaker, Holds};
 use crate::keys::LockKeys;
 use crate::lock::Lock;
 use crate::pubsub::PubSub;
-use crate::{fair, scripts, watchdog};
+use crate::reentry::Reentrancy;
+use crate::{fair, reentry, scripts, watchdog};
 
 /// Longest lease accepted: PEXPIRE takes milliseconds, and tokens are µs in a Lua double.
 const MAX_LEASE: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 30);
@@ -40,6 +41,7 @@ pub(crate) struct Settings {
     pub(crate) renew_batch: usize,
     pub(crate) fair_heartbeat: Duration,
     pub(crate) sync_replicas: Option<(u32, Duration)>,
+    pub(crate) reentrancy: Reentrancy,
 }
 
 /// Builds a [`Client`] with explicit settings.
@@ -75,6 +77,7 @@ impl Default for ClientBuilder {
                 renew_batch: RENEW_BATCH,
                 fair_heartbeat: Duration::from_secs(5),
                 sync_replicas: None,
+                reentrancy: Reentrancy::Scoped,
             },
         }
     }
@@ -158,6 +161,30 @@ impl ClientBuilder {
     /// up the line after at most this long. Default: 5 s; at least 100 ms.
     pub fn fair_heartbeat(mut self, deadline: Duration) -> Self {
         self.settings.fair_heartbeat = deadline;
+        self
+    }
+
+    /// How `lock()` calls re-enter holds. Default: [`Reentrancy::Scoped`], re-entry only
+    /// inside a hold's scope ([`LockGuard::scope`](crate::LockGuard::scope),
+    /// [`Lock::with`]) or an [`Owner::scope`](crate::Owner::scope), so that concurrent
+    /// futures exclude each other as with `tokio::sync::Mutex`.
+    ///
+    /// [`Reentrancy::PerTask`] makes the current task the owner, as Redisson makes the thread.
+    /// **Hazard:** every future polled by one task is then one owner: branches of `join!`,
+    /// `select!`, `FuturesUnordered` and successive `block_on` bodies on one thread re-enter
+    /// each other's holds and run their critical sections at the same time.
+    ///
+    /// ```no_run
+    /// # async fn f() -> relock::Result<()> {
+    /// let client = relock::Client::builder()
+    ///     .url("redis://127.0.0.1:6379")
+    ///     .reentrancy(relock::Reentrancy::PerTask) // code written for Redisson's thread model
+    ///     .build()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn reentrancy(mut self, mode: Reentrancy) -> Self {
+        self.settings.reentrancy = mode;
         self
     }
 
@@ -307,11 +334,14 @@ impl ClientBuilder {
         pubsub.spawn_dispatcher(shutdown_rx.clone());
         pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
         let inner = Arc::new(Inner {
+            id: reentry::next_client_id(),
+            fields: FieldMaker::new(&s.client_id),
             settings: s,
             pool,
             pubsub,
-            holds: DashMap::new(),
+            holds: Holds::default(),
             queue: DashMap::new(),
+            tracker: tokio_util::task::TaskTracker::new(),
             parked: AtomicUsize::new(0),
             rediscovering: Arc::new(AtomicBool::new(false)),
             shutting_down: AtomicBool::new(false),
@@ -476,12 +506,19 @@ pub struct Client {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
+    /// Process-unique id of this client (scopes re-enter only this client's holds).
+    pub(crate) id: u64,
+    /// Makes every hold's own field.
+    pub(crate) fields: FieldMaker,
     pub(crate) settings: Settings,
     pub(crate) pool: Pool,
     pub(crate) pubsub: Arc<PubSub>,
-    pub(crate) holds: DashMap<HoldKey, Arc<Hold>>,
-    /// Fair-lock waiters of this client, by (lock, owner field).
-    pub(crate) queue: DashMap<HoldKey, Arc<QueueEntry>>,
+    pub(crate) holds: Holds,
+    /// Fair-lock waiters of this client, by field.
+    pub(crate) queue: DashMap<String, Arc<QueueEntry>>,
+    /// Every acquire attempt, re-entry, release and leave of the line runs here, so that
+    /// shutdown can wait for what is in flight before it releases what is held.
+    pub(crate) tracker: tokio_util::task::TaskTracker,
     /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.
     pub(crate) parked: AtomicUsize,
     /// A reconnect to find the current master is under way.
@@ -545,7 +582,7 @@ impl Client {
 
     /// How many locks this client holds right now (distinct lock and owner pairs).
     pub fn held_locks(&self) -> usize {
-        self.inner.holds.iter().filter(|h| h.count() > 0).count()
+        self.inner.holds.held()
     }
 
     /// Acquire calls of this client (plain or fair) asleep right now, waiting for a release,
@@ -567,8 +604,11 @@ impl Client {
     /// Releases every lock this client holds, stops the watchdog and the dispatcher, wakes
     /// waiters (they return [`Error::Shutdown`]) and closes the connections.
     ///
-    /// Guards still alive afterwards report themselves lost; their `unlock` returns
-    /// [`Error::LockLost`]. Calling it twice is harmless.
+    /// It first waits (at most one command timeout) for the attempts, releases and leaves of
+    /// the line already in flight, including those of `lock()` calls that were cancelled just
+    /// before: a hold such an attempt was granted is released too. Guards still alive
+    /// afterwards report themselves lost; their `unlock` returns [`Error::LockLost`]. Calling
+    /// it twice is harmless.
     ///
     /// # Cancel safety
     /// If dropped part-way, the locks not yet released expire after their lease, and the
@@ -578,9 +618,15 @@ impl Client {
         if inner.shutting_down.swap(true, Ordering::SeqCst) {
             return;
         }
+        inner.pubsub.wake_all();
+        inner.tracker.close();
+        let settle = inner.settings.command_timeout + Duration::from_millis(100);
+        if tokio::time::timeout(settle, inner.tracker.wait()).await.is_err() {
+            tracing::warn!("shutdown: work in flight did not finish within {settle:?}; releasing what is held anyway");
+        }
         // Release every hold and leave every line at once, not one round trip after another.
         let mut work = tokio::task::JoinSet::new();
-        for hold in inner.holds.iter().map(|e| e.value().clone()) {
+        for hold in inner.holds.all() {
             hold.mark_ended();
             let inner = inner.clone();
             work.spawn(async move {

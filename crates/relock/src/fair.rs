@@ -1,16 +1,20 @@
 //! The fair lock's waiting line: the client's registry of queued waiters, their heartbeat
 //! scheduler, leaving the line, and the fair wait loop.
 //!
-//! On the server the line is two sorted sets per lock (owner → ticket, owner → heartbeat
-//! deadline). Here each (lock, owner) that waits has one [`QueueEntry`], shared by the tasks
-//! of that owner that wait at once. A waiter that stops waiting for any reason (acquired,
-//! timed out, dropped, failed) drops its [`Waiting`]; the last one out takes the entry out of
-//! the line in the background. If even that fails, the entry stops being refreshed and every
-//! script that touches the line evicts it after its heartbeat deadline: leaving cannot be lost.
+//! On the server the line is two sorted sets per lock (field → ticket, field → heartbeat
+//! deadline). Each waiting `lock()` call has its own [`QueueEntry`] under the field its hold
+//! will have if granted. A waiter that stops waiting for any reason (acquired, timed out,
+//! dropped, failed) drops its [`Waiting`], which takes the entry out of the line in the
+//! background. If even that fails, the entry stops being refreshed and every script that
+//! touches the line evicts it after its heartbeat deadline: leaving cannot be lost.
+//!
+//! After an attempt whose outcome is unknown, the waiter's field is retired (see
+//! `lock::Fresh`): it leaves the line under the old field and rejoins under a new one with
+//! its old ticket, so it keeps its place.
 
 use std::pin::pin;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::{watch, Mutex as AsyncMutex, Notify};
@@ -21,9 +25,9 @@ use tracing::Instrument;
 use crate::client::Inner;
 use crate::error::Result;
 use crate::guard::LockGuard;
-use crate::holds::HoldKey;
 use crate::keys::LockKeys;
-use crate::lock::{Attempt, Lock, Mode, NO_TTL_RECHECK};
+use crate::lock::{Attempt, Fresh, Lock, Mode, NO_TTL_RECHECK};
+use crate::reentry;
 use crate::scripts;
 
 /// First re-check when the lock is free but another waiter is first; doubled each time.
@@ -31,7 +35,7 @@ const BEHIND_FIRST_CHECK: Duration = Duration::from_millis(10);
 /// Longest re-check interval in that state.
 const BEHIND_MAX_CHECK: Duration = Duration::from_secs(1);
 
-/// One (lock, owner) in the waiting line, as this client knows it.
+/// One waiter in a line, as this client knows it.
 #[derive(Debug)]
 pub(crate) struct QueueEntry {
     pub(crate) keys: Arc<LockKeys>,
@@ -42,8 +46,6 @@ pub(crate) struct QueueEntry {
     /// Whether the server may have us in line (set before every "wait" attempt, cleared when
     /// an attempt is granted or we have left).
     pub(crate) queued: AtomicBool,
-    /// Waiters using this entry; guarded by the registry's shard lock.
-    refs: Mutex<usize>,
     /// Held by an attempt in flight and by the leave, so a leave never overtakes an attempt
     /// that would put us back in line.
     pub(crate) gate: Arc<AsyncMutex<()>>,
@@ -51,36 +53,43 @@ pub(crate) struct QueueEntry {
     pub(crate) wake: Arc<Notify>,
 }
 
-/// One waiter's use of a [`QueueEntry`].
+/// A waiter's registration in the line; leaving is done on drop.
 #[derive(Debug)]
 pub(crate) struct Waiting {
     inner: Arc<Inner>,
-    key: HoldKey,
     pub(crate) entry: Arc<QueueEntry>,
 }
 
 impl Inner {
-    /// Registers a waiter of `field` on a fair lock (the entry is shared by the owner's tasks).
-    pub(crate) fn join_queue(self: &Arc<Self>, keys: Arc<LockKeys>, field: String) -> Waiting {
-        let key: HoldKey = (keys.lock.clone(), field.clone());
-        let entry = self.queue.entry(key.clone()).or_insert_with(|| {
-            Arc::new(QueueEntry {
-                keys,
-                field,
-                ticket: AtomicI64::new(0),
-                queued: AtomicBool::new(false),
-                refs: Mutex::new(0),
-                gate: Arc::new(AsyncMutex::new(())),
-                wake: Arc::new(Notify::new()),
-            })
+    /// Registers a waiter under `field` on a fair lock, with the ticket it had (0 if none).
+    pub(crate) fn join_queue(
+        self: &Arc<Self>,
+        keys: Arc<LockKeys>,
+        field: String,
+        ticket: i64,
+    ) -> Waiting {
+        let entry = Arc::new(QueueEntry {
+            keys,
+            field: field.clone(),
+            ticket: AtomicI64::new(ticket),
+            queued: AtomicBool::new(false),
+            gate: Arc::new(AsyncMutex::new(())),
+            wake: Arc::new(Notify::new()),
         });
-        *entry.refs.lock().unwrap() += 1;
-        let entry = entry.value().clone();
+        self.queue.insert(field, entry.clone());
         Waiting {
             inner: self.clone(),
-            key,
             entry,
         }
+    }
+
+    /// Fields of this client's waiters on `lock` (for inspection).
+    pub(crate) fn queued_fields(&self, lock: &str) -> Vec<String> {
+        self.queue
+            .iter()
+            .filter(|e| e.keys.lock == lock)
+            .map(|e| e.field.clone())
+            .collect()
     }
 
     /// Fair waiters registered on this client that may be in a line (for inspection).
@@ -115,37 +124,27 @@ impl Inner {
 
 impl Drop for Waiting {
     fn drop(&mut self) {
-        let last = match self.inner.queue.get(&self.key) {
-            Some(e) if Arc::ptr_eq(&e, &self.entry) => {
-                let mut refs = self.entry.refs.lock().unwrap();
-                *refs -= 1;
-                *refs == 0
-            }
-            _ => false,
-        };
-        if !last {
-            return;
-        }
-        let (inner, key, entry) = (self.inner.clone(), self.key.clone(), self.entry.clone());
-        let span = tracing::debug_span!("leave", lock = %key.0, owner = %key.1);
+        let (inner, entry) = (self.inner.clone(), self.entry.clone());
+        let span = tracing::debug_span!("leave", lock = %entry.keys.lock, field = %entry.field);
         let leave = async move {
+            // After any attempt in flight, which could put us back in line.
             let _gate = entry.gate.clone().lock_owned().await;
-            if *entry.refs.lock().unwrap() > 0 {
-                return; // Someone of the same owner started waiting again: stay in line.
-            }
             if entry.queued.swap(false, Ordering::SeqCst) {
                 if let Err(e) = inner.leave_queue(&entry).await {
                     tracing::debug!(error = %e, "could not leave the queue; the heartbeat deadline will evict us");
                 }
             }
-            entry.ticket.store(0, Ordering::SeqCst);
-            inner
-                .queue
-                .remove_if(&key, |_, e| Arc::ptr_eq(e, &entry) && *e.refs.lock().unwrap() == 0);
+            inner.queue.remove_if(&entry.field, |_, e| Arc::ptr_eq(e, &entry));
         }
         .instrument(span);
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(leave);
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.inner.tracker.spawn(leave);
+        } else {
+            // No runtime: the heartbeat stops, and the deadline evicts us.
+            let entry = &self.entry;
+            self.inner
+                .queue
+                .remove_if(&entry.field, |_, e| Arc::ptr_eq(e, entry));
         }
     }
 }
@@ -229,20 +228,22 @@ impl Lock {
     pub(crate) async fn acquire_fair(
         &self,
         keys: Arc<LockKeys>,
-        hold_key: HoldKey,
+        mut fresh: Fresh,
         wait: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
         let inner = self.inner();
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let expired = |now: Instant| deadline.is_some_and(|d| now >= d);
-        let own_hold = inner.holds.get(&hold_key).is_some_and(|h| h.count() > 0);
         // With local waiters already subscribed the lock is most likely taken: join the line
         // straight away (one round trip fewer per handoff).
-        let joining =
-            wait != Some(Duration::ZERO) && !own_hold && inner.pubsub.is_subscribed(&keys.channel);
+        let joining = wait != Some(Duration::ZERO) && inner.pubsub.is_subscribed(&keys.channel);
         if !joining {
-            if let Attempt::Acquired(g) = self.attempt(&keys, &hold_key, Mode::FairTry).await? {
-                return Ok(Some(g));
+            loop {
+                match self.attempt(&keys, &fresh, Mode::FairTry).await {
+                    Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
+                    Ok(_) => break,
+                    Err(e) => fresh.after_error(inner, e).await?,
+                }
             }
             if expired(Instant::now()) || wait == Some(Duration::ZERO) {
                 return Ok(None);
@@ -258,32 +259,49 @@ impl Lock {
             None => subscribe.await,
         }
         .map_err(|e| inner.error("subscribe", &keys.channel, e))?;
-        let waiting = inner.join_queue(keys.clone(), hold_key.1.clone());
-        let _named = sub.name_waiter(&hold_key.1, waiting.entry.wake.clone());
+        let mut waiting = inner.join_queue(keys.clone(), fresh.field.clone(), 0);
+        let mut named = sub.name_waiter(&fresh.field, waiting.entry.wake.clone());
         let mut backoff = BEHIND_FIRST_CHECK;
+        let mut warned = false;
         loop {
-            let mut woken = pin!(waiting.entry.wake.notified());
+            let wake = waiting.entry.wake.clone();
+            let mut woken = pin!(wake.notified());
             woken.as_mut().enable();
             let mode = Mode::FairWait(waiting.entry.clone());
-            let sleep = match self.attempt(&keys, &hold_key, mode).await? {
-                Attempt::Acquired(g) => return Ok(Some(g)),
-                Attempt::Held(p) if p > 0 => {
+            let sleep = match self.attempt(&keys, &fresh, mode).await {
+                Err(e) => {
+                    // The outcome is unknown: the field is retired (its clean-up ran). Wait on
+                    // under a new field, keeping our ticket so we keep our place; the old
+                    // registration leaves the line in the background.
+                    let ticket = waiting.entry.ticket.load(Ordering::SeqCst);
+                    let r = fresh.after_error(inner, e).await;
+                    waiting = inner.join_queue(keys.clone(), fresh.field.clone(), ticket);
+                    named = sub.name_waiter(&fresh.field, waiting.entry.wake.clone());
+                    r?;
+                    continue;
+                }
+                Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
+                Ok(Attempt::Held(p)) if p > 0 => {
+                    fresh.succeeded();
                     backoff = BEHIND_FIRST_CHECK;
                     Duration::from_millis(p as u64 + 1)
                 }
-                Attempt::Held(-1) => NO_TTL_RECHECK,
+                Ok(Attempt::Held(-1)) => NO_TTL_RECHECK,
                 // The lock is free and the first waiter is about to take it (it was woken by
                 // the same lease end as we were), or it is dead. Nobody tells us which, nor
                 // the new holder's lease: look again soon, then less and less often, and never
                 // later than its heartbeat deadline.
-                Attempt::Behind(p) if p > 0 => {
+                Ok(Attempt::Behind(p)) if p > 0 => {
+                    fresh.succeeded();
                     let sleep = backoff.min(Duration::from_millis(p as u64));
                     backoff = (backoff * 2).min(BEHIND_MAX_CHECK);
                     sleep
                 }
-                Attempt::Held(_) | Attempt::Behind(_) | Attempt::Retry => continue,
+                Ok(Attempt::Held(_) | Attempt::Behind(_)) => continue,
             };
+            reentry::warn_if_waiting_on_own_task(&inner.holds, &keys.lock, &mut warned);
             if !inner.park(sleep, deadline, woken).await? {
+                drop(named);
                 return Ok(None);
             }
         }

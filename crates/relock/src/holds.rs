@@ -1,33 +1,47 @@
-//! The client's local record of the locks it holds: one [`Hold`] per (lock, owner).
+//! The client's local record of the holds it has: one [`Hold`] per successful fresh
+//! acquisition, with its own field on the server.
 //!
-//! The hold count here mirrors the count in the lock hash. The watchdog renews the holds that
-//! have a watchdog-managed guard, and guards read their "lost" signal from here, so reentrant
-//! guards of one owner share one fate.
+//! # Per-hold identity
+//! Every fresh acquisition gets a field that no other hold ever had (`<client_id>:<n>`, `n`
+//! from a per-client sequence with a random start). Everything that belongs to a hold (its
+//! re-entries, renewals, releases, the clean-up after an acquire whose reply was lost) names
+//! that field, and the scripts act only on that field. So a command that arrives late, twice
+//! or out of order can only touch the hold it was sent for: never a later hold of the same
+//! task or owner, which has another field. `docs/safety.md` has the argument.
+//!
+//! The local guard count mirrors the count in the lock hash. The watchdog renews holds that
+//! have a watchdog guard; guards read their "lost" signal from here, so the re-entrant guards
+//! of one hold share one fate.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use dashmap::DashMap;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::keys::LockKeys;
-
-/// Registry key: (lock name, owner field).
-pub(crate) type HoldKey = (String, String);
+use crate::owner::Owner;
+use crate::reentry::Caller;
 
 #[derive(Debug)]
 pub(crate) struct Hold {
     pub(crate) keys: Arc<LockKeys>,
-    /// `<client_id>:<owner>`.
+    /// This hold's own field in the lock hash: `<client_id>:<n>`, never reused.
     pub(crate) field: String,
     pub(crate) token: u64,
+    /// The explicit owner ([`Owner::scope`] or per-task mode) whose later `lock()` calls
+    /// re-enter this hold; `None` for a hold that is re-entered only through its scope.
+    pub(crate) owner: Option<Owner>,
+    /// The code that acquired it, to warn when it waits on its own hold.
+    pub(crate) task: Caller,
     state: Mutex<HoldState>,
-    /// Bumped whenever the lost flag or the watchdog count changes, to wake `lost()` callers.
+    /// Bumped whenever the lost flag or the guard counts change, to wake `lost()` callers.
     changed: watch::Sender<()>,
     /// Signalled when the hold leaves the registry (its last release finished).
     pub(crate) gone: Notify,
-    /// Quorum holds: held by a renewal round and by a release, so that a renewal (which puts
-    /// the lock back on nodes where it is free) is never sent after the release.
+    /// Quorum holds: held by a renewal round and by a release, so that a renewal (which may
+    /// put the lock back on a minority of nodes) is never sent after the release.
     pub(crate) gate: tokio::sync::Mutex<()>,
 }
 
@@ -38,7 +52,7 @@ struct HoldState {
     /// How many of those guards want the watchdog.
     watchdog: u32,
     lost: bool,
-    /// The last guard went away and the release is under way; no new guard may join.
+    /// The last guard went away; no guard may join any more (re-entry is refused).
     releasing: bool,
     /// Local, conservative end of the lease: send time of the last successful acquire or renew
     /// plus the lease it set. Measured on the monotonic clock.
@@ -50,12 +64,16 @@ impl Hold {
         keys: Arc<LockKeys>,
         field: String,
         token: u64,
+        owner: Option<Owner>,
+        task: Caller,
         valid_until: Instant,
     ) -> Self {
         Hold {
             keys,
             field,
             token,
+            owner,
+            task,
             state: Mutex::new(HoldState {
                 count: 0,
                 watchdog: 0,
@@ -69,11 +87,11 @@ impl Hold {
         }
     }
 
-    /// Adds a guard. Returns false if the hold is lost or being released (the caller must not
-    /// use it).
+    /// Adds a guard. Returns false if the hold is lost or its last guard has gone (the caller
+    /// must not use it).
     pub(crate) fn add_guard(&self, watchdog: bool, valid_until: Instant) -> bool {
         let mut s = self.state.lock().unwrap();
-        if s.lost || s.releasing {
+        if s.lost || s.releasing || Instant::now() >= s.valid_until.max(valid_until) {
             return false;
         }
         s.count += 1;
@@ -86,11 +104,13 @@ impl Hold {
         true
     }
 
-    /// Removes a guard; returns the remaining count and whether the hold was lost.
+    /// Removes a guard (synchronously: a dropped guard stops counting at once); returns the
+    /// remaining count and whether the hold was lost. At 0 the hold is "releasing": no guard
+    /// can join it any more.
     pub(crate) fn remove_guard(&self, watchdog: bool) -> (u32, bool) {
         let mut s = self.state.lock().unwrap();
         s.count = s.count.saturating_sub(1);
-        s.releasing = s.count == 0;
+        s.releasing |= s.count == 0;
         if watchdog {
             s.watchdog = s.watchdog.saturating_sub(1);
         }
@@ -100,9 +120,15 @@ impl Hold {
         out
     }
 
-    /// The last guard went away and its release has not finished yet.
+    /// The last guard went away.
     pub(crate) fn is_releasing(&self) -> bool {
         self.state.lock().unwrap().releasing
+    }
+
+    /// Can take another guard: not lost, not released, lease not run out locally.
+    pub(crate) fn is_live(&self) -> bool {
+        let s = self.state.lock().unwrap();
+        !s.lost && !s.releasing && Instant::now() < s.valid_until
     }
 
     pub(crate) fn count(&self) -> u32 {
@@ -117,12 +143,13 @@ impl Hold {
 
     /// Marks the hold lost and wakes everyone waiting in `lost()`. Idempotent.
     pub(crate) fn mark_lost(&self) {
-        if self.set_lost() {
-            tracing::warn!(lock = %self.keys.lock, owner = %self.field, "lock lost while held");
+        if self.set_lost() && self.count() > 0 {
+            tracing::warn!(lock = %self.keys.lock, field = %self.field, "lock lost while held");
         }
     }
 
-    /// Marks the hold ended by its own client (shutdown): the same signal, without the warning.
+    /// Marks the hold ended by its own client (shutdown, or forgotten without a runtime): the
+    /// same signal, without the warning.
     pub(crate) fn mark_ended(&self) {
         self.set_lost();
     }
@@ -138,10 +165,13 @@ impl Hold {
         true
     }
 
-    /// Records a successful renewal sent at `sent_at`.
+    /// Records a successful renewal sent at `sent_at`. Ignored once the hold is lost: a hold
+    /// declared lost stays lost, whatever a late reply says.
     pub(crate) fn renewed(&self, sent_at: Instant, lease: Duration) {
         let mut s = self.state.lock().unwrap();
-        s.valid_until = s.valid_until.max(sent_at + lease);
+        if !s.lost {
+            s.valid_until = s.valid_until.max(sent_at + lease);
+        }
     }
 
     pub(crate) fn valid_until(&self) -> Instant {
@@ -154,38 +184,134 @@ impl Hold {
         s.lost || Instant::now() >= s.valid_until
     }
 
-    /// Resolves once the hold is lost: marked lost, or its lease ran out with no watchdog to
-    /// renew it. (With the watchdog on, running out is reported by the watchdog itself, which
-    /// first retries failed renewals until the lease is over.)
+    /// Resolves once the hold is lost: marked lost, or its local `valid_until` passed, with or
+    /// without a watchdog (a renewal that succeeds moves `valid_until` first). So it never
+    /// resolves later than `valid_until`, whatever the watchdog is doing.
     pub(crate) async fn lost(&self) {
         let mut rx = self.changed.subscribe();
         loop {
-            let (lost, deadline) = {
+            let (lost, until) = {
                 let s = self.state.lock().unwrap();
-                (s.lost, (s.watchdog == 0).then_some(s.valid_until))
+                (s.lost, s.valid_until)
             };
             if lost {
                 return;
             }
-            match deadline {
-                Some(at) => {
-                    tokio::select! {
-                        _ = tokio::time::sleep_until(at) => {
-                            // The lease may have been extended meanwhile; re-check.
-                            if Instant::now() >= self.valid_until() && !self.wants_renewal() {
-                                self.mark_lost();
-                                return;
-                            }
-                        }
-                        r = rx.changed() => if r.is_err() { return },
-                    }
-                }
-                None => {
-                    if rx.changed().await.is_err() {
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => {
+                    // A renewal may have moved the deadline meanwhile; re-check.
+                    if Instant::now() >= self.valid_until() {
+                        self.mark_lost();
                         return;
                     }
                 }
+                r = rx.changed() => if r.is_err() { return },
             }
         }
+    }
+}
+
+/// The holds of one client, indexed by lock name. A client has at most one live hold per lock
+/// name (the lock is exclusive); a lost or releasing one may sit beside it for a moment.
+#[derive(Debug, Default)]
+pub(crate) struct Holds {
+    by_lock: DashMap<String, Vec<Arc<Hold>>>,
+}
+
+impl Holds {
+    pub(crate) fn insert(&self, hold: Arc<Hold>) {
+        self.by_lock
+            .entry(hold.keys.lock.clone())
+            .or_default()
+            .push(hold);
+    }
+
+    /// Takes `hold` out of the registry (once) and tells anyone waiting for it to go.
+    pub(crate) fn remove(&self, hold: &Arc<Hold>) {
+        let removed = self
+            .by_lock
+            .remove_if_mut(&hold.keys.lock, |_, v| {
+                v.retain(|h| !Arc::ptr_eq(h, hold));
+                v.is_empty()
+            })
+            .is_some();
+        if !removed {
+            if let Some(mut v) = self.by_lock.get_mut(&hold.keys.lock) {
+                v.retain(|h| !Arc::ptr_eq(h, hold));
+            }
+        }
+        hold.gone.notify_waiters();
+    }
+
+    /// Whether `hold` is still in the registry.
+    pub(crate) fn contains(&self, hold: &Arc<Hold>) -> bool {
+        self.by_lock
+            .get(&hold.keys.lock)
+            .is_some_and(|v| v.iter().any(|h| Arc::ptr_eq(h, hold)))
+    }
+
+    /// The first hold of `lock` that satisfies `pred`.
+    pub(crate) fn find(&self, lock: &str, pred: impl Fn(&Hold) -> bool) -> Option<Arc<Hold>> {
+        self.by_lock
+            .get(lock)
+            .and_then(|v| v.iter().find(|h| pred(h)).cloned())
+    }
+
+    /// Every hold of `lock`.
+    pub(crate) fn of_lock(&self, lock: &str) -> Vec<Arc<Hold>> {
+        self.by_lock.get(lock).map(|v| v.clone()).unwrap_or_default()
+    }
+
+    /// Every hold, for the watchdog and shutdown.
+    pub(crate) fn all(&self) -> Vec<Arc<Hold>> {
+        self.by_lock
+            .iter()
+            .flat_map(|e| e.value().clone())
+            .collect()
+    }
+
+    /// Holds with at least one guard.
+    pub(crate) fn held(&self) -> usize {
+        self.by_lock
+            .iter()
+            .map(|e| e.value().iter().filter(|h| h.count() > 0).count())
+            .sum()
+    }
+
+    pub(crate) fn clear(&self) {
+        let all = self.all();
+        self.by_lock.clear();
+        for h in all {
+            h.gone.notify_waiters();
+        }
+    }
+}
+
+/// Makes the fields of one client's holds: `<client_id>:<n>`, with `n` from a sequence that
+/// starts at a random point, so that two incarnations of a process with the same client id
+/// do not reuse each other's fields either.
+#[derive(Debug)]
+pub(crate) struct FieldMaker {
+    prefix: String,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl FieldMaker {
+    pub(crate) fn new(client_id: &str) -> Self {
+        // 62 random bits: far from wrapping, never negative in a Lua double's integer range
+        // (fields are strings; only their uniqueness matters).
+        let start = uuid::Uuid::new_v4().as_u64_pair().0 >> 2;
+        FieldMaker {
+            prefix: format!("{client_id}:"),
+            next: std::sync::atomic::AtomicU64::new(start),
+        }
+    }
+
+    /// A field that no hold of this client has had.
+    pub(crate) fn next(&self) -> String {
+        let n = self
+            .next
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{}{n}", self.prefix)
     }
 }

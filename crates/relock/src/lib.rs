@@ -65,6 +65,7 @@ mod pubsub;
 mod quorum;
 mod quorum_lock;
 mod raw;
+mod reentry;
 mod scripts;
 mod watchdog;
 
@@ -82,8 +83,10 @@ pub mod lua {
             )
         };
     }
-    /// Take, re-enter, or report the holder's PTTL.
+    /// Take a fresh hold, or report the holder's PTTL.
     pub const ACQUIRE: &str = script!("acquire.lua");
+    /// One more count on an existing hold; never creates one.
+    pub const REENTER: &str = script!("reenter.lua");
     /// Drop one hold (or all of an owner's) and publish the release.
     pub const RELEASE: &str = script!("release.lua");
     /// The watchdog's batch renewal.
@@ -98,8 +101,10 @@ pub mod lua {
     pub const FAIR_LEAVE: &str = script!("fair_leave.lua");
     /// Quorum lock: raise a node's fencing counter to the acquisition's token.
     pub const QUORUM_FENCE: &str = script!("quorum_fence.lua");
-    /// Quorum lock: renew on one node, putting the lock back where it is free.
+    /// Quorum lock: renew on one node; reports where the lock is free.
     pub const QUORUM_RENEW: &str = script!("quorum_renew.lua");
+    /// Quorum lock: put a hold back on a node of a minority that lost it.
+    pub const QUORUM_PUTBACK: &str = script!("quorum_putback.lua");
 }
 pub use error::{Error, NodeVote, Result, Vote};
 pub use guard::LockGuard;
@@ -108,6 +113,7 @@ pub use owner::Owner;
 pub use quorum::{QuorumClient, QuorumClientBuilder};
 pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;
+pub use reentry::Reentrancy;
 
 #[cfg(test)]
 mod bounds {

@@ -1,4 +1,4 @@
-//! [`Lock`]: the handle to one named reentrant lock, and the acquire/wait loop.
+//! [`Lock`]: the handle to one named lock (plain or fair), and the acquire/wait loop.
 
 use std::pin::pin;
 use std::sync::atomic::Ordering;
@@ -14,44 +14,54 @@ use crate::client::{validate_lease, Inner};
 use crate::error::{Error, Result};
 use crate::fair::QueueEntry;
 use crate::guard::LockGuard;
-use crate::holds::{Hold, HoldKey};
+use crate::holds::Hold;
 use crate::keys::LockKeys;
 use crate::owner::Owner;
+use crate::reentry::{self, Target};
 use crate::scripts;
 
 /// How long a waiter sleeps when the holder's key has no TTL (a foreign holder), between
 /// checks. Release messages still wake it at once.
 pub(crate) const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
 
-/// A reentrant distributed lock, wire-compatible with Redisson's `RLock`.
+/// A distributed lock, wire-compatible with Redisson's `RLock`.
 ///
-/// A cheap handle (`Clone + Send + Sync`) made by [`Client::lock`](crate::Client::lock).
-/// Compared with `tokio::sync::Mutex`:
-/// - **Owner.** The holder is an [`Owner`], by default the current tokio task; the same owner
-///   can lock again without waiting (the hold count goes up) and each guard takes one off.
+/// A cheap handle (`Clone + Send + Sync`) made by [`Client::lock`](crate::Client::lock) or
+/// [`Client::fair_lock`](crate::Client::fair_lock). Compared with `tokio::sync::Mutex`:
+/// - **Exclusion.** The same: every `lock()` waits until no one else holds the lock, also
+///   when the other holder is a future of the same task (a branch of `join!` or `select!`).
+/// - **Re-entry** is explicit: inside [`LockGuard::scope`] (or [`Lock::with`]) a `lock()` of
+///   the same lock re-enters the hold (its count goes up, same fencing token) instead of
+///   waiting; see [`Reentrancy`](crate::Reentrancy) for explicit owners and the opt-in
+///   per-task mode.
 /// - **Lease.** Without [`with_lease`](Lock::with_lease) the lease is the client's watchdog
 ///   lease (30 s) and the watchdog renews it while a guard lives; with a fixed lease the lock
 ///   simply expires after it. Either way a crashed holder frees the lock after its lease.
 /// - **Waiting.** Waiters sleep until a release message (pub/sub) or until the holder's lease
-///   ends, whichever is first. Not fair: any waiter may win. No polling.
+///   ends, whichever is first. Not fair: any waiter may win (a fair lock serves arrival
+///   order). No polling.
 /// - **Loss.** A hold can be lost (lease ran out, key deleted, Redis restarted empty);
-///   [`LockGuard::lost`] resolves then. Fence your writes with
-///   [`LockGuard::fencing_token`].
+///   [`LockGuard::lost`] resolves then, no later than [`LockGuard::valid_until`]. Fence your
+///   writes with [`LockGuard::fencing_token`].
 ///
 /// ```no_run
 /// # async fn f() -> relock::Result<()> {
 /// use std::time::Duration;
 /// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
 /// let lock = client.lock("orders:42");
-/// {
-///     let guard = lock.lock().await?;            // waits as long as it takes
-///     let again = lock.lock().await?;            // same task: re-enters, count 2
+/// let guard = lock.lock().await?;                          // waits as long as it takes
+/// guard.scope(async {
+///     let again = lock.lock().await?;                      // re-enters: count 2
 ///     assert_eq!(lock.hold_count().await?, 2);
-///     drop(again);
-///     guard.unlock().await?;
-/// }
+///     again.unlock().await
+/// }).await?;
+/// guard.unlock().await?;
+///
+/// // Or: acquire, run, release (also on error or panic), in one call.
+/// let n = lock.with(async |guard| guard.fencing_token()).await?;
+///
 /// if let Some(guard) = lock.try_lock_for(Duration::from_secs(3)).await? {
-///     println!("token {}", guard.fencing_token());
+///     println!("token {} after {n}", guard.fencing_token());
 /// }
 /// # Ok(()) }
 /// ```
@@ -70,8 +80,6 @@ pub(crate) enum Attempt {
     Held(i64),
     /// Fair lock: free, but another waiter is first; it has this many ms to take it.
     Behind(i64),
-    /// Our own release of this lock is in flight; try again once it is done.
-    Retry,
 }
 
 /// Which acquire script an attempt runs, and how.
@@ -83,6 +91,77 @@ pub(crate) enum Mode {
     FairTry,
     /// `fair_acquire.lua`, joining the line (or staying in it) if not granted.
     FairWait(Arc<QueueEntry>),
+}
+
+/// A fresh acquisition in progress: the field it asks for, and who will own the hold.
+#[derive(Debug)]
+pub(crate) struct Fresh {
+    /// The field this acquisition asks for. Retired (replaced by a new one) after any attempt
+    /// whose outcome is unknown, so that the clean-up of that attempt, wherever and whenever
+    /// it lands, can only remove what that attempt took.
+    pub(crate) field: String,
+    pub(crate) owner: Option<Owner>,
+    /// The task that called `lock()` (the attempt runs in a task of its own).
+    pub(crate) task: crate::reentry::Caller,
+    retry: Retry,
+}
+
+impl Fresh {
+    pub(crate) fn new(inner: &Inner, owner: Option<Owner>) -> Self {
+        Fresh {
+            field: inner.fields.next(),
+            owner,
+            task: crate::reentry::Caller::current(),
+            retry: Retry::default(),
+        }
+    }
+
+    /// After a failed attempt: retires the field, then waits a backoff and returns `Ok` to
+    /// try again, or returns the error once retrying is pointless or the budget (one command
+    /// timeout from the first error in a row) is spent.
+    pub(crate) async fn after_error(&mut self, inner: &Inner, e: Error) -> Result<()> {
+        self.field = inner.fields.next();
+        self.retry.after(inner, e).await
+    }
+
+    pub(crate) fn succeeded(&mut self) {
+        self.retry = Retry::default();
+    }
+}
+
+/// Backoff for transient errors: a stale connection after a Redis restart, a timeout.
+#[derive(Debug)]
+struct Retry {
+    give_up: Option<Instant>,
+    backoff: Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            give_up: None,
+            backoff: Duration::from_millis(5),
+        }
+    }
+}
+
+impl Retry {
+    async fn after(&mut self, inner: &Inner, e: Error) -> Result<()> {
+        if !e.is_transient() {
+            return Err(e);
+        }
+        let now = Instant::now();
+        let give_up = *self
+            .give_up
+            .get_or_insert(now + inner.settings.command_timeout);
+        if now + self.backoff >= give_up {
+            return Err(e);
+        }
+        tracing::debug!(error = %e, "acquire failed; retrying under a new field");
+        tokio::time::sleep(self.backoff).await;
+        self.backoff = (self.backoff * 2).min(Duration::from_millis(200));
+        inner.check_running()
+    }
 }
 
 impl Lock {
@@ -112,7 +191,8 @@ impl Lock {
     }
 
     /// The same lock with a fixed lease: holds taken through it expire after `lease` and the
-    /// watchdog leaves them alone. Validated when used (at least 1 ms).
+    /// watchdog leaves them alone. A re-entry with a fixed lease lengthens the hold's lease to
+    /// it if needed, and nothing shortens it again. Validated when used (at least 1 ms).
     pub fn with_lease(mut self, lease: Duration) -> Self {
         self.lease = Some(lease);
         self
@@ -132,15 +212,13 @@ impl Lock {
         }
     }
 
-    fn field(&self, owner: &Owner) -> String {
-        format!("{}:{}", self.inner.settings.client_id, owner)
-    }
-
-    /// Acquires the lock, waiting as long as it takes.
+    /// Acquires the lock, waiting as long as it takes; inside the scope of a hold of this lock,
+    /// re-enters it instead.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a bad name or lease, [`Error::WrongType`] if the key
-    /// holds something else, connection errors and [`Error::Shutdown`].
+    /// holds something else, connection errors, [`Error::Shutdown`], and [`Error::LockLost`]
+    /// when called inside the scope of a hold that has ended.
     ///
     /// # Cancel safety
     /// Cancel safe: if the future is dropped, any acquisition that was already granted is
@@ -154,8 +232,8 @@ impl Lock {
         }
     }
 
-    /// Acquires the lock if it is free (or already held by this owner); never waits.
-    /// `Ok(None)` means another owner holds it.
+    /// Acquires the lock if it is free (or re-enters it inside its scope); never waits.
+    /// `Ok(None)` means someone else holds it.
     ///
     /// # Errors
     /// As [`lock`](Lock::lock).
@@ -177,41 +255,117 @@ impl Lock {
         self.acquire(Some(wait)).await
     }
 
+    /// Acquires the lock, runs `f` inside the hold's scope (so nested `lock()` calls on this
+    /// lock re-enter it), and releases it before returning, also when `f` returns an error or
+    /// panics (the panic is resumed after the release).
+    ///
+    /// ```no_run
+    /// # async fn f(lock: relock::Lock) -> relock::Result<()> {
+    /// let token = lock.with(async |guard| {
+    ///     nested(&lock).await;        // re-enters instead of waiting for itself
+    ///     guard.fencing_token()
+    /// }).await?;
+    /// # Ok(()) }
+    /// # async fn nested(lock: &relock::Lock) { drop(lock.lock().await); }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`lock`](Lock::lock); and [`Error::LockLost`] (with `f`'s output dropped) if the
+    /// hold was lost before the release: `f` may have overlapped another holder.
+    ///
+    /// # Cancel safety
+    /// If dropped, `f` is dropped and the hold is released in the background.
+    pub async fn with<T>(&self, f: impl AsyncFnOnce(&LockGuard) -> T) -> Result<T> {
+        let guard = self.lock().await?;
+        let out = crate::guard::catch_unwind(guard.scope(f(&guard))).await;
+        let released = guard.unlock().await;
+        match out {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(v) => released.map(|()| v),
+        }
+    }
+
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
         self.inner.check_running()?;
         let keys = self.keys()?;
         if let Some(lease) = self.lease {
             validate_lease("lease", lease)?;
         }
-        let field = self.field(&Owner::current());
-        let span = tracing::debug_span!("acquire", lock = %self.name, owner = %field);
-        self.acquire_as(keys, field, wait).instrument(span).await
+        let inner = &self.inner;
+        match reentry::resolve(inner.id, inner.settings.reentrancy, &inner.holds, &keys.lock)? {
+            Target::Reenter(hold) => {
+                let span = tracing::debug_span!("reenter", lock = %self.name, field = %hold.field);
+                self.reenter(keys, hold).instrument(span).await.map(Some)
+            }
+            Target::Fresh { owner } => {
+                let span = tracing::debug_span!("acquire", lock = %self.name);
+                let fresh = Fresh::new(inner, owner);
+                if self.fair {
+                    self.acquire_fair(keys, fresh, wait).instrument(span).await
+                } else {
+                    self.acquire_plain(keys, fresh, wait).instrument(span).await
+                }
+            }
+        }
     }
 
-    async fn acquire_as(
+    /// One more guard on `hold`, in its own task (a reply that arrives after the caller gave
+    /// up still becomes a guard, whose drop takes the count off again).
+    async fn reenter(&self, keys: Arc<LockKeys>, hold: Arc<Hold>) -> Result<LockGuard> {
+        let (inner, lease) = (self.inner.clone(), self.lease);
+        let task = self.inner.tracker.spawn(async move {
+            let watchdog = lease.is_none();
+            let lease = lease.unwrap_or(inner.settings.watchdog_lease);
+            let sent = Instant::now();
+            let reply: Option<i64> = scripts::REENTER
+                .run(
+                    inner.pool.next(),
+                    vec![keys.lock.clone(), keys.token.clone()],
+                    vec![
+                        lease.as_millis().to_string(),
+                        hold.field.clone(),
+                        inner.grace_ms().to_string(),
+                    ],
+                )
+                .await
+                .map_err(|e| inner.error("reenter", &keys.lock, e))?;
+            let lost = || Error::LockLost {
+                name: keys.lock.clone(),
+            };
+            match reply {
+                Some(_) if hold.add_guard(watchdog, sent + lease) => {
+                    Ok(LockGuard::new(inner, hold, watchdog))
+                }
+                // The hold's last guard went meanwhile: its release removes this count too.
+                Some(_) => Err(lost()),
+                None => {
+                    hold.mark_lost();
+                    Err(lost())
+                }
+            }
+        });
+        task.await.map_err(|_| Error::Shutdown)?
+    }
+
+    async fn acquire_plain(
         &self,
         keys: Arc<LockKeys>,
-        field: String,
+        mut fresh: Fresh,
         wait: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
-        let hold_key: HoldKey = (keys.lock.clone(), field);
-        if self.fair {
-            return self.acquire_fair(keys, hold_key, wait).await;
-        }
+        let inner = &self.inner;
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let expired = |now: Instant| deadline.is_some_and(|d| now >= d);
-        let own_hold = self
-            .inner
-            .holds
-            .get(&hold_key)
-            .is_some_and(|h| h.count() > 0);
-        let joining = wait != Some(Duration::ZERO)
-            && !own_hold
-            && self.inner.pubsub.is_subscribed(&keys.channel);
+        await_local_release(inner, &keys.lock).await;
+        let joining = wait != Some(Duration::ZERO) && inner.pubsub.is_subscribed(&keys.channel);
         if !joining {
             // The uncontended path: one round trip, no subscription.
-            if let Attempt::Acquired(g) = self.attempt(&keys, &hold_key, Mode::Plain).await? {
-                return Ok(Some(g));
+            loop {
+                match self.attempt(&keys, &fresh, Mode::Plain).await {
+                    Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
+                    Ok(_) => break,
+                    Err(e) => fresh.after_error(inner, e).await?,
+                }
             }
             if expired(Instant::now()) || wait == Some(Duration::ZERO) {
                 return Ok(None);
@@ -219,7 +373,7 @@ impl Lock {
         }
         // Subscribe before retrying, so a release between our attempt and our sleep still
         // wakes us (Redisson #1763). Joining an existing subscription costs no round trip.
-        let subscribe = self.inner.pubsub.subscribe(&keys.channel);
+        let subscribe = inner.pubsub.subscribe(&keys.channel);
         let sub = match deadline {
             Some(d) => match tokio::time::timeout_at(d, subscribe).await {
                 Ok(r) => r,
@@ -227,75 +381,91 @@ impl Lock {
             },
             None => subscribe.await,
         }
-        .map_err(|e| self.inner.error("subscribe", &keys.channel, e))?;
+        .map_err(|e| inner.error("subscribe", &keys.channel, e))?;
         // Other local waiters already know the lock is held, and until when: park first
         // instead of asking Redis again (one fewer script call per handoff).
         let mut known = if joining { sub.known_held_for() } else { None };
+        let mut warned = false;
         loop {
             let mut woken = pin!(sub.notified());
             woken.as_mut().enable();
             let sleep = match known.take() {
                 Some(held_for) => held_for,
-                None => match self.attempt(&keys, &hold_key, Mode::Plain).await? {
-                    Attempt::Acquired(g) => {
+                None => match self.attempt(&keys, &fresh, Mode::Plain).await {
+                    Err(e) => {
+                        fresh.after_error(inner, e).await?;
+                        continue;
+                    }
+                    Ok(Attempt::Acquired(g)) => {
                         // Local waiters arriving now can park until our release message.
                         sub.set_held_for(g.remaining());
                         return Ok(Some(g));
                     }
-                    Attempt::Held(p) if p > 0 => {
+                    Ok(Attempt::Held(p)) if p > 0 => {
+                        fresh.succeeded();
                         let held_for = Duration::from_millis(p as u64 + 1);
                         sub.set_held_for(held_for);
                         held_for
                     }
-                    Attempt::Held(-1) => NO_TTL_RECHECK,
-                    Attempt::Held(_) | Attempt::Behind(_) | Attempt::Retry => continue,
+                    Ok(Attempt::Held(-1)) => NO_TTL_RECHECK,
+                    Ok(Attempt::Held(_) | Attempt::Behind(_)) => continue,
                 },
             };
-            if !self.inner.park(sleep, deadline, woken).await? {
+            reentry::warn_if_waiting_on_own_task(&inner.holds, &keys.lock, &mut warned);
+            if !inner.park(sleep, deadline, woken).await? {
                 return Ok(None);
             }
         }
     }
 
-    /// One acquire script call. It runs in its own task, so that a reply arriving after the
-    /// caller gave up still becomes a guard, and that guard's drop releases it.
-    ///
-    /// A transient failure (a stale connection after a Redis restart, a timeout) is retried
-    /// with a short backoff for up to one command timeout; the failed attempt has already
-    /// removed any hold it may have left. Then the error is returned.
+    /// One acquire script call for `fresh`. It runs in its own task, so that a reply arriving
+    /// after the caller gave up still becomes a guard, and that guard's drop releases it.
+    /// Errors are returned as they are; the caller retires the field and decides whether to
+    /// try again.
     pub(crate) async fn attempt(
         &self,
         keys: &Arc<LockKeys>,
-        hold_key: &HoldKey,
+        fresh: &Fresh,
         mode: Mode,
     ) -> Result<Attempt> {
-        let give_up = Instant::now() + self.inner.settings.command_timeout;
-        let mut backoff = Duration::from_millis(5);
-        loop {
-            await_release(&self.inner, hold_key).await;
-            // A leave of the line must not overtake this attempt (it would put us back).
-            let gate = match &mode {
-                Mode::FairWait(e) => Some(e.gate.clone().lock_owned().await),
-                _ => None,
-            };
-            let task = attempt_task(
-                self.inner.clone(),
-                keys.clone(),
-                hold_key.clone(),
-                self.lease,
-                mode.clone(),
-                gate,
-            );
-            match tokio::spawn(task).await.map_err(|_| Error::Shutdown)? {
-                Err(e) if e.is_transient() && Instant::now() + backoff < give_up => {
-                    tracing::debug!(error = %e, "acquire failed; retrying");
-                    tokio::time::sleep(backoff).await;
-                    backoff = (backoff * 2).min(Duration::from_millis(200));
-                    self.inner.check_running()?;
-                }
-                other => return other,
-            }
+        // A leave of the line must not overtake this attempt (it would put us back).
+        let gate = match &mode {
+            Mode::FairWait(e) => Some(e.gate.clone().lock_owned().await),
+            _ => None,
+        };
+        let task = attempt_task(AttemptArgs {
+            inner: self.inner.clone(),
+            keys: keys.clone(),
+            field: fresh.field.clone(),
+            owner: fresh.owner.clone(),
+            task: fresh.task,
+            fixed_lease: self.lease,
+            mode,
+            _gate: gate,
+        });
+        self.inner
+            .tracker
+            .spawn(task)
+            .await
+            .map_err(|_| Error::Shutdown)?
+    }
+
+    /// The hold the calling code would re-enter or holds: the enclosing scope's, the explicit
+    /// (or per-task) owner's, else a live hold taken by the current task.
+    fn current_hold(&self, keys: &LockKeys) -> Option<Arc<Hold>> {
+        let inner = &self.inner;
+        if let Some(h) = reentry::scoped_hold(inner.id, &keys.lock) {
+            return Some(h);
         }
+        if let Ok(Target::Reenter(h)) =
+            reentry::resolve(inner.id, inner.settings.reentrancy, &inner.holds, &keys.lock)
+        {
+            return Some(h);
+        }
+        let caller = crate::reentry::Caller::current();
+        inner
+            .holds
+            .find(&keys.lock, |h| h.task == caller && h.is_live())
     }
 
     /// Whether anyone holds the lock.
@@ -317,7 +487,8 @@ impl Lock {
         Ok(n == 1)
     }
 
-    /// Whether the calling owner ([`Owner::current`]) holds the lock.
+    /// Whether the calling code holds the lock: inside a hold's scope, as the owner of a hold
+    /// ([`Owner::scope`], or per-task mode), or as the task that took a live hold.
     ///
     /// # Errors
     /// As [`is_locked`](Lock::is_locked).
@@ -328,7 +499,8 @@ impl Lock {
         Ok(self.hold_count().await? > 0)
     }
 
-    /// How many holds the calling owner has on the lock (0 if none).
+    /// The hold count on the server of the hold the calling code holds (see
+    /// [`is_held_by_current_task`](Lock::is_held_by_current_task)); 0 if none.
     ///
     /// # Errors
     /// As [`is_locked`](Lock::is_locked); [`Error::WrongType`] if the key is not a lock.
@@ -337,7 +509,11 @@ impl Lock {
     /// Cancel safe (read only).
     pub async fn hold_count(&self) -> Result<u32> {
         let keys = self.keys()?;
-        let field = self.field(&Owner::current());
+        // Without a hold, ask for a field no hold has: the answer is 0, and a key that is not
+        // a lock still gets its WRONGTYPE error.
+        let field = self
+            .current_hold(&keys)
+            .map_or(String::new(), |h| h.field.clone());
         let n: Option<u32> = self
             .inner
             .pool
@@ -367,7 +543,7 @@ impl Lock {
         Ok((ms >= 0).then(|| Duration::from_millis(ms as u64)))
     }
 
-    /// How many owners wait in a fair lock's line (0 for a plain lock, which has none).
+    /// How many waiters are in a fair lock's line (0 for a plain lock, which has none).
     ///
     /// # Errors
     /// As [`is_locked`](Lock::is_locked).
@@ -387,11 +563,11 @@ impl Lock {
         Ok(n)
     }
 
-    /// The calling owner's place in a fair lock's line (0: next to get it), or `None` if it
-    /// is not waiting (or the lock is not fair).
+    /// The place in a fair lock's line (0: next to get it) of the first waiter of this client
+    /// on this lock, or `None` if none is waiting (or the lock is not fair).
     ///
     /// An honest wait estimate from it: the holder's
-    /// [`remaining_lease`](Lock::remaining_lease), plus, for each owner ahead, how long it
+    /// [`remaining_lease`](Lock::remaining_lease), plus, for each waiter ahead, how long it
     /// will hold the lock (at most its lease, if it uses a fixed one). The line itself stores
     /// no estimates, so nothing drifts when waiters leave.
     ///
@@ -405,19 +581,27 @@ impl Lock {
         let Some(q) = &keys.queue else {
             return Ok(None);
         };
-        let field = self.field(&Owner::current());
-        let rank: Option<usize> = self
-            .inner
-            .pool
-            .next()
-            .zrank(q.queue.as_str(), field.as_str(), false)
-            .await
-            .map_err(|e| self.inner.error("zrank", &q.queue, e))?;
-        Ok(rank)
+        let fields = self.inner.queued_fields(&keys.lock);
+        let mut best: Option<usize> = None;
+        for field in fields {
+            let rank: Option<usize> = self
+                .inner
+                .pool
+                .next()
+                .zrank(q.queue.as_str(), field.as_str(), false)
+                .await
+                .map_err(|e| self.inner.error("zrank", &q.queue, e))?;
+            best = match (best, rank) {
+                (Some(b), Some(r)) => Some(b.min(r)),
+                (b, r) => b.or(r),
+            };
+        }
+        Ok(best)
     }
 
     /// Deletes the lock whoever holds it and wakes a waiter. Returns whether there was one.
-    /// The old holder learns of it at its next renewal (`lost()` resolves).
+    /// This client's holds of it report themselves lost at once; other clients' holders learn
+    /// of it at their next renewal.
     ///
     /// # Errors
     /// As [`is_locked`](Lock::is_locked).
@@ -438,40 +622,52 @@ impl Lock {
             )
             .await
             .map_err(|e| self.inner.error("force_unlock", &keys.lock, e))?;
-        // Holds of this client on the lock are gone now; say so without waiting for renewal.
-        for h in self.inner.holds.iter().filter(|h| h.key().0 == keys.lock) {
-            h.value().mark_lost();
+        for h in self.inner.holds.of_lock(&keys.lock) {
+            h.mark_lost();
         }
         Ok(r == 1)
     }
 }
 
-/// Waits (bounded by the command timeout) while our own release of this lock is in flight,
-/// so a quick re-lock by the same owner cannot be swallowed by that release.
-async fn await_release(inner: &Inner, key: &HoldKey) {
-    let Some(hold) = inner.holds.get(key).map(|h| h.value().clone()) else {
+/// Waits (bounded by the command timeout) while a release of this lock by this client is in
+/// flight: the lock is about to be free, and trying before the release lands would only cost
+/// a round trip and a wake-up. (Not needed for safety: a fresh acquisition has its own field,
+/// which no release of an older hold can touch.)
+async fn await_local_release(inner: &Inner, lock: &str) {
+    let Some(hold) = inner.holds.find(lock, |h| h.is_releasing()) else {
         return;
     };
     let mut gone = pin!(hold.gone.notified());
     gone.as_mut().enable();
-    let still_there =
-        || hold.is_releasing() && inner.holds.get(key).is_some_and(|h| Arc::ptr_eq(&h, &hold));
-    if still_there() {
+    if inner.holds.contains(&hold) {
         let _ = tokio::time::timeout(inner.settings.command_timeout, gone).await;
     }
 }
 
-async fn attempt_task(
+struct AttemptArgs {
     inner: Arc<Inner>,
     keys: Arc<LockKeys>,
-    hold_key: HoldKey,
+    field: String,
+    owner: Option<Owner>,
+    task: crate::reentry::Caller,
     fixed_lease: Option<Duration>,
     mode: Mode,
     _gate: Option<OwnedMutexGuard<()>>,
-) -> Result<Attempt> {
+}
+
+async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
+    let AttemptArgs {
+        inner,
+        keys,
+        field,
+        owner,
+        task,
+        fixed_lease,
+        mode,
+        _gate,
+    } = a;
     let watchdog = fixed_lease.is_none();
     let lease = fixed_lease.unwrap_or(inner.settings.watchdog_lease);
-    let field = hold_key.1.clone();
     let mut args = vec![
         lease.as_millis().to_string(),
         field.clone(),
@@ -507,7 +703,7 @@ async fn attempt_task(
     if let (Mode::FairWait(e), Ok(r)) = (&mode, &reply) {
         match r.as_slice() {
             [0, _, ticket, _, _] => e.ticket.store(*ticket, Ordering::SeqCst),
-            // Granted or re-entered: the script took us out of the line.
+            // Granted: the script took us out of the line.
             _ => e.queued.store(false, Ordering::SeqCst),
         }
     }
@@ -517,26 +713,10 @@ async fn attempt_task(
             let err = inner.error("acquire", &keys.lock, e);
             // A WRONGTYPE reply means the script ran and changed nothing.
             if !matches!(err, Error::WrongType { .. }) {
-                clean_up_unknown_outcome(&inner, &keys, &hold_key).await;
+                clean_up_unknown_outcome(&inner, &keys, &field).await;
             }
             return Err(err);
         }
-    };
-    let valid_until = sent + lease;
-    let new_hold = |token: i64| {
-        let hold = Arc::new(Hold::new(
-            keys.clone(),
-            field.clone(),
-            token as u64,
-            valid_until,
-        ));
-        hold.add_guard(watchdog, valid_until);
-        if let Some(old) = inner.holds.insert(hold_key.clone(), hold.clone()) {
-            // The server says our earlier hold is gone (or we adopt a hold it still has).
-            old.mark_lost();
-            old.gone.notify_waiters();
-        }
-        hold
     };
     match reply.as_slice() {
         [1, token] => {
@@ -544,7 +724,7 @@ async fn attempt_task(
                 // Before anyone relies on it, the grant must be on `wanted` replicas.
                 let acked = wait_replicas(conn, &keys.lock, wanted, timeout).await;
                 if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
-                    clean_up_unknown_outcome(&inner, &keys, &hold_key).await;
+                    clean_up_unknown_outcome(&inner, &keys, &field).await;
                     return Err(match acked {
                         Ok(acked) => Error::ReplicationFailed {
                             name: keys.lock.clone(),
@@ -556,28 +736,20 @@ async fn attempt_task(
                     });
                 }
             }
-            Ok(Attempt::Acquired(LockGuard::new(
-                inner.clone(),
-                new_hold(*token),
-                watchdog,
-            )))
-        }
-        [2, token, _count] => {
-            let existing = inner.holds.get(&hold_key).map(|h| h.value().clone());
-            match existing {
-                Some(h) if h.add_guard(watchdog, valid_until) => Ok(Attempt::Acquired(
-                    LockGuard::new(inner.clone(), h, watchdog),
-                )),
-                // Our own release of every hold is racing this re-entry and will undo it.
-                Some(h) if h.is_releasing() && !h.is_lost() => Ok(Attempt::Retry),
-                // The server has a hold we don't know of (a reply that was lost) or one we had
-                // given up on: adopt it. Its extra counts go with the final release ("all").
-                _ => Ok(Attempt::Acquired(LockGuard::new(
-                    inner.clone(),
-                    new_hold(*token),
-                    watchdog,
-                ))),
-            }
+            let valid_until = sent + lease;
+            let hold = Arc::new(Hold::new(
+                keys.clone(),
+                field,
+                *token as u64,
+                owner,
+                task,
+                valid_until,
+            ));
+            hold.add_guard(watchdog, valid_until);
+            // Shutdown waits for this task before it releases every recorded hold, so this
+            // one is released (and reported lost) too if the client is shutting down.
+            inner.holds.insert(hold.clone());
+            Ok(Attempt::Acquired(LockGuard::new(inner.clone(), hold, watchdog)))
         }
         [0, pttl] | [0, pttl, _, _, 0] => Ok(Attempt::Held(*pttl)),
         [0, bound, _, _, 1] => Ok(Attempt::Behind(*bound)),
@@ -616,15 +788,13 @@ async fn wait_replicas(
     }
 }
 
-/// An acquire whose reply never came may have been granted. If this owner has no live hold
-/// of the lock, any server-side hold is such a ghost: remove it now rather than let it block
-/// others until its lease ends. Done before the error is returned, so the caller's retry
-/// cannot race it.
-async fn clean_up_unknown_outcome(inner: &Inner, keys: &LockKeys, hold_key: &HoldKey) {
-    if inner.holds.get(hold_key).is_some_and(|h| h.count() > 0) {
-        return;
-    }
-    if let Err(e) = inner.run_release(keys, &hold_key.1, true).await {
+/// An acquire whose reply never came may have been granted: remove that hold now rather than
+/// let it block others until its lease ends. It names the attempt's own field, which the
+/// caller then retires, so this clean-up can never touch another hold, whenever it lands. If
+/// the acquire itself lands after this clean-up (a connection that delayed it), it leaves a
+/// hold nobody renews, which expires with its lease.
+async fn clean_up_unknown_outcome(inner: &Inner, keys: &LockKeys, field: &str) {
+    if let Err(e) = inner.run_release(keys, field, true).await {
         tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; the lease will expire it");
     }
 }

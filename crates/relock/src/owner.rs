@@ -1,4 +1,4 @@
-//! Who holds a lock: by default the current tokio task, as Redisson's owner is the thread.
+//! Explicit owners: an [`Owner`] scope lets several tasks re-enter one hold.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -14,14 +14,17 @@ thread_local! {
     static THREAD_OWNER: Owner = Owner::with_prefix("thread-");
 }
 
-/// The identity that holds a lock, the `<owner>` in the hash field `<client_id>:<owner>`.
+/// An explicit owner of holds: inside [`Owner::scope`], a `lock()` re-enters the live hold
+/// that the same owner took (on the same client), instead of waiting for it.
 ///
-/// Reentrancy is per owner: a second `lock()` by the same owner re-enters instead of waiting.
-/// [`Owner::current`] picks, in order:
-/// 1. the owner of an enclosing [`Owner::scope`];
-/// 2. the current tokio task (`task-<id>`), so each spawned task is its own owner;
-/// 3. outside any task (for example inside `Runtime::block_on`), the current OS thread
-///    (`thread-<n>`), as Redisson does.
+/// Without an owner scope, a `lock()` re-enters only inside a hold's own scope
+/// ([`LockGuard::scope`](crate::LockGuard::scope)); see [`Reentrancy`](crate::Reentrancy).
+/// With [`Reentrancy::PerTask`](crate::Reentrancy::PerTask) the implicit owner is
+/// [`Owner::current`]: in order, the owner of an enclosing [`Owner::scope`], the current tokio
+/// task (`task-<id>`), or outside any task the current OS thread (`thread-<n>`).
+///
+/// The owner is local bookkeeping: on the server every hold has its own field
+/// (`<client_id>:<n>`), whoever owns it.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -46,7 +49,8 @@ impl Owner {
         Owner(format!("{prefix}{}", NEXT_OWNER.fetch_add(1, Ordering::Relaxed)).into())
     }
 
-    /// The owner of the calling code; see the type's docs for the rule.
+    /// The owner of the calling code under [`Reentrancy::PerTask`](crate::Reentrancy::PerTask):
+    /// the enclosing scope's owner, else the task, else the thread.
     pub fn current() -> Self {
         if let Ok(owner) = SCOPED.try_with(Owner::clone) {
             return owner;
@@ -57,7 +61,13 @@ impl Owner {
         THREAD_OWNER.with(Owner::clone)
     }
 
-    /// Runs `future` with `self` as its [`Owner::current`].
+    /// The owner of an enclosing [`Owner::scope`], if any.
+    pub(crate) fn scoped() -> Option<Self> {
+        SCOPED.try_with(Owner::clone).ok()
+    }
+
+    /// Runs `future` with `self` as its owner: `lock()` calls inside re-enter this owner's
+    /// live hold of the same lock.
     ///
     /// # Cancel safety
     /// Dropping the returned future drops `future`; nothing else happens.

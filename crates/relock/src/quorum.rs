@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::task::Poll;
 use std::time::Duration;
 
-use dashmap::DashMap;
 use fred::interfaces::ClientLike;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -23,9 +22,10 @@ use tokio::time::Instant;
 
 use crate::client::{validate_lease, ClientBuilder, Inner};
 use crate::error::{Error, Result};
-use crate::holds::{Hold, HoldKey};
+use crate::holds::{FieldMaker, Hold, Holds};
 use crate::keys::LockKeys;
 use crate::quorum_lock::QuorumLock;
+use crate::reentry::{self, Reentrancy};
 use crate::scripts;
 
 /// Locks per renewal script call, per node.
@@ -55,6 +55,7 @@ pub struct QuorumClientBuilder {
     quarantine: Option<Duration>,
     watchdog_lease: Duration,
     connect_timeout: Duration,
+    reentrancy: Reentrancy,
 }
 
 impl Default for QuorumClientBuilder {
@@ -67,6 +68,7 @@ impl Default for QuorumClientBuilder {
             quarantine: None,
             watchdog_lease: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
+            reentrancy: Reentrancy::Scoped,
         }
     }
 }
@@ -103,7 +105,7 @@ impl QuorumClientBuilder {
         self
     }
 
-    /// The `<client_id>` of every owner field, on every node. Default: a random UUID.
+    /// The `<client_id>` of every hold's field, on every node. Default: a random UUID.
     pub fn client_id(mut self, id: impl Into<String>) -> Self {
         self.client_id = id.into();
         self
@@ -112,6 +114,14 @@ impl QuorumClientBuilder {
     /// How long connecting to the nodes may take. Default: 5 s.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.connect_timeout = timeout;
+        self
+    }
+
+    /// How `lock()` calls re-enter holds; as
+    /// [`ClientBuilder::reentrancy`](crate::ClientBuilder::reentrancy), with the same hazard
+    /// for [`Reentrancy::PerTask`]. Default: [`Reentrancy::Scoped`].
+    pub fn reentrancy(mut self, mode: Reentrancy) -> Self {
+        self.reentrancy = mode;
         self
     }
 
@@ -213,6 +223,10 @@ impl QuorumClientBuilder {
         }
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let inner = Arc::new(QuorumInner {
+            id: reentry::next_client_id(),
+            fields: FieldMaker::new(&self.client_id),
+            reentrancy: self.reentrancy,
+            tracker: tokio_util::task::TaskTracker::new(),
             nodes,
             quorum,
             client_id: self.client_id,
@@ -222,7 +236,7 @@ impl QuorumClientBuilder {
             max_lease_ms: AtomicU64::new(self.watchdog_lease.as_millis() as u64),
             counter_grace: Duration::from_secs(1),
             connections: builder.connection_count(),
-            holds: DashMap::new(),
+            holds: Holds::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: shutdown_tx,
             builder,
@@ -286,6 +300,11 @@ impl QuorumClient {
         QuorumLock::new(self.inner.clone(), name.into())
     }
 
+    /// This client's id, the `<client_id>` of its holds' fields on every node.
+    pub fn client_id(&self) -> &str {
+        &self.inner.client_id
+    }
+
     /// Votes needed: N/2 + 1.
     pub fn quorum(&self) -> usize {
         self.inner.quorum
@@ -298,11 +317,15 @@ impl QuorumClient {
 
     /// How many locks this client holds right now.
     pub fn held_locks(&self) -> usize {
-        self.inner.holds.iter().filter(|h| h.count() > 0).count()
+        self.inner.holds.held()
     }
 
     /// Releases every held lock on every node, stops the background tasks and closes the
     /// connections. Guards alive afterwards report themselves lost.
+    ///
+    /// It first waits (bounded) for the attempts and releases in flight, including those of
+    /// `lock()` calls cancelled just before, so that nothing they took or were cleaning up is
+    /// left on any node.
     ///
     /// # Cancel safety
     /// If dropped part-way, unreleased locks expire after their lease.
@@ -311,8 +334,13 @@ impl QuorumClient {
         if inner.shutting_down.swap(true, Ordering::SeqCst) {
             return;
         }
+        inner.tracker.close();
+        let settle = inner.node_timeout * 8 + Duration::from_millis(200);
+        if tokio::time::timeout(settle, inner.tracker.wait()).await.is_err() {
+            tracing::warn!("shutdown: work in flight did not finish within {settle:?}; releasing what is held anyway");
+        }
         let mut work = JoinSet::new();
-        for hold in inner.holds.iter().map(|e| e.value().clone()) {
+        for hold in inner.holds.all() {
             hold.mark_ended();
             let inner = inner.clone();
             work.spawn(async move {
@@ -322,6 +350,8 @@ impl QuorumClient {
             });
         }
         while work.join_next().await.is_some() {}
+        // The per-node releases those spawned run to their end before the nodes close.
+        let _ = tokio::time::timeout(settle, inner.tracker.wait()).await;
         inner.holds.clear();
         let _ = inner.shutdown.send(true);
         let mut closing = JoinSet::new();
@@ -401,6 +431,14 @@ fn pin_index(name: &str, connections: usize) -> usize {
 
 #[derive(Debug)]
 pub(crate) struct QuorumInner {
+    /// Process-unique id of this client (scopes re-enter only this client's holds).
+    pub(crate) id: u64,
+    /// Makes every hold's own field.
+    pub(crate) fields: FieldMaker,
+    pub(crate) reentrancy: Reentrancy,
+    /// Attempts, re-entries, releases and every node's part of a release run here, so that
+    /// shutdown can wait for them.
+    pub(crate) tracker: tokio_util::task::TaskTracker,
     pub(crate) nodes: Vec<Node>,
     pub(crate) quorum: usize,
     pub(crate) client_id: String,
@@ -412,7 +450,7 @@ pub(crate) struct QuorumInner {
     pub(crate) counter_grace: Duration,
     /// Connections per node (every node's pool has as many).
     connections: usize,
-    pub(crate) holds: DashMap<HoldKey, Arc<Hold>>,
+    pub(crate) holds: Holds,
     pub(crate) shutting_down: AtomicBool,
     shutdown: watch::Sender<bool>,
     builder: ClientBuilder,
@@ -515,7 +553,7 @@ impl QuorumInner {
             let Some(conn) = node.conn() else { continue };
             let (keys, field, grace) = (keys.release_keys(), field.to_string(), self.grace_ms());
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
-            tokio::spawn(async move {
+            self.tracker.spawn(async move {
                 let call = scripts::RELEASE.run::<Option<i64>>(
                     pinned(&conn, &name),
                     keys,
@@ -541,59 +579,61 @@ impl QuorumInner {
     }
 }
 
-/// Releases one guard of a quorum hold: one count on every node, or every count with the last
-/// guard.
-pub(crate) async fn release(q: Arc<QuorumInner>, hold: Arc<Hold>, watchdog: bool) -> Result<()> {
-    let (remaining, lost) = hold.remove_guard(watchdog);
+/// Releases one guard's worth of a quorum hold, `remaining` guards being left: one count on
+/// every node, or the whole hold (its own field only) with the last guard.
+pub(crate) async fn release(
+    q: Arc<QuorumInner>,
+    hold: Arc<Hold>,
+    remaining: u32,
+    lost: bool,
+) -> Result<()> {
     // After any renewal round in flight (see `Hold::gate`).
     let _gate = hold.gate.lock().await;
-    let key = (hold.keys.lock.clone(), hold.field.clone());
-    let current = q.holds.get(&key).is_some_and(|h| Arc::ptr_eq(&h, &hold));
     let lost_error = || Error::LockLost {
         name: hold.keys.lock.clone(),
     };
-    let result = if lost || !current {
-        // Still clean up whatever is left on the nodes.
-        if remaining == 0 {
-            q.release_everywhere(&hold.keys, &hold.field, true).await;
-        }
-        Err(lost_error())
-    } else {
-        let replies = q
-            .release_everywhere(&hold.keys, &hold.field, remaining == 0)
-            .await;
-        let held = replies.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
-        if held > 0 {
-            Ok(())
-        } else if replies.iter().all(|r| matches!(r, Ok(None))) {
-            hold.mark_lost();
-            Err(lost_error())
-        } else {
-            Err(Error::Connection {
-                url: q
-                    .nodes
-                    .iter()
-                    .map(|n| n.url.as_str())
-                    .collect::<Vec<_>>()
-                    .join(","),
-                cause: format!(
-                    "release of `{}` reached no node: {}",
-                    hold.keys.lock,
-                    replies
-                        .iter()
-                        .zip(&q.nodes)
-                        .filter_map(|(r, n)| r.as_ref().err().map(|e| format!("{}: {e}", n.url)))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-            })
-        }
-    };
-    if remaining == 0 {
-        q.holds.remove_if(&key, |_, h| Arc::ptr_eq(h, &hold));
-        hold.gone.notify_waiters();
+    if remaining > 0 && lost {
+        return Err(lost_error());
     }
-    result
+    // With the last guard, the whole hold goes, also when it was lost (clean-up of whatever
+    // is left on the nodes): it names only this hold's field.
+    let replies = q
+        .release_everywhere(&hold.keys, &hold.field, remaining == 0)
+        .await;
+    if remaining == 0 {
+        q.holds.remove(&hold);
+    }
+    let held = replies.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
+    if lost {
+        Err(lost_error())
+    } else if held > 0 {
+        Ok(())
+    } else if replies.iter().all(|r| matches!(r, Ok(None))) {
+        if remaining == 0 || !hold.is_releasing() {
+            hold.mark_lost();
+            return Err(lost_error());
+        }
+        Ok(())
+    } else {
+        Err(Error::Connection {
+            url: q
+                .nodes
+                .iter()
+                .map(|n| n.url.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            cause: format!(
+                "release of `{}` reached no node: {}",
+                hold.keys.lock,
+                replies
+                    .iter()
+                    .zip(&q.nodes)
+                    .filter_map(|(r, n)| r.as_ref().err().map(|e| format!("{}: {e}", n.url)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        })
+    }
 }
 
 fn spawn_reconnect(q: Weak<QuorumInner>, i: usize, mut shutdown: watch::Receiver<bool>) {
@@ -644,9 +684,9 @@ fn spawn_watchdog(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
             let Some(inner) = q.upgrade() else { return };
             let holds: Vec<Arc<Hold>> = inner
                 .holds
-                .iter()
+                .all()
+                .into_iter()
                 .filter(|h| h.wants_renewal())
-                .map(|h| h.value().clone())
                 .collect();
             let mut rounds = JoinSet::new();
             for batch in renewal_batches(&inner, holds) {
@@ -707,7 +747,7 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
         args.extend([h.field.clone(), h.token.to_string()]);
     }
     let mut calls = Vec::new();
-    for node in &q.nodes {
+    for (i, node) in q.nodes.iter().enumerate() {
         let Eligibility::Yes(conn) = node.eligibility() else {
             continue;
         };
@@ -715,18 +755,29 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
         let name = holds[0].keys.lock.clone();
         calls.push(Box::pin(async move {
             let call = scripts::QUORUM_RENEW.run::<Vec<i64>>(pinned(&conn, &name), keys, args);
-            tokio::time::timeout(limit, call)
+            let reply = tokio::time::timeout(limit, call)
                 .await
                 .ok()
-                .and_then(|r| r.ok())
+                .and_then(|r| r.ok());
+            (i, conn, reply)
         }));
     }
-    // Every node's answer (bounded by the node timeout): each lock needs its own majority.
+    // Every node's answer (bounded by the node timeout): each hold needs its own majority of
+    // real renewals. "Free here" (2) and "someone else here" (0) are both "not here".
     let mut renewed = vec![0usize; holds.len()];
-    race(calls, |reply| {
+    let mut not_here = vec![0usize; holds.len()];
+    let mut free_on: Vec<Vec<(usize, Arc<Inner>)>> = vec![Vec::new(); holds.len()];
+    race(calls, |(i, conn, reply)| {
         if let Some(r) = reply.filter(|r| r.len() == renewed.len()) {
-            for (n, v) in renewed.iter_mut().zip(r) {
-                *n += usize::from(v == 1 || v == 2);
+            for (h, v) in r.into_iter().enumerate() {
+                match v {
+                    1 => renewed[h] += 1,
+                    2 => {
+                        not_here[h] += 1;
+                        free_on[h].push((i, conn.clone()));
+                    }
+                    _ => not_here[h] += 1,
+                }
             }
         }
         false
@@ -734,17 +785,47 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
     .await;
     let now = Instant::now();
     let mut ok = true;
-    for (h, n) in holds.iter().zip(renewed) {
+    // Put back only holds that a majority just renewed, and only where the lock is free:
+    // repairing a minority that lost it (an empty restart). A hold that a majority lost stays
+    // lost, whatever a minority says.
+    let mut put_back: std::collections::BTreeMap<usize, (Arc<Inner>, Vec<Arc<Hold>>)> =
+        Default::default();
+    for (idx, h) in holds.iter().enumerate() {
+        let n = renewed[idx];
         if n >= q.quorum && now < h.valid_until() {
             h.renewed(sent, lease.saturating_sub(drift(lease)));
+            for (node, conn) in free_on[idx].drain(..) {
+                put_back
+                    .entry(node)
+                    .or_insert_with(|| (conn, Vec::new()))
+                    .1
+                    .push(h.clone());
+            }
         } else {
             ok = false;
             tracing::warn!(lock = %h.keys.lock, renewed = n, needed = q.quorum, "quorum renewal failed");
-            if now >= h.valid_until() {
+            if not_here[idx] > q.nodes.len() - q.quorum || now >= h.valid_until() {
+                // A majority no longer has it (deleted, force-unlocked, expired), or the
+                // lease ran out locally while renewals failed.
                 h.mark_lost();
             }
         }
     }
+    let mut repairs = Vec::new();
+    for (_, (conn, hs)) in put_back {
+        let mut keys = Vec::with_capacity(hs.len() * 2);
+        let mut args = vec![lease.as_millis().to_string(), q.grace_ms().to_string()];
+        for h in &hs {
+            keys.extend([h.keys.lock.clone(), h.keys.token.clone()]);
+            args.extend([h.field.clone(), h.token.to_string()]);
+        }
+        let (name, limit) = (hs[0].keys.lock.clone(), q.node_timeout);
+        repairs.push(Box::pin(async move {
+            let call = scripts::QUORUM_PUTBACK.run::<Vec<i64>>(pinned(&conn, &name), keys, args);
+            let _ = tokio::time::timeout(limit, call).await;
+        }));
+    }
+    race(repairs, |()| false).await;
     drop(gates);
     ok
 }

@@ -14,10 +14,11 @@ use tokio::time::Instant;
 
 use crate::error::{Error, NodeVote, Result, Vote};
 use crate::guard::LockGuard;
-use crate::holds::{Hold, HoldKey};
+use crate::holds::Hold;
 use crate::keys::LockKeys;
 use crate::owner::Owner;
 use crate::pubsub::Subscription;
+use crate::reentry::{self, Target};
 use crate::quorum::{drift, pinned, race, Eligibility, QuorumInner};
 use crate::scripts;
 
@@ -104,8 +105,24 @@ impl QuorumLock {
         LockKeys::new(&self.name, false).map(Arc::new)
     }
 
-    fn field(&self) -> String {
-        format!("{}:{}", self.q.client_id, Owner::current())
+    /// Acquires, runs `f` inside the hold's scope (nested `lock()` calls re-enter it), and
+    /// releases before returning, also on error or panic. As
+    /// [`Lock::with`](crate::Lock::with).
+    ///
+    /// # Errors
+    /// As [`lock`](QuorumLock::lock); [`Error::LockLost`] if the hold was lost before the
+    /// release.
+    ///
+    /// # Cancel safety
+    /// If dropped, `f` is dropped and the hold is released in the background.
+    pub async fn with<T>(&self, f: impl AsyncFnOnce(&LockGuard) -> T) -> Result<T> {
+        let guard = self.lock().await?;
+        let out = crate::guard::catch_unwind(guard.scope(f(&guard))).await;
+        let released = guard.unlock().await;
+        match out {
+            Err(panic) => std::panic::resume_unwind(panic),
+            Ok(v) => released.map(|()| v),
+        }
     }
 
     /// Acquires the lock, waiting as long as it takes.
@@ -157,15 +174,27 @@ impl QuorumLock {
         }
         let lease = self.lease.unwrap_or(self.q.watchdog_lease);
         self.q.note_lease(lease);
-        let field = self.field();
+        let owner = match reentry::resolve(self.q.id, self.q.reentrancy, &self.q.holds, &keys.lock)?
+        {
+            Target::Reenter(hold) => return self.reenter(keys, hold, lease).await.map(Some),
+            Target::Fresh { owner } => owner,
+        };
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let mut subs: Option<Vec<Subscription>> = None;
+        let mut warned = false;
         loop {
+            // Every attempt asks under a field of its own: a failed attempt is released
+            // everywhere under its field, and that release, however late it lands, cannot
+            // touch a later attempt's grant.
+            let field = self.q.fields.next();
             // In its own task: if this future is dropped mid-attempt, the attempt still ends
             // by releasing everywhere or by becoming a guard, which is dropped and released.
             let attempt = {
-                let (this, keys, field) = (self.clone(), keys.clone(), field.clone());
-                tokio::spawn(async move { this.attempt(&keys, &field, lease).await })
+                let (this, keys, owner) = (self.clone(), keys.clone(), owner.clone());
+                let task = crate::reentry::Caller::current();
+                self.q
+                    .tracker
+                    .spawn(async move { this.attempt(&keys, field, (owner, task), lease).await })
             };
             let failure = match attempt.await.map_err(|_| Error::Shutdown)?? {
                 Outcome::Acquired(g) => return Ok(Some(g)),
@@ -188,7 +217,13 @@ impl QuorumLock {
                 };
             }
             if subs.is_none() {
+                // Subscribe, then try again at once: a release between the attempt above and
+                // the subscription would otherwise leave us asleep for the holder's lease.
                 subs = Some(self.subscribe_all(&keys).await);
+                continue;
+            }
+            if held_elsewhere {
+                reentry::warn_if_waiting_on_own_task(&self.q.holds, &keys.lock, &mut warned);
             }
             // After a split vote, wait a random while so that contenders fall out of step;
             // when someone holds it, until a release message or the shortest lease reported.
@@ -206,6 +241,95 @@ impl QuorumLock {
             let _ = tokio::time::timeout(sleep, any_notified(subs_ref)).await;
             self.q.check_running()?;
         }
+    }
+
+    /// One more guard on `hold`: `reenter.lua` on every eligible node at once; a majority must
+    /// still have the hold. Runs in its own task.
+    async fn reenter(
+        &self,
+        keys: Arc<LockKeys>,
+        hold: Arc<Hold>,
+        lease: Duration,
+    ) -> Result<LockGuard> {
+        let q = self.q.clone();
+        let (name, watchdog) = (self.name.clone(), self.lease.is_none());
+        let task = self.q.tracker.spawn(async move {
+            let start = Instant::now();
+            let n = q.nodes.len();
+            let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
+            let mut calls = Vec::new();
+            for (i, node) in q.nodes.iter().enumerate() {
+                match node.eligibility() {
+                    Eligibility::Yes(conn) => {
+                        let (keys, field, limit) = (keys.clone(), hold.field.clone(), q.node_timeout);
+                        let args = vec![lease.as_millis().to_string(), field, q.grace_ms().to_string()];
+                        calls.push(Box::pin(async move {
+                            let call = scripts::REENTER.run::<Option<i64>>(
+                                pinned(&conn, &keys.lock),
+                                vec![keys.lock.clone(), keys.token.clone()],
+                                args,
+                            );
+                            (i, tokio::time::timeout(limit, call).await)
+                        }));
+                    }
+                    Eligibility::Quarantined(remaining) => votes[i] = Vote::Quarantined { remaining },
+                    Eligibility::Unavailable(why) => votes[i] = Vote::Error(why),
+                }
+            }
+            let (mut yes, mut gone, mut no) = (0usize, 0usize, n - calls.len());
+            race(calls, |(i, r)| {
+                votes[i] = match r {
+                    Ok(Ok(Some(_))) => {
+                        yes += 1;
+                        Vote::Granted
+                    }
+                    Ok(Ok(None)) => {
+                        gone += 1;
+                        no += 1;
+                        Vote::Error("the hold is not on this node".into())
+                    }
+                    Ok(Err(e)) => {
+                        no += 1;
+                        Vote::Error(e.to_string())
+                    }
+                    Err(_) => {
+                        no += 1;
+                        Vote::Timeout(q.node_timeout)
+                    }
+                };
+                yes >= q.quorum || n - no < q.quorum
+            })
+            .await;
+            let lost = || Error::LockLost { name: name.to_string() };
+            if yes >= q.quorum {
+                let valid_until = start + lease.saturating_sub(drift(lease));
+                return if hold.add_guard(watchdog, valid_until) {
+                    Ok(LockGuard::quorum(q.clone(), hold, watchdog))
+                } else {
+                    Err(lost())
+                };
+            }
+            if gone > n - q.quorum {
+                // A majority no longer has it: the hold is lost.
+                hold.mark_lost();
+                return Err(lost());
+            }
+            Err(Error::QuorumNotReached {
+                name: name.to_string(),
+                needed: q.quorum,
+                granted: yes,
+                votes: votes
+                    .into_iter()
+                    .zip(&q.nodes)
+                    .map(|(vote, node)| NodeVote {
+                        node: node.url.clone(),
+                        vote,
+                    })
+                    .collect(),
+                hint: None,
+            })
+        });
+        task.await.map_err(|_| Error::Shutdown)?
     }
 
     fn not_reached(&self, f: Failure) -> Error {
@@ -253,17 +377,23 @@ impl QuorumLock {
         subs
     }
 
-    /// One Redlock attempt: votes from every node at once, returning as soon as a quorum is
-    /// reached or has become impossible.
-    async fn attempt(&self, keys: &Arc<LockKeys>, field: &str, lease: Duration) -> Result<Outcome> {
+    /// One Redlock attempt for a fresh hold under `field`: votes from every node at once,
+    /// returning as soon as a quorum is reached or has become impossible.
+    async fn attempt(
+        &self,
+        keys: &Arc<LockKeys>,
+        field: String,
+        (owner, task): (Option<Owner>, crate::reentry::Caller),
+        lease: Duration,
+    ) -> Result<Outcome> {
         let q = &self.q;
-        let hold_key: HoldKey = (keys.lock.clone(), field.to_string());
-        // Our own final release of this lock may still be running: let it finish first, or
-        // it would remove what this attempt takes.
-        if let Some(h) = q.holds.get(&hold_key).map(|h| h.value().clone()) {
+        let field = field.as_str();
+        // A release of this lock by this client is in flight: the lock is about to be free,
+        // so let it land first (an optimisation only: it cannot touch this attempt's field).
+        if let Some(h) = q.holds.find(&keys.lock, |h| h.is_releasing()) {
             let mut gone = std::pin::pin!(h.gone.notified());
             gone.as_mut().enable();
-            if h.is_releasing() && q.holds.get(&hold_key).is_some_and(|c| Arc::ptr_eq(&c, &h)) {
+            if q.holds.contains(&h) {
                 let _ = tokio::time::timeout(q.node_timeout * 4, gone).await;
             }
         }
@@ -308,7 +438,7 @@ impl QuorumLock {
             race(calls, |(i, r)| {
                 votes[i] = match r {
                     Ok(Ok(reply)) => match reply.as_slice() {
-                        [1, token] | [2, token, _] => {
+                        [1, token] => {
                             granted += 1;
                             tokens.push(*token as u64);
                             Vote::Granted
@@ -364,13 +494,8 @@ impl QuorumLock {
                 .saturating_sub(drift(lease))
         };
         let mut ok = granted >= q.quorum && !validity(Instant::now()).is_zero();
-        let existing = q.holds.get(&hold_key).map(|h| h.value().clone());
-        let reentry = existing
-            .as_ref()
-            .filter(|h| h.count() > 0 && !h.is_lost())
-            .cloned();
-        let mut token = tokens.iter().copied().max().unwrap_or(0);
-        if ok && reentry.is_none() {
+        let token = tokens.iter().copied().max().unwrap_or(0);
+        if ok {
             // Write the token back to a majority, so that any later quorum meets a node that
             // has seen it and mints above it.
             let granting: Vec<usize> = (0..n).filter(|i| votes[*i].vote == Vote::Granted).collect();
@@ -379,7 +504,7 @@ impl QuorumLock {
         }
         let watchdog = self.lease.is_none();
         if !ok {
-            if reentry.is_none() && (granted > 0 || clean_up || pending > granted + held) {
+            if granted > 0 || clean_up || pending > granted + held {
                 q.release_everywhere(keys, field, true).await;
             }
             return Ok(Outcome::Failed(Failure {
@@ -390,25 +515,16 @@ impl QuorumLock {
             }));
         }
         let valid_until = start + lease.saturating_sub(drift(lease));
-        if let Some(h) = reentry {
-            if h.add_guard(watchdog, valid_until) {
-                return Ok(Outcome::Acquired(LockGuard::quorum(q.clone(), h, watchdog)));
-            }
-        }
-        if let Some(h) = existing.filter(|h| h.count() > 0) {
-            token = token.max(h.token);
-        }
         let hold = Arc::new(Hold::new(
             keys.clone(),
             field.to_string(),
             token,
+            owner,
+            task,
             valid_until,
         ));
         hold.add_guard(watchdog, valid_until);
-        if let Some(old) = q.holds.insert(hold_key, hold.clone()) {
-            old.mark_lost();
-            old.gone.notify_waiters();
-        }
+        q.holds.insert(hold.clone());
         Ok(Outcome::Acquired(LockGuard::quorum(
             q.clone(),
             hold,
@@ -478,7 +594,8 @@ impl QuorumLock {
         Ok(replies.iter().filter(|n| **n == Some(1)).count() >= self.q.quorum)
     }
 
-    /// How many holds the calling owner has, as a majority of the nodes agree (0 if none).
+    /// The hold count of the hold the calling code holds (its scope's, its owner's, or one its
+    /// task took), as a majority of the nodes agree (0 if none).
     ///
     /// # Errors
     /// As [`is_locked`](QuorumLock::is_locked).
@@ -487,7 +604,10 @@ impl QuorumLock {
     /// Cancel safe (read only).
     pub async fn hold_count(&self) -> Result<u32> {
         let keys = self.keys()?;
-        let field = self.field();
+        let Some(hold) = self.current_hold(&keys) else {
+            return Ok(0);
+        };
+        let field = hold.field.clone();
         let mut counts: Vec<u64> = self
             .on_every_node(
                 move |c, k| {
@@ -533,10 +653,23 @@ impl QuorumLock {
                 &keys,
             )
             .await;
-        for h in self.q.holds.iter().filter(|h| h.key().0 == keys.lock) {
-            h.value().mark_lost();
+        for h in self.q.holds.of_lock(&keys.lock) {
+            h.mark_lost();
         }
         Ok(replies.contains(&Some(1)))
+    }
+
+    /// As `Lock::current_hold`.
+    fn current_hold(&self, keys: &LockKeys) -> Option<Arc<Hold>> {
+        let q = &self.q;
+        if let Some(h) = reentry::scoped_hold(q.id, &keys.lock) {
+            return Some(h);
+        }
+        if let Ok(Target::Reenter(h)) = reentry::resolve(q.id, q.reentrancy, &q.holds, &keys.lock) {
+            return Some(h);
+        }
+        let caller = crate::reentry::Caller::current();
+        q.holds.find(&keys.lock, |h| h.task == caller && h.is_live())
     }
 
     /// Runs `f` on every connected node at once, each bounded by the node timeout.

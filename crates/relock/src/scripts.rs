@@ -58,6 +58,8 @@ fn is_noscript(e: &fred::error::Error) -> bool {
 
 pub(crate) static ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new("acquire", crate::lua::ACQUIRE));
+pub(crate) static REENTER: LazyLock<Script> =
+    LazyLock::new(|| Script::new("reenter", crate::lua::REENTER));
 pub(crate) static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new("release", crate::lua::RELEASE));
 pub(crate) static RENEW: LazyLock<Script> =
@@ -74,6 +76,8 @@ pub(crate) static QUORUM_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new("quorum_fence", crate::lua::QUORUM_FENCE));
 pub(crate) static QUORUM_RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new("quorum_renew", crate::lua::QUORUM_RENEW));
+pub(crate) static QUORUM_PUTBACK: LazyLock<Script> =
+    LazyLock::new(|| Script::new("quorum_putback", crate::lua::QUORUM_PUTBACK));
 
 #[cfg(test)]
 mod tests {
@@ -81,6 +85,7 @@ mod tests {
     fn every_script_documents_its_keys_argv_and_returns() {
         for s in [
             &*super::ACQUIRE,
+            &*super::REENTER,
             &*super::RELEASE,
             &*super::RENEW,
             &*super::FORCE_UNLOCK,
@@ -89,6 +94,7 @@ mod tests {
             &*super::FAIR_LEAVE,
             &*super::QUORUM_FENCE,
             &*super::QUORUM_RENEW,
+            &*super::QUORUM_PUTBACK,
         ] {
             assert!(
                 s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     "),

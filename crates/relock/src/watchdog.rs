@@ -45,9 +45,9 @@ pub(crate) fn spawn(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
 async fn renew_all(inner: &Arc<Inner>) -> bool {
     let holds: Vec<Arc<Hold>> = inner
         .holds
-        .iter()
-        .filter(|e| e.value().wants_renewal())
-        .map(|e| e.value().clone())
+        .all()
+        .into_iter()
+        .filter(|h| h.wants_renewal())
         .collect();
     if holds.is_empty() {
         return true;

@@ -1,0 +1,28 @@
+-- quorum_putback: puts a quorum hold back on one node of a minority that lost it (it restarted
+-- empty, or the key was deleted there), for up to a batch of holds. The client sends it only
+-- for holds that a majority of nodes just renewed, so it repairs a minority and can never bring
+-- back a hold that a majority lost.
+--
+-- KEYS     pairs: KEYS[2i-1] the lock hash of hold i, KEYS[2i] its fencing counter
+-- ARGV[1]  lease in ms
+-- ARGV[2]  grace in ms that the fencing counter outlives the lock
+-- ARGV[1+2i] the field of hold i; ARGV[2+2i] its fencing token
+--
+-- Returns an array with, for each hold i: 1 (put back, with the counter raised to the token)
+-- or 0 (the lock is not free here any more: left alone).
+local lease = tonumber(ARGV[1])
+local counter_ttl = lease + tonumber(ARGV[2])
+local result = {}
+for i = 1, #KEYS / 2 do
+  local lock, counter = KEYS[2 * i - 1], KEYS[2 * i]
+  local field, token = ARGV[1 + 2 * i], tonumber(ARGV[2 + 2 * i])
+  if redis.call('exists', lock) == 0 then
+    redis.call('hset', lock, field, 1)
+    redis.call('pexpire', lock, lease)
+    fence(counter, token, counter_ttl)
+    result[i] = 1
+  else
+    result[i] = 0
+  end
+end
+return result
