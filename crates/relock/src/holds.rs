@@ -91,7 +91,9 @@ impl Hold {
     /// must not use it).
     pub(crate) fn add_guard(&self, watchdog: bool, valid_until: Instant) -> bool {
         let mut s = self.state.lock().unwrap();
-        if s.lost || s.releasing || Instant::now() >= s.valid_until.max(valid_until) {
+        // A hold whose local deadline has passed is lost, even if nobody has looked yet: a new
+        // guard must not revive it.
+        if s.lost || s.releasing || Instant::now() >= s.valid_until {
             return false;
         }
         s.count += 1;
@@ -165,13 +167,20 @@ impl Hold {
         true
     }
 
-    /// Records a successful renewal sent at `sent_at`. Ignored once the hold is lost: a hold
-    /// declared lost stays lost, whatever a late reply says.
+    /// Records a successful renewal sent at `sent_at`. A renewal sent after the local deadline
+    /// had passed does not revive the hold: `is_lost()` may already have said it was lost, and
+    /// a hold reported lost stays lost, whatever a late reply says.
     pub(crate) fn renewed(&self, sent_at: Instant, lease: Duration) {
         let mut s = self.state.lock().unwrap();
-        if !s.lost {
-            s.valid_until = s.valid_until.max(sent_at + lease);
+        if s.lost {
+            return;
         }
+        if sent_at >= s.valid_until {
+            drop(s);
+            self.mark_lost();
+            return;
+        }
+        s.valid_until = s.valid_until.max(sent_at + lease);
     }
 
     pub(crate) fn valid_until(&self) -> Instant {

@@ -1,5 +1,6 @@
-//! Distributed locks on Redis for tokio: reentrant, renewed by a watchdog, woken by pub/sub,
-//! fenced by strictly increasing tokens, and wire-compatible with Redisson's `RLock`.
+//! Distributed locks on Redis for tokio: exclusive like `tokio::sync::Mutex`, re-entrant inside a
+//! hold's scope, renewed by a watchdog, woken by pub/sub, fenced by strictly increasing tokens,
+//! and wire-compatible with Redisson's `RLock`.
 //!
 //! ```no_run
 //! # async fn f() -> relock::Result<()> {
@@ -10,6 +11,10 @@
 //!
 //! let guard = lock.lock().await?;               // waits; the watchdog renews the lease
 //! let token = guard.fencing_token();            // send it with your writes
+//! guard.scope(async {
+//!     let nested = lock.lock().await?;          // re-enters: same hold, same token
+//!     nested.unlock().await
+//! }).await?;
 //! guard.unlock().await?;                        // or just drop the guard
 //!
 //! if let Some(guard) = lock.try_lock_for(Duration::from_secs(3)).await? {
@@ -23,8 +28,8 @@
 //! ```
 //!
 //! # Which lock should you use?
-//! - [`Lock`] (`client.lock(name)`): one Redis server, mutual exclusion between processes,
-//!   reentrant per task. Not fair: any waiter may win.
+//! - [`Lock`] (`client.lock(name)`): one Redis server (or a Cluster, or Sentinel), mutual
+//!   exclusion between processes and between futures. Not fair: any waiter may win.
 //! - A fair lock (`client.fair_lock(name)`, the same [`Lock`] type and guard): first come,
 //!   first served across all clients; each release wakes only the next in line, and a waiter
 //!   that dies stops holding up the line after its heartbeat deadline (5 s).
@@ -34,18 +39,29 @@
 //!   if correctness depends on it, have the protected resource check
 //!   [`LockGuard::fencing_token`]. `docs/safety.md` says exactly what is and is not promised.
 //!
+//! # Who holds a lock, and when `lock()` re-enters
+//! Every `lock()` outside a scope is a fresh acquisition and waits for any other holder, also a
+//! future of the same task (`join!`, `select!`, `FuturesUnordered`), as with
+//! `tokio::sync::Mutex`. Re-entry is explicit: inside [`LockGuard::scope`] or [`Lock::with`]
+//! (nested calls re-enter the hold), or inside [`Owner::scope`] (an explicit owner, across
+//! tasks). [`Reentrancy::PerTask`] opts into Redisson's implicit per-task re-entry, with its
+//! hazard. On the server every hold has its own field, so nothing that belongs to one hold
+//! (a late release, a renewal, a clean-up) can affect another: `docs/safety.md`.
+//!
 //! # Layout
 //! - `client`: [`Client`] and [`ClientBuilder`]: connections (fred, with explicit reconnect
 //!   and timeouts), settings, shutdown.
 //! - `lock`: [`Lock`], the acquire and wait loop.
 //! - `fair`: the fair lock's line: queued waiters, their heartbeats, leaving, the fair wait.
 //! - `guard`: [`LockGuard`] and release.
-//! - `holds`: the client's record of what it holds, shared by guards and the watchdog.
+//! - `holds`: the client's record of what it holds (one entry and one server field per hold),
+//!   shared by guards and the watchdog.
+//! - `reentry`: which hold a `lock()` re-enters (scopes, owners, the per-task mode).
 //! - `watchdog`: one task per client that renews holds in batches.
 //! - `pubsub`: one subscriber per client; refcounted subscriptions; wakes waiters.
 //! - `scripts`: the embedded Lua scripts (`lua/*.lua`), EVALSHA with NOSCRIPT fallback.
 //! - `keys`: key and channel names (Redisson's `{name}` hash-tag rule).
-//! - `owner`: [`Owner`], who holds a lock.
+//! - `owner`: [`Owner`], an explicit owner whose scope re-enters its holds.
 //! - `quorum`: [`QuorumClient`]: the nodes, restart quarantine, quorum watchdog and release.
 //! - `quorum_lock`: [`QuorumLock`]: the Redlock acquire algorithm and the wait loop.
 //! - `raw`: [`DistributedLock`], the trait every lock kind implements.
@@ -87,13 +103,13 @@ pub mod lua {
     pub const ACQUIRE: &str = script!("acquire.lua");
     /// One more count on an existing hold; never creates one.
     pub const REENTER: &str = script!("reenter.lua");
-    /// Drop one hold (or all of an owner's) and publish the release.
+    /// Drop one count of a hold (or the whole hold) and publish the release.
     pub const RELEASE: &str = script!("release.lua");
     /// The watchdog's batch renewal.
     pub const RENEW: &str = script!("renew.lua");
     /// Delete whoever holds it and publish.
     pub const FORCE_UNLOCK: &str = script!("force_unlock.lua");
-    /// Fair lock: take it when free and first in line, re-enter, or join the queue.
+    /// Fair lock: take it when free and first in line, or join the queue.
     pub const FAIR_ACQUIRE: &str = script!("fair_acquire.lua");
     /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
     pub const FAIR_HEARTBEAT: &str = script!("fair_heartbeat.lua");

@@ -745,7 +745,17 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                 task,
                 valid_until,
             ));
-            hold.add_guard(watchdog, valid_until);
+            if !hold.add_guard(watchdog, valid_until) {
+                // The reply took longer than the lease: the grant may already have expired
+                // and been taken by someone else. Drop it (under its own field); the caller
+                // retires the field and tries again.
+                clean_up_unknown_outcome(&inner, &keys, &hold.field).await;
+                return Err(Error::Timeout {
+                    operation: "acquire",
+                    server: inner.server(),
+                    timeout: lease,
+                });
+            }
             // Shutdown waits for this task before it releases every recorded hold, so this
             // one is released (and reported lost) too if the client is shutting down.
             inner.holds.insert(hold.clone());

@@ -523,7 +523,16 @@ impl QuorumLock {
             task,
             valid_until,
         ));
-        hold.add_guard(watchdog, valid_until);
+        if !hold.add_guard(watchdog, valid_until) {
+            // Validity ran out between the check above and now.
+            q.release_everywhere(keys, field, true).await;
+            return Ok(Outcome::Failed(Failure {
+                votes,
+                granted,
+                held,
+                min_pttl,
+            }));
+        }
         q.holds.insert(hold.clone());
         Ok(Outcome::Acquired(LockGuard::quorum(
             q.clone(),

@@ -7,8 +7,13 @@ use async_trait::async_trait;
 use crate::error::Result;
 use crate::guard::LockGuard;
 
-/// The operations shared by every relock lock kind (the reentrant lock today; the fair and
-/// quorum locks implement it too), so that code can be generic over the kind.
+/// The operations shared by every relock lock kind (the plain, fair and quorum locks), so that
+/// code can be generic over the kind.
+///
+/// Like `tokio::sync::Mutex`, `lock()` waits for any other holder, including another future of
+/// the calling task; it re-enters a hold only inside that hold's
+/// [`LockGuard::scope`](crate::LockGuard::scope) (or an [`Owner::scope`](crate::Owner::scope),
+/// or with the opt-in [`Reentrancy::PerTask`](crate::Reentrancy::PerTask)).
 ///
 /// ```no_run
 /// use relock::{DistributedLock, Result};
@@ -21,7 +26,7 @@ use crate::guard::LockGuard;
 pub trait DistributedLock: Send + Sync {
     /// Acquires, waiting as long as it takes. Cancel safe: see [`Lock::lock`](crate::Lock::lock).
     async fn lock(&self) -> Result<LockGuard>;
-    /// Acquires if free; never waits. Cancel safe.
+    /// Acquires if free (or re-enters inside the hold's scope); never waits. Cancel safe.
     async fn try_lock(&self) -> Result<Option<LockGuard>>;
     /// Acquires, waiting at most about `wait`. Cancel safe.
     async fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>>;
