@@ -37,7 +37,7 @@ mod server;
 mod wait;
 
 pub use cluster::RedisCluster;
-pub use proxy::{Direction, FaultProxy, Mode};
+pub use proxy::{ConnId, Direction, FaultProxy, Mode};
 pub use resp::Value;
 pub use sentinel::RedisSentinel;
 pub use server::{RedisMasters, RedisServer, ServerOptions};

@@ -17,6 +17,12 @@
 //! proxy.heal();                             // both Pass: the held replies are delivered
 //! proxy.reset();                            // every open connection gets a TCP reset
 //! proxy.refuse(true);                       // new connections are closed at once
+//!
+//! // One connection at a time: hold what is in flight on the connections open now (say, a
+//! // command the client already sent), while connections opened later pass.
+//! let frozen = proxy.freeze_existing(Direction::Up);
+//! proxy.set_conn(frozen[0], Direction::Up, None); // back to the proxy-wide mode
+//! proxy.clear_overrides();                        // every connection back to it
 //! # Ok(()) }
 //! ```
 //!
@@ -32,9 +38,10 @@
 //! in-process from the test, deterministically (no jitter, no toxicity dice). This proxy
 //! does that in a few hundred lines on the Tokio we already use, with no new dependencies.
 
+use std::collections::BTreeMap;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{mpsc as std_mpsc, Arc};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -42,7 +49,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{ReadHalf, WriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
-use tokio::task::JoinSet;
+use tokio::task::{AbortHandle, JoinSet};
 use tokio::time::Instant;
 
 use crate::{Error, Result};
@@ -80,11 +87,31 @@ pub enum Mode {
     Blackhole,
 }
 
+/// One proxied connection, numbered in the order the proxy accepted them (from 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnId(u64);
+
+impl ConnId {
+    /// The number: 1 for the first connection the proxy accepted, and so on.
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+impl std::fmt::Display for ConnId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "conn#{}", self.0)
+    }
+}
+
 /// A fault-injecting TCP proxy in front of one upstream address.
 ///
 /// It listens on a free port of `127.0.0.1` and forwards each accepted connection over an
 /// upstream connection of its own. Each [`Direction`] has a [`Mode`], changeable at any time and
-/// applying to all current and future connections. It runs on its own thread with its own
+/// applying to all current and future connections. One connection can override that mode per
+/// direction ([`FaultProxy::set_conn`], [`FaultProxy::freeze_existing`]): a relock client has
+/// a pool of connections to one URL, and "the command already written to this connection lands
+/// late while commands on other or new connections pass" needs connection-level faults. It runs on its own thread with its own
 /// Tokio runtime, so it works from sync tests and under either runtime flavour. Dropping it
 /// stops the thread and resets every connection, also while frozen.
 ///
@@ -104,6 +131,16 @@ pub enum Mode {
 /// - [`FaultProxy::bytes`] counts bytes released to the receiving side (counted just before
 ///   they are written), not discarded ones; [`FaultProxy::held`] counts bytes read and not yet
 ///   released, so a test can wait until, say, a reply is being held.
+///
+/// # Per-connection modes
+/// Each open connection has an [`ConnId`] ([`FaultProxy::conns`]) and, per direction, an
+/// optional override. Its *effective* mode is the override if set, else the proxy-wide mode;
+/// everything above applies to the effective mode (so a connection whose override is
+/// [`Mode::Freeze`] keeps its bytes while the proxy-wide mode is `Pass`, and delivers them in
+/// order when the override is cleared). A chunk is dropped if the effective mode of its
+/// connection became [`Mode::Blackhole`] while it waited, through either setting. New
+/// connections start without overrides. [`FaultProxy::conn_held`] and
+/// [`FaultProxy::conn_bytes`] count per connection what `held` and `bytes` count overall.
 #[derive(Debug)]
 pub struct FaultProxy {
     port: u16,
@@ -123,6 +160,96 @@ struct Shared {
     refuse: AtomicBool,
     accepted: AtomicU64,
     open: AtomicUsize,
+    /// The modes (proxy-wide and per connection) and the open connections. Every mode change
+    /// and every (un)registration of a connection happens under this lock, so a connection's
+    /// effective mode is always consistent with the settings.
+    modes: Mutex<Modes>,
+}
+
+/// The proxy-wide modes and the registered (open) connections with their overrides.
+#[derive(Debug, Default)]
+struct Modes {
+    up: DirState,
+    down: DirState,
+    conns: BTreeMap<u64, ConnEntry>,
+}
+
+impl Modes {
+    fn global(&mut self, dir: Direction) -> &mut DirState {
+        match dir {
+            Direction::Up => &mut self.up,
+            Direction::Down => &mut self.down,
+        }
+    }
+}
+
+/// An open connection in the registry: its control block and its overrides.
+#[derive(Debug)]
+struct ConnEntry {
+    ctl: Arc<ConnCtl>,
+    up: Option<Mode>,
+    down: Option<Mode>,
+}
+
+impl ConnEntry {
+    fn over(&mut self, dir: Direction) -> &mut Option<Mode> {
+        match dir {
+            Direction::Up => &mut self.up,
+            Direction::Down => &mut self.down,
+        }
+    }
+
+    /// Publishes `mode` as the effective mode of `dir`, if it differs from the current one; a
+    /// (new) blackhole bumps the generation, so that held chunks are dropped.
+    fn publish(&self, dir: Direction, mode: Mode) {
+        self.ctl.flow(dir).state.send_if_modified(|s| {
+            if s.mode == mode && mode != Mode::Blackhole {
+                return false;
+            }
+            s.mode = mode;
+            if mode == Mode::Blackhole {
+                s.blackholes += 1;
+            }
+            true
+        });
+    }
+}
+
+/// One connection's control block: its effective modes and counters, and its task.
+#[derive(Debug)]
+struct ConnCtl {
+    id: u64,
+    up: ConnFlow,
+    down: ConnFlow,
+    /// Set by the accept loop right after spawning the connection's task (before it runs).
+    abort: OnceLock<AbortHandle>,
+}
+
+impl ConnCtl {
+    fn flow(&self, dir: Direction) -> &ConnFlow {
+        match dir {
+            Direction::Up => &self.up,
+            Direction::Down => &self.down,
+        }
+    }
+}
+
+/// One direction of one connection: its effective mode and its counters.
+#[derive(Debug)]
+struct ConnFlow {
+    state: watch::Sender<DirState>,
+    forwarded: AtomicU64,
+    held: AtomicU64,
+}
+
+impl ConnFlow {
+    fn new(state: DirState) -> Self {
+        ConnFlow {
+            state: watch::channel(state).0,
+            forwarded: AtomicU64::new(0),
+            held: AtomicU64::new(0),
+        }
+    }
 }
 
 impl Shared {
@@ -132,12 +259,47 @@ impl Shared {
             Direction::Down => &self.down,
         }
     }
+
+    /// The mode registry; a panic while it was held cannot leave it inconsistent (every
+    /// update is a single assignment), so a poisoned lock is used as is.
+    fn lock_modes(&self) -> std::sync::MutexGuard<'_, Modes> {
+        self.modes.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a new connection with the current proxy-wide modes and no overrides.
+    fn register(&self, id: u64) -> Arc<ConnCtl> {
+        let mut modes = self.lock_modes();
+        let ctl = Arc::new(ConnCtl {
+            id,
+            up: ConnFlow::new(DirState {
+                mode: modes.up.mode,
+                blackholes: 0,
+            }),
+            down: ConnFlow::new(DirState {
+                mode: modes.down.mode,
+                blackholes: 0,
+            }),
+            abort: OnceLock::new(),
+        });
+        modes.conns.insert(
+            id,
+            ConnEntry {
+                ctl: ctl.clone(),
+                up: None,
+                down: None,
+            },
+        );
+        ctl
+    }
+
+    fn unregister(&self, id: u64) {
+        self.lock_modes().conns.remove(&id);
+    }
 }
 
-/// One direction: its mode and counters, shared by all connections.
+/// One direction: its counters over all connections.
 #[derive(Debug)]
 struct Flow {
-    state: watch::Sender<DirState>,
     /// Bytes released to the receiving side.
     forwarded: AtomicU64,
     /// Bytes read and queued but neither released nor dropped yet.
@@ -147,16 +309,15 @@ struct Flow {
 impl Flow {
     fn new() -> Self {
         Flow {
-            state: watch::channel(DirState::default()).0,
             forwarded: AtomicU64::new(0),
             held: AtomicU64::new(0),
         }
     }
 }
 
-/// The mode of one direction, and how often it was set to [`Mode::Blackhole`]: a chunk read
-/// before a blackhole began is dropped even if the mode moved on before the writer looked
-/// (watch channels only show the latest value).
+/// The (effective) mode of one direction, and how often it was set to [`Mode::Blackhole`]: a
+/// chunk read before a blackhole began is dropped even if the mode moved on before the writer
+/// looked (watch channels only show the latest value).
 #[derive(Debug, Clone, Copy, Default)]
 struct DirState {
     mode: Mode,
@@ -212,6 +373,7 @@ impl FaultProxy {
             refuse: AtomicBool::new(false),
             accepted: AtomicU64::new(0),
             open: AtomicUsize::new(0),
+            modes: Mutex::new(Modes::default()),
         });
         let (control, control_rx) = mpsc::unbounded_channel();
         let (ready_tx, ready_rx) = std_mpsc::channel::<std::io::Result<()>>();
@@ -272,14 +434,20 @@ impl FaultProxy {
         self.upstream
     }
 
-    /// Sets the mode of one direction, for current and future connections.
+    /// Sets the mode of one direction, for current and future connections (a connection with
+    /// an override for `dir` keeps following its override).
     pub fn set(&self, dir: Direction, mode: Mode) {
-        self.shared.flow(dir).state.send_modify(|state| {
-            state.mode = mode;
-            if mode == Mode::Blackhole {
-                state.blackholes += 1;
+        let mut modes = self.shared.lock_modes();
+        let global = modes.global(dir);
+        global.mode = mode;
+        if mode == Mode::Blackhole {
+            global.blackholes += 1;
+        }
+        for entry in modes.conns.values_mut() {
+            if entry.over(dir).is_none() {
+                entry.publish(dir, mode);
             }
-        });
+        }
     }
 
     /// Sets the mode of both directions.
@@ -288,9 +456,114 @@ impl FaultProxy {
         self.set(Direction::Down, mode);
     }
 
-    /// The current mode of one direction.
+    /// The current proxy-wide mode of one direction.
     pub fn mode(&self, dir: Direction) -> Mode {
-        self.shared.flow(dir).state.borrow().mode
+        self.shared.lock_modes().global(dir).mode
+    }
+
+    /// The connections open now (accepted and not yet closed or reset), oldest first.
+    pub fn conns(&self) -> Vec<ConnId> {
+        self.shared
+            .lock_modes()
+            .conns
+            .keys()
+            .map(|&id| ConnId(id))
+            .collect()
+    }
+
+    /// Overrides the mode of direction `dir` for connection `id` only (`None`: follow the
+    /// proxy-wide mode again). Returns `false` if that connection is no longer open.
+    pub fn set_conn(&self, id: ConnId, dir: Direction, mode: Option<Mode>) -> bool {
+        let mut modes = self.shared.lock_modes();
+        let global = modes.global(dir).mode;
+        let Some(entry) = modes.conns.get_mut(&id.0) else {
+            return false;
+        };
+        *entry.over(dir) = mode;
+        entry.publish(dir, mode.unwrap_or(global));
+        true
+    }
+
+    /// The override of direction `dir` for connection `id`, if it is open and has one.
+    pub fn conn_mode(&self, id: ConnId, dir: Direction) -> Option<Mode> {
+        let mut modes = self.shared.lock_modes();
+        modes.conns.get_mut(&id.0).and_then(|e| *e.over(dir))
+    }
+
+    /// Freezes direction `dir` of every connection open now (an override, see
+    /// [`FaultProxy::set_conn`]); connections opened later follow the proxy-wide mode. Returns
+    /// the connections it froze. Typical use: hold a command a pooled client is about to
+    /// write, while the client's reconnects and other connections go through.
+    pub fn freeze_existing(&self, dir: Direction) -> Vec<ConnId> {
+        let mut modes = self.shared.lock_modes();
+        let mut frozen = Vec::new();
+        for (&id, entry) in modes.conns.iter_mut() {
+            *entry.over(dir) = Some(Mode::Freeze);
+            entry.publish(dir, Mode::Freeze);
+            frozen.push(ConnId(id));
+        }
+        frozen
+    }
+
+    /// Removes every connection's overrides, both directions: all follow the proxy-wide modes
+    /// again (held bytes are delivered if those let them).
+    pub fn clear_overrides(&self) {
+        let mut modes = self.shared.lock_modes();
+        let (up, down) = (modes.up.mode, modes.down.mode);
+        for entry in modes.conns.values_mut() {
+            entry.up = None;
+            entry.down = None;
+            entry.publish(Direction::Up, up);
+            entry.publish(Direction::Down, down);
+        }
+    }
+
+    /// Bytes connection `id` currently holds back in direction `dir` (0 once it is closed).
+    pub fn conn_held(&self, id: ConnId, dir: Direction) -> u64 {
+        self.conn_ctl(id)
+            .map_or(0, |c| c.flow(dir).held.load(Ordering::SeqCst))
+    }
+
+    /// Bytes connection `id` has forwarded in direction `dir` (0 once it is closed).
+    pub fn conn_bytes(&self, id: ConnId, dir: Direction) -> u64 {
+        self.conn_ctl(id)
+            .map_or(0, |c| c.flow(dir).forwarded.load(Ordering::SeqCst))
+    }
+
+    /// The open connections that hold bytes back in direction `dir` now, oldest first.
+    pub fn conns_holding(&self, dir: Direction) -> Vec<ConnId> {
+        self.shared
+            .lock_modes()
+            .conns
+            .values()
+            .filter(|e| e.ctl.flow(dir).held.load(Ordering::SeqCst) > 0)
+            .map(|e| ConnId(e.ctl.id))
+            .collect()
+    }
+
+    /// Resets one connection as [`FaultProxy::reset`] resets all (both sides get a TCP reset;
+    /// its held bytes are discarded). Returns once it is closed; `false` if it was not open.
+    pub fn reset_conn(&self, id: ConnId) -> bool {
+        let Some(ctl) = self.conn_ctl(id) else {
+            return false;
+        };
+        if let Some(abort) = ctl.abort.get() {
+            abort.abort();
+        }
+        // The connection unregisters itself when its task is dropped on the proxy thread.
+        let deadline = std::time::Instant::now() + CONTROL_TIMEOUT;
+        while self.conn_ctl(id).is_some() && std::time::Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        true
+    }
+
+    fn conn_ctl(&self, id: ConnId) -> Option<Arc<ConnCtl>> {
+        self.shared
+            .lock_modes()
+            .conns
+            .get(&id.0)
+            .map(|e| e.ctl.clone())
     }
 
     /// Both directions back to [`Mode::Pass`]; frozen bytes are delivered.
@@ -393,6 +666,7 @@ async fn accept_loop(
     mut control: mpsc::UnboundedReceiver<Control>,
 ) {
     let mut conns = JoinSet::new();
+    let mut next_id = 0u64;
     loop {
         tokio::select! {
             cmd = control.recv() => match cmd {
@@ -410,7 +684,13 @@ async fn accept_loop(
                         drop(client); // a plain close: the client reads EOF
                         continue;
                     }
-                    conns.spawn(serve(client, upstream, Arc::clone(&shared)));
+                    next_id += 1;
+                    // Registered before its task runs, so `conns()` lists it as soon as it
+                    // is accepted, and `reset_conn` can abort it from then on.
+                    let ctl = shared.register(next_id);
+                    let conn = Conn::new(client, Arc::clone(&shared), ctl.clone());
+                    let abort = conns.spawn(serve(conn, upstream));
+                    let _ = ctl.abort.set(abort);
                 }
                 Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
             },
@@ -429,16 +709,18 @@ struct Conn {
     upstream: Option<TcpStream>,
     clean: bool,
     shared: Arc<Shared>,
+    ctl: Arc<ConnCtl>,
 }
 
 impl Conn {
-    fn new(client: TcpStream, shared: Arc<Shared>) -> Self {
+    fn new(client: TcpStream, shared: Arc<Shared>, ctl: Arc<ConnCtl>) -> Self {
         shared.open.fetch_add(1, Ordering::SeqCst);
         Conn {
             client,
             upstream: None,
             clean: false,
             shared,
+            ctl,
         }
     }
 }
@@ -458,11 +740,11 @@ impl Drop for Conn {
             }
         }
         self.shared.open.fetch_sub(1, Ordering::SeqCst);
+        self.shared.unregister(self.ctl.id);
     }
 }
 
-async fn serve(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
-    let mut conn = Conn::new(client, Arc::clone(&shared));
+async fn serve(mut conn: Conn, upstream: SocketAddr) {
     let _ = conn.client.set_nodelay(true);
     let server = match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(upstream)).await {
         Ok(Ok(s)) => s,
@@ -470,11 +752,12 @@ async fn serve(client: TcpStream, upstream: SocketAddr, shared: Arc<Shared>) {
         _ => return,
     };
     let _ = server.set_nodelay(true);
+    let (shared, ctl) = (Arc::clone(&conn.shared), Arc::clone(&conn.ctl));
     let server = conn.upstream.insert(server);
     let (client_read, client_write) = conn.client.split();
     let (server_read, server_write) = server.split();
-    let up = pump(client_read, server_write, &shared.up);
-    let down = pump(server_read, client_write, &shared.down);
+    let up = pump(client_read, server_write, &shared.up, &ctl.up);
+    let down = pump(server_read, client_write, &shared.down, &ctl.down);
     conn.clean = tokio::try_join!(up, down).is_ok();
 }
 
@@ -484,12 +767,15 @@ struct Chunk<'a> {
     read_at: Instant,
     blackholes: u64,
     bytes: Vec<u8>,
-    held: Option<&'a AtomicU64>,
+    /// The proxy-wide and the connection's held counters.
+    held: Option<[&'a AtomicU64; 2]>,
 }
 
 impl<'a> Chunk<'a> {
-    fn new(bytes: Vec<u8>, blackholes: u64, held: &'a AtomicU64) -> Self {
-        held.fetch_add(bytes.len() as u64, Ordering::SeqCst);
+    fn new(bytes: Vec<u8>, blackholes: u64, held: [&'a AtomicU64; 2]) -> Self {
+        for h in held {
+            h.fetch_add(bytes.len() as u64, Ordering::SeqCst);
+        }
         Chunk {
             read_at: Instant::now(),
             blackholes,
@@ -501,7 +787,9 @@ impl<'a> Chunk<'a> {
     /// No longer held: it is about to be written or dropped.
     fn unhold(&mut self) {
         if let Some(held) = self.held.take() {
-            held.fetch_sub(self.bytes.len() as u64, Ordering::SeqCst);
+            for h in held {
+                h.fetch_sub(self.bytes.len() as u64, Ordering::SeqCst);
+            }
         }
     }
 }
@@ -514,9 +802,15 @@ impl Drop for Chunk<'_> {
 
 /// Forwards one direction until end of stream or an error: a reader that queues chunks and a
 /// writer that releases them as the mode allows.
-async fn pump(mut from: ReadHalf<'_>, mut to: WriteHalf<'_>, flow: &Flow) -> std::io::Result<()> {
+async fn pump(
+    mut from: ReadHalf<'_>,
+    mut to: WriteHalf<'_>,
+    flow: &Flow,
+    conn: &ConnFlow,
+) -> std::io::Result<()> {
     let (queue, mut queued) = mpsc::unbounded_channel::<Chunk<'_>>();
-    let state = flow.state.subscribe();
+    // The connection's effective mode (its override, else the proxy-wide mode).
+    let state = conn.state.subscribe();
     let read_state = state.clone();
     let reader = async move {
         let mut buf = vec![0; CHUNK];
@@ -530,7 +824,7 @@ async fn pump(mut from: ReadHalf<'_>, mut to: WriteHalf<'_>, flow: &Flow) -> std
                 continue;
             }
             // An empty chunk marks the end of stream, so the FIN keeps its place and time.
-            let chunk = Chunk::new(buf[..n].to_vec(), blackholes, &flow.held);
+            let chunk = Chunk::new(buf[..n].to_vec(), blackholes, [&flow.held, &conn.held]);
             if queue.send(chunk).is_err() || n == 0 {
                 return Ok(());
             }
@@ -550,6 +844,8 @@ async fn pump(mut from: ReadHalf<'_>, mut to: WriteHalf<'_>, flow: &Flow) -> std
             }
             // Counted before writing, so a peer that has read the bytes sees them counted.
             flow.forwarded
+                .fetch_add(chunk.bytes.len() as u64, Ordering::SeqCst);
+            conn.forwarded
                 .fetch_add(chunk.bytes.len() as u64, Ordering::SeqCst);
             to.write_all(&chunk.bytes).await?;
         }

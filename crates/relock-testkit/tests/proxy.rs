@@ -404,6 +404,145 @@ async fn dead_upstream_cuts_clients_off() {
     assert_eq!(proxy.connections(), 0);
 }
 
+// 9. Per connection: freeze the connections open now; new ones pass; release one by id.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn freeze_existing_holds_old_connections_while_new_ones_pass() {
+    let (server, proxy) = setup();
+    let mut old = Client::connect(&proxy.addr()).await;
+    old.ping().await;
+    let frozen = proxy.freeze_existing(Direction::Up);
+    assert_eq!(frozen, proxy.conns());
+    assert_eq!(frozen.len(), 1);
+    let id = frozen[0];
+    assert_eq!(id.get(), 1);
+    assert_eq!(proxy.conn_mode(id, Direction::Up), Some(Mode::Freeze));
+    assert_eq!(proxy.conn_mode(id, Direction::Down), None);
+    assert_eq!(proxy.mode(Direction::Up), Mode::Pass);
+    let set = resp(&["SET", "k", "old"]);
+    old.send(&set).await;
+    wait_until(SOON, "the old connection to hold the SET", || async {
+        proxy.conn_held(id, Direction::Up) == set.len() as u64
+    })
+    .await
+    .unwrap();
+    assert_eq!(proxy.conns_holding(Direction::Up), vec![id]);
+    // A connection opened now follows the proxy-wide mode (Pass).
+    let mut new = Client::connect(&proxy.addr()).await;
+    new.ping().await;
+    new.send(&resp(&["SET", "k", "new"])).await;
+    new.expect_reply("+OK\r\n").await;
+    let ids = proxy.conns();
+    assert_eq!(ids.len(), 2);
+    let new_id = ids[1];
+    assert!(new_id > id);
+    assert_eq!(proxy.conn_held(new_id, Direction::Up), 0);
+    assert!(proxy.conn_bytes(new_id, Direction::Up) > 0);
+    assert_eq!(proxy.conn_bytes(id, Direction::Up), PING.len() as u64);
+    tokio::time::sleep(QUIET).await; // proving a negative: the frozen SET stays held
+    assert_eq!(get(&server, "k").as_deref(), Some("new"));
+    assert_eq!(old.reply(Duration::ZERO).await.unwrap(), None);
+    // Clearing the override delivers the held command, after the newer one: it lands late.
+    assert!(proxy.set_conn(id, Direction::Up, None));
+    old.expect_reply("+OK\r\n").await;
+    assert_eq!(get(&server, "k").as_deref(), Some("old"));
+    assert_eq!(proxy.conn_held(id, Direction::Up), 0);
+    assert_eq!(proxy.held(Direction::Up), 0);
+    assert_eq!(
+        proxy.conn_bytes(id, Direction::Up),
+        (PING.len() + set.len()) as u64
+    );
+}
+
+// 10. An override beats the proxy-wide mode both ways; clear_overrides goes back to it.
+#[tokio::test]
+async fn a_connection_override_beats_the_proxy_wide_mode() {
+    let (_server, proxy) = setup();
+    let mut a = Client::connect(&proxy.addr()).await;
+    let mut b = Client::connect(&proxy.addr()).await;
+    a.ping().await;
+    b.ping().await;
+    let [ida, idb] = proxy.conns()[..] else {
+        panic!("two connections expected: {:?}", proxy.conns())
+    };
+    // Proxy-wide freeze, but `a` passes.
+    proxy.set(Direction::Down, Mode::Freeze);
+    assert!(proxy.set_conn(ida, Direction::Down, Some(Mode::Pass)));
+    a.ping().await;
+    b.send(PING).await;
+    wait_until(SOON, "b's PONG to be held", || async {
+        proxy.conn_held(idb, Direction::Down) == 7
+    })
+    .await
+    .unwrap();
+    assert_eq!(proxy.conn_held(ida, Direction::Down), 0);
+    // A proxy-wide change does not move a connection that has an override.
+    proxy.set(Direction::Down, Mode::Delay(Duration::from_millis(1)));
+    b.expect_reply("+PONG\r\n").await;
+    proxy.set(Direction::Down, Mode::Freeze);
+    a.ping().await;
+    // Back to the proxy-wide mode (Freeze) for `a` too; then everything passes again.
+    proxy.clear_overrides();
+    assert_eq!(proxy.conn_mode(ida, Direction::Down), None);
+    a.send(PING).await;
+    assert_eq!(a.reply(QUIET).await.unwrap(), None, "a is not frozen");
+    proxy.heal();
+    a.expect_reply("+PONG\r\n").await;
+    // Unknown or closed connections are reported as such.
+    drop(b);
+    wait_until(SOON, "b to close", || async { proxy.conns() == vec![ida] })
+        .await
+        .unwrap();
+    assert!(!proxy.set_conn(idb, Direction::Up, Some(Mode::Freeze)));
+    assert_eq!(proxy.conn_held(idb, Direction::Up), 0);
+    assert!(!proxy.reset_conn(idb));
+}
+
+// 11. A per-connection blackhole drops only that connection's held bytes; reset_conn resets
+//     one connection and leaves the others alone.
+#[tokio::test]
+async fn blackhole_and_reset_of_one_connection_leave_the_others_alone() {
+    let (server, proxy) = setup();
+    let mut a = Client::connect(&proxy.addr()).await;
+    let mut b = Client::connect(&proxy.addr()).await;
+    a.ping().await;
+    b.ping().await;
+    let [ida, idb] = proxy.conns()[..] else {
+        panic!("two connections expected: {:?}", proxy.conns())
+    };
+    assert_eq!(proxy.freeze_existing(Direction::Down), vec![ida, idb]);
+    a.send(PING).await;
+    b.send(PING).await;
+    wait_until(SOON, "both PONGs to be held", || async {
+        proxy.held(Direction::Down) == 14
+    })
+    .await
+    .unwrap();
+    // Blackhole then Pass at once on `a`: its held PONG is dropped, b's is not.
+    proxy.set_conn(ida, Direction::Down, Some(Mode::Blackhole));
+    proxy.set_conn(ida, Direction::Down, Some(Mode::Pass));
+    a.ping().await; // the dropped PONG does not show up first
+    assert_eq!(proxy.conn_held(idb, Direction::Down), 7);
+    // A proxy-wide blackhole reaches only connections without an override.
+    proxy.set(Direction::Down, Mode::Blackhole);
+    proxy.set(Direction::Down, Mode::Pass);
+    assert_eq!(proxy.conn_held(idb, Direction::Down), 7);
+    proxy.set_conn(idb, Direction::Down, None);
+    b.expect_reply("+PONG\r\n").await;
+    // Reset one connection: it gets a reset, the other keeps working.
+    assert!(proxy.reset_conn(ida));
+    assert_eq!(proxy.conns(), vec![idb]);
+    assert_eq!(proxy.connections(), 1);
+    let after = a.reply(SOON).await;
+    assert!(
+        matches!(&after, Err(e) if e.kind() == ErrorKind::ConnectionReset),
+        "expected a connection reset, got {after:?}"
+    );
+    b.ping().await;
+    b.send(&resp(&["SET", "k", "v"])).await;
+    b.expect_reply("+OK\r\n").await;
+    assert_eq!(get(&server, "k").as_deref(), Some("v"));
+}
+
 #[test]
 fn bad_upstream_is_an_error() {
     let err = FaultProxy::start("not an address").unwrap_err();

@@ -9,10 +9,8 @@
 use std::collections::hash_map::DefaultHasher;
 use std::future::Future;
 use std::hash::{Hash, Hasher};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
-use std::task::Poll;
 use std::time::Duration;
 
 use fred::interfaces::ClientLike;
@@ -767,7 +765,7 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
     let mut renewed = vec![0usize; holds.len()];
     let mut not_here = vec![0usize; holds.len()];
     let mut free_on: Vec<Vec<(usize, Arc<Inner>)>> = vec![Vec::new(); holds.len()];
-    race(calls, |(i, conn, reply)| {
+    race(&q.tracker, calls, |(i, conn, reply)| {
         if let Some(r) = reply.filter(|r| r.len() == renewed.len()) {
             for (h, v) in r.into_iter().enumerate() {
                 match v {
@@ -825,41 +823,37 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
             let _ = tokio::time::timeout(limit, call).await;
         }));
     }
-    race(repairs, |()| false).await;
+    race(&q.tracker, repairs, |()| false).await;
     drop(gates);
     ok
 }
 
-/// Polls every future in `futs` at once, in this task (no spawns: the quorum's latency is a
-/// handful of loopback round trips), handing each output to `on_ready` as it completes, until
-/// `on_ready` returns true or all are done. Futures still pending are then dropped: use it
-/// only where a call that may or may not still run is harmless (votes, whose failure releases
-/// everywhere in spawned tasks; write-back and renewal, which need only a majority).
-pub(crate) async fn race<F, T>(futs: Vec<Pin<Box<F>>>, mut on_ready: impl FnMut(T) -> bool)
-where
-    F: Future<Output = T>,
+/// Runs every future in `futs` to its end, each in its own task on `tracker` (so shutdown waits
+/// for them), and hands each output to `on_ready` as it arrives, until `on_ready` returns true
+/// or all are done. Only the *waiting* stops early: a node's call that is still running goes
+/// on (a slow node's EVALSHA that meets NOSCRIPT still sends its EVAL; a vote still lands on its
+/// pinned connection before a later release of the same lock there).
+pub(crate) async fn race<F, T>(
+    tracker: &tokio_util::task::TaskTracker,
+    futs: Vec<F>,
+    mut on_ready: impl FnMut(T) -> bool,
+) where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
 {
-    let mut futs: Vec<Option<Pin<Box<F>>>> = futs.into_iter().map(Some).collect();
-    let mut left = futs.len();
-    std::future::poll_fn(|cx| {
-        for slot in futs.iter_mut() {
-            if let Some(f) = slot {
-                if let Poll::Ready(out) = f.as_mut().poll(cx) {
-                    *slot = None;
-                    left -= 1;
-                    if on_ready(out) {
-                        return Poll::Ready(());
-                    }
-                }
-            }
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for f in futs {
+        let tx = tx.clone();
+        tracker.spawn(async move {
+            let _ = tx.send(f.await);
+        });
+    }
+    drop(tx);
+    while let Some(out) = rx.recv().await {
+        if on_ready(out) {
+            return;
         }
-        if left == 0 {
-            Poll::Ready(())
-        } else {
-            Poll::Pending
-        }
-    })
-    .await
+    }
 }
 
 /// Clock drift allowance of the Redlock algorithm: 1% of the lease plus 2 ms.

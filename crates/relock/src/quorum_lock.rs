@@ -277,7 +277,7 @@ impl QuorumLock {
                 }
             }
             let (mut yes, mut gone, mut no) = (0usize, 0usize, n - calls.len());
-            race(calls, |(i, r)| {
+            race(&q.tracker, calls, |(i, r)| {
                 votes[i] = match r {
                     Ok(Ok(Some(_))) => {
                         yes += 1;
@@ -435,7 +435,7 @@ impl QuorumLock {
         let mut min_pttl: Option<Duration> = None;
         let mut clean_up = false;
         if no + q.quorum <= n {
-            race(calls, |(i, r)| {
+            race(&q.tracker, calls, |(i, r)| {
                 votes[i] = match r {
                     Ok(Ok(reply)) => match reply.as_slice() {
                         [1, token] => {
@@ -574,7 +574,7 @@ impl QuorumLock {
             }));
         }
         let mut acks = 0;
-        race(calls, |ok| {
+        race(&q.tracker, calls, |ok| {
             acks += usize::from(ok);
             acks >= q.quorum
         })

@@ -1,0 +1,125 @@
+//! Helpers shared by the fault scenarios: clients behind a proxy, the lock hash as the server
+//! has it, and the server's command log (to prove that a held command did run, and when).
+
+use std::time::Duration;
+
+use relock_testkit::{ConnId, Direction, FaultProxy, Value};
+use relock_tests::*;
+
+/// A client that reaches `proxy` (a pool of 4 connections and a subscriber connection), with
+/// a fixed client id (fields are `<id>:<n>`), the given command timeout and watchdog lease.
+pub async fn proxied_client(
+    proxy: &FaultProxy,
+    id: &str,
+    command_timeout: Duration,
+    lease: Duration,
+) -> relock::Client {
+    relock::Client::builder()
+        .url(proxy.url())
+        .client_id(id)
+        .watchdog_lease(lease)
+        .command_timeout(command_timeout)
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("connect through the proxy")
+}
+
+/// `HGETALL key` as (field, value) pairs, sorted by field.
+pub fn hgetall(server: &RedisServer, key: &str) -> Vec<(String, String)> {
+    match server.cmd(&["HGETALL", key]).unwrap() {
+        Value::Array(Some(items)) => {
+            let mut v: Vec<(String, String)> = items
+                .chunks(2)
+                .map(|p| (p[0].as_string().unwrap(), p[1].as_string().unwrap()))
+                .collect();
+            v.sort();
+            v
+        }
+        other => panic!("HGETALL {key} replied {other:?}"),
+    }
+}
+
+/// A server reply as an integer (panics naming the command otherwise).
+pub fn int(server: &RedisServer, args: &[&str]) -> i64 {
+    let v = server.cmd(args).unwrap();
+    v.as_int()
+        .or_else(|| v.as_string().and_then(|s| s.parse().ok()))
+        .unwrap_or_else(|| panic!("{args:?} replied {v:?}"))
+}
+
+/// The current value of a lock's fencing counter (0 if it has none).
+pub fn counter(server: &RedisServer, name: &str) -> u64 {
+    match server
+        .cmd(&["GET", &format!("redisson_lock_token:{{{name}}}")])
+        .unwrap()
+    {
+        Value::Bulk(None) => 0,
+        v => v.as_string().unwrap().parse().unwrap(),
+    }
+}
+
+/// Makes the server log every command it runs (the slow log, threshold 0), so a test can see
+/// that a command held by the proxy ran, and in which order relative to others.
+pub fn log_every_command(server: &RedisServer) {
+    server
+        .cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "0"])
+        .unwrap();
+    server
+        .cmd(&["CONFIG", "SET", "slowlog-max-len", "100000"])
+        .unwrap();
+}
+
+/// One command in the server's log: its sequence number and its arguments.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub id: i64,
+    pub args: Vec<String>,
+}
+
+/// The commands logged so far, oldest first (see [`log_every_command`]).
+pub fn command_log(server: &RedisServer) -> Vec<Logged> {
+    let Value::Array(Some(entries)) = server.cmd(&["SLOWLOG", "GET", "-1"]).unwrap() else {
+        panic!("SLOWLOG GET did not reply an array");
+    };
+    let mut out: Vec<Logged> = entries
+        .iter()
+        .map(|e| {
+            let Value::Array(Some(parts)) = e else {
+                panic!("slow log entry {e:?}")
+            };
+            let Value::Array(Some(args)) = &parts[3] else {
+                panic!("slow log entry {e:?}")
+            };
+            Logged {
+                id: parts[0].as_int().unwrap(),
+                args: args.iter().filter_map(|a| a.as_string()).collect(),
+            }
+        })
+        .collect();
+    out.sort_by_key(|l| l.id);
+    out
+}
+
+/// The newest log sequence number so far (-1 if none).
+pub fn last_logged(server: &RedisServer) -> i64 {
+    command_log(server).last().map_or(-1, |l| l.id)
+}
+
+/// The logged script calls after `after` whose arguments include all of `needles`.
+pub fn logged_after(server: &RedisServer, after: i64, needles: &[&str]) -> Vec<Logged> {
+    command_log(server)
+        .into_iter()
+        .filter(|l| l.id > after && needles.iter().all(|n| l.args.iter().any(|a| a == n)))
+        .collect()
+}
+
+/// Waits (bounded) until at least one connection holds bytes in `dir`; returns every
+/// connection that does.
+pub async fn conns_holding(proxy: &FaultProxy, dir: Direction, what: &str) -> Vec<ConnId> {
+    eventually(Duration::from_secs(3), what, || async {
+        let c = proxy.conns_holding(dir);
+        (!c.is_empty()).then_some(c)
+    })
+    .await
+}
