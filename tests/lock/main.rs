@@ -18,3 +18,4 @@ mod t60_bad_input_gets_typed_errors;
 mod t61_a_dropped_lock_future_leaves_nothing_behind;
 mod t62_unreachable_redis_fails_fast_naming_the_address;
 mod t63_shutdown_releases_held_locks_and_wakes_waiters;
+mod t64_credentials_never_appear_in_errors_debug_output_or_traces;

@@ -28,6 +28,7 @@ impl RedisCluster {
             let bus = free_port()?;
             nodes.push(RedisServer::start_with(ServerOptions {
                 aof: false,
+                password: None,
                 extra_args: [
                     "--cluster-enabled",
                     "yes",

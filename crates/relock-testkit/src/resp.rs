@@ -41,18 +41,41 @@ impl Value {
 }
 
 pub(crate) fn command(port: u16, args: &[&str], timeout: Duration) -> std::io::Result<Value> {
+    command_as(port, None, args, timeout)
+}
+
+/// As [`command`], after `AUTH <password>` on the same connection when a password is given.
+pub(crate) fn command_as(
+    port: u16,
+    password: Option<&str>,
+    args: &[&str],
+    timeout: Duration,
+) -> std::io::Result<Value> {
     let mut stream = TcpStream::connect(("127.0.0.1", port))?;
     stream.set_read_timeout(Some(timeout))?;
     stream.set_write_timeout(Some(timeout))?;
-    let mut buf = format!("*{}\r\n", args.len()).into_bytes();
+    let mut buf = Vec::new();
+    if let Some(p) = password {
+        encode(&mut buf, &["AUTH", p]);
+    }
+    encode(&mut buf, args);
+    stream.write_all(&buf)?;
+    let mut reader = BufReader::new(stream);
+    if password.is_some() {
+        if let Value::Error(e) = read_value(&mut reader)? {
+            return Ok(Value::Error(e));
+        }
+    }
+    read_value(&mut reader)
+}
+
+fn encode(buf: &mut Vec<u8>, args: &[&str]) {
+    buf.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
     for a in args {
         buf.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
         buf.extend_from_slice(a.as_bytes());
         buf.extend_from_slice(b"\r\n");
     }
-    stream.write_all(&buf)?;
-    let mut reader = BufReader::new(stream);
-    read_value(&mut reader)
 }
 
 fn read_value(r: &mut impl BufRead) -> std::io::Result<Value> {

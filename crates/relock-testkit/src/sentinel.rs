@@ -30,6 +30,7 @@ impl RedisSentinel {
         let master = RedisServer::start()?;
         let replica = RedisServer::start_with(ServerOptions {
             aof: false,
+            password: None,
             extra_args: vec![
                 "--replicaof".into(),
                 "127.0.0.1".into(),

@@ -25,6 +25,9 @@ pub struct ServerOptions {
     pub aof: bool,
     /// Extra `--name value` arguments for redis-server.
     pub extra_args: Vec<String>,
+    /// Require this password (`--requirepass`) from every client; the kit's own commands
+    /// authenticate with it. Default: none.
+    pub password: Option<String>,
 }
 
 /// A running `redis-server` on `127.0.0.1`, killed and cleaned up on drop.
@@ -90,9 +93,18 @@ impl RedisServer {
         self.port
     }
 
-    /// `redis://127.0.0.1:<port>`.
+    /// `redis://127.0.0.1:<port>` (without credentials; see [`RedisServer::url_with_password`]).
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    /// `redis://:<password>@127.0.0.1:<port>` for a server started with
+    /// [`ServerOptions::password`] (the plain URL otherwise).
+    pub fn url_with_password(&self) -> String {
+        match &self.options.password {
+            Some(p) => format!("redis://:{p}@127.0.0.1:{}", self.port),
+            None => self.url(),
+        }
     }
 
     /// `127.0.0.1:<port>`.
@@ -125,6 +137,9 @@ impl RedisServer {
         } else {
             cmd.args(["--appendonly", "no"]);
         }
+        if let Some(p) = &self.options.password {
+            cmd.args(["--requirepass", p]);
+        }
         cmd.args(&self.options.extra_args);
         let child = cmd
             .stdin(Stdio::null())
@@ -138,7 +153,12 @@ impl RedisServer {
         *self.child.lock().unwrap() = Some(child);
         let start = Instant::now();
         loop {
-            if let Ok(Value::Status(s)) = resp::command(self.port, &["PING"], COMMAND_TIMEOUT) {
+            if let Ok(Value::Status(s)) = resp::command_as(
+                self.port,
+                self.options.password.as_deref(),
+                &["PING"],
+                COMMAND_TIMEOUT,
+            ) {
                 if s == "PONG" {
                     return Ok(());
                 }
@@ -178,7 +198,8 @@ impl RedisServer {
     /// # Errors
     /// I/O errors (the server is down or paused past 3 s) and error replies.
     pub fn cmd(&self, args: &[&str]) -> Result<Value> {
-        match resp::command(self.port, args, COMMAND_TIMEOUT) {
+        let password = self.options.password.as_deref();
+        match resp::command_as(self.port, password, args, COMMAND_TIMEOUT) {
             Ok(Value::Error(reply)) => Err(Error::Command {
                 port: self.port,
                 command: args.join(" "),

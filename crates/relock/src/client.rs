@@ -28,8 +28,9 @@ const COUNTER_GRACE: Duration = Duration::from_secs(1);
 /// Locks per renewal script call, as Redisson's `lockWatchdogBatchSize`.
 const RENEW_BATCH: usize = 100;
 
-/// Settings shared by every lock of a client. Built by [`ClientBuilder`].
-#[derive(Debug, Clone)]
+/// Settings shared by every lock of a client. Built by [`ClientBuilder`]. Its `Debug` shows
+/// the URL without credentials.
+#[derive(Clone)]
 pub(crate) struct Settings {
     pub(crate) url: String,
     pub(crate) client_id: String,
@@ -42,6 +43,22 @@ pub(crate) struct Settings {
     pub(crate) fair_heartbeat: Duration,
     pub(crate) sync_replicas: Option<(u32, Duration)>,
     pub(crate) reentrancy: Reentrancy,
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Settings")
+            .field("url", &crate::redact::url(&self.url))
+            .field("client_id", &self.client_id)
+            .field("watchdog_lease", &self.watchdog_lease)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("command_timeout", &self.command_timeout)
+            .field("connections", &self.connections)
+            .field("fair_heartbeat", &self.fair_heartbeat)
+            .field("sync_replicas", &self.sync_replicas)
+            .field("reentrancy", &self.reentrancy)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Builds a [`Client`] with explicit settings.
@@ -197,7 +214,11 @@ impl ClientBuilder {
         self.validate()?;
         let url = fred_url(&self.settings.url)?;
         let fred_config = FredConfig::from_url(&url).map_err(|e| {
-            Error::invalid("url", format!("`{}`: {}", self.settings.url, e.details()))
+            let raw = &self.settings.url;
+            Error::invalid(
+                "url",
+                crate::redact::in_text(&format!("`{}`: {}", raw, e.details()), raw),
+            )
         })?;
         Ok(fred_config)
     }
@@ -296,8 +317,8 @@ impl ClientBuilder {
                 p.broadcast_channel_capacity = 4096;
             });
         let connection_error = |cause: String| Error::Connection {
-            url: s.url.clone(),
-            cause,
+            url: crate::redact::url(&s.url),
+            cause: crate::redact::in_text(&cause, &s.url),
         };
         let pool = builder
             .build_pool(s.connections)
@@ -349,7 +370,7 @@ impl ClientBuilder {
         });
         watchdog::spawn(Arc::downgrade(&inner), shutdown_rx.clone());
         fair::spawn_heartbeats(Arc::downgrade(&inner), shutdown_rx);
-        tracing::debug!(url = %inner.settings.url, client_id = %inner.settings.client_id, "relock client connected");
+        tracing::debug!(url = %inner.server(), client_id = %inner.settings.client_id, "relock client connected");
         Ok(Client { inner })
     }
 }
@@ -389,11 +410,12 @@ pub(crate) fn deployment(url: &str) -> Deployment {
 /// Checks the scheme, and turns the comma-separated node lists we accept
 /// (`redis-cluster://h1:p1,h2:p2`) into fred's form (`redis-cluster://h1:p1?node=h2:p2`).
 fn fred_url(url: &str) -> Result<String> {
+    let shown = crate::redact::url(url);
     let bad = |why: &str| {
         Error::invalid(
             "url",
             format!(
-                "`{url}`: {why}. Expected redis://host:port, redis-cluster://host:port[,host:port...] \
+                "`{shown}`: {why}. Expected redis://host:port, redis-cluster://host:port[,host:port...] \
                  or redis-sentinel://host:port[,host:port...]?sentinelServiceName=NAME (TLS is not built in)"
             ),
         )
@@ -499,9 +521,21 @@ impl Drop for CloseOnDrop {
 /// client.shutdown().await;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Client {
     pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("url", &self.inner.server())
+            .field("client_id", &self.inner.settings.client_id)
+            .field("held_locks", &self.held_locks())
+            .field("parked_waiters", &self.parked_waiters())
+            .field("shut_down", &self.inner.shutting_down.load(Ordering::SeqCst))
+            .finish()
+    }
 }
 
 #[derive(Debug)]
@@ -755,8 +789,9 @@ impl Inner {
         self.settings.counter_grace.as_millis() as u64
     }
 
+    /// The server's URL without credentials, for messages.
     pub(crate) fn server(&self) -> String {
-        self.settings.url.clone()
+        crate::redact::url(&self.settings.url)
     }
 
     /// Reconnects every connection (once at a time), so that a Sentinel client finds the
@@ -796,7 +831,10 @@ impl Inner {
             },
             ErrorKind::IO | ErrorKind::Canceled => Error::Connection {
                 url: self.server(),
-                cause: format!("during `{operation}`: {}", e.details()),
+                cause: crate::redact::in_text(
+                    &format!("during `{operation}`: {}", e.details()),
+                    &self.settings.url,
+                ),
             },
             _ if e.details().starts_with("READONLY") => {
                 // We are talking to a master that was demoted (a Sentinel failover): reconnect,

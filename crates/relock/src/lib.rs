@@ -81,6 +81,7 @@ mod pubsub;
 mod quorum;
 mod quorum_lock;
 mod raw;
+mod redact;
 mod reentry;
 mod scripts;
 mod watchdog;

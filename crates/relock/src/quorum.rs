@@ -43,7 +43,7 @@ const UPTIME_CHECK: Duration = Duration::from_millis(250);
 ///     .await?;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use = "a builder does nothing until `build` is awaited"]
 pub struct QuorumClientBuilder {
     urls: Vec<String>,
@@ -54,6 +54,20 @@ pub struct QuorumClientBuilder {
     watchdog_lease: Duration,
     connect_timeout: Duration,
     reentrancy: Reentrancy,
+}
+
+impl std::fmt::Debug for QuorumClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls: Vec<String> = self.urls.iter().map(|u| crate::redact::url(u)).collect();
+        f.debug_struct("QuorumClientBuilder")
+            .field("urls", &urls)
+            .field("client_id", &self.client_id)
+            .field("node_timeout", &self.node_timeout)
+            .field("quarantine", &self.quarantine)
+            .field("watchdog_lease", &self.watchdog_lease)
+            .field("reentrancy", &self.reentrancy)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Default for QuorumClientBuilder {
@@ -148,7 +162,7 @@ impl QuorumClientBuilder {
         if let Some(dup) = self.urls.iter().find(|u| !seen.insert(u.as_str())) {
             return Err(Error::invalid(
                 "urls",
-                format!("`{dup}` is listed twice; each node must be a different master"),
+                format!("`{}` is listed twice; each node must be a different master", crate::redact::url(dup)),
             ));
         }
         validate_lease("watchdog_lease", self.watchdog_lease)?;
@@ -174,7 +188,7 @@ impl QuorumClientBuilder {
             if crate::client::deployment(url) != crate::client::Deployment::Single {
                 return Err(Error::invalid(
                     "urls",
-                    format!("`{url}`: each quorum node must be one independent master (redis://host:port)"),
+                    format!("`{}`: each quorum node must be one independent master (redis://host:port)", crate::redact::url(url)),
                 ));
             }
             builder.clone().url(url.clone()).check()?;
@@ -189,6 +203,7 @@ impl QuorumClientBuilder {
             .iter()
             .map(|u| Node {
                 url: u.clone(),
+                name: crate::redact::url(u),
                 conn: RwLock::new(None),
                 state: Mutex::new(NodeState::default()),
             })
@@ -205,7 +220,12 @@ impl QuorumClientBuilder {
         if nodes.len() - failures.len() < quorum {
             failures.sort_by_key(|(i, _)| *i);
             return Err(Error::Connection {
-                url: self.urls.join(","),
+                url: self
+                    .urls
+                    .iter()
+                    .map(|u| crate::redact::url(u))
+                    .collect::<Vec<_>>()
+                    .join(","),
                 cause: format!(
                     "only {} of {} nodes reachable, {} needed: {}",
                     nodes.len() - failures.len(),
@@ -213,7 +233,7 @@ impl QuorumClientBuilder {
                     quorum,
                     failures
                         .iter()
-                        .map(|(i, e)| format!("{}: {e}", self.urls[*i]))
+                        .map(|(i, e)| format!("{}: {e}", crate::redact::url(&self.urls[*i])))
                         .collect::<Vec<_>>()
                         .join("; ")
                 ),
@@ -267,9 +287,20 @@ impl QuorumClientBuilder {
 /// client.shutdown().await;
 /// # Ok(()) }
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct QuorumClient {
     pub(crate) inner: Arc<QuorumInner>,
+}
+
+impl std::fmt::Debug for QuorumClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("QuorumClient")
+            .field("nodes", &self.nodes())
+            .field("quorum", &self.inner.quorum)
+            .field("client_id", &self.inner.client_id)
+            .field("held_locks", &self.held_locks())
+            .finish()
+    }
 }
 
 impl QuorumClient {
@@ -310,7 +341,7 @@ impl QuorumClient {
 
     /// The nodes' URLs, in the order given.
     pub fn nodes(&self) -> Vec<String> {
-        self.inner.nodes.iter().map(|n| n.url.clone()).collect()
+        self.inner.nodes.iter().map(|n| n.name.clone()).collect()
     }
 
     /// How many locks this client holds right now.
@@ -362,9 +393,11 @@ impl QuorumClient {
     }
 }
 
-#[derive(Debug)]
 pub(crate) struct Node {
-    pub(crate) url: String,
+    /// The URL as given (with credentials): only for connecting.
+    url: String,
+    /// The URL without credentials: for every message.
+    pub(crate) name: String,
     conn: RwLock<Option<Arc<Inner>>>,
     state: Mutex<NodeState>,
 }
@@ -375,6 +408,15 @@ struct NodeState {
     run_id: Option<String>,
     /// When it may vote; `None` until its uptime is known (after connecting or an error).
     eligible_at: Option<Instant>,
+}
+
+impl std::fmt::Debug for Node {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Node")
+            .field("url", &self.name)
+            .field("connected", &self.conn.read().unwrap().is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Whether a node may vote now.
@@ -521,7 +563,7 @@ impl QuorumInner {
         };
         let mut state = node.state.lock().unwrap();
         if state.run_id.is_some() && state.run_id != run_id {
-            tracing::warn!(node = %node.url, "node restarted (new run id); quarantined");
+            tracing::warn!(node = %node.name, "node restarted (new run id); quarantined");
         }
         state.run_id = run_id;
         // Whole seconds, rounded down: the quarantine ends no earlier than it should.
@@ -617,7 +659,7 @@ pub(crate) async fn release(
             url: q
                 .nodes
                 .iter()
-                .map(|n| n.url.as_str())
+                .map(|n| n.name.as_str())
                 .collect::<Vec<_>>()
                 .join(","),
             cause: format!(
@@ -626,7 +668,7 @@ pub(crate) async fn release(
                 replies
                     .iter()
                     .zip(&q.nodes)
-                    .filter_map(|(r, n)| r.as_ref().err().map(|e| format!("{}: {e}", n.url)))
+                    .filter_map(|(r, n)| r.as_ref().err().map(|e| format!("{}: {e}", n.name)))
                     .collect::<Vec<_>>()
                     .join("; ")
             ),

@@ -322,7 +322,7 @@ impl QuorumLock {
                     .into_iter()
                     .zip(&q.nodes)
                     .map(|(vote, node)| NodeVote {
-                        node: node.url.clone(),
+                        node: node.name.clone(),
                         vote,
                     })
                     .collect(),
@@ -484,7 +484,7 @@ impl QuorumLock {
             .into_iter()
             .zip(&q.nodes)
             .map(|(vote, node)| NodeVote {
-                node: node.url.clone(),
+                node: node.name.clone(),
                 vote,
             })
             .collect();

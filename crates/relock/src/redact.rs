@@ -1,0 +1,119 @@
+//! Credentials never leave the client: every URL that appears in an error, a `Debug` or a
+//! tracing field goes through [`url`] first.
+
+/// `url` with its password (and any `...password=` query parameter) replaced by `***`. The user
+/// name stays, since it helps to tell which ACL user failed.
+///
+/// `redis://app:s3cret@h:6379/0` → `redis://app:***@h:6379/0`;
+/// `redis://:s3cret@h:6379` → `redis://:***@h:6379`;
+/// `redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=x` →
+/// `redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=***`.
+pub(crate) fn url(url: &str) -> String {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((s, r)) => (Some(s), r),
+        None => (None, url),
+    };
+    let (authority_and_path, query) = match rest.split_once('?') {
+        Some((a, q)) => (a, Some(q)),
+        None => (rest, None),
+    };
+    let mut out = String::with_capacity(url.len());
+    if let Some(s) = scheme {
+        out.push_str(s);
+        out.push_str("://");
+    }
+    match authority_and_path.rsplit_once('@') {
+        Some((userinfo, host)) => {
+            match userinfo.split_once(':') {
+                Some((user, _password)) => {
+                    out.push_str(user);
+                    out.push_str(":***");
+                }
+                // `redis://secret@host`: a lone userinfo is the password (fred's rule).
+                None => out.push_str("***"),
+            }
+            out.push('@');
+            out.push_str(host);
+        }
+        None => out.push_str(authority_and_path),
+    }
+    if let Some(q) = query {
+        out.push('?');
+        let params: Vec<String> = q
+            .split('&')
+            .map(|p| match p.split_once('=') {
+                Some((k, _)) if k.to_ascii_lowercase().contains("password") => format!("{k}=***"),
+                _ => p.to_string(),
+            })
+            .collect();
+        out.push_str(&params.join("&"));
+    }
+    out
+}
+
+/// Replaces every occurrence of `secret_url`'s credentials in `text` (for messages of other
+/// libraries that may quote the URL they were given).
+pub(crate) fn in_text(text: &str, raw_url: &str) -> String {
+    let mut out = text.replace(raw_url, &url(raw_url));
+    for secret in secrets(raw_url) {
+        out = out.replace(&secret, "***");
+    }
+    out
+}
+
+/// The secret parts of a URL: the password and any password query parameter's value.
+fn secrets(raw_url: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let rest = raw_url.split_once("://").map_or(raw_url, |(_, r)| r);
+    let (authority, query) = match rest.split_once('?') {
+        Some((a, q)) => (a, Some(q)),
+        None => (rest, None),
+    };
+    if let Some((userinfo, _)) = authority.rsplit_once('@') {
+        let password = userinfo.split_once(':').map_or(userinfo, |(_, p)| p);
+        if !password.is_empty() {
+            found.push(password.to_string());
+        }
+    }
+    for p in query.into_iter().flat_map(|q| q.split('&')) {
+        if let Some((k, v)) = p.split_once('=') {
+            if k.to_ascii_lowercase().contains("password") && !v.is_empty() {
+                found.push(v.to_string());
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_are_replaced_and_users_kept() {
+        for (raw, want) in [
+            ("redis://app:s3cret@h:6379/0", "redis://app:***@h:6379/0"),
+            ("redis://:s3cret@h:6379", "redis://:***@h:6379"),
+            ("redis://s3cret@h:6379", "redis://***@h:6379"),
+            ("redis://h:6379", "redis://h:6379"),
+            (
+                "redis-cluster://u:p%40ss@a:1,b:2",
+                "redis-cluster://u:***@a:1,b:2",
+            ),
+            (
+                "redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=x1",
+                "redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=***",
+            ),
+            ("rediss://u:a:b@h:1", "rediss://u:***@h:1"),
+        ] {
+            assert_eq!(super::url(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn secrets_in_foreign_text_are_replaced() {
+        let raw = "redis://app:s3cret@h:6379?sentinelPassword=zz9";
+        let text = format!("failed to connect to {raw}: bad password s3cret (zz9)");
+        let out = super::in_text(&text, raw);
+        assert!(!out.contains("s3cret") && !out.contains("zz9"), "{out}");
+        assert!(out.contains("app:***@h:6379"), "{out}");
+    }
+}
