@@ -249,7 +249,7 @@ async fn fred_client(url: &str) -> Result<fred::clients::Client, CliError> {
     client
         .init()
         .await
-        .map_err(|e| CliError::Failed(format!("{url}: {e}")))?;
+        .map_err(|e| CliError::Failed(format!("{}: {e}", relock::redacted_url(url))))?;
     Ok(client)
 }
 

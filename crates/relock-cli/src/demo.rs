@@ -54,7 +54,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     redis
         .init()
         .await
-        .map_err(|e| CliError::Failed(format!("{}: {e}", target.url)))?;
+        .map_err(|e| CliError::Failed(format!("{}: {e}", relock::redacted_url(&target.url))))?;
     let _: () = redis
         .del(counter_key.as_str())
         .await

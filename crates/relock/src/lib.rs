@@ -132,6 +132,16 @@ pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;
 pub use reentry::Reentrancy;
 
+/// `url` with its password (and any `…password=` query parameter) replaced by `***`, as relock
+/// shows URLs in its errors, `Debug` output and traces; for tools that print URLs of their own.
+///
+/// ```
+/// assert_eq!(relock::redacted_url("redis://app:s3cret@db:6379/0"), "redis://app:***@db:6379/0");
+/// ```
+pub fn redacted_url(url: &str) -> String {
+    redact::url(url)
+}
+
 #[cfg(test)]
 mod bounds {
     fn send_sync_static<T: Send + Sync + 'static>() {}
