@@ -93,8 +93,15 @@ async fn credentials_never_appear_in_errors_debug_output_or_traces() {
         );
         // The guard shows the hold, not the client.
         let g = format!("{guard:?}");
-        assert!(g.contains("t64") && g.contains("token") && !g.contains("Client"), "{g}");
-        assert!(g.len() < 400, "a guard's Debug stays small: {} bytes", g.len());
+        assert!(
+            g.contains("t64") && g.contains("token") && !g.contains("Client"),
+            "{g}"
+        );
+        assert!(
+            g.len() < 400,
+            "a guard's Debug stays small: {} bytes",
+            g.len()
+        );
         guard.unlock().await.unwrap();
         client.shutdown().await;
         // After shutdown every call fails with a typed error.
@@ -105,7 +112,10 @@ async fn credentials_never_appear_in_errors_debug_output_or_traces() {
     // A wrong password: a connection error that names the server, without the password.
     let wrong = format!("redis://relock-app:{SENTINEL_PASSWORD}@127.0.0.1:{port}");
     let e = builder(wrong).build().await.unwrap_err();
-    assert!(matches!(&e, Error::Connection { url, .. } if url.contains("relock-app:***@")), "{e:?}");
+    assert!(
+        matches!(&e, Error::Connection { url, .. } if url.contains("relock-app:***@")),
+        "{e:?}"
+    );
     shown.push(("wrong password".into(), format!("{e} {e:?}")));
 
     // Nobody listening: the same.
@@ -116,7 +126,10 @@ async fn credentials_never_appear_in_errors_debug_output_or_traces() {
         .build()
         .await
         .unwrap_err();
-    assert!(matches!(&e, Error::Connection { url, .. } if url.contains(":***@")), "{e:?}");
+    assert!(
+        matches!(&e, Error::Connection { url, .. } if url.contains(":***@")),
+        "{e:?}"
+    );
     shown.push(("unreachable".into(), format!("{e} {e:?}")));
 
     // Bad URLs are rejected before anything is sent, without echoing the password.
@@ -126,7 +139,10 @@ async fn credentials_never_appear_in_errors_debug_output_or_traces() {
         format!("redis-sentinel://:{PASSWORD}@127.0.0.1:1?sentinelPassword={SENTINEL_PASSWORD}"),
     ] {
         let e = builder(bad).build().await.unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument { name: "url", .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::InvalidArgument { name: "url", .. }),
+            "{e:?}"
+        );
         shown.push(("bad url".into(), format!("{e} {e:?}")));
     }
 

@@ -29,6 +29,7 @@ impl RedisCluster {
             nodes.push(RedisServer::start_with(ServerOptions {
                 aof: false,
                 password: None,
+                tls: false,
                 extra_args: [
                     "--cluster-enabled",
                     "yes",

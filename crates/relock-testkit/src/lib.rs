@@ -20,6 +20,7 @@
 //! - [`RedisSentinel`]: a master, a replica and 3 sentinels, and a failover helper.
 //! - [`FaultProxy`]: a TCP proxy in front of a server that delays, freezes, blackholes or resets
 //!   traffic per [`Direction`] (see [`Mode`]), for network faults without `tc netem`.
+//! - [`TlsMaterial`]: a CA and the certificates it signed, for TLS servers (`ServerOptions::tls`).
 //! - [`wait_until`]: the bounded way to wait for a condition in a test.
 #![forbid(unsafe_code)]
 #![warn(
@@ -34,6 +35,7 @@ mod proxy;
 mod resp;
 mod sentinel;
 mod server;
+mod tls;
 mod wait;
 
 pub use cluster::RedisCluster;
@@ -41,6 +43,7 @@ pub use proxy::{ConnId, Direction, FaultProxy, Mode};
 pub use resp::Value;
 pub use sentinel::RedisSentinel;
 pub use server::{RedisMasters, RedisServer, ServerOptions};
+pub use tls::TlsMaterial;
 pub use wait::{wait_until, WaitTimeout};
 
 /// What went wrong while starting or driving a test server.

@@ -31,6 +31,7 @@ impl RedisSentinel {
         let replica = RedisServer::start_with(ServerOptions {
             aof: false,
             password: None,
+            tls: false,
             extra_args: vec![
                 "--replicaof".into(),
                 "127.0.0.1".into(),

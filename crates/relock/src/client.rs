@@ -43,6 +43,34 @@ pub(crate) struct Settings {
     pub(crate) fair_heartbeat: Duration,
     pub(crate) sync_replicas: Option<(u32, Duration)>,
     pub(crate) reentrancy: Reentrancy,
+    pub(crate) tls: TlsSettings,
+}
+
+/// TLS options for `rediss://` URLs. Its `Debug` never shows the key.
+#[derive(Clone, Default)]
+pub(crate) struct TlsSettings {
+    /// PEM certificates to trust instead of the system's roots.
+    pub(crate) ca_pem: Option<Vec<u8>>,
+    /// PEM certificate chain and private key to present (mutual TLS).
+    pub(crate) client: Option<(Vec<u8>, Vec<u8>)>,
+    /// Accept any server certificate (tests only).
+    pub(crate) insecure: bool,
+}
+
+impl TlsSettings {
+    fn is_set(&self) -> bool {
+        self.ca_pem.is_some() || self.client.is_some() || self.insecure
+    }
+}
+
+impl std::fmt::Debug for TlsSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsSettings")
+            .field("custom_ca", &self.ca_pem.is_some())
+            .field("client_cert", &self.client.is_some())
+            .field("insecure_skip_verify", &self.insecure)
+            .finish()
+    }
 }
 
 impl std::fmt::Debug for Settings {
@@ -57,6 +85,7 @@ impl std::fmt::Debug for Settings {
             .field("fair_heartbeat", &self.fair_heartbeat)
             .field("sync_replicas", &self.sync_replicas)
             .field("reentrancy", &self.reentrancy)
+            .field("tls", &self.tls)
             .finish_non_exhaustive()
     }
 }
@@ -95,6 +124,7 @@ impl Default for ClientBuilder {
                 fair_heartbeat: Duration::from_secs(5),
                 sync_replicas: None,
                 reentrancy: Reentrancy::Scoped,
+                tls: TlsSettings::default(),
             },
         }
     }
@@ -103,7 +133,10 @@ impl Default for ClientBuilder {
 impl ClientBuilder {
     /// The Redis URL: `redis://[user:password@]host:port[/db]` for one server,
     /// `redis-cluster://host:port[,host:port...]` for a Redis Cluster,
-    /// `redis-sentinel://host:port[,host:port...]?sentinelServiceName=NAME` for Sentinel.
+    /// `redis-sentinel://host:port[,host:port...]?sentinelServiceName=NAME` for Sentinel, and
+    /// `unix:///path/to/redis.sock` for a local socket. `rediss://`, `rediss-cluster://` and
+    /// `rediss-sentinel://` use TLS (rustls; the system's roots unless
+    /// [`tls_ca_pem`](ClientBuilder::tls_ca_pem) is set). `valkey` works in place of `redis`.
     /// Default: `redis://127.0.0.1:6379`.
     pub fn url(mut self, url: impl Into<String>) -> Self {
         self.settings.url = url.into();
@@ -181,6 +214,32 @@ impl ClientBuilder {
         self
     }
 
+    /// TLS: trust these PEM certificates (the CA that signed the server's certificate) instead
+    /// of the system's root certificates. Needs a `rediss…://` URL.
+    pub fn tls_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.settings.tls.ca_pem = Some(pem.into());
+        self
+    }
+
+    /// TLS: present this client certificate chain and private key (both PEM), for servers that
+    /// verify clients (`tls-auth-clients yes`). Needs a `rediss…://` URL.
+    pub fn tls_client_cert_pem(
+        mut self,
+        cert_chain: impl Into<Vec<u8>>,
+        private_key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.settings.tls.client = Some((cert_chain.into(), private_key.into()));
+        self
+    }
+
+    /// TLS: accept any server certificate, without checking who signed it or its name.
+    /// **Only for tests**: it makes the connection open to a man in the middle. Needs a
+    /// `rediss…://` URL.
+    pub fn tls_insecure_skip_verify(mut self, skip: bool) -> Self {
+        self.settings.tls.insecure = skip;
+        self
+    }
+
     /// How `lock()` calls re-enter holds. Default: [`Reentrancy::Scoped`], re-entry only
     /// inside a hold's scope ([`LockGuard::scope`](crate::LockGuard::scope),
     /// [`Lock::with`]) or an [`Owner::scope`](crate::Owner::scope), so that concurrent
@@ -213,13 +272,26 @@ impl ClientBuilder {
     pub(crate) fn check(&self) -> Result<FredConfig> {
         self.validate()?;
         let url = fred_url(&self.settings.url)?;
-        let fred_config = FredConfig::from_url(&url).map_err(|e| {
+        let tls = url.starts_with("rediss") || url.starts_with("valkeys");
+        if self.settings.tls.is_set() && !tls {
+            return Err(Error::invalid(
+                "tls",
+                format!(
+                    "TLS options were set but `{}` is not a TLS URL: use rediss://, rediss-cluster:// or rediss-sentinel://",
+                    crate::redact::url(&self.settings.url)
+                ),
+            ));
+        }
+        let mut fred_config = FredConfig::from_url(&url).map_err(|e| {
             let raw = &self.settings.url;
             Error::invalid(
                 "url",
                 crate::redact::in_text(&format!("`{}`: {}", raw, e.details()), raw),
             )
         })?;
+        if tls {
+            fred_config.tls = Some(crate::tls::config(&self.settings.tls)?);
+        }
         Ok(fred_config)
     }
 
@@ -316,9 +388,19 @@ impl ClientBuilder {
                 p.default_command_timeout = s.command_timeout;
                 p.broadcast_channel_capacity = 4096;
             });
-        let connection_error = |cause: String| Error::Connection {
-            url: crate::redact::url(&s.url),
-            cause: crate::redact::in_text(&cause, &s.url),
+        let connection_error = |cause: String| {
+            let mut cause = crate::redact::in_text(&cause, &s.url);
+            if cause.contains("InvalidCertificate") || cause.contains("UnknownIssuer") {
+                cause.push_str(
+                    "; the server's TLS certificate was rejected: give the CA that signed it \
+                     with ClientBuilder::tls_ca_pem, and use a host name (or IP) that the \
+                     certificate names",
+                );
+            }
+            Error::Connection {
+                url: crate::redact::url(&s.url),
+                cause,
+            }
         };
         let pool = builder
             .build_pool(s.connections)
@@ -401,8 +483,12 @@ pub(crate) enum Deployment {
 
 pub(crate) fn deployment(url: &str) -> Deployment {
     match url.split("://").next().unwrap_or_default() {
-        "redis-cluster" | "valkey-cluster" => Deployment::Cluster,
-        "redis-sentinel" | "valkey-sentinel" => Deployment::Sentinel,
+        "redis-cluster" | "valkey-cluster" | "rediss-cluster" | "valkeys-cluster" => {
+            Deployment::Cluster
+        }
+        "redis-sentinel" | "valkey-sentinel" | "rediss-sentinel" | "valkeys-sentinel" => {
+            Deployment::Sentinel
+        }
         _ => Deployment::Single,
     }
 }
@@ -415,8 +501,9 @@ fn fred_url(url: &str) -> Result<String> {
         Error::invalid(
             "url",
             format!(
-                "`{shown}`: {why}. Expected redis://host:port, redis-cluster://host:port[,host:port...] \
-                 or redis-sentinel://host:port[,host:port...]?sentinelServiceName=NAME (TLS is not built in)"
+                "`{shown}`: {why}. Expected redis://host:port, redis-cluster://host:port[,host:port...], \
+                 redis-sentinel://host:port[,host:port...]?sentinelServiceName=NAME, unix:///path/to/redis.sock, \
+                 or rediss… for TLS"
             ),
         )
     };
@@ -427,6 +514,18 @@ fn fred_url(url: &str) -> Result<String> {
         "redis" | "valkey" => "redis",
         "redis-cluster" | "valkey-cluster" => "redis-cluster",
         "redis-sentinel" | "valkey-sentinel" => "redis-sentinel",
+        "rediss" | "valkeys" => "rediss",
+        "rediss-cluster" | "valkeys-cluster" => "rediss-cluster",
+        "rediss-sentinel" | "valkeys-sentinel" => "rediss-sentinel",
+        "unix" | "redis+unix" | "valkey+unix" => {
+            // fred's form: redis+unix://[[user:]password@]/path/to/redis.sock
+            if !rest.contains('/') {
+                return Err(bad(
+                    "a unix socket URL needs a path: unix:///path/to/redis.sock",
+                ));
+            }
+            return Ok(format!("redis+unix://{rest}"));
+        }
         _ => return Err(bad("unknown scheme")),
     };
     let (hosts, query) = match rest.split_once('?') {
@@ -446,12 +545,12 @@ fn fred_url(url: &str) -> Result<String> {
         return Err(bad("no host"));
     };
     let extra: Vec<&str> = nodes.collect();
-    if scheme == "redis" && !extra.is_empty() {
+    if (scheme == "redis" || scheme == "rediss") && !extra.is_empty() {
         return Err(bad(
             "several hosts need redis-cluster:// or redis-sentinel://",
         ));
     }
-    if scheme == "redis-sentinel" && !query.is_some_and(|q| q.contains("sentinelServiceName=")) {
+    if scheme.ends_with("-sentinel") && !query.is_some_and(|q| q.contains("sentinelServiceName=")) {
         return Err(bad("a sentinel URL needs ?sentinelServiceName=NAME"));
     }
     let mut out = format!("{scheme}://");
@@ -533,7 +632,10 @@ impl std::fmt::Debug for Client {
             .field("client_id", &self.inner.settings.client_id)
             .field("held_locks", &self.held_locks())
             .field("parked_waiters", &self.parked_waiters())
-            .field("shut_down", &self.inner.shutting_down.load(Ordering::SeqCst))
+            .field(
+                "shut_down",
+                &self.inner.shutting_down.load(Ordering::SeqCst),
+            )
             .finish()
     }
 }
@@ -655,7 +757,10 @@ impl Client {
         inner.pubsub.wake_all();
         inner.tracker.close();
         let settle = inner.settings.command_timeout + Duration::from_millis(100);
-        if tokio::time::timeout(settle, inner.tracker.wait()).await.is_err() {
+        if tokio::time::timeout(settle, inner.tracker.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("shutdown: work in flight did not finish within {settle:?}; releasing what is held anyway");
         }
         // Release every hold and leave every line at once, not one round trip after another.

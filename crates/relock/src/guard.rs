@@ -306,7 +306,9 @@ async fn retry_release(inner: Arc<Inner>, hold: Arc<Hold>) {
     loop {
         tokio::time::sleep(backoff).await;
         if Instant::now() >= hold.valid_until()
-            || inner.shutting_down.load(std::sync::atomic::Ordering::SeqCst)
+            || inner
+                .shutting_down
+                .load(std::sync::atomic::Ordering::SeqCst)
         {
             return;
         }

@@ -268,7 +268,10 @@ impl Holds {
 
     /// Every hold of `lock`.
     pub(crate) fn of_lock(&self, lock: &str) -> Vec<Arc<Hold>> {
-        self.by_lock.get(lock).map(|v| v.clone()).unwrap_or_default()
+        self.by_lock
+            .get(lock)
+            .map(|v| v.clone())
+            .unwrap_or_default()
     }
 
     /// Every hold, for the watchdog and shutdown.
@@ -318,9 +321,7 @@ impl FieldMaker {
 
     /// A field that no hold of this client has had.
     pub(crate) fn next(&self) -> String {
-        let n = self
-            .next
-            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         format!("{}{n}", self.prefix)
     }
 }

@@ -84,6 +84,7 @@ mod raw;
 mod redact;
 mod reentry;
 mod scripts;
+mod tls;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder};

@@ -292,7 +292,12 @@ impl Lock {
             validate_lease("lease", lease)?;
         }
         let inner = &self.inner;
-        match reentry::resolve(inner.id, inner.settings.reentrancy, &inner.holds, &keys.lock)? {
+        match reentry::resolve(
+            inner.id,
+            inner.settings.reentrancy,
+            &inner.holds,
+            &keys.lock,
+        )? {
             Target::Reenter(hold) => {
                 let span = tracing::debug_span!("reenter", lock = %self.name, field = %hold.field);
                 self.reenter(keys, hold).instrument(span).await.map(Some)
@@ -457,9 +462,12 @@ impl Lock {
         if let Some(h) = reentry::scoped_hold(inner.id, &keys.lock) {
             return Some(h);
         }
-        if let Ok(Target::Reenter(h)) =
-            reentry::resolve(inner.id, inner.settings.reentrancy, &inner.holds, &keys.lock)
-        {
+        if let Ok(Target::Reenter(h)) = reentry::resolve(
+            inner.id,
+            inner.settings.reentrancy,
+            &inner.holds,
+            &keys.lock,
+        ) {
             return Some(h);
         }
         let caller = crate::reentry::Caller::current();
@@ -759,7 +767,11 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             // Shutdown waits for this task before it releases every recorded hold, so this
             // one is released (and reported lost) too if the client is shutting down.
             inner.holds.insert(hold.clone());
-            Ok(Attempt::Acquired(LockGuard::new(inner.clone(), hold, watchdog)))
+            Ok(Attempt::Acquired(LockGuard::new(
+                inner.clone(),
+                hold,
+                watchdog,
+            )))
         }
         [0, pttl] | [0, pttl, _, _, 0] => Ok(Attempt::Held(*pttl)),
         [0, bound, _, _, 1] => Ok(Attempt::Behind(*bound)),

@@ -162,7 +162,10 @@ impl QuorumClientBuilder {
         if let Some(dup) = self.urls.iter().find(|u| !seen.insert(u.as_str())) {
             return Err(Error::invalid(
                 "urls",
-                format!("`{}` is listed twice; each node must be a different master", crate::redact::url(dup)),
+                format!(
+                    "`{}` is listed twice; each node must be a different master",
+                    crate::redact::url(dup)
+                ),
             ));
         }
         validate_lease("watchdog_lease", self.watchdog_lease)?;
@@ -188,7 +191,10 @@ impl QuorumClientBuilder {
             if crate::client::deployment(url) != crate::client::Deployment::Single {
                 return Err(Error::invalid(
                     "urls",
-                    format!("`{}`: each quorum node must be one independent master (redis://host:port)", crate::redact::url(url)),
+                    format!(
+                        "`{}`: each quorum node must be one independent master (redis://host:port)",
+                        crate::redact::url(url)
+                    ),
                 ));
             }
             builder.clone().url(url.clone()).check()?;
@@ -365,7 +371,10 @@ impl QuorumClient {
         }
         inner.tracker.close();
         let settle = inner.node_timeout * 8 + Duration::from_millis(200);
-        if tokio::time::timeout(settle, inner.tracker.wait()).await.is_err() {
+        if tokio::time::timeout(settle, inner.tracker.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("shutdown: work in flight did not finish within {settle:?}; releasing what is held anyway");
         }
         let mut work = JoinSet::new();

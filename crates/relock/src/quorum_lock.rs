@@ -18,8 +18,8 @@ use crate::holds::Hold;
 use crate::keys::LockKeys;
 use crate::owner::Owner;
 use crate::pubsub::Subscription;
-use crate::reentry::{self, Target};
 use crate::quorum::{drift, pinned, race, Eligibility, QuorumInner};
+use crate::reentry::{self, Target};
 use crate::scripts;
 
 /// A quorum (Redlock) lock: held when a majority of independent masters granted it.
@@ -261,8 +261,13 @@ impl QuorumLock {
             for (i, node) in q.nodes.iter().enumerate() {
                 match node.eligibility() {
                     Eligibility::Yes(conn) => {
-                        let (keys, field, limit) = (keys.clone(), hold.field.clone(), q.node_timeout);
-                        let args = vec![lease.as_millis().to_string(), field, q.grace_ms().to_string()];
+                        let (keys, field, limit) =
+                            (keys.clone(), hold.field.clone(), q.node_timeout);
+                        let args = vec![
+                            lease.as_millis().to_string(),
+                            field,
+                            q.grace_ms().to_string(),
+                        ];
                         calls.push(Box::pin(async move {
                             let call = scripts::REENTER.run::<Option<i64>>(
                                 pinned(&conn, &keys.lock),
@@ -272,7 +277,9 @@ impl QuorumLock {
                             (i, tokio::time::timeout(limit, call).await)
                         }));
                     }
-                    Eligibility::Quarantined(remaining) => votes[i] = Vote::Quarantined { remaining },
+                    Eligibility::Quarantined(remaining) => {
+                        votes[i] = Vote::Quarantined { remaining }
+                    }
                     Eligibility::Unavailable(why) => votes[i] = Vote::Error(why),
                 }
             }
@@ -300,7 +307,9 @@ impl QuorumLock {
                 yes >= q.quorum || n - no < q.quorum
             })
             .await;
-            let lost = || Error::LockLost { name: name.to_string() };
+            let lost = || Error::LockLost {
+                name: name.to_string(),
+            };
             if yes >= q.quorum {
                 let valid_until = start + lease.saturating_sub(drift(lease));
                 return if hold.add_guard(watchdog, valid_until) {
@@ -678,7 +687,8 @@ impl QuorumLock {
             return Some(h);
         }
         let caller = crate::reentry::Caller::current();
-        q.holds.find(&keys.lock, |h| h.task == caller && h.is_live())
+        q.holds
+            .find(&keys.lock, |h| h.task == caller && h.is_live())
     }
 
     /// Runs `f` on every connected node at once, each bounded by the node timeout.

@@ -94,12 +94,7 @@ pub(crate) enum Target {
 /// [`Error::LockLost`] when the call is inside the scope of a hold of this lock that has
 /// ended: the enclosing critical section lost its lock, and acquiring afresh would pretend
 /// otherwise.
-pub(crate) fn resolve(
-    client: u64,
-    mode: Reentrancy,
-    holds: &Holds,
-    lock: &str,
-) -> Result<Target> {
+pub(crate) fn resolve(client: u64, mode: Reentrancy, holds: &Holds, lock: &str) -> Result<Target> {
     if let Some(hold) = scoped_hold(client, lock) {
         return if hold.is_live() {
             Ok(Target::Reenter(hold))
