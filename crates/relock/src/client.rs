@@ -969,6 +969,22 @@ impl Drop for Inner {
         if self.shutting_down.load(Ordering::SeqCst) {
             return;
         }
+        // The last handle went without `shutdown()` (for example `main` returned and the
+        // runtime dropped the release tasks): say what is left to expire on the server.
+        let left: Vec<String> = self
+            .holds
+            .all()
+            .iter()
+            .filter(|h| !h.is_lost())
+            .map(|h| h.keys.lock.clone())
+            .collect();
+        if !left.is_empty() {
+            tracing::warn!(
+                locks = ?left,
+                "relock client dropped while holding locks; they stay held until their lease ends. \
+                 Call Client::shutdown().await (or use Lock::with) before the runtime ends"
+            );
+        }
         let (pool, sub) = (self.pool.clone(), self.pubsub.subscriber.clone());
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
