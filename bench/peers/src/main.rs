@@ -1,7 +1,7 @@
 //! `relock-peer-bench <seconds> <url>...`: the Q scenario (one worker, serial acquire+release
 //! of one key) with the `rslock` crate on the given masters. Prints one line:
 //! `rslock <pairs> <p50_ms> <p99_ms> <pairs_per_s> <stuck>` (stuck: acquisitions that did not
-//! finish within 3 s). Used by `relock bench --quorum --rslock-bin ...`.
+//! finish within 3 s). Used by `relock bench-quorum --rslock-bin ...`.
 
 use std::time::{Duration, Instant};
 

@@ -88,6 +88,9 @@ mod tls;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder};
+/// The `fred` crate relock is built on, re-exported so that code which names fred's types next
+/// to relock's (for example to share a fred configuration) uses the same version.
+pub use fred;
 
 /// The Lua sources of the scripts, for inspection, tooling and benchmarks
 /// (`docs/data-layout.md` describes their keys, arguments and replies). Each is `common.lua`
