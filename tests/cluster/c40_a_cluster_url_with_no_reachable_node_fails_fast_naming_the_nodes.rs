@@ -37,7 +37,7 @@ async fn a_cluster_url_with_no_reachable_node_fails_fast_naming_the_nodes() {
         "redis://127.0.0.1:1,127.0.0.1:2",
         "redis-sentinel://127.0.0.1:26379",
         "redis-cluster://",
-        "rediss-cluster://127.0.0.1:1",
+        "redis-clustr://127.0.0.1:1",
     ] {
         let r = relock::Client::connect(bad).await;
         assert!(

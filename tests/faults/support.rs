@@ -123,3 +123,32 @@ pub async fn conns_holding(proxy: &FaultProxy, dir: Direction, what: &str) -> Ve
     })
     .await
 }
+
+/// The one connection of a client behind `proxy` that carries no pool traffic: its subscriber.
+/// `poke` must send a few commands over the pool (round-robin over every pool connection).
+pub async fn subscriber_conn<F, Fut>(proxy: &FaultProxy, mut poke: F) -> ConnId
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let before: Vec<(ConnId, u64)> = proxy
+        .conns()
+        .into_iter()
+        .map(|c| (c, proxy.conn_bytes(c, Direction::Up)))
+        .collect();
+    for _ in 0..24 {
+        poke().await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let idle: Vec<ConnId> = before
+        .iter()
+        .filter(|(c, b)| proxy.conn_bytes(*c, Direction::Up) == *b)
+        .map(|(c, _)| *c)
+        .collect();
+    assert_eq!(
+        idle.len(),
+        1,
+        "expected exactly one idle (subscriber) connection: {idle:?} of {before:?}"
+    );
+    idle[0]
+}

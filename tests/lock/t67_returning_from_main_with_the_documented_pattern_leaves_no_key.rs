@@ -43,8 +43,15 @@ async fn returning_from_main_with_the_documented_pattern_leaves_no_key() {
     // Without shutdown the lock outlives the process, and the client says so on its way out.
     let (ok, out, err) = run(&server, "t67:dropped", "dropped");
     assert!(ok && out.starts_with("HELD "), "{out} {err}");
-    let pttl = server.cmd(&["PTTL", "t67:dropped"]).unwrap().as_int().unwrap();
-    assert!(pttl > 20_000, "still held for (most of) its 30 s lease: {pttl}");
+    let pttl = server
+        .cmd(&["PTTL", "t67:dropped"])
+        .unwrap()
+        .as_int()
+        .unwrap();
+    assert!(
+        pttl > 20_000,
+        "still held for (most of) its 30 s lease: {pttl}"
+    );
     assert!(
         err.contains("WARN") && err.contains("t67:dropped") && err.contains("shutdown"),
         "the dropped client names what it left: {err}"

@@ -765,7 +765,8 @@ impl Client {
         }
         // Release every hold and leave every line at once, not one round trip after another.
         let mut work = tokio::task::JoinSet::new();
-        for hold in inner.holds.all() {
+        let first = inner.holds.all();
+        for hold in first.iter().cloned() {
             hold.mark_ended();
             let inner = inner.clone();
             work.spawn(async move {
@@ -787,6 +788,21 @@ impl Client {
             });
         }
         while work.join_next().await.is_some() {}
+        // An attempt that passed its running check just before the flag was set may have been
+        // granted meanwhile: release whatever holds appeared after the first list was taken.
+        let _ = tokio::time::timeout(settle, inner.tracker.wait()).await;
+        let stragglers: Vec<_> = inner
+            .holds
+            .all()
+            .into_iter()
+            .filter(|h| !first.iter().any(|f| Arc::ptr_eq(f, h)))
+            .collect();
+        for hold in stragglers {
+            hold.mark_ended();
+            if let Err(e) = inner.run_release(&hold.keys, &hold.field, true).await {
+                tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
+            }
+        }
         inner.holds.clear();
         inner.pubsub.wake_all();
         let _ = inner.shutdown.send(true);

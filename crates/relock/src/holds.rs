@@ -167,15 +167,15 @@ impl Hold {
         true
     }
 
-    /// Records a successful renewal sent at `sent_at`. A renewal sent after the local deadline
-    /// had passed does not revive the hold: `is_lost()` may already have said it was lost, and
-    /// a hold reported lost stays lost, whatever a late reply says.
+    /// Records a successful renewal sent at `sent_at`. A renewal sent, or answered, after the
+    /// local deadline had passed does not revive the hold: `is_lost()` may already have said it
+    /// was lost, and a hold reported lost stays lost, whatever a late reply says.
     pub(crate) fn renewed(&self, sent_at: Instant, lease: Duration) {
         let mut s = self.state.lock().unwrap();
         if s.lost {
             return;
         }
-        if sent_at >= s.valid_until {
+        if sent_at >= s.valid_until || Instant::now() >= s.valid_until {
             drop(s);
             self.mark_lost();
             return;

@@ -433,6 +433,9 @@ impl Lock {
         fresh: &Fresh,
         mode: Mode,
     ) -> Result<Attempt> {
+        // Nothing new is sent once shutdown has begun: it could be granted after shutdown
+        // took its list of holds to release.
+        self.inner.check_running()?;
         // A leave of the line must not overtake this attempt (it would put us back).
         let gate = match &mode {
             Mode::FairWait(e) => Some(e.gate.clone().lock_owned().await),

@@ -227,9 +227,46 @@ impl PubSub {
                 *subscribed = false;
                 return Err(e);
             }
+            // fred's subscribe resolves once the command is queued, not when the server has
+            // registered it. A PING on the same connection is answered after the SUBSCRIBE was
+            // processed, so once it returns a release published from then on reaches us, and
+            // the caller's "subscribe, then retry" is really ordered on the server.
+            if let Err(e) = self.confirm(name).await {
+                tracing::debug!(channel = %name, error = %e, "subscription not confirmed");
+                return Err(e);
+            }
         }
         drop(subscribed);
         Ok(sub)
+    }
+
+    /// Waits until the server has processed everything sent on the connection that carries
+    /// `channel`'s subscription (on a cluster, the connection to the node owning its slot).
+    async fn confirm(&self, channel: &str) -> Result<(), fred::error::Error> {
+        use fred::interfaces::ClientLike;
+        if self.sharded {
+            let slot = fred::types::Key::from(channel).cluster_hash();
+            if let Some(node) = self
+                .subscriber
+                .cached_cluster_state()
+                .and_then(|s| s.get_server(slot).cloned())
+            {
+                let options = fred::types::config::Options {
+                    cluster_node: Some(node),
+                    ..Default::default()
+                };
+                return self
+                    .subscriber
+                    .with_options(&options)
+                    .ping::<fred::types::Value>(None)
+                    .await
+                    .map(drop);
+            }
+        }
+        self.subscriber
+            .ping::<fred::types::Value>(None)
+            .await
+            .map(drop)
     }
 
     /// Whether `name` is subscribed already, so joining it costs no round trip.

@@ -378,7 +378,8 @@ impl QuorumClient {
             tracing::warn!("shutdown: work in flight did not finish within {settle:?}; releasing what is held anyway");
         }
         let mut work = JoinSet::new();
-        for hold in inner.holds.all() {
+        let first = inner.holds.all();
+        for hold in first.iter().cloned() {
             hold.mark_ended();
             let inner = inner.clone();
             work.spawn(async move {
@@ -388,7 +389,19 @@ impl QuorumClient {
             });
         }
         while work.join_next().await.is_some() {}
-        // The per-node releases those spawned run to their end before the nodes close.
+        // The per-node releases those spawned run to their end before the nodes close; and an
+        // attempt that passed its running check just before the flag may have been granted
+        // meanwhile: release holds that appeared after the first list was taken.
+        let _ = tokio::time::timeout(settle, inner.tracker.wait()).await;
+        for hold in inner.holds.all() {
+            if first.iter().any(|f| Arc::ptr_eq(f, &hold)) {
+                continue;
+            }
+            hold.mark_ended();
+            inner
+                .release_everywhere(&hold.keys, &hold.field, true)
+                .await;
+        }
         let _ = tokio::time::timeout(settle, inner.tracker.wait()).await;
         inner.holds.clear();
         let _ = inner.shutdown.send(true);

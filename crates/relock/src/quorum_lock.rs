@@ -186,6 +186,7 @@ impl QuorumLock {
             // Every attempt asks under a field of its own: a failed attempt is released
             // everywhere under its field, and that release, however late it lands, cannot
             // touch a later attempt's grant.
+            self.q.check_running()?;
             let field = self.q.fields.next();
             // In its own task: if this future is dropped mid-attempt, the attempt still ends
             // by releasing everywhere or by becoming a guard, which is dropped and released.
