@@ -280,6 +280,7 @@ pub(crate) async fn uncontended(
         .connections(connections)
         .build()
         .await?;
+    crate::signals::register(&client);
     let done = Arc::new(AtomicU64::new(0));
     // Warm up the connections and the script cache.
     client.lock("bench:u:warm").lock().await?.unlock().await?;
@@ -323,6 +324,9 @@ async fn contended(
         relock::Client::connect(url).await?,
         relock::Client::connect(url).await?,
     ];
+    for c in &clients {
+        crate::signals::register(c);
+    }
     let (holder_tx, _) = tokio::sync::watch::channel(usize::MAX);
     let holder_tx = Arc::new(holder_tx);
     let last_release: Arc<Mutex<Option<(Instant, usize)>>> = Arc::default();

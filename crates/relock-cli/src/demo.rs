@@ -64,6 +64,9 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         relock::Client::connect(&target.url).await?,
         relock::Client::connect(&target.url).await?,
     ];
+    for c in &clients {
+        crate::signals::register(c);
+    }
     let shared = Arc::new(Shared::default());
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
     println!(

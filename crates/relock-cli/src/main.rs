@@ -42,27 +42,90 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    use std::io::IsTerminal;
+    // RUST_LOG (or RELOCK_LOG) picks what is logged, to stderr; colours only on a terminal.
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RELOCK_LOG"))
+        .unwrap_or_else(|_| "warn".into());
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("RELOCK_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Demo(args) => demo::run(args).await,
-        Command::Bench(args) => bench::run(args).await,
-        Command::BenchQuorum(args) => quorum_bench::run(args).await,
-        Command::BenchCluster(args) => cluster_bench::run(args).await,
-        Command::BenchWatchdog(args) => watchdog_bench::run(args).await,
+    let work = async {
+        match cli.command {
+            Command::Demo(args) => demo::run(args).await,
+            Command::Bench(args) => bench::run(args).await,
+            Command::BenchQuorum(args) => quorum_bench::run(args).await,
+            Command::BenchCluster(args) => cluster_bench::run(args).await,
+            Command::BenchWatchdog(args) => watchdog_bench::run(args).await,
+        }
     };
+    let result = tokio::select! {
+        r = work => r,
+        code = signals::received() => {
+            // The command is dropped here (its guards start their releases); every client it
+            // made then releases what it still holds before the process exits.
+            signals::shut_down_clients().await;
+            eprintln!("relock: interrupted; locks released");
+            return std::process::ExitCode::from(code);
+        }
+    };
+    signals::shut_down_clients().await;
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("relock: {e}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// SIGINT and SIGTERM: stop the command, release its locks, exit 130 or 143.
+mod signals {
+    use std::sync::Mutex;
+
+    /// Every client a command made, so an interrupted command still releases its locks.
+    static CLIENTS: Mutex<Vec<relock::Client>> = Mutex::new(Vec::new());
+
+    /// Registers `client` to be shut down (its locks released) when the command ends or is
+    /// interrupted.
+    pub(crate) fn register(client: &relock::Client) {
+        CLIENTS.lock().unwrap().push(client.clone());
+    }
+
+    /// Resolves with the exit code for the first SIGINT (130) or SIGTERM (143).
+    pub(crate) async fn received() -> u8 {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return std::future::pending().await;
+            };
+            tokio::select! {
+                _ = int.recv() => 130,
+                _ = term.recv() => 143,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            130
+        }
+    }
+
+    /// Shuts every registered client down (each releases what it holds), all at once.
+    pub(crate) async fn shut_down_clients() {
+        let clients: Vec<relock::Client> = std::mem::take(&mut *CLIENTS.lock().unwrap());
+        let mut all = tokio::task::JoinSet::new();
+        for c in clients {
+            all.spawn(async move { c.shutdown().await });
+        }
+        while all.join_next().await.is_some() {}
     }
 }
 

@@ -38,6 +38,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         .watchdog_lease(lease)
         .build()
         .await?;
+    crate::signals::register(&client);
     println!(
         "relock bench-watchdog: {} locks on one client, lease {:?} (renewal every {:?})",
         args.locks,
