@@ -320,6 +320,20 @@ async fn retry_release(inner: Arc<Inner>, hold: Arc<Hold>) {
     }
 }
 
+/// `with`'s body for every lock kind: runs `f` inside `guard`'s scope, then releases, also after
+/// an error or a panic in `f` (the panic is resumed after the release).
+pub(crate) async fn run_within<T>(
+    guard: LockGuard,
+    f: impl AsyncFnOnce(&LockGuard) -> T,
+) -> Result<T> {
+    let out = catch_unwind(guard.scope(f(&guard))).await;
+    let released = guard.unlock().await;
+    match out {
+        Err(panic) => std::panic::resume_unwind(panic),
+        Ok(v) => released.map(|()| v),
+    }
+}
+
 /// Runs `fut`, turning a panic inside it into an `Err` with the panic's payload (so that the
 /// caller can release a lock before resuming the panic).
 pub(crate) async fn catch_unwind<F: Future>(fut: F) -> std::thread::Result<F::Output> {

@@ -276,13 +276,7 @@ impl Lock {
     /// # Cancel safety
     /// If dropped, `f` is dropped and the hold is released in the background.
     pub async fn with<T>(&self, f: impl AsyncFnOnce(&LockGuard) -> T) -> Result<T> {
-        let guard = self.lock().await?;
-        let out = crate::guard::catch_unwind(guard.scope(f(&guard))).await;
-        let released = guard.unlock().await;
-        match out {
-            Err(panic) => std::panic::resume_unwind(panic),
-            Ok(v) => released.map(|()| v),
-        }
+        crate::guard::run_within(self.lock().await?, f).await
     }
 
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
