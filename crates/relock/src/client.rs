@@ -371,90 +371,181 @@ impl ClientBuilder {
     pub async fn build(self) -> Result<Client> {
         let fred_config = self.check()?;
         let s = self.settings;
-        let mut builder = Builder::from_config(fred_config);
-        // fred's defaults never reconnect and never time out; both are wrong for locks.
-        builder
-            .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
-            .with_connection_config(|c| {
-                c.connection_timeout = s.connect_timeout;
-                c.internal_command_timeout = s.command_timeout;
-                // A command is written at most once: a resent acquire or release could count
-                // twice. An interrupted command fails instead, and the caller cleans up.
-                c.max_command_attempts = 1;
-                c.unresponsive.max_timeout = Some(s.command_timeout);
-                c.unresponsive.interval = (s.command_timeout / 4).max(Duration::from_millis(50));
-            })
-            .with_performance_config(|p| {
-                p.default_command_timeout = s.command_timeout;
-                p.broadcast_channel_capacity = 4096;
-            });
-        let connection_error = |cause: String| {
-            let mut cause = crate::redact::in_text(&cause, &s.url);
-            if cause.contains("InvalidCertificate") || cause.contains("UnknownIssuer") {
-                cause.push_str(
-                    "; the server's TLS certificate was rejected: give the CA that signed it \
-                     with ClientBuilder::tls_ca_pem, and use a host name (or IP) that the \
-                     certificate names",
-                );
-            }
-            Error::Connection {
-                url: crate::redact::url(&s.url),
-                cause,
-            }
-        };
+        let builder = fred_builder(fred_config, &s);
         let pool = builder
             .build_pool(s.connections)
-            .map_err(|e| connection_error(e.to_string()))?;
+            .map_err(|e| connection_error(&s, e.to_string()))?;
         let subscriber = builder
             .build_subscriber_client()
-            .map_err(|e| connection_error(e.to_string()))?;
+            .map_err(|e| connection_error(&s, e.to_string()))?;
+        let sharded = deployment(&s.url) == Deployment::Cluster;
+        start(s, pool, subscriber, sharded, true).await
+    }
 
+    /// Builds a client on a fred pool you already have, for its commands. Waiters still need a
+    /// subscriber connection of their own (a connection in subscribed mode cannot run
+    /// commands): relock opens one to the same server(s), with the pool's configuration (URL,
+    /// credentials, TLS) and relock's reconnect policy and timeouts. The pool is connected
+    /// first if it is not yet.
+    ///
+    /// relock's own pools never resend a command after a reconnect; yours may (fred's
+    /// `max_command_attempts`). That is safe, because every hold has its own field (a resent
+    /// acquire is refused, a resent release or renewal is idempotent), but a resent acquire
+    /// whose first run succeeded leaves a hold that expires with its lease: prefer
+    /// `max_command_attempts = 1` and a command timeout on the pool. The URL, connection count
+    /// and TLS settings of this builder are not used.
+    ///
+    /// ```no_run
+    /// # async fn f(pool: relock::fred::clients::Pool) -> relock::Result<()> {
+    /// let client = relock::Client::builder().build_with_pool(pool).await?;
+    /// let guard = client.lock("orders:42").lock().await?;
+    /// # drop(guard); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`build`](ClientBuilder::build).
+    ///
+    /// # Cancel safety
+    /// As [`build`](ClientBuilder::build); the pool is left as it is.
+    pub async fn build_with_pool(mut self, pool: Pool) -> Result<Client> {
+        let config = pool.next().client_config();
+        self.settings.url = describe(&config);
+        self.validate()?;
+        let s = self.settings;
+        let sharded = config.server.is_clustered();
+        let subscriber = fred_builder(config, &s)
+            .build_subscriber_client()
+            .map_err(|e| connection_error(&s, e.to_string()))?;
+        start(s, pool, subscriber, sharded, false).await
+    }
+}
+
+/// A fred builder for `config` with relock's policies: fred's defaults never reconnect and
+/// never time out; both are wrong for locks.
+fn fred_builder(config: FredConfig, s: &Settings) -> Builder {
+    let mut builder = Builder::from_config(config);
+    builder
+        .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
+        .with_connection_config(|c| {
+            c.connection_timeout = s.connect_timeout;
+            c.internal_command_timeout = s.command_timeout;
+            // A command is written at most once: a resent acquire could leave a hold nobody
+            // knows of. An interrupted command fails instead, and the caller cleans up.
+            c.max_command_attempts = 1;
+            c.unresponsive.max_timeout = Some(s.command_timeout);
+            c.unresponsive.interval = (s.command_timeout / 4).max(Duration::from_millis(50));
+        })
+        .with_performance_config(|p| {
+            p.default_command_timeout = s.command_timeout;
+            p.broadcast_channel_capacity = 4096;
+        });
+    builder
+}
+
+/// A connection error naming the server without credentials, with a hint for TLS trouble.
+fn connection_error(s: &Settings, cause: String) -> Error {
+    let mut cause = crate::redact::in_text(&cause, &s.url);
+    if cause.contains("InvalidCertificate") || cause.contains("UnknownIssuer") {
+        cause.push_str(
+            "; the server's TLS certificate was rejected: give the CA that signed it \
+             with ClientBuilder::tls_ca_pem, and use a host name (or IP) that the \
+             certificate names",
+        );
+    }
+    Error::Connection {
+        url: crate::redact::url(&s.url),
+        cause,
+    }
+}
+
+/// A URL-like description of a fred configuration's servers (no credentials), for messages.
+fn describe(config: &FredConfig) -> String {
+    use fred::types::config::ServerConfig;
+    let tls = if config.uses_tls() { "s" } else { "" };
+    match &config.server {
+        ServerConfig::Centralized { server } => format!("redis{tls}://{server}"),
+        ServerConfig::Clustered { hosts, .. } => format!(
+            "redis{tls}-cluster://{}",
+            hosts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        ServerConfig::Sentinel {
+            hosts,
+            service_name,
+            ..
+        } => format!(
+            "redis{tls}-sentinel://{}?sentinelServiceName={service_name}",
+            hosts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(",")
+        ),
+        #[allow(unreachable_patterns)]
+        _ => "redis (fred pool)".to_string(),
+    }
+}
+
+/// Connects `pool` (if it is not yet) and `subscriber`, then starts the client's tasks.
+/// `owns_pool`: shutdown and drop close the pool (not a pool the caller gave us).
+async fn start(
+    s: Settings,
+    pool: Pool,
+    subscriber: SubscriberClient,
+    sharded: bool,
+    owns_pool: bool,
+) -> Result<Client> {
+    {
         let closer = CloseOnDrop {
-            pool: Some(pool.clone()),
+            pool: (!pool.is_connected()).then(|| pool.clone()),
             subscriber: Some(subscriber.clone()),
         };
         let connect = async {
-            pool.init().await?;
+            if !pool.is_connected() {
+                pool.init().await?;
+            }
             subscriber.init().await?;
             Ok::<_, fred::error::Error>(())
         };
         match tokio::time::timeout(s.connect_timeout, connect).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(connection_error(e.to_string())),
+            Ok(Err(e)) => return Err(connection_error(&s, e.to_string())),
             Err(_) => {
-                return Err(connection_error(format!(
-                    "no connection within {:?}",
-                    s.connect_timeout
-                )))
+                return Err(connection_error(
+                    &s,
+                    format!("no connection within {:?}", s.connect_timeout),
+                ))
             }
         }
-        let _resubscriber = subscriber.manage_subscriptions();
         closer.disarm();
-
-        let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let sharded = deployment(&s.url) == Deployment::Cluster;
-        let pubsub = PubSub::new(subscriber, sharded);
-        pubsub.spawn_dispatcher(shutdown_rx.clone());
-        pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
-        let inner = Arc::new(Inner {
-            id: reentry::next_client_id(),
-            fields: FieldMaker::new(&s.client_id),
-            settings: s,
-            pool,
-            pubsub,
-            holds: Holds::default(),
-            queue: DashMap::new(),
-            tracker: tokio_util::task::TaskTracker::new(),
-            parked: AtomicUsize::new(0),
-            rediscovering: Arc::new(AtomicBool::new(false)),
-            shutting_down: AtomicBool::new(false),
-            shutdown: shutdown_tx,
-        });
-        watchdog::spawn(Arc::downgrade(&inner), shutdown_rx.clone());
-        fair::spawn_heartbeats(Arc::downgrade(&inner), shutdown_rx);
-        tracing::debug!(url = %inner.server(), client_id = %inner.settings.client_id, "relock client connected");
-        Ok(Client { inner })
     }
+    let _resubscriber = subscriber.manage_subscriptions();
+    let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    let pubsub = PubSub::new(subscriber, sharded);
+    pubsub.spawn_dispatcher(shutdown_rx.clone());
+    pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
+    let inner = Arc::new(Inner {
+        id: reentry::next_client_id(),
+        fields: FieldMaker::new(&s.client_id),
+        settings: s,
+        pool,
+        pubsub,
+        holds: Holds::default(),
+        queue: DashMap::new(),
+        tracker: tokio_util::task::TaskTracker::new(),
+        owns_pool,
+        parked: AtomicUsize::new(0),
+        rediscovering: Arc::new(AtomicBool::new(false)),
+        shutting_down: AtomicBool::new(false),
+        shutdown: shutdown_tx,
+    });
+    watchdog::spawn(Arc::downgrade(&inner), shutdown_rx.clone());
+    fair::spawn_heartbeats(Arc::downgrade(&inner), shutdown_rx);
+    tracing::debug!(url = %inner.server(), client_id = %inner.settings.client_id, "relock client connected");
+    Ok(Client { inner })
 }
 
 pub(crate) fn validate_lease(name: &'static str, lease: Duration) -> Result<()> {
@@ -655,6 +746,8 @@ pub(crate) struct Inner {
     /// Every acquire attempt, re-entry, release and leave of the line runs here, so that
     /// shutdown can wait for what is in flight before it releases what is held.
     pub(crate) tracker: tokio_util::task::TaskTracker,
+    /// Whether the pool is ours to close (not one given to `build_with_pool`).
+    owns_pool: bool,
     /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.
     pub(crate) parked: AtomicUsize,
     /// A reconnect to find the current master is under way.
@@ -807,7 +900,9 @@ impl Client {
         inner.pubsub.wake_all();
         let _ = inner.shutdown.send(true);
         let _ = inner.pubsub.subscriber.quit().await;
-        let _ = inner.pool.quit().await;
+        if inner.owns_pool {
+            let _ = inner.pool.quit().await;
+        }
     }
 }
 
@@ -1001,11 +1096,16 @@ impl Drop for Inner {
                  Call Client::shutdown().await (or use Lock::with) before the runtime ends"
             );
         }
-        let (pool, sub) = (self.pool.clone(), self.pubsub.subscriber.clone());
+        let (pool, sub) = (
+            self.owns_pool.then(|| self.pool.clone()),
+            self.pubsub.subscriber.clone(),
+        );
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
                 let _ = sub.quit().await;
-                let _ = pool.quit().await;
+                if let Some(pool) = pool {
+                    let _ = pool.quit().await;
+                }
             });
         }
     }
