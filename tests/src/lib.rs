@@ -84,7 +84,13 @@ pub async fn assert_no_waiters(server: &RedisServer, client: &relock::Client, na
         },
     )
     .await
-    .unwrap();
+    .unwrap_or_else(|e| {
+        panic!(
+            "{e}: local channels {}, server NUMSUB {}",
+            client.subscribed_channels(),
+            server.pubsub_numsub(&channel).unwrap()
+        )
+    });
 }
 
 /// A client whose fair-lock waiters keep their place for `heartbeat` without a refresh.

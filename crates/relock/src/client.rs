@@ -25,6 +25,8 @@ const MAX_LEASE: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 30);
 /// How long the fencing counter outlives its lock, so that a token minted right after a
 /// release still sees the last one even if the server clock stepped back a little.
 const COUNTER_GRACE: Duration = Duration::from_secs(1);
+/// How often a waiter re-checks the lock while its client's subscriber connection is down.
+const SUBSCRIBER_DOWN_RECHECK: Duration = Duration::from_millis(100);
 /// Locks per renewal script call, as Redisson's `lockWatchdogBatchSize`.
 const RENEW_BATCH: usize = 100;
 
@@ -44,6 +46,27 @@ pub(crate) struct Settings {
     pub(crate) sync_replicas: Option<(u32, Duration)>,
     pub(crate) reentrancy: Reentrancy,
     pub(crate) tls: TlsSettings,
+    pub(crate) cluster_pubsub: ClusterPubSub,
+}
+
+/// Which pub/sub a Redis Cluster client uses for lock channels. Set with
+/// [`ClientBuilder::cluster_pubsub`]; ignored outside a cluster.
+///
+/// Redisson has the same choice (`shardedSubscriptionMode` in its Cluster configuration, since
+/// 3.29.0; default `AUTO`: sharded on Redis 7.0 and later). Services that share a lock must
+/// use the same one, or they do not hear each other's releases (they still wake at the
+/// holder's lease end).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum ClusterPubSub {
+    /// `SPUBLISH` / `SSUBSCRIBE` (Redis 7.0+): a release reaches only the shard of the lock's
+    /// slot. Matches Redisson 3.29+ with its default `shardedSubscriptionMode: AUTO` on Redis 7.
+    /// The default.
+    #[default]
+    Sharded,
+    /// `PUBLISH` / `SUBSCRIBE`: a release is broadcast to every node. Matches Redisson before
+    /// 3.29.0, or with `shardedSubscriptionMode: OFF`.
+    Classic,
 }
 
 /// TLS options for `rediss://` URLs. Its `Debug` never shows the key.
@@ -86,6 +109,7 @@ impl std::fmt::Debug for Settings {
             .field("sync_replicas", &self.sync_replicas)
             .field("reentrancy", &self.reentrancy)
             .field("tls", &self.tls)
+            .field("cluster_pubsub", &self.cluster_pubsub)
             .finish_non_exhaustive()
     }
 }
@@ -125,6 +149,7 @@ impl Default for ClientBuilder {
                 sync_replicas: None,
                 reentrancy: Reentrancy::Scoped,
                 tls: TlsSettings::default(),
+                cluster_pubsub: ClusterPubSub::Sharded,
             },
         }
     }
@@ -211,6 +236,14 @@ impl ClientBuilder {
     /// up the line after at most this long. Default: 5 s; at least 100 ms.
     pub fn fair_heartbeat(mut self, deadline: Duration) -> Self {
         self.settings.fair_heartbeat = deadline;
+        self
+    }
+
+    /// On a Redis Cluster: sharded pub/sub (the default, as Redisson 3.29+ on Redis 7) or
+    /// classic pub/sub (as older Redisson, or `shardedSubscriptionMode: OFF`) for lock
+    /// channels. See [`ClusterPubSub`].
+    pub fn cluster_pubsub(mut self, mode: ClusterPubSub) -> Self {
+        self.settings.cluster_pubsub = mode;
         self
     }
 
@@ -378,8 +411,8 @@ impl ClientBuilder {
         let subscriber = builder
             .build_subscriber_client()
             .map_err(|e| connection_error(&s, e.to_string()))?;
-        let sharded = deployment(&s.url) == Deployment::Cluster;
-        start(s, pool, subscriber, sharded, true).await
+        let cluster = deployment(&s.url) == Deployment::Cluster;
+        start(s, pool, subscriber, cluster, true).await
     }
 
     /// Builds a client on a fred pool you already have, for its commands. Waiters still need a
@@ -412,11 +445,11 @@ impl ClientBuilder {
         self.settings.url = describe(&config);
         self.validate()?;
         let s = self.settings;
-        let sharded = config.server.is_clustered();
+        let cluster = config.server.is_clustered();
         let subscriber = fred_builder(config, &s)
             .build_subscriber_client()
             .map_err(|e| connection_error(&s, e.to_string()))?;
-        start(s, pool, subscriber, sharded, false).await
+        start(s, pool, subscriber, cluster, false).await
     }
 }
 
@@ -495,7 +528,7 @@ async fn start(
     s: Settings,
     pool: Pool,
     subscriber: SubscriberClient,
-    sharded: bool,
+    cluster: bool,
     owns_pool: bool,
 ) -> Result<Client> {
     {
@@ -522,9 +555,12 @@ async fn start(
         }
         closer.disarm();
     }
-    let _resubscriber = subscriber.manage_subscriptions();
+    // No `manage_subscriptions()`: fred would re-subscribe its own list after a reconnect,
+    // including a channel whose UNSUBSCRIBE failed during the outage. The dispatcher re-subscribes
+    // exactly the channels in use, and confirms each, on every reconnect (`PubSub`).
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
-    let pubsub = PubSub::new(subscriber, sharded);
+    let sharded = cluster && s.cluster_pubsub == ClusterPubSub::Sharded;
+    let pubsub = PubSub::new(subscriber, sharded, cluster);
     pubsub.spawn_dispatcher(shutdown_rx.clone());
     pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
     let inner = Arc::new(Inner {
@@ -540,6 +576,7 @@ async fn start(
         parked: AtomicUsize::new(0),
         rediscovering: Arc::new(AtomicBool::new(false)),
         shutting_down: AtomicBool::new(false),
+        stopping: watch::channel(false).0,
         shutdown: shutdown_tx,
     });
     watchdog::spawn(Arc::downgrade(&inner), shutdown_rx.clone());
@@ -753,6 +790,8 @@ pub(crate) struct Inner {
     /// A reconnect to find the current master is under way.
     rediscovering: Arc<AtomicBool>,
     pub(crate) shutting_down: AtomicBool,
+    /// Turns true when `shutdown()` begins (work in flight makes its last attempts).
+    pub(crate) stopping: watch::Sender<bool>,
     shutdown: watch::Sender<bool>,
 }
 
@@ -847,6 +886,7 @@ impl Client {
         if inner.shutting_down.swap(true, Ordering::SeqCst) {
             return;
         }
+        inner.stopping.send_replace(true);
         inner.pubsub.wake_all();
         inner.tracker.close();
         let settle = inner.settings.command_timeout + Duration::from_millis(100);
@@ -924,6 +964,13 @@ impl Inner {
             }
         }
         let now = tokio::time::Instant::now();
+        // While the subscriber is down, no release message can wake us: look again soon
+        // rather than sleep for the holder's whole lease.
+        let sleep = if self.pubsub.is_connected() {
+            sleep
+        } else {
+            sleep.min(SUBSCRIBER_DOWN_RECHECK)
+        };
         let sleep = match deadline {
             Some(d) if now >= d => return Ok(false),
             Some(d) => sleep.min(d - now),
@@ -987,7 +1034,7 @@ impl Inner {
         lock_key: impl Fn(&T) -> &str,
     ) -> Vec<Vec<T>> {
         let size = self.settings.renew_batch;
-        if !self.pubsub.sharded {
+        if !self.pubsub.cluster {
             return items.chunks(size).map(<[T]>::to_vec).collect();
         }
         let mut by_slot: std::collections::BTreeMap<u16, Vec<T>> = Default::default();

@@ -298,22 +298,28 @@ async fn release_hold(
     result
 }
 
-/// Retries a final release that failed (timed out, connection lost) until it gets a reply, the
-/// hold's lease has ended on the local clock (the server has dropped it by then), or the
-/// client shuts down. Safe to repeat, and safe to land late: it names only this hold's field.
+/// Retries a final release that failed (timed out, connection lost) until it gets a reply or
+/// the hold's lease has ended on the local clock (the server has dropped it by then). When
+/// shutdown begins it makes one last attempt at once (shutdown waits for it). Safe to repeat,
+/// and safe to land late: it names only this hold's field.
 async fn retry_release(inner: Arc<Inner>, hold: Arc<Hold>) {
+    let mut stopping = inner.stopping.subscribe();
     let mut backoff = Duration::from_millis(50);
     loop {
-        tokio::time::sleep(backoff).await;
-        if Instant::now() >= hold.valid_until()
-            || inner
-                .shutting_down
-                .load(std::sync::atomic::Ordering::SeqCst)
-        {
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stopping.wait_for(|s| *s) => {}
+        }
+        if Instant::now() >= hold.valid_until() {
             return;
         }
+        let last = *stopping.borrow();
         match inner.run_release(&hold.keys, &hold.field, true).await {
             Ok(_) => return,
+            Err(e) if last => {
+                tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
+                return;
+            }
             Err(e) => tracing::debug!(lock = %hold.keys.lock, error = %e, "release retry failed"),
         }
         backoff = (backoff * 2).min(Duration::from_secs(1));

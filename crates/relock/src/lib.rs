@@ -87,7 +87,7 @@ mod scripts;
 mod tls;
 mod watchdog;
 
-pub use client::{Client, ClientBuilder};
+pub use client::{Client, ClientBuilder, ClusterPubSub};
 /// The `fred` crate relock is built on, re-exported so that code which names fred's types next
 /// to relock's (for example to share a fred configuration) uses the same version.
 pub use fred;

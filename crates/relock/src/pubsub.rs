@@ -22,6 +22,8 @@ pub(crate) struct PubSub {
     pub(crate) subscriber: SubscriberClient,
     /// SSUBSCRIBE/SUNSUBSCRIBE (a Redis Cluster) instead of SUBSCRIBE/UNSUBSCRIBE.
     pub(crate) sharded: bool,
+    /// Connected to a Redis Cluster (scripts' batches must keep to one slot).
+    pub(crate) cluster: bool,
     channels: Mutex<HashMap<String, Arc<Channel>>>,
 }
 
@@ -33,10 +35,23 @@ struct Channel {
     held_until: Mutex<Option<tokio::time::Instant>>,
     /// Users of this channel; guarded by the `channels` map's mutex.
     refs: Mutex<usize>,
-    /// Serialises SUBSCRIBE/UNSUBSCRIBE for this channel; true while subscribed.
-    subscribed: AsyncMutex<bool>,
+    /// Serialises SUBSCRIBE/UNSUBSCRIBE for this channel, and says how far it got.
+    subscribed: AsyncMutex<SubState>,
     /// Fair-lock waiters by owner field: (their wake-up, how many registrations).
     named: Mutex<HashMap<String, (Arc<Notify>, usize)>>,
+}
+
+/// How far a channel's subscription got on the server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SubState {
+    /// Not subscribed (or unsubscribed).
+    None,
+    /// A SUBSCRIBE was (or may have been) sent, but nobody saw it confirmed: its sender gave
+    /// up (cancelled, timed out, failed), or the connection was re-established since. The next
+    /// waiter sends it again (SUBSCRIBE is idempotent) and confirms it before relying on it.
+    Sent,
+    /// The server has processed the SUBSCRIBE: releases published from then on reach us.
+    Confirmed,
 }
 
 /// A fair waiter's registration for messages that name it; undone on drop.
@@ -68,10 +83,11 @@ pub(crate) struct Subscription {
 }
 
 impl PubSub {
-    pub(crate) fn new(subscriber: SubscriberClient, sharded: bool) -> Arc<Self> {
+    pub(crate) fn new(subscriber: SubscriberClient, sharded: bool, cluster: bool) -> Arc<Self> {
         Arc::new(PubSub {
             subscriber,
             sharded,
+            cluster,
             channels: Mutex::new(HashMap::new()),
         })
     }
@@ -81,6 +97,7 @@ impl PubSub {
     pub(crate) fn spawn_dispatcher(self: &Arc<Self>, mut shutdown: watch::Receiver<bool>) {
         let mut messages = self.subscriber.message_rx();
         let mut reconnects = self.subscriber.reconnect_rx();
+        let mut errors = self.subscriber.error_rx();
         let this = Arc::downgrade(self);
         tokio::spawn(async move {
             loop {
@@ -106,6 +123,26 @@ impl PubSub {
                         Ok(server) => {
                             tracing::debug!(%server, "subscriber (re)connected; waking every waiter");
                             let Some(this) = this.upgrade() else { break };
+                            // Now (a lock freed meanwhile is taken at once), and again once
+                            // every subscription is confirmed on the new connection: a waiter
+                            // that parked in between would miss a release published before
+                            // its re-SUBSCRIBE landed.
+                            this.wake_all();
+                            tokio::spawn(async move {
+                                this.reconfirm_all().await;
+                                this.wake_all();
+                            });
+                        }
+                        Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Closed) => break,
+                    },
+                    r = errors.recv() => match r {
+                        Ok((error, server)) => {
+                            // The subscriber lost its connection (or part of it): messages may
+                            // be lost from here until it is back and re-confirmed. Waiters
+                            // retry now, and re-check often while it is down (`Inner::park`).
+                            tracing::debug!(%error, ?server, "subscriber connection error; waking every waiter");
+                            let Some(this) = this.upgrade() else { break };
                             this.wake_all();
                         }
                         Err(RecvError::Lagged(_)) => {}
@@ -115,6 +152,13 @@ impl PubSub {
                 }
             }
         });
+    }
+
+    /// Whether the subscriber connection is up. While it is not, release messages cannot reach
+    /// this client, so waiters re-check at a short interval instead of sleeping on them.
+    pub(crate) fn is_connected(&self) -> bool {
+        use fred::interfaces::ClientLike;
+        self.subscriber.is_connected()
     }
 
     /// On a cluster: when any connection sees the topology change (a failover, a reshard),
@@ -162,9 +206,10 @@ impl PubSub {
                 if let Err(e) = this.subscriber.sync_cluster().await {
                     tracing::debug!(error = %e, "subscriber could not re-learn the topology");
                 }
-                if let Err(e) = this.subscriber.resubscribe_all().await {
-                    tracing::warn!(error = %e, "resubscribing after a topology change failed");
-                }
+                this.wake_all();
+                // Subscribe every channel in use on the node that now owns its slot (a demoted
+                // master drops its shard subscribers), confirm it, and wake everyone again.
+                this.reconfirm_all().await;
                 this.wake_all();
             }
         });
@@ -200,7 +245,7 @@ impl PubSub {
                         notify: Notify::new(),
                         held_until: Mutex::new(None),
                         refs: Mutex::new(0),
-                        subscribed: AsyncMutex::new(false),
+                        subscribed: AsyncMutex::new(SubState::None),
                         named: Mutex::new(HashMap::new()),
                     })
                 })
@@ -213,31 +258,58 @@ impl PubSub {
             name: name.to_string(),
             channel,
         };
-        let mut subscribed = sub.channel.subscribed.lock().await;
-        if !*subscribed {
-            // Set first: if this future is dropped while SUBSCRIBE is in flight, the server may
-            // still subscribe us, so the clean-up must send UNSUBSCRIBE after it.
-            *subscribed = true;
-            let r = if self.sharded {
-                self.subscriber.ssubscribe(name).await
-            } else {
-                self.subscriber.subscribe(name).await
-            };
-            if let Err(e) = r {
-                *subscribed = false;
-                return Err(e);
+        let mut state = sub.channel.subscribed.lock().await;
+        self.ensure(name, &mut state).await?;
+        drop(state);
+        Ok(sub)
+    }
+
+    /// Makes the subscription of `name` confirmed on the server (see [`SubState`]): unless it
+    /// already is, sends SUBSCRIBE (again) and waits for the server to have processed it.
+    ///
+    /// fred's subscribe resolves once the command is queued, not when the server has
+    /// registered it. A PING on the same connection is answered after the SUBSCRIBE was
+    /// processed, so once it returns a release published from then on reaches us, and the
+    /// caller's "subscribe, then retry" is really ordered on the server.
+    async fn ensure(&self, name: &str, state: &mut SubState) -> Result<(), fred::error::Error> {
+        if *state == SubState::Confirmed {
+            return Ok(());
+        }
+        // Set first: if this future is dropped while SUBSCRIBE is in flight, the server may
+        // still subscribe us, so the clean-up must send UNSUBSCRIBE after it, and the next
+        // waiter must confirm it again.
+        *state = SubState::Sent;
+        if self.sharded {
+            self.subscriber.ssubscribe(name).await?;
+        } else {
+            self.subscriber.subscribe(name).await?;
+        }
+        self.confirm(name).await?;
+        *state = SubState::Confirmed;
+        Ok(())
+    }
+
+    /// After the subscriber reconnected (fred re-subscribes in the background, unconfirmed)
+    /// or the cluster topology changed: subscribe every channel in use again and confirm it,
+    /// so that waiters woken afterwards retry only once releases reach them again.
+    async fn reconfirm_all(&self) {
+        let channels: Vec<(String, Arc<Channel>)> = self
+            .channels
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(n, c)| (n.clone(), c.clone()))
+            .collect();
+        for (name, channel) in channels {
+            let mut state = channel.subscribed.lock().await;
+            if *state == SubState::None {
+                continue;
             }
-            // fred's subscribe resolves once the command is queued, not when the server has
-            // registered it. A PING on the same connection is answered after the SUBSCRIBE was
-            // processed, so once it returns a release published from then on reaches us, and
-            // the caller's "subscribe, then retry" is really ordered on the server.
-            if let Err(e) = self.confirm(name).await {
-                tracing::debug!(channel = %name, error = %e, "subscription not confirmed");
-                return Err(e);
+            *state = SubState::Sent;
+            if let Err(e) = self.ensure(&name, &mut state).await {
+                tracing::debug!(channel = %name, error = %e, "re-subscribing failed; waiters stay bounded by the lease");
             }
         }
-        drop(subscribed);
-        Ok(sub)
     }
 
     /// Waits until the server has processed everything sent on the connection that carries
@@ -272,8 +344,11 @@ impl PubSub {
     /// Whether `name` is subscribed already, so joining it costs no round trip.
     pub(crate) fn is_subscribed(&self, name: &str) -> bool {
         let map = self.channels.lock().unwrap();
-        map.get(name)
-            .is_some_and(|c| c.subscribed.try_lock().is_ok_and(|s| *s))
+        map.get(name).is_some_and(|c| {
+            c.subscribed
+                .try_lock()
+                .is_ok_and(|s| *s == SubState::Confirmed)
+        })
     }
 
     /// Number of channels with local users (for tests and inspection).
@@ -294,7 +369,7 @@ impl PubSub {
         } {
             return;
         }
-        if *subscribed {
+        if *subscribed != SubState::None {
             let r = if self.sharded {
                 self.subscriber.sunsubscribe(name.as_str()).await
             } else {
@@ -303,7 +378,7 @@ impl PubSub {
             if let Err(e) = r {
                 tracing::debug!(channel = %name, error = %e, "unsubscribe failed");
             }
-            *subscribed = false;
+            *subscribed = SubState::None;
         }
         let mut map = self.channels.lock().unwrap();
         if unused() && map.get(&name).is_some_and(|c| Arc::ptr_eq(c, &channel)) {
@@ -328,6 +403,11 @@ impl Channel {
 }
 
 impl Subscription {
+    /// Whether this subscription's connection is up (release messages can reach it).
+    pub(crate) fn is_connected(&self) -> bool {
+        self.pubsub.is_connected()
+    }
+
     /// Routes messages that name `field` (a fair waiter's owner field) to `wake`.
     pub(crate) fn name_waiter(&self, field: &str, wake: Arc<Notify>) -> Named {
         let mut named = self.channel.named.lock().unwrap();

@@ -233,6 +233,10 @@ impl QuorumLock {
                 sleep = sleep.min(d - now);
             }
             let subs_ref = subs.as_deref().unwrap_or_default();
+            if !subs_ref.iter().any(Subscription::is_connected) {
+                // No node's release message can reach us: look again soon.
+                sleep = sleep.min(Duration::from_millis(100));
+            }
             let _ = tokio::time::timeout(sleep, any_notified(subs_ref)).await;
             self.q.check_running()?;
         }
