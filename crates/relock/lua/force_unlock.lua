@@ -16,7 +16,11 @@ redis.call('del', KEYS[1])
 redis.call('pexpire', KEYS[3], ARGV[1])
 if #KEYS >= 6 then
   evict(KEYS[4], KEYS[5], KEYS[6], now_ms())
-  wake_head(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[2])
+  -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain
+  -- lock) with Redisson's unlock message.
+  if not wake_head(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[2]) then
+    redis.call(ARGV[2], KEYS[2], 0)
+  end
 else
   redis.call(ARGV[2], KEYS[2], 0)
 end

@@ -13,8 +13,8 @@
 -- ARGV[4]  the publish command: "publish" (or "spublish" on a cluster)
 --
 -- Returns 1 (released: the lock is free and a wake-up was published: "0" for a plain lock,
--- the first waiter's owner field for a fair lock), 0 (still held by this owner, count
--- decremented) or nil (this hold is not here: its lease ran out, it was deleted or released).
+-- the first waiter's field for a fair lock, or "0" when nobody is in its line), 0 (the hold is
+-- still there, count decremented) or nil (this hold is not here: its lease ran out, it was deleted or released).
 if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
   return nil
 end
@@ -32,7 +32,11 @@ redis.call('del', KEYS[1])
 redis.call('pexpire', KEYS[3], ARGV[2])
 if #KEYS >= 6 then
   evict(KEYS[4], KEYS[5], KEYS[6], now_ms())
-  wake_head(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[4])
+  -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain
+  -- lock) with Redisson's unlock message.
+  if not wake_head(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[4]) then
+    redis.call(ARGV[4], KEYS[2], 0)
+  end
 else
   redis.call(ARGV[4], KEYS[2], 0)
 end
