@@ -268,7 +268,9 @@ async fn release_hold(
             // The hold's final release got there first: nothing left to do.
             Ok(None) if hold.is_releasing() => Ok(()),
             Ok(None) => {
-                hold.mark_lost();
+                hold.mark_lost(
+                    "a release found the hold gone (expired, deleted or force-unlocked)",
+                );
                 Err(lost_error())
             }
             Err(e) => Err(inner.error("release", &hold.keys.lock, e)),
@@ -281,7 +283,9 @@ async fn release_hold(
         Ok(Some(_)) if !lost => Ok(()),
         Ok(Some(_)) => Err(lost_error()),
         Ok(None) => {
-            hold.mark_lost();
+            hold.mark_lost(
+                "the final release found the hold gone (expired, deleted or force-unlocked)",
+            );
             Err(lost_error())
         }
         Err(e) => {

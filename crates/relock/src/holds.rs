@@ -143,10 +143,12 @@ impl Hold {
         s.watchdog > 0 && !s.lost
     }
 
-    /// Marks the hold lost and wakes everyone waiting in `lost()`. Idempotent.
-    pub(crate) fn mark_lost(&self) {
+    /// Marks the hold lost and wakes everyone waiting in `lost()`. Idempotent. A hold that
+    /// still has guards is reported once, as a `warn` event with the lock, the hold's field and
+    /// `reason`.
+    pub(crate) fn mark_lost(&self, reason: &'static str) {
         if self.set_lost() && self.count() > 0 {
-            tracing::warn!(lock = %self.keys.lock, field = %self.field, "lock lost while held");
+            tracing::warn!(lock = %self.keys.lock, field = %self.field, reason, "lock lost while held");
         }
     }
 
@@ -177,7 +179,7 @@ impl Hold {
         }
         if sent_at >= s.valid_until || Instant::now() >= s.valid_until {
             drop(s);
-            self.mark_lost();
+            self.mark_lost("a renewal was answered after the local lease deadline");
             return;
         }
         s.valid_until = s.valid_until.max(sent_at + lease);
@@ -210,7 +212,7 @@ impl Hold {
                 _ = tokio::time::sleep_until(until) => {
                     // A renewal may have moved the deadline meanwhile; re-check.
                     if Instant::now() >= self.valid_until() {
-                        self.mark_lost();
+                        self.mark_lost("its lease ran out on the local clock (renewals failing, or a fixed lease ending)");
                         return;
                     }
                 }

@@ -338,7 +338,9 @@ impl Lock {
                 // The hold's last guard went meanwhile: its release removes this count too.
                 Some(_) => Err(lost()),
                 None => {
-                    hold.mark_lost();
+                    hold.mark_lost(
+                        "a re-entry found the hold gone (expired, deleted or force-unlocked)",
+                    );
                     Err(lost())
                 }
             }
@@ -628,7 +630,7 @@ impl Lock {
             .await
             .map_err(|e| self.inner.error("force_unlock", &keys.lock, e))?;
         for h in self.inner.holds.of_lock(&keys.lock) {
-            h.mark_lost();
+            h.mark_lost("force-unlocked by this client");
         }
         Ok(r == 1)
     }

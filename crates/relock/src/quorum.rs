@@ -672,7 +672,7 @@ pub(crate) async fn release(
         Ok(())
     } else if replies.iter().all(|r| matches!(r, Ok(None))) {
         if remaining == 0 || !hold.is_releasing() {
-            hold.mark_lost();
+            hold.mark_lost("the release found the hold on no node");
             return Err(lost_error());
         }
         Ok(())
@@ -869,7 +869,7 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
             if not_here[idx] > q.nodes.len() - q.quorum || now >= h.valid_until() {
                 // A majority no longer has it (deleted, force-unlocked, expired), or the
                 // lease ran out locally while renewals failed.
-                h.mark_lost();
+                h.mark_lost("a majority of nodes no longer have it, or its validity ran out while renewals failed");
             }
         }
     }

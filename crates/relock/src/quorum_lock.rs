@@ -319,7 +319,7 @@ impl QuorumLock {
             }
             if gone > n - q.quorum {
                 // A majority no longer has it: the hold is lost.
-                hold.mark_lost();
+                hold.mark_lost("a re-entry found the hold gone on a majority of nodes");
                 return Err(lost());
             }
             Err(Error::QuorumNotReached {
@@ -671,7 +671,7 @@ impl QuorumLock {
             )
             .await;
         for h in self.q.holds.of_lock(&keys.lock) {
-            h.mark_lost();
+            h.mark_lost("force-unlocked by this client");
         }
         Ok(replies.contains(&Some(1)))
     }

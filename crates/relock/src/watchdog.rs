@@ -86,7 +86,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
                 if r == 1 {
                     h.renewed(sent, lease);
                 } else {
-                    h.mark_lost();
+                    h.mark_lost("the watchdog found the hold gone (expired, deleted, force-unlocked, or Redis restarted empty)");
                 }
             }
             true
@@ -101,7 +101,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
             let now = Instant::now();
             for h in batch {
                 if now >= h.valid_until() {
-                    h.mark_lost();
+                    h.mark_lost("its lease ran out while renewals failed");
                 }
             }
             false
