@@ -25,6 +25,9 @@ const MAX_LEASE: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 30);
 /// How long the fencing counter outlives its lock, so that a token minted right after a
 /// release still sees the last one even if the server clock stepped back a little.
 const COUNTER_GRACE: Duration = Duration::from_secs(1);
+/// How often the subscriber connection is pinged while waiters rely on it, so that a silently
+/// dead connection is noticed within this plus one command timeout.
+const SUBSCRIBER_KEEPALIVE: Duration = Duration::from_secs(1);
 /// How often a waiter re-checks the lock while its client's subscriber connection is down.
 const SUBSCRIBER_DOWN_RECHECK: Duration = Duration::from_millis(100);
 /// Locks per renewal script call, as Redisson's `lockWatchdogBatchSize`.
@@ -562,6 +565,7 @@ async fn start(
     let sharded = cluster && s.cluster_pubsub == ClusterPubSub::Sharded;
     let pubsub = PubSub::new(subscriber, sharded, cluster);
     pubsub.spawn_dispatcher(shutdown_rx.clone());
+    pubsub.spawn_keepalive(SUBSCRIBER_KEEPALIVE, s.command_timeout, shutdown_rx.clone());
     pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
     let inner = Arc::new(Inner {
         id: reentry::next_client_id(),

@@ -317,13 +317,23 @@ async fn retry_release(inner: Arc<Inner>, hold: Arc<Hold>) {
         if Instant::now() >= hold.valid_until() {
             return;
         }
-        let last = *stopping.borrow();
+        if *stopping.borrow() {
+            // Shutdown waits about one command timeout for us: keep trying (a connection may
+            // still be reconnecting) until then.
+            let until = Instant::now() + inner.settings.command_timeout;
+            loop {
+                match inner.run_release(&hold.keys, &hold.field, true).await {
+                    Ok(_) => return,
+                    Err(e) if Instant::now() + Duration::from_millis(50) >= until => {
+                        tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
+                        return;
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        }
         match inner.run_release(&hold.keys, &hold.field, true).await {
             Ok(_) => return,
-            Err(e) if last => {
-                tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
-                return;
-            }
             Err(e) => tracing::debug!(lock = %hold.keys.lock, error = %e, "release retry failed"),
         }
         backoff = (backoff * 2).min(Duration::from_secs(1));

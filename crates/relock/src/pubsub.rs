@@ -313,32 +313,87 @@ impl PubSub {
     }
 
     /// Waits until the server has processed everything sent on the connection that carries
-    /// `channel`'s subscription (on a cluster, the connection to the node owning its slot).
+    /// `channel`'s subscription: a PING routed exactly as fred routes the (S)SUBSCRIBE.
     async fn confirm(&self, channel: &str) -> Result<(), fred::error::Error> {
-        use fred::interfaces::ClientLike;
+        self.ping_via(self.slot_of(channel)).await
+    }
+
+    /// The cluster slot fred routes `channel`'s subscription by: the channel's own slot for
+    /// SSUBSCRIBE; for a classic SUBSCRIBE on a cluster, the slot of the subscriber client's id
+    /// (fred sends every classic subscription to that one node). `None` outside a cluster.
+    fn slot_of(&self, channel: &str) -> Option<u16> {
         if self.sharded {
-            let slot = fred::types::Key::from(channel).cluster_hash();
-            if let Some(node) = self
-                .subscriber
-                .cached_cluster_state()
-                .and_then(|s| s.get_server(slot).cloned())
-            {
-                let options = fred::types::config::Options {
-                    cluster_node: Some(node),
-                    ..Default::default()
-                };
-                return self
-                    .subscriber
-                    .with_options(&options)
-                    .ping::<fred::types::Value>(None)
-                    .await
-                    .map(drop);
-            }
+            Some(fred::util::redis_keyslot(channel.as_bytes()))
+        } else if self.cluster {
+            use fred::interfaces::ClientLike;
+            Some(fred::util::redis_keyslot(self.subscriber.id().as_bytes()))
+        } else {
+            None
         }
+    }
+
+    /// A PING on the subscriber connection that serves `slot` (the only one outside a cluster).
+    async fn ping_via(&self, slot: Option<u16>) -> Result<(), fred::error::Error> {
+        use fred::interfaces::ClientLike;
+        let options = fred::types::config::Options {
+            cluster_hash: slot.map(fred::types::ClusterHash::Custom),
+            ..Default::default()
+        };
         self.subscriber
+            .with_options(&options)
             .ping::<fred::types::Value>(None)
             .await
             .map(drop)
+    }
+
+    /// While any channel is in use: every `period`, a PING (bounded by `timeout`) on each
+    /// subscriber connection that carries one. A connection that died without an error (a
+    /// half-open TCP connection: nothing in flight, so neither fred nor the OS notices) fails
+    /// it; the subscriber is then reconnected and every waiter woken, so waiters are never left
+    /// sleeping on a subscription that cannot deliver.
+    pub(crate) fn spawn_keepalive(
+        self: &Arc<Self>,
+        period: Duration,
+        timeout: Duration,
+        mut shutdown: watch::Receiver<bool>,
+    ) {
+        let this = Arc::downgrade(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = tokio::time::sleep(period) => {}
+                    _ = shutdown.wait_for(|s| *s) => return,
+                }
+                let Some(this) = this.upgrade() else { return };
+                let mut slots: Vec<Option<u16>> = this
+                    .channels
+                    .lock()
+                    .unwrap()
+                    .keys()
+                    .map(|c| this.slot_of(c))
+                    .collect();
+                slots.sort_unstable();
+                slots.dedup();
+                for slot in slots {
+                    let ok = matches!(
+                        tokio::time::timeout(timeout, this.ping_via(slot)).await,
+                        Ok(Ok(()))
+                    );
+                    if !ok {
+                        tracing::warn!("the pub/sub connection did not answer a keep-alive PING; reconnecting it and waking every waiter");
+                        this.wake_all();
+                        {
+                            use fred::interfaces::ClientLike;
+                            let _ =
+                                tokio::time::timeout(timeout, this.subscriber.force_reconnection())
+                                    .await;
+                        }
+                        this.wake_all();
+                        break;
+                    }
+                }
+            }
+        });
     }
 
     /// Whether `name` is subscribed already, so joining it costs no round trip.

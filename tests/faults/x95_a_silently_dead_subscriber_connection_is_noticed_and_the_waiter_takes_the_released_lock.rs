@@ -1,0 +1,58 @@
+//! The subscriber connection goes silent (a half-open TCP connection: replies and pushes are
+//! dropped, no RST). Nothing is in flight on it, so neither fred nor the OS notices; relock's
+//! keep-alive PING (every second while waiters rely on it) times out, the subscriber is
+//! reconnected and every waiter woken, and the waiter takes the released lock within a few
+//! seconds instead of at the holder's 12 s lease end. Found by review: before the keep-alive it
+//! slept 8.99 s after the release.
+
+use std::time::{Duration, Instant};
+
+use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_tests::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silently_dead_subscriber_connection_is_noticed_and_the_waiter_takes_the_released_lock() {
+    let s = server();
+    let proxy = FaultProxy::start(&s.addr()).unwrap();
+    let waiter_client = relock::Client::builder()
+        .url(proxy.url())
+        .command_timeout(Duration::from_secs(2))
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .unwrap();
+    let holder = client_with_lease(&s, Duration::from_secs(12)).await;
+    let name = "r20";
+    let probe = waiter_client.lock("r20:probe");
+    let sub = crate::support::subscriber_conn(&proxy, || {
+        let p = probe.clone();
+        async move {
+            p.is_locked().await.unwrap();
+        }
+    })
+    .await;
+    let held = holder.lock(name).lock().await.unwrap();
+    let waiter = spawn_parked_waiter(&s, waiter_client.lock(name)).await;
+    wait_until(Duration::from_secs(3), "the waiter parked", || async {
+        waiter_client.parked_waiters() == 1
+    })
+    .await
+    .unwrap();
+    // The subscriber's connection goes silent both ways.
+    proxy.set_conn(sub, Direction::Down, Some(Mode::Blackhole));
+    proxy.set_conn(sub, Direction::Up, Some(Mode::Blackhole));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (got_at, g) = bounded(Duration::from_secs(20), "waiter", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    drop(g);
+    let waited = got_at - released;
+    assert!(
+        waited < Duration::from_secs(4),
+        "the waiter took the lock {waited:?} after the release (lease 12 s): its subscriber \
+         connection was dead but never detected"
+    );
+}
