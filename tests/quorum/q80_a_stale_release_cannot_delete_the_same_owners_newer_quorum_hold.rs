@@ -35,6 +35,12 @@ async fn a_stale_release_cannot_delete_the_same_owners_newer_quorum_hold() {
             )
             .await
             .unwrap();
+            // Granted by a majority; node 0's vote may land a moment after the quorum returned.
+            wait_until(Duration::from_secs(1), "node 0 to have the hold", || async {
+                fields(&m[0], name).len() == 1
+            })
+            .await
+            .unwrap();
             let old_field = fields(&m[0], name);
             assert_eq!(old_field.len(), 1, "{old_field:?}");
             wait_until(
@@ -59,6 +65,11 @@ async fn a_stale_release_cannot_delete_the_same_owners_newer_quorum_hold() {
             .await
             .unwrap();
             assert!(!new.is_lost());
+            wait_until(Duration::from_secs(1), "node 0 to have the new hold", || async {
+                fields(&m[0], name).len() == 1
+            })
+            .await
+            .unwrap();
             let new_field = fields(&m[0], name);
             assert_eq!(new_field.len(), 1, "{new_field:?}");
 

@@ -565,7 +565,12 @@ async fn start(
     let sharded = cluster && s.cluster_pubsub == ClusterPubSub::Sharded;
     let pubsub = PubSub::new(subscriber, sharded, cluster);
     pubsub.spawn_dispatcher(shutdown_rx.clone());
-    pubsub.spawn_keepalive(SUBSCRIBER_KEEPALIVE, s.command_timeout, shutdown_rx.clone());
+    let stopping = watch::channel(false).0;
+    pubsub.spawn_keepalive(
+        SUBSCRIBER_KEEPALIVE,
+        s.command_timeout,
+        stopping.subscribe(),
+    );
     pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
     let inner = Arc::new(Inner {
         id: reentry::next_client_id(),
@@ -580,7 +585,7 @@ async fn start(
         parked: AtomicUsize::new(0),
         rediscovering: Arc::new(AtomicBool::new(false)),
         shutting_down: AtomicBool::new(false),
-        stopping: watch::channel(false).0,
+        stopping,
         shutdown: shutdown_tx,
     });
     watchdog::spawn(Arc::downgrade(&inner), shutdown_rx.clone());
@@ -952,15 +957,15 @@ impl Client {
 
 impl Inner {
     /// A waiter's sleep: until `woken`, or for `sleep`, and never past the caller's
-    /// `deadline`; counted in [`Client::parked_waiters`]. Returns false, without sleeping, when
-    /// the deadline has already passed (the caller gives up), and [`Error::Shutdown`] if the
-    /// client shut down meanwhile.
+    /// `deadline`; counted in [`Client::parked_waiters`]. Returns `None`, without sleeping,
+    /// when the deadline has already passed (the caller gives up), else whether `woken`
+    /// fired; and [`Error::Shutdown`] if the client shut down meanwhile.
     pub(crate) async fn park<F: std::future::Future>(
         &self,
         sleep: Duration,
         deadline: Option<tokio::time::Instant>,
         woken: F,
-    ) -> Result<bool> {
+    ) -> Result<Option<bool>> {
         struct Parked<'a>(&'a AtomicUsize);
         impl Drop for Parked<'_> {
             fn drop(&mut self) {
@@ -976,16 +981,16 @@ impl Inner {
             sleep.min(SUBSCRIBER_DOWN_RECHECK)
         };
         let sleep = match deadline {
-            Some(d) if now >= d => return Ok(false),
+            Some(d) if now >= d => return Ok(None),
             Some(d) => sleep.min(d - now),
             None => sleep,
         };
         self.parked.fetch_add(1, Ordering::SeqCst);
         let parked = Parked(&self.parked);
-        let _ = tokio::time::timeout(sleep, woken).await;
+        let woke = tokio::time::timeout(sleep, woken).await.is_ok();
         drop(parked);
         self.check_running()?;
-        Ok(true)
+        Ok(Some(woke))
     }
 
     pub(crate) fn check_running(&self) -> Result<()> {

@@ -241,7 +241,10 @@ impl Lock {
             loop {
                 match self.attempt(&keys, &fresh, Mode::FairTry).await {
                     Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
-                    Ok(_) => break,
+                    Ok(_) => {
+                        fresh.refused("held");
+                        break;
+                    }
                     Err(e) => fresh.after_error(inner, e).await?,
                 }
             }
@@ -283,6 +286,7 @@ impl Lock {
                 Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
                 Ok(Attempt::Held(p)) if p > 0 => {
                     fresh.succeeded();
+                    fresh.refused("held");
                     backoff = BEHIND_FIRST_CHECK;
                     Duration::from_millis(p as u64 + 1)
                 }
@@ -300,7 +304,7 @@ impl Lock {
                 Ok(Attempt::Held(_) | Attempt::Behind(_)) => continue,
             };
             reentry::warn_if_waiting_on_own_task(&inner.holds, &keys.lock, &mut warned);
-            if !inner.park(sleep, deadline, woken).await? {
+            if inner.park(sleep, deadline, woken).await?.is_none() {
                 drop(named);
                 return Ok(None);
             }

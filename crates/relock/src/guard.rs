@@ -299,6 +299,7 @@ async fn release_hold(
         }
     };
     inner.holds.remove(&hold);
+    crate::meter::released(hold.kind, hold.granted_at.elapsed());
     result
 }
 

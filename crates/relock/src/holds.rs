@@ -21,6 +21,7 @@ use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
 use crate::keys::LockKeys;
+use crate::meter::{self, Kind};
 use crate::owner::Owner;
 use crate::reentry::Caller;
 
@@ -35,6 +36,10 @@ pub(crate) struct Hold {
     pub(crate) owner: Option<Owner>,
     /// The code that acquired it, to warn when it waits on its own hold.
     pub(crate) task: Caller,
+    /// The lock kind, for metrics.
+    pub(crate) kind: Kind,
+    /// When it was granted, for the hold-time metric.
+    pub(crate) granted_at: Instant,
     state: Mutex<HoldState>,
     /// Bumped whenever the lost flag or the guard counts change, to wake `lost()` callers.
     changed: watch::Sender<()>,
@@ -66,6 +71,7 @@ impl Hold {
         token: u64,
         owner: Option<Owner>,
         task: Caller,
+        kind: Kind,
         valid_until: Instant,
     ) -> Self {
         Hold {
@@ -74,6 +80,8 @@ impl Hold {
             token,
             owner,
             task,
+            kind,
+            granted_at: Instant::now(),
             state: Mutex::new(HoldState {
                 count: 0,
                 watchdog: 0,
@@ -148,6 +156,7 @@ impl Hold {
     /// `reason`.
     pub(crate) fn mark_lost(&self, reason: &'static str) {
         if self.set_lost() && self.count() > 0 {
+            meter::lost(self.kind);
             tracing::warn!(lock = %self.keys.lock, field = %self.field, reason, "lock lost while held");
         }
     }

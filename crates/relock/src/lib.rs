@@ -76,6 +76,7 @@ mod guard;
 mod holds;
 mod keys;
 mod lock;
+mod meter;
 mod owner;
 mod pubsub;
 mod quorum;

@@ -103,23 +103,39 @@ pub(crate) struct Fresh {
     pub(crate) owner: Option<Owner>,
     /// The task that called `lock()` (the attempt runs in a task of its own).
     pub(crate) task: crate::reentry::Caller,
+    /// When `lock()` was called, for the wait-time metric.
+    pub(crate) started: Instant,
+    /// The lock kind, for metrics.
+    pub(crate) kind: crate::meter::Kind,
     retry: Retry,
 }
 
 impl Fresh {
-    pub(crate) fn new(inner: &Inner, owner: Option<Owner>) -> Self {
+    pub(crate) fn new(inner: &Inner, owner: Option<Owner>, fair: bool) -> Self {
         Fresh {
             field: inner.fields.next(),
             owner,
             task: crate::reentry::Caller::current(),
+            started: Instant::now(),
+            kind: if fair {
+                crate::meter::Kind::Fair
+            } else {
+                crate::meter::Kind::Plain
+            },
             retry: Retry::default(),
         }
+    }
+
+    /// Counts an attempt that did not grant, by cause.
+    pub(crate) fn refused(&self, cause: &'static str) {
+        crate::meter::failed_attempt(self.kind, cause);
     }
 
     /// After a failed attempt: retires the field, then waits a backoff and returns `Ok` to
     /// try again, or returns the error once retrying is pointless or the budget (one command
     /// timeout from the first error in a row) is spent.
     pub(crate) async fn after_error(&mut self, inner: &Inner, e: Error) -> Result<()> {
+        crate::meter::failed_attempt(self.kind, crate::meter::cause(&e));
         self.field = inner.fields.next();
         self.retry.after(inner, e).await
     }
@@ -298,7 +314,7 @@ impl Lock {
             }
             Target::Fresh { owner } => {
                 let span = tracing::debug_span!("acquire", lock = %self.name);
-                let fresh = Fresh::new(inner, owner);
+                let fresh = Fresh::new(inner, owner, self.fair);
                 if self.fair {
                     self.acquire_fair(keys, fresh, wait).instrument(span).await
                 } else {
@@ -364,7 +380,10 @@ impl Lock {
             loop {
                 match self.attempt(&keys, &fresh, Mode::Plain).await {
                     Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
-                    Ok(_) => break,
+                    Ok(_) => {
+                        fresh.refused("held");
+                        break;
+                    }
                     Err(e) => fresh.after_error(inner, e).await?,
                 }
             }
@@ -387,6 +406,7 @@ impl Lock {
         // instead of asking Redis again (one fewer script call per handoff).
         let mut known = if joining { sub.known_held_for() } else { None };
         let mut warned = false;
+        let mut woken_by_message = false;
         loop {
             let mut woken = pin!(sub.notified());
             woken.as_mut().enable();
@@ -404,6 +424,10 @@ impl Lock {
                     }
                     Ok(Attempt::Held(p)) if p > 0 => {
                         fresh.succeeded();
+                        fresh.refused("held");
+                        if std::mem::take(&mut woken_by_message) {
+                            crate::meter::wasted_wakeup();
+                        }
                         let held_for = Duration::from_millis(p as u64 + 1);
                         sub.set_held_for(held_for);
                         held_for
@@ -413,8 +437,9 @@ impl Lock {
                 },
             };
             reentry::warn_if_waiting_on_own_task(&inner.holds, &keys.lock, &mut warned);
-            if !inner.park(sleep, deadline, woken).await? {
-                return Ok(None);
+            match inner.park(sleep, deadline, woken).await? {
+                None => return Ok(None),
+                Some(w) => woken_by_message = w,
             }
         }
     }
@@ -443,6 +468,8 @@ impl Lock {
             field: fresh.field.clone(),
             owner: fresh.owner.clone(),
             task: fresh.task,
+            started: fresh.started,
+            kind: fresh.kind,
             fixed_lease: self.lease,
             mode,
             _gate: gate,
@@ -657,6 +684,8 @@ struct AttemptArgs {
     field: String,
     owner: Option<Owner>,
     task: crate::reentry::Caller,
+    started: Instant,
+    kind: crate::meter::Kind,
     fixed_lease: Option<Duration>,
     mode: Mode,
     _gate: Option<OwnedMutexGuard<()>>,
@@ -669,6 +698,8 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
         field,
         owner,
         task,
+        started,
+        kind,
         fixed_lease,
         mode,
         _gate,
@@ -750,6 +781,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                 *token as u64,
                 owner,
                 task,
+                kind,
                 valid_until,
             ));
             if !hold.add_guard(watchdog, valid_until) {
@@ -766,6 +798,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             // Shutdown waits for this task before it releases every recorded hold, so this
             // one is released (and reported lost) too if the client is shutting down.
             inner.holds.insert(hold.clone());
+            crate::meter::acquired(kind, started.elapsed());
             Ok(Attempt::Acquired(LockGuard::new(
                 inner.clone(),
                 hold,

@@ -24,6 +24,9 @@ pub(crate) struct PubSub {
     pub(crate) sharded: bool,
     /// Connected to a Redis Cluster (scripts' batches must keep to one slot).
     pub(crate) cluster: bool,
+    /// A reconnect forced by the keep-alive is under way (cleared by the reconnect event), so
+    /// a long outage asks fred for one reconnect, not one per failed keep-alive.
+    forcing: std::sync::atomic::AtomicBool,
     channels: Mutex<HashMap<String, Arc<Channel>>>,
 }
 
@@ -88,6 +91,7 @@ impl PubSub {
             subscriber,
             sharded,
             cluster,
+            forcing: std::sync::atomic::AtomicBool::new(false),
             channels: Mutex::new(HashMap::new()),
         })
     }
@@ -123,6 +127,7 @@ impl PubSub {
                         Ok(server) => {
                             tracing::debug!(%server, "subscriber (re)connected; waking every waiter");
                             let Some(this) = this.upgrade() else { break };
+                            this.forcing.store(false, std::sync::atomic::Ordering::SeqCst);
                             // Now (a lock freed meanwhile is taken at once), and again once
                             // every subscription is confirmed on the new connection: a waiter
                             // that parked in between would miss a release published before
@@ -251,6 +256,7 @@ impl PubSub {
                 })
                 .clone();
             *c.refs.lock().unwrap() += 1;
+            crate::meter::subscriptions(map.len());
             c
         };
         let sub = Subscription {
@@ -351,20 +357,27 @@ impl PubSub {
     /// half-open TCP connection: nothing in flight, so neither fred nor the OS notices) fails
     /// it; the subscriber is then reconnected and every waiter woken, so waiters are never left
     /// sleeping on a subscription that cannot deliver.
+    /// It stops as soon as `stopping` turns true (shutdown begins), so that no PING of its own
+    /// is outstanding when the subscriber quits.
     pub(crate) fn spawn_keepalive(
         self: &Arc<Self>,
         period: Duration,
         timeout: Duration,
-        mut shutdown: watch::Receiver<bool>,
+        mut stopping: watch::Receiver<bool>,
     ) {
         let this = Arc::downgrade(self);
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     _ = tokio::time::sleep(period) => {}
-                    _ = shutdown.wait_for(|s| *s) => return,
+                    _ = stopping.wait_for(|s| *s) => return,
                 }
                 let Some(this) = this.upgrade() else { return };
+                // fred is reconnecting already (its own detection, or ours): waiters re-check
+                // every 100 ms meanwhile; nothing to add.
+                if !this.is_connected() || this.forcing.load(std::sync::atomic::Ordering::SeqCst) {
+                    continue;
+                }
                 let mut slots: Vec<Option<u16>> = this
                     .channels
                     .lock()
@@ -375,14 +388,15 @@ impl PubSub {
                 slots.sort_unstable();
                 slots.dedup();
                 for slot in slots {
-                    let ok = matches!(
-                        tokio::time::timeout(timeout, this.ping_via(slot)).await,
-                        Ok(Ok(()))
-                    );
+                    let ok = tokio::select! {
+                        r = tokio::time::timeout(timeout, this.ping_via(slot)) => matches!(r, Ok(Ok(()))),
+                        _ = stopping.wait_for(|s| *s) => return,
+                    };
                     if !ok {
                         tracing::warn!("the pub/sub connection did not answer a keep-alive PING; reconnecting it and waking every waiter");
                         this.wake_all();
-                        {
+                        // One forced reconnect at a time, until fred reports it reconnected.
+                        if !this.forcing.swap(true, std::sync::atomic::Ordering::SeqCst) {
                             use fred::interfaces::ClientLike;
                             let _ =
                                 tokio::time::timeout(timeout, this.subscriber.force_reconnection())
@@ -439,6 +453,7 @@ impl PubSub {
         if unused() && map.get(&name).is_some_and(|c| Arc::ptr_eq(c, &channel)) {
             map.remove(&name);
         }
+        crate::meter::subscriptions(map.len());
     }
 }
 
@@ -448,11 +463,13 @@ impl Channel {
         if payload.contains(':') {
             // For one fair waiter, on whichever client it is: wake it if it is ours.
             if let Some((n, _)) = self.named.lock().unwrap().get(payload) {
+                crate::meter::wakeup();
                 n.notify_one();
             }
             return;
         }
         *self.held_until.lock().unwrap() = None;
+        crate::meter::wakeup();
         self.notify.notify_one();
     }
 }

@@ -664,6 +664,7 @@ pub(crate) async fn release(
         .await;
     if remaining == 0 {
         q.holds.remove(&hold);
+        crate::meter::released(hold.kind, hold.granted_at.elapsed());
     }
     let held = replies.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
     if lost {
@@ -855,6 +856,7 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
     for (idx, h) in holds.iter().enumerate() {
         let n = renewed[idx];
         if n >= q.quorum && now < h.valid_until() {
+            crate::meter::renewed(crate::meter::Kind::Quorum, 1);
             h.renewed(sent, lease.saturating_sub(drift(lease)));
             for (node, conn) in free_on[idx].drain(..) {
                 put_back
@@ -865,6 +867,7 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
             }
         } else {
             ok = false;
+            crate::meter::renewal_failed(crate::meter::Kind::Quorum, 1);
             tracing::warn!(lock = %h.keys.lock, renewed = n, needed = q.quorum, "quorum renewal failed");
             if not_here[idx] > q.nodes.len() - q.quorum || now >= h.valid_until() {
                 // A majority no longer has it (deleted, force-unlocked, expired), or the

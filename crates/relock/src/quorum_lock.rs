@@ -173,6 +173,7 @@ impl QuorumLock {
             Target::Reenter(hold) => return self.reenter(keys, hold, lease).await.map(Some),
             Target::Fresh { owner } => owner,
         };
+        let started = Instant::now();
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let mut subs: Option<Vec<Subscription>> = None;
         let mut warned = false;
@@ -192,9 +193,20 @@ impl QuorumLock {
                     .spawn(async move { this.attempt(&keys, field, (owner, task), lease).await })
             };
             let failure = match attempt.await.map_err(|_| Error::Shutdown)?? {
-                Outcome::Acquired(g) => return Ok(Some(g)),
+                Outcome::Acquired(g) => {
+                    crate::meter::acquired(crate::meter::Kind::Quorum, started.elapsed());
+                    return Ok(Some(g));
+                }
                 Outcome::Failed(f) => f,
             };
+            crate::meter::failed_attempt(
+                crate::meter::Kind::Quorum,
+                if failure.held > 0 {
+                    "held"
+                } else {
+                    "no_quorum"
+                },
+            );
             let available = self.q.nodes.len() - failure.unavailable();
             if available < self.q.quorum {
                 // Too many nodes down or in quarantine: waiting for a release cannot help.
@@ -482,6 +494,13 @@ impl QuorumLock {
                         Vote::Timeout(q.node_timeout)
                     }
                 };
+                crate::meter::vote(match &votes[i] {
+                    Vote::Granted => "granted",
+                    Vote::HeldByAnother(_) => "held",
+                    Vote::Timeout(_) => "timeout",
+                    Vote::Quarantined { .. } => "quarantined",
+                    _ => "error",
+                });
                 // Stop as soon as a quorum is reached or has become impossible; the calls
                 // not awaited still run on their nodes.
                 granted >= q.quorum || n - no < q.quorum
@@ -529,6 +548,7 @@ impl QuorumLock {
             token,
             owner,
             task,
+            crate::meter::Kind::Quorum,
             valid_until,
         ));
         if !hold.add_guard(watchdog, valid_until) {

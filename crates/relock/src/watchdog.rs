@@ -84,6 +84,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
         Ok(Ok(results)) if results.len() == batch.len() => {
             for (h, r) in batch.iter().zip(results) {
                 if r == 1 {
+                    crate::meter::renewed(h.kind, 1);
                     h.renewed(sent, lease);
                 } else {
                     h.mark_lost("the watchdog found the hold gone (expired, deleted, force-unlocked, or Redis restarted empty)");
@@ -98,6 +99,9 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
                 Err(_) => format!("no reply within {limit:?}"),
             };
             tracing::warn!(%cause, locks = batch.len(), "renewal failed; retrying while the lease lasts");
+            for h in batch {
+                crate::meter::renewal_failed(h.kind, 1);
+            }
             let now = Instant::now();
             for h in batch {
                 if now >= h.valid_until() {

@@ -1,0 +1,115 @@
+//! Metrics through the `metrics` facade (cargo feature `metrics`, on by default): every name and
+//! label relock records, in one place. Labels never carry lock names (their number is
+//! unbounded). Without the feature every function here is empty.
+//!
+//! | Name | Kind | Labels | Meaning |
+//! |---|---|---|---|
+//! | `relock_acquisitions_total` | counter | `kind` | fresh holds granted |
+//! | `relock_failed_attempts_total` | counter | `kind`, `cause` | acquire attempts that did not grant: `held`, `timeout`, `connection`, `redis`, `wrong_type`, `replication`, `no_quorum`, `other` |
+//! | `relock_wait_seconds` | histogram | `kind` | from the call to the grant of a fresh hold |
+//! | `relock_hold_seconds` | histogram | `kind` | from the grant to the release of the hold's last guard |
+//! | `relock_renewals_total` | counter | `kind` | holds renewed by the watchdog |
+//! | `relock_renewal_failures_total` | counter | `kind` | holds whose renewal failed (they are retried) |
+//! | `relock_locks_lost_total` | counter | `kind` | holds lost while a guard had them |
+//! | `relock_wakeups_total` | counter | — | release messages that woke a waiter of this client |
+//! | `relock_wakeups_wasted_total` | counter | — | waiters woken by a message that found the lock held again |
+//! | `relock_subscriptions` | gauge | — | lock channels this client is subscribed to |
+//! | `relock_quorum_votes_total` | counter | `vote` | quorum votes: `granted`, `held`, `timeout`, `error`, `quarantined` |
+//!
+//! `kind` is `plain`, `fair` or `quorum`.
+
+use std::time::Duration;
+
+use crate::error::Error;
+
+/// Which lock kind a metric is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Plain,
+    Fair,
+    Quorum,
+}
+
+impl Kind {
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    fn label(self) -> &'static str {
+        match self {
+            Kind::Plain => "plain",
+            Kind::Fair => "fair",
+            Kind::Quorum => "quorum",
+        }
+    }
+}
+
+/// The `cause` label of a failed attempt's error.
+#[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+pub(crate) fn cause(e: &Error) -> &'static str {
+    match e {
+        Error::Timeout { .. } => "timeout",
+        Error::Connection { .. } => "connection",
+        Error::Redis { .. } => "redis",
+        Error::WrongType { .. } => "wrong_type",
+        Error::ReplicationFailed { .. } => "replication",
+        Error::QuorumNotReached { .. } => "no_quorum",
+        _ => "other",
+    }
+}
+
+#[cfg(feature = "metrics")]
+mod imp {
+    use super::*;
+
+    pub(crate) fn acquired(kind: Kind, waited: Duration) {
+        metrics::counter!("relock_acquisitions_total", "kind" => kind.label()).increment(1);
+        metrics::histogram!("relock_wait_seconds", "kind" => kind.label())
+            .record(waited.as_secs_f64());
+    }
+    pub(crate) fn failed_attempt(kind: Kind, cause: &'static str) {
+        metrics::counter!("relock_failed_attempts_total", "kind" => kind.label(), "cause" => cause)
+            .increment(1);
+    }
+    pub(crate) fn released(kind: Kind, held: Duration) {
+        metrics::histogram!("relock_hold_seconds", "kind" => kind.label())
+            .record(held.as_secs_f64());
+    }
+    pub(crate) fn renewed(kind: Kind, n: u64) {
+        metrics::counter!("relock_renewals_total", "kind" => kind.label()).increment(n);
+    }
+    pub(crate) fn renewal_failed(kind: Kind, n: u64) {
+        metrics::counter!("relock_renewal_failures_total", "kind" => kind.label()).increment(n);
+    }
+    pub(crate) fn lost(kind: Kind) {
+        metrics::counter!("relock_locks_lost_total", "kind" => kind.label()).increment(1);
+    }
+    pub(crate) fn wakeup() {
+        metrics::counter!("relock_wakeups_total").increment(1);
+    }
+    pub(crate) fn wasted_wakeup() {
+        metrics::counter!("relock_wakeups_wasted_total").increment(1);
+    }
+    pub(crate) fn subscriptions(n: usize) {
+        metrics::gauge!("relock_subscriptions").set(n as f64);
+    }
+    pub(crate) fn vote(vote: &'static str) {
+        metrics::counter!("relock_quorum_votes_total", "vote" => vote).increment(1);
+    }
+}
+
+#[cfg(not(feature = "metrics"))]
+#[allow(clippy::missing_const_for_fn)]
+mod imp {
+    use super::*;
+
+    pub(crate) fn acquired(_: Kind, _: Duration) {}
+    pub(crate) fn failed_attempt(_: Kind, _: &'static str) {}
+    pub(crate) fn released(_: Kind, _: Duration) {}
+    pub(crate) fn renewed(_: Kind, _: u64) {}
+    pub(crate) fn renewal_failed(_: Kind, _: u64) {}
+    pub(crate) fn lost(_: Kind) {}
+    pub(crate) fn wakeup() {}
+    pub(crate) fn wasted_wakeup() {}
+    pub(crate) fn subscriptions(_: usize) {}
+    pub(crate) fn vote(_: &'static str) {}
+}
+
+pub(crate) use imp::*;
