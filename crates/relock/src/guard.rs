@@ -243,10 +243,25 @@ pub(crate) async fn release(
     remaining: u32,
     lost: bool,
 ) -> Result<()> {
-    let span = tracing::debug_span!("release", lock = %hold.keys.lock, field = %hold.field);
-    release_hold(inner, hold, remaining, lost)
-        .instrument(span)
-        .await
+    let span = tracing::debug_span!(
+        "release",
+        lock = %hold.keys.lock,
+        field = %hold.field,
+        remaining,
+        outcome = tracing::field::Empty
+    );
+    let r = release_hold(inner, hold, remaining, lost)
+        .instrument(span.clone())
+        .await;
+    span.record(
+        "outcome",
+        match &r {
+            Ok(()) => "released",
+            Err(Error::LockLost { .. }) => "lost",
+            Err(e) => crate::meter::cause(e),
+        },
+    );
+    r
 }
 
 async fn release_hold(

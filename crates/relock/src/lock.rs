@@ -105,6 +105,8 @@ pub(crate) struct Fresh {
     pub(crate) task: crate::reentry::Caller,
     /// When `lock()` was called, for the wait-time metric.
     pub(crate) started: Instant,
+    /// Acquire script calls made so far, for the `acquire` span.
+    pub(crate) attempts: Arc<std::sync::atomic::AtomicU32>,
     /// The lock kind, for metrics.
     pub(crate) kind: crate::meter::Kind,
     retry: Retry,
@@ -117,6 +119,7 @@ impl Fresh {
             owner,
             task: crate::reentry::Caller::current(),
             started: Instant::now(),
+            attempts: Arc::default(),
             kind: if fair {
                 crate::meter::Kind::Fair
             } else {
@@ -313,13 +316,28 @@ impl Lock {
                 self.reenter(keys, hold).instrument(span).await.map(Some)
             }
             Target::Fresh { owner } => {
-                let span = tracing::debug_span!("acquire", lock = %self.name);
+                use tracing::field::Empty;
+                let span = tracing::debug_span!(
+                    "acquire",
+                    lock = %self.name,
+                    outcome = Empty,
+                    wait_ms = Empty,
+                    token = Empty,
+                    attempts = Empty
+                );
                 let fresh = Fresh::new(inner, owner, self.fair);
-                if self.fair {
-                    self.acquire_fair(keys, fresh, wait).instrument(span).await
+                let (started, attempts) = (fresh.started, fresh.attempts.clone());
+                let r = if self.fair {
+                    self.acquire_fair(keys, fresh, wait)
+                        .instrument(span.clone())
+                        .await
                 } else {
-                    self.acquire_plain(keys, fresh, wait).instrument(span).await
-                }
+                    self.acquire_plain(keys, fresh, wait)
+                        .instrument(span.clone())
+                        .await
+                };
+                record_acquire(&span, &r, started, attempts.load(Ordering::Relaxed));
+                r
             }
         }
     }
@@ -457,6 +475,7 @@ impl Lock {
         // Nothing new is sent once shutdown has begun: it could be granted after shutdown
         // took its list of holds to release.
         self.inner.check_running()?;
+        fresh.attempts.fetch_add(1, Ordering::Relaxed);
         // A leave of the line must not overtake this attempt (it would put us back).
         let gate = match &mode {
             Mode::FairWait(e) => Some(e.gate.clone().lock_owned().await),
@@ -660,6 +679,30 @@ impl Lock {
             h.mark_lost("force-unlocked by this client");
         }
         Ok(r == 1)
+    }
+}
+
+/// Records how an acquisition ended on its `acquire` span: outcome (`acquired`, `timed_out`,
+/// or the error's cause), wait time, token and the number of script calls.
+pub(crate) fn record_acquire(
+    span: &tracing::Span,
+    r: &Result<Option<LockGuard>>,
+    started: Instant,
+    attempts: u32,
+) {
+    span.record("wait_ms", started.elapsed().as_secs_f64() * 1000.0);
+    span.record("attempts", attempts);
+    match r {
+        Ok(Some(g)) => {
+            span.record("outcome", "acquired");
+            span.record("token", g.fencing_token());
+        }
+        Ok(None) => {
+            span.record("outcome", "timed_out");
+        }
+        Err(e) => {
+            span.record("outcome", crate::meter::cause(e));
+        }
     }
 }
 

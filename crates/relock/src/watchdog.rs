@@ -55,7 +55,12 @@ async fn renew_all(inner: &Arc<Inner>) -> bool {
     let mut batches = JoinSet::new();
     for batch in inner.batches(&holds, |h| h.keys.lock.as_str()) {
         let inner = inner.clone();
-        let span = tracing::debug_span!("renew", locks = batch.len());
+        let span = tracing::debug_span!(
+            "renew",
+            locks = batch.len(),
+            renewed = tracing::field::Empty,
+            lost = tracing::field::Empty
+        );
         batches.spawn(async move { renew_batch(&inner, &batch).await }.instrument(span));
     }
     let mut ok = true;
@@ -82,6 +87,9 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
     let call = scripts::RENEW.run::<Vec<i64>>(inner.pool.next(), keys, args);
     match tokio::time::timeout(limit, call).await {
         Ok(Ok(results)) if results.len() == batch.len() => {
+            let renewed = results.iter().filter(|r| **r == 1).count();
+            tracing::Span::current().record("renewed", renewed);
+            tracing::Span::current().record("lost", results.len() - renewed);
             for (h, r) in batch.iter().zip(results) {
                 if r == 1 {
                     crate::meter::renewed(h.kind, 1);

@@ -1,0 +1,93 @@
+//! The `acquire` span records how an acquisition ended (outcome, wait time in ms, fencing token,
+//! script calls); the `release` span its outcome; the `renew` span how many holds it renewed
+//! and found gone. Checked on the span-close lines of a `tracing-subscriber` fmt layer.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use relock_tests::*;
+use tracing_subscriber::fmt::format::FmtSpan;
+
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn spans_record_outcome_wait_token_and_attempts() {
+    let captured = Captured::default();
+    let sink = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_span_events(FmtSpan::CLOSE)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let server = server();
+    let (a, b) = (
+        client_with_lease(&server, Duration::from_millis(600)).await,
+        client(&server).await,
+    );
+
+    let g = a.lock("t71").lock().await.unwrap();
+    let token = g.fencing_token();
+    // Refused for 300 ms: timed out, after more than one script call.
+    assert!(b
+        .lock("t71")
+        .try_lock_for(Duration::from_millis(300))
+        .await
+        .unwrap()
+        .is_none());
+    let since = std::time::Instant::now();
+    wait_until(Duration::from_secs(2), "a renewal", || async {
+        since.elapsed() > Duration::from_millis(300)
+    })
+    .await
+    .unwrap();
+    g.unlock().await.unwrap();
+    a.shutdown().await;
+    b.shutdown().await;
+
+    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let closes: Vec<&str> = logs.lines().filter(|l| l.contains("close")).collect();
+    let acquired = closes
+        .iter()
+        .find(|l| l.contains("acquire{") && l.contains("outcome=\"acquired\""))
+        .unwrap_or_else(|| panic!("no acquired span: {logs}"));
+    assert!(acquired.contains(&format!("token={token}")), "{acquired}");
+    assert!(
+        acquired.contains("attempts=1") && acquired.contains("wait_ms="),
+        "{acquired}"
+    );
+    let timed_out = closes
+        .iter()
+        .find(|l| l.contains("acquire{") && l.contains("outcome=\"timed_out\""))
+        .unwrap_or_else(|| panic!("no timed-out span: {logs}"));
+    assert!(
+        !timed_out.contains("attempts=1 ") && timed_out.contains("attempts="),
+        "{timed_out}"
+    );
+    assert!(
+        closes
+            .iter()
+            .any(|l| l.contains("release{") && l.contains("outcome=\"released\"")),
+        "{logs}"
+    );
+    assert!(
+        closes
+            .iter()
+            .any(|l| l.contains("renew{") && l.contains("renewed=1") && l.contains("lost=0")),
+        "{logs}"
+    );
+    assert_nothing_left(&server).await;
+}
