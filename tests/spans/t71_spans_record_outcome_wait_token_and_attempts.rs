@@ -32,7 +32,10 @@ async fn spans_record_outcome_wait_token_and_attempts() {
         .with_ansi(false)
         .with_writer(move || sink.clone())
         .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    // The only test in this binary, with a global subscriber: tracing caches each callsite's
+    // interest process-wide, so thread-local subscribers of tests running in parallel (with
+    // other levels) could leave a span disabled.
+    tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
     let server = server();
     let (a, b) = (
         client_with_lease(&server, Duration::from_millis(600)).await,
