@@ -23,7 +23,7 @@ async fn shutdown_finishes_the_retried_release_of_a_failed_unlock() {
         .unwrap();
     let name = "rv30";
     let guard = c.lock(name).lock().await.unwrap();
-    let key = format!("{name}");
+    let key = name.to_string();
     assert_eq!(s.cmd(&["EXISTS", &key]).unwrap().as_int(), Some(1));
 
     // The release is lost on the way (every connection open now drops what it is sent).

@@ -129,7 +129,7 @@ async fn metrics_count_acquisitions_waits_holds_renewals_wakeups_and_losses() {
         "no subscription left"
     );
     // Never a lock name in a label.
-    for ((_, name, labels), _) in &seen {
+    for (_, name, labels) in seen.keys() {
         assert!(name.starts_with("relock_"), "{name}");
         assert!(
             labels.iter().all(|(_, v)| !v.contains("t70")),

@@ -180,7 +180,7 @@ impl RedisSentinel {
         let old_server = self.servers.iter().find(|s| s.port() == old);
         self.wait(|| {
             new.is_master()
-                && old_server.map_or(true, |o| !o.is_master())
+                && old_server.is_none_or(|o| !o.is_master())
                 && ports.iter().all(|p| {
                     matches!(
                         resp::command(*p, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE], Duration::from_secs(1)),
