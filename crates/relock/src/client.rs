@@ -346,7 +346,7 @@ impl ClientBuilder {
         if s.client_id.is_empty() || s.client_id.contains(':') {
             return Err(Error::invalid(
                 "client_id",
-                format!("`{}`: must be non-empty and contain no `:` (it prefixes `<client_id>:<owner>`)", s.client_id),
+                format!("`{}`: must be non-empty and contain no `:` (it prefixes every hold's field `<client_id>:<n>`)", s.client_id),
             ));
         }
         validate_lease("watchdog_lease", s.watchdog_lease)?;

@@ -6,7 +6,8 @@ use crate::error::{Error, Result};
 /// The Redis names that belong to one lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LockKeys {
-    /// The hash holding `<client_id>:<owner>` → hold count. It is the lock's name itself.
+    /// The hash holding `<client_id>:<n>` (one field per hold) → hold count. It is the lock's
+    /// name itself.
     pub(crate) lock: String,
     /// Where releases are published.
     pub(crate) channel: String,

@@ -531,6 +531,21 @@ impl QuorumInner {
         self.counter_grace.as_millis() as u64
     }
 
+    /// The nodes that may vote now, with their connections; `votes` records why each of the
+    /// others cannot (quarantined, or unavailable).
+    pub(crate) fn eligible(&self, votes: &mut [crate::error::Vote]) -> Vec<(usize, Arc<Inner>)> {
+        use crate::error::Vote;
+        let mut out = Vec::with_capacity(self.nodes.len());
+        for (i, node) in self.nodes.iter().enumerate() {
+            match node.eligibility() {
+                Eligibility::Yes(c) => out.push((i, c)),
+                Eligibility::Quarantined(remaining) => votes[i] = Vote::Quarantined { remaining },
+                Eligibility::Unavailable(why) => votes[i] = Vote::Error(why),
+            }
+        }
+        out
+    }
+
     /// Records a lease in use, for the default quarantine.
     pub(crate) fn note_lease(&self, lease: Duration) {
         self.max_lease_ms

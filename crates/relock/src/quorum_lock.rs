@@ -18,7 +18,7 @@ use crate::holds::Hold;
 use crate::keys::LockKeys;
 use crate::owner::Owner;
 use crate::pubsub::Subscription;
-use crate::quorum::{drift, pinned, race, Eligibility, QuorumInner};
+use crate::quorum::{drift, pinned, race, QuorumInner};
 use crate::reentry::{self, Target};
 use crate::scripts;
 
@@ -269,30 +269,21 @@ impl QuorumLock {
             let n = q.nodes.len();
             let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
             let mut calls = Vec::new();
-            for (i, node) in q.nodes.iter().enumerate() {
-                match node.eligibility() {
-                    Eligibility::Yes(conn) => {
-                        let (keys, field, limit) =
-                            (keys.clone(), hold.field.clone(), q.node_timeout);
-                        let args = vec![
-                            lease.as_millis().to_string(),
-                            field,
-                            q.grace_ms().to_string(),
-                        ];
-                        calls.push(Box::pin(async move {
-                            let call = scripts::REENTER.run::<Option<i64>>(
-                                pinned(&conn, &keys.lock),
-                                vec![keys.lock.clone(), keys.token.clone()],
-                                args,
-                            );
-                            (i, tokio::time::timeout(limit, call).await)
-                        }));
-                    }
-                    Eligibility::Quarantined(remaining) => {
-                        votes[i] = Vote::Quarantined { remaining }
-                    }
-                    Eligibility::Unavailable(why) => votes[i] = Vote::Error(why),
-                }
+            for (i, conn) in q.eligible(&mut votes) {
+                let (keys, field, limit) = (keys.clone(), hold.field.clone(), q.node_timeout);
+                let args = vec![
+                    lease.as_millis().to_string(),
+                    field,
+                    q.grace_ms().to_string(),
+                ];
+                calls.push(Box::pin(async move {
+                    let call = scripts::REENTER.run::<Option<i64>>(
+                        pinned(&conn, &keys.lock),
+                        vec![keys.lock.clone(), keys.token.clone()],
+                        args,
+                    );
+                    (i, tokio::time::timeout(limit, call).await)
+                }));
             }
             let (mut yes, mut gone, mut no) = (0usize, 0usize, n - calls.len());
             race(&q.tracker, calls, |(i, r)| {
@@ -420,14 +411,7 @@ impl QuorumLock {
         let start = Instant::now();
         let n = q.nodes.len();
         let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
-        let mut eligible = Vec::with_capacity(n);
-        for (i, node) in q.nodes.iter().enumerate() {
-            match node.eligibility() {
-                Eligibility::Yes(c) => eligible.push((i, c)),
-                Eligibility::Quarantined(remaining) => votes[i] = Vote::Quarantined { remaining },
-                Eligibility::Unavailable(why) => votes[i] = Vote::Error(why),
-            }
-        }
+        let mut eligible = q.eligible(&mut votes);
         if eligible.len() < q.quorum {
             // A quorum is impossible before anything is sent: send nothing.
             eligible.clear();
