@@ -152,3 +152,29 @@ where
     );
     idle[0]
 }
+
+/// A client behind a fresh `FaultProxy` to `server` (command timeout `command_timeout`), and
+/// the proxy's id of that client's subscriber connection, so a test can slow or cut the
+/// subscriber alone.
+pub async fn proxied_waiter(
+    server: &RedisServer,
+    command_timeout: Duration,
+) -> (FaultProxy, relock::Client, ConnId) {
+    let proxy = FaultProxy::start(&server.addr()).unwrap();
+    let client = relock::Client::builder()
+        .url(proxy.url())
+        .command_timeout(command_timeout)
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .unwrap();
+    let probe = client.lock("proxied-waiter:probe");
+    let sub = subscriber_conn(&proxy, || {
+        let p = probe.clone();
+        async move {
+            p.is_locked().await.unwrap();
+        }
+    })
+    .await;
+    (proxy, client, sub)
+}

@@ -7,32 +7,16 @@
 
 use std::time::{Duration, Instant};
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
-
-use crate::support::subscriber_conn;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_whose_subscription_lands_late_still_wakes_on_the_release() {
     let s = server();
-    let proxy = FaultProxy::start(&s.addr()).unwrap();
-    let waiter_client = relock::Client::builder()
-        .url(proxy.url())
-        .command_timeout(Duration::from_secs(2))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
+    let (proxy, waiter_client, sub) =
+        crate::support::proxied_waiter(&s, Duration::from_secs(2)).await;
     let holder = client_with_lease(&s, Duration::from_secs(8)).await;
     let name = "r30";
-    let probe = waiter_client.lock("r30:probe");
-    let sub = subscriber_conn(&proxy, || {
-        let p = probe.clone();
-        async move {
-            p.is_locked().await.unwrap();
-        }
-    })
-    .await;
     proxy.set_conn(
         sub,
         Direction::Up,

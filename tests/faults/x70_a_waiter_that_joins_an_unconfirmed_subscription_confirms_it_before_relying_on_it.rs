@@ -6,33 +6,17 @@
 
 use std::time::{Duration, Instant};
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
-
-use crate::support::subscriber_conn;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_that_gives_up_mid_confirm_leaves_the_next_local_waiter_an_unconfirmed_subscription(
 ) {
     let s = server();
-    let proxy = FaultProxy::start(&s.addr()).unwrap();
-    let waiter_client = relock::Client::builder()
-        .url(proxy.url())
-        .command_timeout(Duration::from_secs(3))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
+    let (proxy, waiter_client, sub) =
+        crate::support::proxied_waiter(&s, Duration::from_secs(3)).await;
     let holder = client_with_lease(&s, Duration::from_secs(10)).await;
     let name = "rv10";
-    let probe = waiter_client.lock("rv10:probe");
-    let sub = subscriber_conn(&proxy, || {
-        let p = probe.clone();
-        async move {
-            p.is_locked().await.unwrap();
-        }
-    })
-    .await;
     proxy.set_conn(
         sub,
         Direction::Up,

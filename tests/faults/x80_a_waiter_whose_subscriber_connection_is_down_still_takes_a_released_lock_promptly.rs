@@ -6,32 +6,16 @@
 
 use std::time::{Duration, Instant};
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
-
-use crate::support::subscriber_conn;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiter_whose_subscriber_connection_is_down_still_takes_a_released_lock_promptly() {
     let s = server();
-    let proxy = FaultProxy::start(&s.addr()).unwrap();
-    let waiter_client = relock::Client::builder()
-        .url(proxy.url())
-        .command_timeout(Duration::from_secs(3))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
+    let (proxy, waiter_client, sub) =
+        crate::support::proxied_waiter(&s, Duration::from_secs(3)).await;
     let holder = client_with_lease(&s, Duration::from_secs(10)).await;
     let name = "rv20";
-    let probe = waiter_client.lock("rv20:probe");
-    let sub = subscriber_conn(&proxy, || {
-        let p = probe.clone();
-        async move {
-            p.is_locked().await.unwrap();
-        }
-    })
-    .await;
     let channel = format!("redisson_lock__channel:{{{name}}}");
 
     let held = holder.lock(name).lock().await.unwrap();

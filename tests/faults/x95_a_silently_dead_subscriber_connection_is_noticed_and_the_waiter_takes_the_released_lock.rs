@@ -7,30 +7,16 @@
 
 use std::time::{Duration, Instant};
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silently_dead_subscriber_connection_is_noticed_and_the_waiter_takes_the_released_lock() {
     let s = server();
-    let proxy = FaultProxy::start(&s.addr()).unwrap();
-    let waiter_client = relock::Client::builder()
-        .url(proxy.url())
-        .command_timeout(Duration::from_secs(2))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
+    let (proxy, waiter_client, sub) =
+        crate::support::proxied_waiter(&s, Duration::from_secs(2)).await;
     let holder = client_with_lease(&s, Duration::from_secs(12)).await;
     let name = "r20";
-    let probe = waiter_client.lock("r20:probe");
-    let sub = crate::support::subscriber_conn(&proxy, || {
-        let p = probe.clone();
-        async move {
-            p.is_locked().await.unwrap();
-        }
-    })
-    .await;
     let held = holder.lock(name).lock().await.unwrap();
     let waiter = spawn_parked_waiter(&s, waiter_client.lock(name)).await;
     wait_until(Duration::from_secs(3), "the waiter parked", || async {

@@ -3,8 +3,6 @@
 //! (builders, clients, locks, guards) and every tracing event captured at TRACE level show the
 //! URL with `***` instead of the password.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use relock::Error;
@@ -14,20 +12,6 @@ use relock_tests::*;
 const PASSWORD: &str = "pw-S3cret-41f7";
 const ACL_PASSWORD: &str = "acl-S3cret-9a2c";
 const SENTINEL_PASSWORD: &str = "sent-S3cret-77b1";
-
-/// Everything the tracing subscriber writes, for the secret scan.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 fn assert_no_secret(what: &str, text: &str) {
     for secret in [PASSWORD, ACL_PASSWORD, SENTINEL_PASSWORD] {
@@ -162,7 +146,7 @@ async fn credentials_never_appear_in_errors_debug_output_or_traces() {
     for (what, text) in &shown {
         assert_no_secret(what, text);
     }
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     assert!(
         logs.contains("relock client connected"),
         "the capture works: {logs}"

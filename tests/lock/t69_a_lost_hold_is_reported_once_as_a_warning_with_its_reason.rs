@@ -2,24 +2,9 @@
 //! and why: deleted behind its back (the watchdog found it gone), or its fixed lease ran out on
 //! the local clock. A hold released normally is never reported.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use relock_tests::*;
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test]
 async fn a_lost_hold_is_reported_once_as_a_warning_with_its_reason() {
@@ -54,7 +39,7 @@ async fn a_lost_hold_is_reported_once_as_a_warning_with_its_reason() {
     )
     .await;
 
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     let lost: Vec<&str> = logs
         .lines()
         .filter(|l| l.contains("lock lost while held"))

@@ -3,34 +3,12 @@
 //! naming the lock and the fix (`scope` / `with`), however often it is woken meanwhile. The
 //! same wait from another task emits none.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use fred::interfaces::PubsubInterface;
 use relock_tests::*;
 
 use crate::support::raw_redis;
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    /// Takes what was written so far.
-    fn take(&self) -> String {
-        String::from_utf8(std::mem::take(&mut *self.0.lock().unwrap())).unwrap()
-    }
-}
 
 /// Warning lines about waiting on one's own hold of `name`.
 fn own_hold_warnings(log: &str, name: &str) -> Vec<String> {

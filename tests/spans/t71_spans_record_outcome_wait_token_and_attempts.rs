@@ -2,25 +2,10 @@
 //! script calls); the `release` span its outcome; the `renew` span how many holds it renewed
 //! and found gone. Checked on the span-close lines of a `tracing-subscriber` fmt layer.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use relock_tests::*;
 use tracing_subscriber::fmt::format::FmtSpan;
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 #[tokio::test]
 async fn spans_record_outcome_wait_token_and_attempts() {
@@ -61,7 +46,7 @@ async fn spans_record_outcome_wait_token_and_attempts() {
     a.shutdown().await;
     b.shutdown().await;
 
-    let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let logs = captured.text();
     let closes: Vec<&str> = logs.lines().filter(|l| l.contains("close")).collect();
     let acquired = closes
         .iter()

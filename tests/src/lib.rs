@@ -1,6 +1,7 @@
 //! Shared fixture for relock's integration tests: servers from the test kit, clients with
 //! short timeouts, and the "nothing left behind" check.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use relock_testkit::{wait_until, RedisServer};
@@ -311,4 +312,36 @@ pub async fn spawn_waiter_process(
     .await
     .unwrap();
     child
+}
+
+/// Everything a `tracing-subscriber` fmt layer writes (`.with_writer(move || captured.clone())`),
+/// for tests that read relock's log events and spans.
+#[derive(Debug, Clone, Default)]
+pub struct Captured(pub Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// What was written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+
+    /// Takes what was written so far.
+    pub fn take(&self) -> String {
+        String::from_utf8(std::mem::take(&mut *self.0.lock().unwrap())).unwrap()
+    }
+
+    /// Lines written so far that contain `needle`.
+    pub fn count(&self, needle: &str) -> usize {
+        self.text().lines().filter(|l| l.contains(needle)).count()
+    }
 }
