@@ -432,6 +432,7 @@ impl Lock {
                 Some(held_for) => held_for,
                 None => match self.attempt(&keys, &fresh, Mode::Plain).await {
                     Err(e) => {
+                        woken_by_message = false;
                         fresh.after_error(inner, e).await?;
                         continue;
                     }

@@ -138,7 +138,12 @@ impl PubSub {
                                 this.wake_all();
                             });
                         }
-                        Err(RecvError::Lagged(_)) => {}
+                        Err(RecvError::Lagged(_)) => {
+                            // Reconnect events were missed: at least one happened, so a forced
+                            // reconnect is not pending any more.
+                            let Some(this) = this.upgrade() else { break };
+                            this.forcing.store(false, std::sync::atomic::Ordering::SeqCst);
+                        }
                         Err(RecvError::Closed) => break,
                     },
                     r = errors.recv() => match r {
