@@ -23,28 +23,54 @@ impl RedisCluster {
     /// # Errors
     /// As [`RedisServer::start`]; [`Error::StartFailed`] if the cluster does not form in 20 s.
     pub fn start() -> Result<Self> {
+        Self::start_with(ServerOptions::default())
+    }
+
+    /// As [`RedisCluster::start`], every node started with `options`: with
+    /// [`ServerOptions::password`] and [`ServerOptions::acl_user`] every node refuses
+    /// unauthenticated clients, replicas sync as the ACL user, the kit (cluster creation, and
+    /// helpers such as [`RedisCluster::keys`]) authenticates with the password, and
+    /// [`RedisCluster::url_with_acl_user`] names the user. `extra_args` are added to every node's;
+    /// `aof` applies to every node.
+    ///
+    /// # Errors
+    /// As [`RedisCluster::start`]; [`Error::StartFailed`] for [`ServerOptions::tls`] (a TLS
+    /// cluster is not supported by the kit).
+    pub fn start_with(options: ServerOptions) -> Result<Self> {
+        if options.tls {
+            return Err(Error::StartFailed {
+                port: 0,
+                reason: "the kit's cluster does not support ServerOptions::tls".into(),
+                log: String::new(),
+            });
+        }
         let mut nodes = Vec::new();
         for _ in 0..6 {
             let bus = free_port()?;
+            let mut extra_args: Vec<String> = [
+                "--cluster-enabled",
+                "yes",
+                "--cluster-config-file",
+                "nodes.conf",
+                "--cluster-node-timeout",
+                "1000",
+                "--cluster-port",
+                &bus.to_string(),
+            ]
+            .map(String::from)
+            .to_vec();
+            extra_args.extend(options.extra_args.iter().cloned());
             nodes.push(RedisServer::start_with(ServerOptions {
-                aof: false,
-                password: None,
-                tls: false,
-                extra_args: [
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "1000",
-                    "--cluster-port",
-                    &bus.to_string(),
-                ]
-                .map(String::from)
-                .to_vec(),
+                extra_args,
+                ..options.clone()
             })?);
         }
-        let out = Command::new("redis-cli")
+        let mut create = Command::new("redis-cli");
+        if let Some(p) = &options.password {
+            // Through the environment, not `-a`: no warning, and not in `ps`.
+            create.env("REDISCLI_AUTH", p);
+        }
+        let out = create
             .args(["--cluster", "create"])
             .args(nodes.iter().map(RedisServer::addr))
             .args(["--cluster-replicas", "1", "--cluster-yes"])
@@ -57,8 +83,9 @@ impl RedisCluster {
             return Err(Error::StartFailed {
                 port: nodes[0].port(),
                 reason: format!(
-                    "redis-cli --cluster create failed: {}",
-                    String::from_utf8_lossy(&out.stdout)
+                    "redis-cli --cluster create failed: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
                 ),
                 log: String::new(),
             });
@@ -109,6 +136,16 @@ impl RedisCluster {
     pub fn url(&self) -> String {
         let addrs: Vec<String> = self.nodes.iter().map(RedisServer::addr).collect();
         format!("redis-cluster://{}", addrs.join(","))
+    }
+
+    /// `redis-cluster://<user>:<password>@` URL naming every node, for a cluster started with
+    /// [`ServerOptions::acl_user`] (as [`RedisCluster::url`] otherwise).
+    pub fn url_with_acl_user(&self) -> String {
+        let addrs: Vec<String> = self.nodes.iter().map(RedisServer::addr).collect();
+        match &self.nodes[0].options().acl_user {
+            Some((user, p)) => format!("redis-cluster://{user}:{p}@{}", addrs.join(",")),
+            None => self.url(),
+        }
     }
 
     /// The nodes that are masters right now.

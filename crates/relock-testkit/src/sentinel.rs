@@ -18,6 +18,7 @@ const TIMEOUT: Duration = Duration::from_secs(20);
 pub struct RedisSentinel {
     servers: Vec<RedisServer>,
     sentinels: Vec<(u16, PathBuf, Child)>,
+    options: ServerOptions,
 }
 
 impl RedisSentinel {
@@ -27,20 +28,44 @@ impl RedisSentinel {
     /// # Errors
     /// As [`RedisServer::start`]; [`Error::StartFailed`] if the set-up does not settle in 20 s.
     pub fn start() -> Result<Self> {
-        let master = RedisServer::start()?;
+        Self::start_with(ServerOptions::default())
+    }
+
+    /// As [`RedisSentinel::start`], the master and the replica started with `options`. With
+    /// [`ServerOptions::acl_user`] the replica syncs as that user and the sentinels monitor,
+    /// reconfigure and fail over the servers as that user (`sentinel auth-user`/`auth-pass`);
+    /// with [`ServerOptions::password`], as the default user if there is no ACL user. The
+    /// sentinels are protected the same way: `requirepass` with [`ServerOptions::password`]
+    /// (`sentinel sentinel-pass` between them) and the same ACL user, so that one URL's
+    /// credentials ([`RedisSentinel::url_with_acl_user`]) work on the sentinels and on the
+    /// master. The kit's own commands authenticate with the password.
+    ///
+    /// # Errors
+    /// As [`RedisSentinel::start`]; [`Error::StartFailed`] for [`ServerOptions::tls`] (not
+    /// supported by the kit's sentinels).
+    pub fn start_with(options: ServerOptions) -> Result<Self> {
+        if options.tls {
+            return Err(Error::StartFailed {
+                port: 0,
+                reason: "the kit's sentinel set-up does not support ServerOptions::tls".into(),
+                log: String::new(),
+            });
+        }
+        let master = RedisServer::start_with(options.clone())?;
+        let mut extra_args = options.extra_args.clone();
+        extra_args.extend([
+            "--replicaof".into(),
+            "127.0.0.1".into(),
+            master.port().to_string(),
+        ]);
         let replica = RedisServer::start_with(ServerOptions {
-            aof: false,
-            password: None,
-            tls: false,
-            extra_args: vec![
-                "--replicaof".into(),
-                "127.0.0.1".into(),
-                master.port().to_string(),
-            ],
+            extra_args,
+            ..options.clone()
         })?;
         let mut this = RedisSentinel {
             servers: vec![master, replica],
             sentinels: Vec::new(),
+            options,
         };
         this.wait(
             || {
@@ -60,13 +85,14 @@ impl RedisSentinel {
                 source: e,
             })?;
             let conf = dir.join("sentinel.conf");
-            let text = format!(
+            let mut text = format!(
                 "port {port}\nbind 127.0.0.1\ndir {}\nlogfile {}\nsentinel monitor {SERVICE} 127.0.0.1 {} 2\n\
                  sentinel down-after-milliseconds {SERVICE} 1000\nsentinel failover-timeout {SERVICE} 5000\n",
                 dir.display(),
                 dir.join("sentinel.log").display(),
                 this.servers[0].port()
             );
+            text.push_str(&this.sentinel_auth_lines());
             std::fs::write(&conf, text).map_err(|e| Error::Io {
                 what: "sentinel.conf".into(),
                 source: e,
@@ -88,7 +114,7 @@ impl RedisSentinel {
         this.wait(
             || {
                 ports.iter().all(|p| {
-                    match resp::command(
+                    match this.sentinel_cmd(
                         *p,
                         &["SENTINEL", "MASTER", SERVICE],
                         Duration::from_secs(1),
@@ -125,6 +151,27 @@ impl RedisSentinel {
         Ok(())
     }
 
+    /// The sentinel.conf lines that protect a sentinel and let it reach the servers.
+    fn sentinel_auth_lines(&self) -> String {
+        let mut text = String::new();
+        if let Some(p) = &self.options.password {
+            text.push_str(&format!("requirepass {p}\nsentinel sentinel-pass {p}\n"));
+        }
+        if let Some((user, p)) = &self.options.acl_user {
+            text.push_str(&format!(
+                "user {user} on >{p} ~* &* +@all\nsentinel auth-user {SERVICE} {user}\nsentinel auth-pass {SERVICE} {p}\n"
+            ));
+        } else if let Some(p) = &self.options.password {
+            text.push_str(&format!("sentinel auth-pass {SERVICE} {p}\n"));
+        }
+        text
+    }
+
+    /// One command to the sentinel on `port`, authenticated with the password if there is one.
+    fn sentinel_cmd(&self, port: u16, args: &[&str], timeout: Duration) -> std::io::Result<Value> {
+        resp::command_as(port, self.options.password.as_deref(), args, timeout)
+    }
+
     /// The sentinels' ports.
     pub fn sentinel_ports(&self) -> Vec<u16> {
         self.sentinels.iter().map(|(p, _, _)| *p).collect()
@@ -141,6 +188,15 @@ impl RedisSentinel {
             "redis-sentinel://{}?sentinelServiceName={SERVICE}",
             addrs.join(",")
         )
+    }
+
+    /// `redis-sentinel://<user>:<password>@` URL naming the three sentinels and the service, for
+    /// a set-up started with [`ServerOptions::acl_user`] (as [`RedisSentinel::url`] otherwise).
+    pub fn url_with_acl_user(&self) -> String {
+        match &self.options.acl_user {
+            Some((user, p)) => self.url().replacen("://", &format!("://{user}:{p}@"), 1),
+            None => self.url(),
+        }
     }
 
     /// The two data servers (initially master, then replica).
@@ -167,11 +223,15 @@ impl RedisSentinel {
             .find(|s| s.port() != old)
             .expect("two servers");
         let p = self.sentinel_ports()[0];
-        resp::command(
+        self.sentinel_cmd(
             p,
             &["SENTINEL", "FAILOVER", SERVICE],
             Duration::from_secs(3),
         )
+        .and_then(|v| match v {
+            Value::Error(e) => Err(std::io::Error::other(e)),
+            v => Ok(v),
+        })
         .map_err(|e| Error::Io {
             what: "SENTINEL FAILOVER".into(),
             source: e,
@@ -183,7 +243,7 @@ impl RedisSentinel {
                 && old_server.is_none_or(|o| !o.is_master())
                 && ports.iter().all(|p| {
                     matches!(
-                        resp::command(*p, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE], Duration::from_secs(1)),
+                        self.sentinel_cmd(*p, &["SENTINEL", "GET-MASTER-ADDR-BY-NAME", SERVICE], Duration::from_secs(1)),
                         Ok(Value::Array(Some(a))) if a.get(1).and_then(Value::as_int) == Some(i64::from(new.port()))
                     )
                 })

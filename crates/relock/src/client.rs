@@ -481,6 +481,17 @@ fn fred_builder(config: FredConfig, s: &Settings) -> Builder {
 /// A connection error naming the server without credentials, with a hint for TLS trouble.
 fn connection_error(s: &Settings, cause: String) -> Error {
     let mut cause = crate::redact::in_text(&cause, &s.url);
+    if cause.contains("Failed to connect to all sentinel nodes") {
+        // fred drops each sentinel's own error (a refused connection, WRONGPASS).
+        if cause.ends_with('.') {
+            cause.pop();
+        }
+        cause.push_str(
+            "; no sentinel accepted the connection and the credentials (a sentinel's own error \
+             is not reported): relock sends the URL's user:password@ to the sentinels as well \
+             as to the master, so the sentinels need the same user and password",
+        );
+    }
     if cause.contains("InvalidCertificate") || cause.contains("UnknownIssuer") {
         cause.push_str(
             "; the server's TLS certificate was rejected: give the CA that signed it \
@@ -689,6 +700,20 @@ fn fred_url(url: &str) -> Result<String> {
     }
     if scheme.ends_with("-sentinel") && !query.is_some_and(|q| q.contains("sentinelServiceName=")) {
         return Err(bad("a sentinel URL needs ?sentinelServiceName=NAME"));
+    }
+    // fred (without its `sentinel-auth` feature) ignores these and sends the URL's credentials
+    // to the sentinels: refuse them rather than let them be silently dropped.
+    if query.is_some_and(|q| {
+        q.split('&').any(|kv| {
+            let key = kv.split_once('=').map_or(kv, |(k, _)| k);
+            key == "sentinelUsername" || key == "sentinelPassword"
+        })
+    }) {
+        return Err(bad(
+            "separate sentinel credentials (sentinelUsername, sentinelPassword) are not supported: \
+             the URL's user:password@ is sent to the sentinels and to the master alike, so give the \
+             sentinels the same ACL user (see docs/operations.md, Credentials)",
+        ));
     }
     let mut out = format!("{scheme}://");
     if let Some(a) = auth {

@@ -253,7 +253,8 @@ impl Lock {
             }
         }
         // Subscribe before joining the line, so the message naming us cannot pass us by.
-        let subscribe = inner.pubsub.subscribe(&keys.channel);
+        let channel = crate::pubsub::mutated_channel(&keys.channel);
+        let subscribe = inner.pubsub.subscribe(&channel);
         let sub = match deadline {
             Some(d) => match tokio::time::timeout_at(d, subscribe).await {
                 Ok(r) => r,

@@ -186,7 +186,11 @@ impl Hold {
         if s.lost {
             return;
         }
-        if sent_at >= s.valid_until || Instant::now() >= s.valid_until {
+        #[cfg(feature = "chaos-mutants")]
+        let revive = crate::mutant::is(crate::mutant::Mutant::RenewalRecreatesExpiredLock);
+        #[cfg(not(feature = "chaos-mutants"))]
+        let revive = false;
+        if !revive && (sent_at >= s.valid_until || Instant::now() >= s.valid_until) {
             drop(s);
             self.mark_lost("a renewal was answered after the local lease deadline");
             return;
@@ -217,6 +221,13 @@ impl Hold {
             if lost {
                 return;
             }
+            #[cfg(feature = "chaos-mutants")]
+            let until = if crate::mutant::is(crate::mutant::Mutant::RenewalRecreatesExpiredLock) {
+                // The mutant believes renewals whatever the deadline: only "gone" ends a hold.
+                until + Duration::from_secs(86_400)
+            } else {
+                until
+            };
             tokio::select! {
                 _ = tokio::time::sleep_until(until) => {
                     // A renewal may have moved the deadline meanwhile; re-check.

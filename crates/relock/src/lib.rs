@@ -77,6 +77,8 @@ mod holds;
 mod keys;
 mod lock;
 mod meter;
+#[cfg(feature = "chaos-mutants")]
+pub mod mutant;
 mod owner;
 mod pubsub;
 mod quorum;

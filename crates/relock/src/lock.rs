@@ -411,7 +411,8 @@ impl Lock {
         }
         // Subscribe before retrying, so a release between our attempt and our sleep still
         // wakes us (Redisson #1763). Joining an existing subscription costs no round trip.
-        let subscribe = inner.pubsub.subscribe(&keys.channel);
+        let channel = crate::pubsub::mutated_channel(&keys.channel);
+        let subscribe = inner.pubsub.subscribe(&channel);
         let sub = match deadline {
             Some(d) => match tokio::time::timeout_at(d, subscribe).await {
                 Ok(r) => r,
@@ -822,7 +823,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             let hold = Arc::new(Hold::new(
                 keys.clone(),
                 field,
-                *token as u64,
+                mutated_token(*token as u64),
                 owner,
                 task,
                 kind,
@@ -895,4 +896,12 @@ async fn clean_up_unknown_outcome(inner: &Inner, keys: &LockKeys, field: &str) {
     if let Err(e) = inner.run_release(keys, field, true).await {
         tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; the lease will expire it");
     }
+}
+
+/// The token a new hold carries: the script's, unless a chaos mutant (`relock::mutant`)
+/// breaks that.
+fn mutated_token(token: u64) -> u64 {
+    #[cfg(feature = "chaos-mutants")]
+    let token = crate::mutant::token(token);
+    token
 }

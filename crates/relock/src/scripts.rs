@@ -11,17 +11,18 @@ use fred::types::{FromValue, MultipleKeys, MultipleValues, Value};
 #[derive(Debug)]
 pub(crate) struct Script {
     pub(crate) name: &'static str,
-    lua: &'static str,
+    lua: std::borrow::Cow<'static, str>,
     sha1: String,
 }
 
 impl Script {
     fn new(name: &'static str, lua: &'static str) -> Self {
-        Script {
-            name,
-            lua,
-            sha1: fred::util::sha1_hash(lua),
-        }
+        #[cfg(feature = "chaos-mutants")]
+        let lua = crate::mutant::lua(name, lua);
+        #[cfg(not(feature = "chaos-mutants"))]
+        let lua = std::borrow::Cow::Borrowed(lua);
+        let sha1 = fred::util::sha1_hash(&lua);
+        Script { name, lua, sha1 }
     }
 
     /// Runs the script on `client`. NOSCRIPT means the script did not run, so falling back to
@@ -40,7 +41,7 @@ impl Script {
         {
             Err(e) if is_noscript(&e) => {
                 tracing::debug!(script = self.name, "NOSCRIPT; sending the script body");
-                client.eval(self.lua, keys, args).await
+                client.eval(self.lua.as_ref(), keys, args).await
             }
             other => other,
         }

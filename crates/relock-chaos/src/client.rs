@@ -1,0 +1,315 @@
+//! One client process: acquire, fenced read-modify-write, release, in a loop, recording every
+//! step. It stops on SIGTERM: the loop ends, the hold (if any) is released, the client shuts
+//! down, and the process exits 0. Being a process of its own, a SIGSTOP freezes it whole,
+//! watchdog included, as a GC pause or a stalled VM would.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use relock::{DistributedLock, LockGuard};
+use tokio::sync::Mutex;
+
+use crate::history::{self, Op, Recorder};
+use crate::resource::Resource;
+use crate::Kind;
+
+/// `relock-chaos client …` (started by the harness, not by hand).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ClientArgs {
+    /// This client's number (its relock client id is `chaos-<n>`).
+    #[arg(long)]
+    pub id: u32,
+    #[arg(long, value_enum)]
+    pub kind: Kind,
+    /// The lock server URL; repeated for the quorum kind.
+    #[arg(long = "url", required = true)]
+    pub urls: Vec<String>,
+    /// The fenced resource's URL.
+    #[arg(long)]
+    pub resource: String,
+    /// Lock names, comma separated.
+    #[arg(long, value_delimiter = ',')]
+    pub names: Vec<String>,
+    /// The history file to write.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The watchdog lease.
+    #[arg(long, default_value_t = 2000)]
+    pub lease_ms: u64,
+    /// How long one acquire waits before giving up (recorded as a failure).
+    #[arg(long, default_value_t = 10_000)]
+    pub wait_ms: u64,
+    /// The critical section's work between the read and the write: 0..=this many ms.
+    #[arg(long, default_value_t = 2)]
+    pub work_ms: u64,
+    /// This percentage of sections are slow: 20..=60 ms of work (renewals and pauses then
+    /// land inside sections too).
+    #[arg(long, default_value_t = 3)]
+    pub slow_pct: u64,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A deliberately broken relock (needs the `chaos-mutants` feature).
+    #[arg(long)]
+    pub mutant: Option<String>,
+}
+
+enum Locks {
+    Single(relock::Client, bool),
+    Quorum(relock::QuorumClient),
+}
+
+impl Locks {
+    fn lock(&self, name: &str) -> Box<dyn DistributedLock> {
+        match self {
+            Locks::Single(c, false) => Box::new(c.lock(name)),
+            Locks::Single(c, true) => Box::new(c.fair_lock(name)),
+            Locks::Quorum(q) => Box::new(q.lock(name)),
+        }
+    }
+
+    async fn shutdown(&self) {
+        match self {
+            Locks::Single(c, _) => c.shutdown().await,
+            Locks::Quorum(q) => q.shutdown().await,
+        }
+    }
+}
+
+pub fn main(args: ClientArgs) -> i32 {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    rt.block_on(run(args))
+}
+
+fn activate_mutant(name: Option<&str>) -> Result<(), String> {
+    let Some(name) = name else { return Ok(()) };
+    #[cfg(feature = "chaos-mutants")]
+    {
+        let m = relock::mutant::Mutant::from_name(name)
+            .ok_or_else(|| format!("unknown mutant {name:?}"))?;
+        relock::mutant::activate(m);
+        Ok(())
+    }
+    #[cfg(not(feature = "chaos-mutants"))]
+    Err(format!(
+        "mutant {name:?} needs a build with `--features chaos-mutants`"
+    ))
+}
+
+async fn run(args: ClientArgs) -> i32 {
+    if let Err(e) = activate_mutant(args.mutant.as_deref()) {
+        eprintln!("relock-chaos client {}: {e}", args.id);
+        return 2;
+    }
+    let mut rec = match Recorder::create(&args.out, args.id) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!(
+                "relock-chaos client {}: {}: {e}",
+                args.id,
+                args.out.display()
+            );
+            return 2;
+        }
+    };
+    let client_id = format!("chaos-{}", args.id);
+    let lease = Duration::from_millis(args.lease_ms);
+    let locks = match connect(&args, &client_id, lease).await {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("relock-chaos client {}: connect: {e}", args.id);
+            return 3;
+        }
+    };
+    let resource = match Resource::connect(&args.resource).await {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("relock-chaos client {}: resource: {e}", args.id);
+            return 3;
+        }
+    };
+    rec.record(
+        "",
+        Op::Start {
+            id: client_id,
+            pid: std::process::id(),
+        },
+    );
+    let rec = Arc::new(Mutex::new(rec));
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler");
+    let rng = fastrand::Rng::with_seed(args.seed ^ (u64::from(args.id) << 32));
+    let (stop_tx, stop) = tokio::sync::watch::channel(false);
+    let work = Cycle {
+        args: &args,
+        locks: &locks,
+        resource: &resource,
+        rec: &rec,
+        rng: std::sync::Mutex::new(rng),
+        stop,
+    };
+    // SIGTERM ends a wait at once, but a section that holds the lock runs to its recorded
+    // release, so the history has an end for every hold.
+    tokio::join!(work.forever(), async {
+        term.recv().await;
+        let _ = stop_tx.send(true);
+    });
+    locks.shutdown().await;
+    resource.quit().await;
+    0
+}
+
+async fn connect(args: &ClientArgs, client_id: &str, lease: Duration) -> relock::Result<Locks> {
+    let timeout = Duration::from_secs(1);
+    Ok(match args.kind {
+        Kind::Quorum => Locks::Quorum(
+            relock::QuorumClient::builder()
+                .urls(args.urls.iter())
+                .client_id(client_id)
+                .watchdog_lease(lease)
+                .build()
+                .await?,
+        ),
+        kind => Locks::Single(
+            relock::Client::builder()
+                .url(args.urls[0].clone())
+                .client_id(client_id)
+                .watchdog_lease(lease)
+                .command_timeout(timeout)
+                .build()
+                .await?,
+            kind == Kind::Fair,
+        ),
+    })
+}
+
+struct Cycle<'a> {
+    args: &'a ClientArgs,
+    locks: &'a Locks,
+    resource: &'a Resource,
+    rec: &'a Mutex<Recorder>,
+    rng: std::sync::Mutex<fastrand::Rng>,
+    stop: tokio::sync::watch::Receiver<bool>,
+}
+
+impl Cycle<'_> {
+    async fn record(&self, name: &str, op: Op) {
+        self.rec.lock().await.record(name, op);
+    }
+
+    async fn forever(&self) {
+        while !*self.stop.borrow() {
+            let name = {
+                let mut rng = self.rng.lock().unwrap();
+                self.args.names[rng.usize(..self.args.names.len())].clone()
+            };
+            self.once(&name).await;
+        }
+    }
+
+    async fn once(&self, name: &str) {
+        let lock = self.locks.lock(name);
+        self.record(name, Op::Acquire).await;
+        let wait = Duration::from_millis(self.args.wait_ms);
+        let mut stop = self.stop.clone();
+        let acquire = tokio::select! {
+            r = lock.try_lock_for(wait) => r,
+            _ = stop.wait_for(|s| *s) => {
+                let error = "stopped".to_owned();
+                self.record(name, Op::AcquireFailed { error }).await;
+                return;
+            }
+        };
+        let guard = match acquire {
+            Ok(Some(g)) => g,
+            Ok(None) => {
+                let error = "timeout".to_owned();
+                self.record(name, Op::AcquireFailed { error }).await;
+                return;
+            }
+            Err(e) => {
+                self.record(
+                    name,
+                    Op::AcquireFailed {
+                        error: e.to_string(),
+                    },
+                )
+                .await;
+                // Do not spin on a server that is down.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                return;
+            }
+        };
+        let token = guard.fencing_token();
+        let valid_until = history::at(guard.valid_until());
+        self.record(name, Op::Acquired { token, valid_until }).await;
+        let done = tokio::sync::Notify::new();
+        let watch_lost = async {
+            tokio::select! {
+                _ = guard.lost() => self.record(name, Op::Lost { token }).await,
+                _ = done.notified() => {}
+            }
+        };
+        let section = async {
+            self.section(name, &guard).await;
+            done.notify_one();
+        };
+        tokio::join!(section, watch_lost);
+        let valid_until = history::at(guard.valid_until());
+        self.record(name, Op::Release { token, valid_until }).await;
+        match guard.unlock().await {
+            Ok(()) => self.record(name, Op::Released { token }).await,
+            Err(e) => {
+                let error = e.to_string();
+                self.record(name, Op::ReleaseFailed { token, error }).await
+            }
+        }
+    }
+
+    /// Read, work, write: the fenced read-modify-write.
+    async fn section(&self, name: &str, guard: &LockGuard) {
+        let token = guard.fencing_token();
+        let value = match self.resource.read(name, token).await {
+            Ok(v) => v,
+            Err(error) => {
+                self.record(name, Op::ResourceError { token, error }).await;
+                return;
+            }
+        };
+        self.record(name, Op::Read { token, value }).await;
+        let Some(value) = value else { return };
+        let work = {
+            let mut rng = self.rng.lock().unwrap();
+            if rng.u64(..100) < self.args.slow_pct {
+                rng.u64(20..=60)
+            } else {
+                rng.u64(..=self.args.work_ms)
+            }
+        };
+        if work > 0 {
+            tokio::time::sleep(Duration::from_millis(work)).await;
+        }
+        match self
+            .resource
+            .write(name, token, value + 1, self.args.id)
+            .await
+        {
+            Ok(accepted) => {
+                self.record(
+                    name,
+                    Op::Write {
+                        token,
+                        value: value + 1,
+                        accepted,
+                    },
+                )
+                .await
+            }
+            Err(error) => self.record(name, Op::ResourceError { token, error }).await,
+        }
+    }
+}

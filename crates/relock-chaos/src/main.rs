@@ -1,0 +1,339 @@
+//! `relock-chaos`: runs relock's locks in client processes under injected faults and checks the
+//! history for exclusion, fencing, liveness and leaks.
+//!
+//! ```text
+//! relock-chaos --profile ci                      # every nemesis once, about 90 s
+//! relock-chaos --profile soak --json soak.json   # ≥ 100 000 sections per kind and nemesis
+//! relock-chaos --kind plain --nemesis pause-client --seed 7
+//! relock-chaos --kind plain --random 20 --seed 42  # a random mix, replayable by its seed
+//! relock-chaos --mutant release-without-owner-check  # a broken relock must be caught
+//! ```
+//!
+//! Layout: `client` (one client process), `history` (events on CLOCK_MONOTONIC), `resource`
+//! (the fenced counter), `topology` (servers per kind), `nemesis` (faults), `clock`
+//! (libfaketime), `run` (one segment), `check` (the verdicts), `report` (tables and JSON).
+#![forbid(unsafe_code)]
+#![warn(rust_2018_idioms)]
+
+mod check;
+mod client;
+mod clock;
+mod history;
+mod nemesis;
+mod report;
+mod resource;
+mod run;
+mod topology;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use nemesis::Nemesis;
+
+/// The lock kind under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// `client.lock(name)` on one server.
+    Plain,
+    /// `client.fair_lock(name)` on one server.
+    Fair,
+    /// `QuorumClient` over 3 independent masters.
+    Quorum,
+    /// `client.lock(name)` on a 3-master cluster with replicas.
+    Cluster,
+    /// `client.lock(name)` through Sentinel (a master and a replica).
+    Sentinel,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Plain => "plain",
+            Kind::Fair => "fair",
+            Kind::Quorum => "quorum",
+            Kind::Cluster => "cluster",
+            Kind::Sentinel => "sentinel",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Profile {
+    /// Every nemesis once per kind it applies to, about 90 s in all.
+    Ci,
+    /// Each nemesis repeated, per kind, until `--sections` critical sections.
+    Soak,
+}
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "relock-chaos",
+    about = "Fault injection for relock: client processes, nemeses, and checkers for exclusion, fencing, liveness and leaks",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// One client process (the harness starts these).
+    #[command(hide = true)]
+    Client(client::ClientArgs),
+    /// Lists the mutants a `chaos-mutants` build offers.
+    Mutants,
+}
+
+#[derive(Debug, clap::Args)]
+struct RunArgs {
+    #[arg(long, value_enum, default_value = "ci")]
+    profile: Profile,
+    /// Lock kinds (default: all; fair, then plain, for a mutant).
+    #[arg(long = "kind", value_enum)]
+    kinds: Vec<Kind>,
+    /// Nemeses (default: every one that applies to the kind).
+    #[arg(long = "nemesis", value_enum)]
+    nemeses: Vec<Nemesis>,
+    /// Instead of each nemesis in turn, this many picked at random (replay with `--seed`).
+    #[arg(long)]
+    random: Option<usize>,
+    /// Soak: stop a segment after this many seconds even if short of `--sections`.
+    #[arg(long)]
+    duration: Option<u64>,
+    /// Soak: critical sections per kind and nemesis.
+    #[arg(long, default_value_t = 100_000)]
+    sections: u64,
+    /// Client processes.
+    #[arg(long, default_value_t = 4)]
+    clients: u32,
+    /// Lock names the clients contend for.
+    #[arg(long, default_value_t = 2)]
+    names: usize,
+    /// The watchdog lease the clients use.
+    #[arg(long, default_value_t = 1500)]
+    lease_ms: u64,
+    /// A mutant run's time budget: the CI schedule repeats until a violation or this.
+    #[arg(long, default_value_t = 40)]
+    budget: u64,
+    /// Seed for every random choice (printed; a run is replayed by passing it again).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run a deliberately broken relock (a `chaos-mutants` build); exits 0 only if the
+    /// checkers report a violation.
+    #[arg(long)]
+    mutant: Option<String>,
+    /// Write the outcomes as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Where client histories and logs go (default: a temporary directory, removed on success).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match cli.command {
+        Some(Command::Client(args)) => client::main(args),
+        Some(Command::Mutants) => {
+            for m in mutant_names() {
+                println!("{m}");
+            }
+            0
+        }
+        None => harness(cli.run),
+    };
+    std::process::exit(code);
+}
+
+fn mutant_names() -> Vec<&'static str> {
+    #[cfg(feature = "chaos-mutants")]
+    return relock::mutant::Mutant::ALL
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    #[cfg(not(feature = "chaos-mutants"))]
+    Vec::new()
+}
+
+/// The nemeses of the CI profile for `kind`, in the order they run. Together the kinds run
+/// every nemesis at least once; the soak runs every nemesis on every kind it applies to.
+fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
+    use Nemesis::*;
+    match kind {
+        Kind::Plain => vec![
+            PauseClient,
+            KillRestart,
+            PauseServer,
+            ClientKill,
+            ScriptFlush,
+            ClientPauseWrite,
+            ClockJump,
+        ],
+        Kind::Fair => vec![PauseClient, ProxyDelay, ProxyFreeze, ProxyDrop, ProxyOneWay],
+        Kind::Quorum => vec![KillRestart, PauseServer, ProxyOneWay],
+        Kind::Cluster | Kind::Sentinel => vec![Failover],
+    }
+}
+
+fn harness(args: RunArgs) -> i32 {
+    if let Some(m) = &args.mutant {
+        if !mutant_names().contains(&m.as_str()) {
+            eprintln!(
+                "relock-chaos: unknown mutant {m:?}; this build has: {:?} (build with --features chaos-mutants)",
+                mutant_names()
+            );
+            return 2;
+        }
+    }
+    let seed = args.seed.unwrap_or_else(|| fastrand::u64(..1 << 48));
+    println!("relock-chaos: seed {seed} (replay with --seed {seed})");
+    let kinds = if !args.kinds.is_empty() {
+        args.kinds.clone()
+    } else if args.mutant.is_some() {
+        vec![Kind::Fair, Kind::Plain]
+    } else {
+        vec![
+            Kind::Plain,
+            Kind::Fair,
+            Kind::Quorum,
+            Kind::Cluster,
+            Kind::Sentinel,
+        ]
+    };
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut segments = Vec::new();
+    for kind in kinds {
+        let chosen: Vec<Nemesis> = match args.profile {
+            Profile::Ci if args.nemeses.is_empty() => ci_nemeses(kind),
+            _ if args.nemeses.is_empty() => Nemesis::value_variants()
+                .iter()
+                .copied()
+                .filter(|n| n.applies_to(kind))
+                .collect(),
+            _ => args
+                .nemeses
+                .iter()
+                .copied()
+                .filter(|n| n.applies_to(kind))
+                .collect(),
+        };
+        if chosen.is_empty() {
+            continue;
+        }
+        let base = run::Segment {
+            kind,
+            nemeses: chosen.clone(),
+            // A mutant repeats the schedule until caught (or out of budget).
+            rounds: if args.mutant.is_some() { 1000 } else { 1 },
+            min_sections: 0,
+            clients: args.clients,
+            names: (0..args.names).map(|i| format!("chaos-{i}")).collect(),
+            lease: Duration::from_millis(args.lease_ms),
+            healthy: Duration::from_millis(1000),
+            seed: rng.u64(..1 << 48),
+            mutant: args.mutant.clone(),
+            stop_on_violation: args.mutant.is_some(),
+            max_time: match &args.mutant {
+                Some(_) => Some(Duration::from_secs(args.budget)),
+                None => args.duration.map(Duration::from_secs),
+            },
+        };
+        if let Some(k) = args.random {
+            let nemeses = (0..k).map(|_| chosen[rng.usize(..chosen.len())]).collect();
+            segments.push(run::Segment { nemeses, ..base });
+        } else if args.profile == Profile::Soak {
+            for n in chosen {
+                segments.push(run::Segment {
+                    nemeses: vec![n],
+                    rounds: 1_000_000,
+                    min_sections: args.sections,
+                    seed: rng.u64(..1 << 48),
+                    ..base.clone()
+                });
+            }
+        } else {
+            segments.push(base);
+        }
+    }
+    let tmp = std::env::temp_dir().join(format!("relock-chaos-{}-{seed}", std::process::id()));
+    let dir = args.dir.clone().unwrap_or_else(|| tmp.clone());
+    let bar = report::progress(segments.len());
+    let mut outcomes = Vec::new();
+    for (i, seg) in segments.iter().enumerate() {
+        bar.set_message(format!(
+            "{} under {}",
+            seg.kind.name(),
+            seg.nemeses
+                .iter()
+                .map(|n| n.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+        let seg_dir = dir.join(format!("{i:02}-{}", seg.kind.name()));
+        let pos = i as f64;
+        let set = |f: f64| bar.set_position(((pos + f) * 100.0) as u64);
+        match run::run(seg, &seg_dir, &set) {
+            Ok(o) => {
+                bar.suspend(|| report::line(&o));
+                let caught = args.mutant.is_some() && !o.ok();
+                outcomes.push(o);
+                if caught {
+                    break;
+                }
+            }
+            Err(e) => {
+                bar.suspend(|| {
+                    eprintln!(
+                        "relock-chaos: {} segment failed to run: {e}",
+                        seg.kind.name()
+                    )
+                });
+                bar.finish_and_clear();
+                eprintln!("relock-chaos: histories and logs kept in {}", dir.display());
+                return 2;
+            }
+        }
+    }
+    bar.finish_and_clear();
+    println!("{}", report::table(&outcomes));
+    if let Some(path) = &args.json {
+        let json = serde_json::json!({ "seed": seed, "segments": outcomes });
+        if let Err(e) = std::fs::write(path, serde_json::to_vec_pretty(&json).unwrap_or_default()) {
+            eprintln!("relock-chaos: {}: {e}", path.display());
+            return 2;
+        }
+    }
+    let failed = outcomes.iter().any(|o| !o.ok());
+    let code = match &args.mutant {
+        Some(m) if failed => {
+            println!("relock-chaos: mutant {m} was caught");
+            0
+        }
+        Some(m) => {
+            println!("relock-chaos: mutant {m} was NOT caught: the checkers missed a broken lock");
+            1
+        }
+        None if failed => {
+            println!(
+                "relock-chaos: VIOLATIONS (seed {seed}); histories in {}",
+                dir.display()
+            );
+            1
+        }
+        None => {
+            println!("relock-chaos: all verdicts passed");
+            0
+        }
+    };
+    if code == 0 && args.dir.is_none() {
+        let _ = std::fs::remove_dir_all(&tmp);
+    } else {
+        println!("relock-chaos: histories and logs in {}", dir.display());
+    }
+    code
+}

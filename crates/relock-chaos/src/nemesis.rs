@@ -1,0 +1,268 @@
+//! The nemeses: the faults a run injects, each applied and healed in one call that returns the
+//! window the checkers judge it by.
+
+use std::thread::sleep;
+use std::time::Duration;
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use relock_testkit::{Direction, Mode, RedisServer};
+
+use crate::check::Window;
+use crate::history::now;
+use crate::topology::Topology;
+use crate::Kind;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Nemesis {
+    /// SIGSTOP the client holding the first lock for longer than its lease, then SIGCONT
+    /// (a GC pause: the watchdog stops too).
+    PauseClient,
+    /// kill -9 a lock server and restart it empty (the single server; one quorum master).
+    KillRestart,
+    /// SIGSTOP a lock server for 1.5 s.
+    PauseServer,
+    /// `CLIENT KILL TYPE normal` on every lock server.
+    ClientKill,
+    /// `SCRIPT FLUSH` on every lock server.
+    ScriptFlush,
+    /// `CLIENT PAUSE 1000 WRITE` on every lock server.
+    ClientPauseWrite,
+    /// Every byte, both ways, 150 ms late for 1.5 s (one quorum master's link).
+    ProxyDelay,
+    /// Hold all bytes both ways for 1 s, then deliver them.
+    ProxyFreeze,
+    /// Drop all bytes both ways for 1 s, then cut the connections.
+    ProxyDrop,
+    /// Hold the replies only (the commands run) for 1 s.
+    ProxyOneWay,
+    /// Jump the server's wall clock ahead by twice the lease (libfaketime).
+    ClockJump,
+    /// A failover: `CLUSTER FAILOVER` on a replica, or `SENTINEL FAILOVER`.
+    Failover,
+}
+
+impl Nemesis {
+    pub fn name(self) -> &'static str {
+        match self {
+            Nemesis::PauseClient => "pause-client",
+            Nemesis::KillRestart => "kill-restart",
+            Nemesis::PauseServer => "pause-server",
+            Nemesis::ClientKill => "client-kill",
+            Nemesis::ScriptFlush => "script-flush",
+            Nemesis::ClientPauseWrite => "client-pause-write",
+            Nemesis::ProxyDelay => "proxy-delay",
+            Nemesis::ProxyFreeze => "proxy-freeze",
+            Nemesis::ProxyDrop => "proxy-drop",
+            Nemesis::ProxyOneWay => "proxy-one-way",
+            Nemesis::ClockJump => "clock-jump",
+            Nemesis::Failover => "failover",
+        }
+    }
+
+    /// Whether this nemesis can run against `kind`.
+    pub fn applies_to(self, kind: Kind) -> bool {
+        use Nemesis::*;
+        match kind {
+            Kind::Plain | Kind::Fair => self != Failover,
+            Kind::Quorum => !matches!(self, Failover | ClockJump),
+            Kind::Cluster | Kind::Sentinel => {
+                matches!(self, PauseClient | ClientKill | ScriptFlush | Failover)
+            }
+        }
+    }
+
+    /// Whether mutual exclusion must hold through this nemesis on `kind`. A server restarted
+    /// empty forgets its locks, a jumped clock expires them, and Sentinel's failover may lose
+    /// acknowledged writes (replication is asynchronous): the lease cannot cover those, only
+    /// fencing can. A quorum survives a minority restart (its quarantine), and a manual
+    /// cluster failover waits for the replica to catch up.
+    pub fn exclusion_required(self, kind: Kind) -> bool {
+        match self {
+            Nemesis::KillRestart => kind == Kind::Quorum,
+            Nemesis::ClockJump => false,
+            Nemesis::Failover => kind == Kind::Cluster,
+            _ => true,
+        }
+    }
+}
+
+/// What a nemesis acts on.
+pub struct Target<'a> {
+    pub kind: Kind,
+    pub topology: &'a Topology,
+    /// (client number, pid, relock client id) of every client process.
+    pub clients: &'a [(u32, u32, String)],
+    pub lease: Duration,
+    /// The lock a "holder" nemesis aims at.
+    pub name: &'a str,
+    pub rng: &'a mut fastrand::Rng,
+}
+
+/// Applies `n` and heals it. Returns its window, or why it could not run.
+pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
+    let start = now();
+    let err = |e: relock_testkit::Error| format!("{}: {e}", n.name());
+    let topo = t.topology;
+    let masters = masters(topo);
+    match n {
+        Nemesis::PauseClient => {
+            let pid = pause_a_holder(t)?;
+            sleep(t.lease + Duration::from_millis(1000));
+            kill(pid, Signal::SIGCONT).map_err(|e| format!("SIGCONT {pid}: {e}"))?;
+        }
+        Nemesis::KillRestart => {
+            let s = one_master(t, &masters)?;
+            s.kill().map_err(err)?;
+            sleep(Duration::from_millis(300));
+            s.restart_empty().map_err(err)?;
+        }
+        Nemesis::PauseServer => {
+            let s = one_master(t, &masters)?;
+            s.pause().map_err(err)?;
+            sleep(Duration::from_millis(1500));
+            s.resume().map_err(err)?;
+        }
+        Nemesis::ClientKill => {
+            for s in &masters {
+                s.client_kill_type("normal").map_err(err)?;
+            }
+        }
+        Nemesis::ScriptFlush => {
+            for s in &masters {
+                s.script_flush().map_err(err)?;
+            }
+        }
+        Nemesis::ClientPauseWrite => {
+            for s in &masters {
+                s.cmd(&["CLIENT", "PAUSE", "1000", "WRITE"]).map_err(err)?;
+            }
+            sleep(Duration::from_millis(1000));
+        }
+        Nemesis::ProxyDelay | Nemesis::ProxyFreeze | Nemesis::ProxyDrop | Nemesis::ProxyOneWay => {
+            let proxies = topo.proxies();
+            if proxies.is_empty() {
+                return Err(format!("{} needs a fault proxy", n.name()));
+            }
+            // On a quorum, a minority: one master's link.
+            let proxies = if t.kind == Kind::Quorum {
+                vec![proxies[t.rng.usize(..proxies.len())]]
+            } else {
+                proxies
+            };
+            let (mode, dirs, hold) = match n {
+                Nemesis::ProxyDelay => (
+                    Mode::Delay(Duration::from_millis(150)),
+                    &[Direction::Up, Direction::Down][..],
+                    1500,
+                ),
+                Nemesis::ProxyFreeze => (Mode::Freeze, &[Direction::Up, Direction::Down][..], 1000),
+                Nemesis::ProxyDrop => {
+                    (Mode::Blackhole, &[Direction::Up, Direction::Down][..], 1000)
+                }
+                _ => (Mode::Freeze, &[Direction::Down][..], 1000),
+            };
+            for p in &proxies {
+                for d in dirs {
+                    p.set(*d, mode);
+                }
+            }
+            sleep(Duration::from_millis(hold));
+            for p in &proxies {
+                if n == Nemesis::ProxyDrop {
+                    // The streams lost bytes: only new connections are usable.
+                    p.reset();
+                }
+                p.heal();
+            }
+        }
+        Nemesis::ClockJump => {
+            let Topology::Single {
+                clock: Some(file), ..
+            } = topo
+            else {
+                return Err("clock-jump needs libfaketime (apt-get install libfaketime)".into());
+            };
+            let secs = (t.lease.as_secs() * 2).max(2);
+            crate::clock::jump(file, secs)
+                .map_err(|e| format!("clock-jump: {}: {e}", file.display()))?;
+            sleep(Duration::from_millis(500));
+        }
+        Nemesis::Failover => match topo {
+            Topology::Cluster(c) => {
+                let m = c.master_of(t.name).map_err(err)?;
+                c.failover(m).map_err(err)?;
+            }
+            Topology::Sentinel(s) => {
+                s.failover().map_err(err)?;
+            }
+            _ => return Err("failover needs a cluster or sentinel".into()),
+        },
+    }
+    Ok(Window {
+        nemesis: n.name().to_owned(),
+        start,
+        heal: now(),
+        exclusion_required: n.exclusion_required(t.kind),
+    })
+}
+
+/// The servers that take writes.
+fn masters(topo: &Topology) -> Vec<&RedisServer> {
+    match topo {
+        Topology::Cluster(c) => c.masters(),
+        Topology::Sentinel(s) => s.master().into_iter().collect(),
+        other => other.lock_servers(),
+    }
+}
+
+/// The server a one-server nemesis hits: the single server, or one quorum master (a minority).
+fn one_master<'a>(
+    t: &mut Target<'_>,
+    masters: &[&'a RedisServer],
+) -> Result<&'a RedisServer, String> {
+    if masters.is_empty() {
+        return Err("no master".into());
+    }
+    Ok(masters[t.rng.usize(..masters.len())])
+}
+
+/// SIGSTOPs a client while it holds `t.name` (checked after the stop, since a hold lasts
+/// milliseconds); after 100 tries, any client.
+fn pause_a_holder(t: &mut Target<'_>) -> Result<Pid, String> {
+    for _ in 0..100 {
+        let Some(pid) = holder(t) else {
+            sleep(Duration::from_millis(5));
+            continue;
+        };
+        let pid = Pid::from_raw(pid as i32);
+        kill(pid, Signal::SIGSTOP).map_err(|e| format!("SIGSTOP {pid}: {e}"))?;
+        // A release already on the wire lands within a few ms; then it was not holding.
+        sleep(Duration::from_millis(10));
+        if holder(t) == Some(pid.as_raw() as u32) {
+            return Ok(pid);
+        }
+        kill(pid, Signal::SIGCONT).map_err(|e| format!("SIGCONT {pid}: {e}"))?;
+    }
+    let pid = Pid::from_raw(t.clients[t.rng.usize(..t.clients.len())].1 as i32);
+    kill(pid, Signal::SIGSTOP).map_err(|e| format!("SIGSTOP {pid}: {e}"))?;
+    Ok(pid)
+}
+
+/// The pid of the client that holds `t.name` now, read from the lock hash's field
+/// (`chaos-<n>:<hold>`) on the servers.
+fn holder(t: &Target<'_>) -> Option<u32> {
+    use relock_testkit::Value;
+    for s in masters(t.topology) {
+        if let Ok(Value::Array(Some(items))) = s.cmd(&["HKEYS", t.name]) {
+            for f in items.iter().filter_map(Value::as_string) {
+                let id = f.rsplit_once(':').map(|(id, _)| id.to_owned());
+                if let Some((_, pid, _)) = t.clients.iter().find(|c| Some(&c.2) == id.as_ref()) {
+                    return Some(*pid);
+                }
+            }
+        }
+    }
+    None
+}

@@ -1,0 +1,355 @@
+//! One segment of a run: start the servers for a lock kind, start the client processes, apply
+//! the nemeses in turn, stop everything, and check the merged history.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread::sleep;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use relock_testkit::RedisServer;
+use serde::Serialize;
+
+use crate::check::{self, Fencing, Leaks, Liveness, Params, Verdict, Window};
+use crate::history::{self, Op};
+use crate::nemesis::{self, Nemesis, Target};
+use crate::topology::{self, Topology};
+use crate::Kind;
+
+/// What one segment runs.
+#[derive(Debug, Clone)]
+pub struct Segment {
+    pub kind: Kind,
+    /// Applied in this order, `rounds` times over (the soak repeats; CI runs each once).
+    pub nemeses: Vec<Nemesis>,
+    pub rounds: usize,
+    /// Stop repeating once this many critical sections were recorded (0: run all rounds).
+    pub min_sections: u64,
+    pub clients: u32,
+    pub names: Vec<String>,
+    pub lease: Duration,
+    /// Fault-free time before the first nemesis, and after each nemesis's aftermath (lease +
+    /// 1 s after it heals): the checkers hold wake-ups to their strictest bound in it.
+    pub healthy: Duration,
+    pub seed: u64,
+    pub mutant: Option<String>,
+    /// Check after every nemesis and stop at the first violation (for mutants).
+    pub stop_on_violation: bool,
+    /// Stop repeating after this long.
+    pub max_time: Option<Duration>,
+}
+
+/// The segment's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub kind: Kind,
+    pub nemeses: Vec<String>,
+    pub seed: u64,
+    pub mutant: Option<String>,
+    pub seconds: f64,
+    /// Critical sections: holds whose fenced write was accepted.
+    pub sections: u64,
+    pub holds: u64,
+    pub acquire_failures: u64,
+    pub windows: Vec<Window>,
+    /// Nemeses that could not run, and why.
+    pub skipped: Vec<String>,
+    pub exclusion: Verdict,
+    pub fencing: Fencing,
+    pub liveness: Liveness,
+    pub leaks: Leaks,
+    pub leak_verdict: Verdict,
+}
+
+impl Outcome {
+    /// Whether every required verdict passed.
+    pub fn ok(&self) -> bool {
+        self.exclusion.ok
+            && self.fencing.verdict.ok
+            && self.liveness.verdict.ok
+            && self.leak_verdict.ok
+    }
+}
+
+struct Clients {
+    children: Vec<Child>,
+    files: Vec<PathBuf>,
+}
+
+impl Clients {
+    fn spawn(seg: &Segment, urls: &[String], resource: &str, dir: &Path) -> Result<Self, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let mut children = Vec::new();
+        let mut files = Vec::new();
+        for id in 0..seg.clients {
+            let out = dir.join(format!("client-{id}.jsonl"));
+            let log = std::fs::File::create(dir.join(format!("client-{id}.log")))
+                .map_err(|e| format!("client log: {e}"))?;
+            let mut cmd = Command::new(&exe);
+            cmd.arg("client")
+                .arg("--id")
+                .arg(id.to_string())
+                .arg("--kind")
+                .arg(seg.kind.name())
+                .arg("--resource")
+                .arg(resource)
+                .arg("--names")
+                .arg(seg.names.join(","))
+                .arg("--out")
+                .arg(&out)
+                .arg("--lease-ms")
+                .arg(seg.lease.as_millis().to_string())
+                .arg("--seed")
+                .arg(seg.seed.to_string());
+            for u in urls {
+                cmd.arg("--url").arg(u);
+            }
+            if let Some(m) = &seg.mutant {
+                cmd.arg("--mutant").arg(m);
+            }
+            // Each client's wall clock is skewed a little, as on separate machines (only a
+            // broken token taken from the client's clock notices). Needs libfaketime.
+            if let Some(lib) = crate::clock::libfaketime() {
+                let skew_ms = (i64::from(id) * 37 % 150) - 75;
+                cmd.env("LD_PRELOAD", lib)
+                    .env("FAKETIME", format!("{:+.3}", skew_ms as f64 / 1000.0))
+                    .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+            }
+            let child = cmd
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .map_err(|e| format!("spawning client {id}: {e}"))?;
+            children.push(child);
+            files.push(out);
+        }
+        Ok(Clients { children, files })
+    }
+
+    /// (number, pid, relock client id) of each client, once all have started.
+    fn started(&mut self, within: Duration) -> Result<Vec<(u32, u32, String)>, String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let mut all = Vec::new();
+            for (i, f) in self.files.iter().enumerate() {
+                let started = history::read(f).ok().and_then(|es| {
+                    es.into_iter().find_map(|e| match e.op {
+                        Op::Start { id, pid } => Some((i as u32, pid, id)),
+                        _ => None,
+                    })
+                });
+                all.extend(started);
+            }
+            if all.len() == self.files.len() {
+                return Ok(all);
+            }
+            for (i, c) in self.children.iter_mut().enumerate() {
+                if let Ok(Some(status)) = c.try_wait() {
+                    return Err(format!("client {i} exited at start ({status})"));
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(format!(
+                    "only {} of {} clients started within {within:?}",
+                    all.len(),
+                    self.files.len()
+                ));
+            }
+            sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGCONT (a pause nemesis may be cut short), SIGTERM, and wait; the pids that had to be
+    /// killed are leaks.
+    fn stop(&mut self, within: Duration) -> Vec<u32> {
+        for c in &self.children {
+            let pid = Pid::from_raw(c.id() as i32);
+            let _ = kill(pid, Signal::SIGCONT);
+            let _ = kill(pid, Signal::SIGTERM);
+        }
+        let deadline = Instant::now() + within;
+        let mut stuck = Vec::new();
+        for c in &mut self.children {
+            loop {
+                match c.try_wait() {
+                    Ok(Some(_)) => break,
+                    Ok(None) if Instant::now() < deadline => sleep(Duration::from_millis(20)),
+                    _ => {
+                        stuck.push(c.id());
+                        let _ = c.kill();
+                        let _ = c.wait();
+                        break;
+                    }
+                }
+            }
+        }
+        stuck
+    }
+
+    fn read(&self) -> Vec<history::Event> {
+        history::merge(
+            self.files
+                .iter()
+                .map(|f| history::read(f).unwrap_or_default())
+                .collect(),
+        )
+    }
+}
+
+impl Drop for Clients {
+    fn drop(&mut self) {
+        for c in &mut self.children {
+            if matches!(c.try_wait(), Ok(None)) {
+                let _ = c.kill();
+                let _ = c.wait();
+            }
+        }
+    }
+}
+
+/// Runs `seg`; `progress` is told how far it got (0.0 to 1.0).
+pub fn run(seg: &Segment, dir: &Path, progress: &dyn Fn(f64)) -> Result<Outcome, String> {
+    let began = Instant::now();
+    let topo = Topology::start(seg.kind)?;
+    let resource_server =
+        RedisServer::start().map_err(|e| format!("resource redis-server: {e}"))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut clients = Clients::spawn(seg, &topo.client_urls(), &resource_server.url(), dir)?;
+    let ids = clients.started(Duration::from_secs(20))?;
+    let mut rng = fastrand::Rng::with_seed(seg.seed);
+    let mut windows = Vec::new();
+    let mut skipped = Vec::new();
+    sleep(seg.healthy);
+    let total = (seg.rounds * seg.nemeses.len()).max(1);
+    let mut done = 0;
+    let mut stopped_early = None;
+    'rounds: for _ in 0..seg.rounds {
+        for &n in &seg.nemeses {
+            let mut target = Target {
+                kind: seg.kind,
+                topology: &topo,
+                clients: &ids,
+                lease: seg.lease,
+                name: &seg.names[0],
+                rng: &mut rng,
+            };
+            match nemesis::apply(n, &mut target) {
+                Ok(w) => windows.push(w),
+                Err(e) => {
+                    if !skipped.contains(&e) {
+                        skipped.push(e);
+                    }
+                }
+            }
+            sleep(seg.lease + Duration::from_secs(1) + seg.healthy);
+            done += 1;
+            progress(done as f64 / total as f64);
+            if seg.stop_on_violation {
+                let partial = judge(seg, &clients.read(), &windows, None, Leaks::default())?;
+                if !partial.exclusion.ok
+                    || !partial.fencing.verdict.ok
+                    || !partial.liveness.verdict.ok
+                {
+                    stopped_early = Some(partial);
+                    break 'rounds;
+                }
+            }
+            if seg.min_sections > 0 && sections(&clients.read()) >= seg.min_sections {
+                break 'rounds;
+            }
+            if seg.max_time.is_some_and(|m| began.elapsed() >= m) {
+                break 'rounds;
+            }
+        }
+    }
+    let stuck = clients.stop(Duration::from_secs(15));
+    let events = clients.read();
+    // A hold granted to an acquire that had already been cleaned up expires unrenewed within a
+    // lease (a documented limit): give leftovers that long before calling them leaks.
+    let servers = topo.lock_servers();
+    let deadline = Instant::now() + seg.lease + Duration::from_secs(1);
+    let (keys, channels) = loop {
+        let (k, c) = topology::leftovers(&servers);
+        if (k.is_empty() && c.is_empty()) || Instant::now() >= deadline {
+            break (k, c);
+        }
+        sleep(Duration::from_millis(100));
+    };
+    let leaks = Leaks {
+        keys,
+        channels,
+        processes: stuck,
+    };
+    let finals = seg
+        .names
+        .iter()
+        .map(|n| crate::resource::read_final(&resource_server, n).map(|f| (n.clone(), f)))
+        .collect::<Result<BTreeMap<_, _>, _>>()?;
+    let mut out = judge(seg, &events, &windows, Some(&finals), leaks)?;
+    if let (Some(p), true) = (stopped_early, out.ok()) {
+        // The run stopped on a violation in the history so far; keep it in the verdicts.
+        out.exclusion = p.exclusion;
+        out.liveness = p.liveness;
+        if !p.fencing.verdict.ok {
+            out.fencing.verdict = p.fencing.verdict;
+        }
+    }
+    out.skipped = skipped;
+    out.seconds = began.elapsed().as_secs_f64();
+    Ok(out)
+}
+
+fn sections(events: &[history::Event]) -> u64 {
+    events
+        .iter()
+        .filter(|e| matches!(e.op, Op::Write { accepted: true, .. }))
+        .count() as u64
+}
+
+fn judge(
+    seg: &Segment,
+    events: &[history::Event],
+    windows: &[Window],
+    finals: Option<&BTreeMap<String, crate::resource::Final>>,
+    leaks: Leaks,
+) -> Result<Outcome, String> {
+    let end = events.last().map_or(0, |e| e.t);
+    let params = Params {
+        lease: seg.lease.as_nanos() as i64,
+        prompt_wake: 1_000_000_000,
+        end,
+    };
+    let holds = check::holds(events);
+    let exclusion = check::exclusion(&holds, windows, &params);
+    let empty = BTreeMap::new();
+    let mut fencing = check::fencing(&holds, finals.unwrap_or(&empty), events);
+    if finals.is_none() {
+        // Mid-run, the resource is not read: judge token order only.
+        fencing.verdict.ok = fencing.token_regressions == 0;
+    }
+    let liveness = check::liveness(events, &holds, windows, &params);
+    let leak_verdict = leaks.verdict();
+    Ok(Outcome {
+        kind: seg.kind,
+        nemeses: seg.nemeses.iter().map(|n| n.name().to_owned()).collect(),
+        seed: seg.seed,
+        mutant: seg.mutant.clone(),
+        seconds: 0.0,
+        sections: sections(events),
+        holds: holds.len() as u64,
+        acquire_failures: events
+            .iter()
+            .filter(|e| matches!(e.op, Op::AcquireFailed { .. }))
+            .count() as u64,
+        windows: windows.to_vec(),
+        skipped: Vec::new(),
+        exclusion,
+        fencing,
+        liveness,
+        leaks,
+        leak_verdict,
+    })
+}

@@ -1,0 +1,70 @@
+//! Each deliberately broken relock (`relock::mutant`) must make `relock-chaos` report a
+//! violation within its budget: a checker that cannot fail fails CI. Runs only in a
+//! `chaos-mutants` build: `cargo test -p relock-chaos --features chaos-mutants --test
+//! mutants_are_caught -- --test-threads=1` (what `scripts/test` does).
+#![cfg(feature = "chaos-mutants")]
+
+use std::process::Command;
+
+/// Runs `relock-chaos --mutant NAME` and returns (exit code, stdout).
+fn run_mutant(name: &str) -> (i32, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_relock-chaos"))
+        .args(["--mutant", name, "--budget", "25", "--seed", "7"])
+        .output()
+        .expect("relock-chaos runs");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), stdout)
+}
+
+/// `verdicts`: the checkers that may catch it (the first violation stops the run, and which
+/// fault exposes it first depends on timing).
+fn assert_caught(name: &str, verdicts: &[&str]) {
+    let (code, out) = run_mutant(name);
+    assert!(
+        out.contains(&format!("mutant {name} was caught")),
+        "{name} was not caught:\n{out}"
+    );
+    assert_eq!(code, 0, "a caught mutant exits 0");
+    // A checker that can see this bug fired: its verdict says FAIL on the segment's line.
+    assert!(
+        out.lines()
+            .any(|l| verdicts.iter().any(|v| l.contains(&format!("{v} FAIL")))),
+        "{name}: expected one of {verdicts:?} to fail:\n{out}"
+    );
+}
+
+#[test]
+fn a_release_without_the_owner_check_is_caught() {
+    assert_caught("release-without-owner-check", &["exclusion", "liveness"]);
+}
+
+#[test]
+fn a_waiter_that_sleeps_without_subscribing_is_caught() {
+    assert_caught("wait-without-subscribing", &["liveness"]);
+}
+
+#[test]
+fn a_renewal_that_recreates_an_expired_lock_is_caught() {
+    assert_caught("renewal-recreates-expired-lock", &["exclusion", "liveness"]);
+}
+
+#[test]
+fn a_fencing_token_from_the_client_clock_is_caught() {
+    assert_caught("token-from-client-clock", &["fencing"]);
+}
+
+#[test]
+fn every_mutant_has_a_test_here() {
+    let names: Vec<&str> = relock::mutant::Mutant::ALL
+        .iter()
+        .map(|(n, _)| *n)
+        .collect();
+    let this = include_str!("mutants_are_caught.rs");
+    for n in names {
+        assert!(
+            this.contains(&format!("assert_caught(\"{n}\"")),
+            "no test for mutant {n}"
+        );
+    }
+}

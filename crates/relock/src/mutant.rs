@@ -1,0 +1,110 @@
+//! Deliberately broken variants of relock, for the chaos harness to show that its checkers
+//! catch broken locks (`relock-chaos --mutant NAME`). Compiled only with the `chaos-mutants`
+//! feature; without a call to [`activate`] (once, before the first lock) nothing changes.
+//!
+//! Each mutant breaks one safety mechanism *end to end*: where relock has a second line of
+//! defence (a client-side deadline behind a server-side check), the mutant removes both,
+//! because a checker can only see what a broken library would let its callers believe.
+
+use std::sync::OnceLock;
+
+/// One broken variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Mutant {
+    /// The release script deletes the lock whoever holds it (no owner check).
+    ReleaseWithoutOwnerCheck,
+    /// A waiter sleeps for the holder's remaining lease without subscribing to the release
+    /// channel: a release wakes nobody.
+    WaitWithoutSubscribing,
+    /// A renewal puts a missing hold back (recreating an expired or deleted lock), and the
+    /// client believes a renewal whatever its deadline.
+    RenewalRecreatesExpiredLock,
+    /// The fencing token is the client's wall clock in milliseconds, not the server's counter.
+    TokenFromClientClock,
+}
+
+impl Mutant {
+    /// Every mutant, with the name `relock-chaos --mutant` takes.
+    pub const ALL: [(&'static str, Mutant); 4] = [
+        (
+            "release-without-owner-check",
+            Mutant::ReleaseWithoutOwnerCheck,
+        ),
+        ("wait-without-subscribing", Mutant::WaitWithoutSubscribing),
+        (
+            "renewal-recreates-expired-lock",
+            Mutant::RenewalRecreatesExpiredLock,
+        ),
+        ("token-from-client-clock", Mutant::TokenFromClientClock),
+    ];
+
+    /// The mutant called `name` (see [`Mutant::ALL`]).
+    pub fn from_name(name: &str) -> Option<Mutant> {
+        Self::ALL.iter().find(|(n, _)| *n == name).map(|(_, m)| *m)
+    }
+}
+
+static ACTIVE: OnceLock<Mutant> = OnceLock::new();
+
+/// Turns `mutant` on for this process. Call it before the first lock: scripts are prepared
+/// once. Returns false if another mutant was already active.
+pub fn activate(mutant: Mutant) -> bool {
+    ACTIVE.set(mutant).is_ok() || ACTIVE.get() == Some(&mutant)
+}
+
+pub(crate) fn is(m: Mutant) -> bool {
+    ACTIVE.get() == Some(&m)
+}
+
+/// The Lua body `name` runs as under the active mutant.
+pub(crate) fn lua(name: &str, lua: &'static str) -> std::borrow::Cow<'static, str> {
+    const OWNER_CHECK: &str =
+        "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then\n  return nil\nend";
+    const RENEW_CHECK: &str = "local held = redis.pcall('hexists', lock, ARGV[2 + i])";
+    match name {
+        "release" if is(Mutant::ReleaseWithoutOwnerCheck) => {
+            assert!(
+                lua.contains(OWNER_CHECK),
+                "release.lua changed: update the mutant"
+            );
+            lua.replace(
+                OWNER_CHECK,
+                "redis.call('del', KEYS[1])\nredis.call(ARGV[4], KEYS[2], 0)\ndo return 1 end",
+            )
+            .into()
+        }
+        "renew" if is(Mutant::RenewalRecreatesExpiredLock) => {
+            assert!(
+                lua.contains(RENEW_CHECK),
+                "renew.lua changed: update the mutant"
+            );
+            lua.replace(
+                RENEW_CHECK,
+                "redis.call('hsetnx', lock, ARGV[2 + i], 1)\n  local held = 1",
+            )
+            .into()
+        }
+        _ => lua.into(),
+    }
+}
+
+/// The channel a waiter subscribes to.
+pub(crate) fn channel(channel: &str) -> String {
+    if is(Mutant::WaitWithoutSubscribing) {
+        format!("{channel}:mutant-never-published")
+    } else {
+        channel.to_owned()
+    }
+}
+
+/// The token a new hold carries.
+pub(crate) fn token(token: u64) -> u64 {
+    if is(Mutant::TokenFromClientClock) {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    } else {
+        token
+    }
+}
