@@ -4,7 +4,8 @@
 //! needs the paused node's answer, it counts one `timeout`; a node held by another owner
 //! counts `held`, a node that answers with an error (a key of the wrong type) counts `error`.
 //! Answers that arrive after their attempt ended (the paused node's, once resumed) are never
-//! counted; no lock name appears in a label; nothing is left.
+//! counted; no lock name appears in a label; nothing is left. A node restarted empty and
+//! still in quarantine is not asked, and counts `quarantined`.
 //!
 //! The recorder is local to the test's thread: a current-thread runtime runs relock's tasks
 //! (and the spawned vote calls) on it.
@@ -174,6 +175,7 @@ async fn quorum_votes_are_counted_by_outcome_as_each_attempt_awaits_them() {
         [9, 1, 2, 1]
     );
     assert_eq!(votes("quarantined"), 0);
+
     let quorum = [("kind", "quorum")];
     assert_eq!(tally.total("relock_acquisitions_total", &quorum), 4);
     for (cause, n) in [("held", 1), ("no_quorum", 1)] {
@@ -186,4 +188,48 @@ async fn quorum_votes_are_counted_by_outcome_as_each_attempt_awaits_them() {
             "{cause}"
         );
     }
+
+    // Node 0 restarted empty: a client with a quarantine leaves it out and counts it
+    // `quarantined`, without asking it; nodes 1 and 2 grant.
+    // A 2 s quarantine: nodes 1 and 2 (up at least that long) vote, node 0 does not.
+    let uptime = |s: &RedisServer| {
+        let info = s.cmd(&["INFO", "server"]).unwrap().as_string().unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("uptime_in_seconds:"))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap()
+    };
+    wait_until(Duration::from_secs(5), "nodes up for 2 s", || async {
+        uptime(&m[1]) >= 2 && uptime(&m[2]) >= 2
+    })
+    .await
+    .unwrap();
+    m[0].restart_empty().unwrap();
+    let c = quorum_client(&m, Duration::from_secs(30), Duration::from_secs(2)).await;
+    let lock = c
+        .lock("q87:after-restart")
+        .with_lease(Duration::from_secs(5));
+    // Until the client has read every node's uptime, a node may count `unavailable`.
+    wait_until(Duration::from_secs(10), "nodes 1 and 2 grant", || async {
+        match lock.try_lock().await {
+            Ok(Some(g)) => g.unlock().await.is_ok(),
+            _ => false,
+        }
+    })
+    .await
+    .expect("the quorum of nodes 1 and 2 grants");
+    let _ = tally.votes_since();
+    lock.try_lock()
+        .await
+        .unwrap()
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+    assert_eq!(
+        tally.votes_since(),
+        expect(&[("granted", 2), ("quarantined", 1)])
+    );
+    c.shutdown().await;
+    assert_nothing_left_on(&all).await;
 }

@@ -313,11 +313,13 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
         }
         l.recoveries_ms.push((w.nemesis.clone(), slowest));
     }
-    // Free intervals: from a release's reply to the next acquisition of the name.
+    // Free intervals: from a release's reply to the next acquisition of the name. The strict
+    // bound applies only if no fault touches [t, t + prompt_wake]: a fault that begins just
+    // after a release (its wake-up message lost, say) gets the fault bound.
     let in_fault = |t: Nanos| {
         windows
             .iter()
-            .any(|w| t >= w.start && t <= w.heal + p.lease + 1_000 * MS)
+            .any(|w| t + p.prompt_wake >= w.start && t <= w.heal + p.lease + 1_000 * MS)
     };
     for h in holds {
         let Some(free) = h.released else { continue };
@@ -589,6 +591,21 @@ mod tests {
         let parked = merged(vec![hold(1, "a", 1, 10, 20), c2.clone()]);
         let l = liveness(&parked, &holds(&parked), &[], &params(10_000));
         assert_eq!(l.verdict.violations, 1, "{l:?}");
+        // The same, with a fault that begins 2 ms after the release: the fault bound (lease
+        // + 1 s) applies, and 1 980 ms is within it.
+        let w = Window {
+            nemesis: "proxy-drop".into(),
+            start: 22 * MS,
+            heal: 1000 * MS,
+            exclusion_required: true,
+        };
+        let l = liveness(
+            &parked,
+            &holds(&parked),
+            std::slice::from_ref(&w),
+            &params(10_000),
+        );
+        assert!(l.verdict.ok, "{l:?}");
         // Nobody waiting: a free lock is fine.
         c2[0].t = 1999 * MS;
         let idle = merged(vec![hold(1, "a", 1, 10, 20), c2]);

@@ -14,7 +14,7 @@
 //! | `relock_wakeups_total` | counter | — | release messages that woke a waiter of this client |
 //! | `relock_wakeups_wasted_total` | counter | — | waiters woken early (by a release message, a reconnect or the 100 ms re-check while the subscriber is down) that found the lock held again |
 //! | `relock_subscriptions` | gauge | — | lock channels this client is subscribed to |
-//! | `relock_quorum_votes_total` | counter | `vote` | quorum votes: `granted`, `held`, `timeout`, `error`, `quarantined` |
+//! | `relock_quorum_votes_total` | counter | `vote` | quorum votes: `granted`, `held`, `timeout`, `error`, `quarantined`, `unavailable` |
 //!
 //! `kind` is `plain`, `fair` or `quorum`.
 

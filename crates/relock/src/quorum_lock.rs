@@ -412,6 +412,14 @@ impl QuorumLock {
         let n = q.nodes.len();
         let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
         let mut eligible = q.eligible(&mut votes);
+        // Nodes left out before anything is sent still count as votes against the quorum.
+        for v in &votes {
+            match v {
+                Vote::Quarantined { .. } => crate::meter::vote("quarantined"),
+                Vote::Error(_) => crate::meter::vote("unavailable"),
+                _ => {}
+            }
+        }
         if eligible.len() < q.quorum {
             // A quorum is impossible before anything is sent: send nothing.
             eligible.clear();
