@@ -123,10 +123,22 @@ impl Verdict {
     }
 }
 
-fn excusing(windows: &[Window], t: Nanos, lease: Nanos) -> Option<&Window> {
-    windows
-        .iter()
-        .find(|w| !w.exclusion_required && t >= w.start && t <= w.heal + 2 * lease + 1_000 * MS)
+/// The nemesis that may explain an overlap of `earlier` by `later`: one that cannot guarantee
+/// exclusion, whose fault `earlier` was granted before (or during), and in whose window (or
+/// one lease after its heal, while `earlier`'s lease can still run) `later` was granted. Two
+/// grants both made after the fault healed are never excused.
+fn excusing<'a>(
+    windows: &'a [Window],
+    earlier: &Hold,
+    later: &Hold,
+    lease: Nanos,
+) -> Option<&'a Window> {
+    windows.iter().find(|w| {
+        !w.exclusion_required
+            && earlier.start <= w.heal
+            && later.start >= w.start
+            && later.start <= w.heal + lease + 1_000 * MS
+    })
 }
 
 /// No two holds of one name overlap.
@@ -146,7 +158,7 @@ pub fn exclusion(holds: &[Hold], windows: &[Window], p: &Params) -> Verdict {
                         h.name, h.client, h.token, h.start, prev.client, prev.token, prev.end,
                         (prev.end.min(h.end) - h.start) / MS
                     );
-                    match excusing(windows, h.start, p.lease) {
+                    match excusing(windows, prev, h, p.lease) {
                         Some(w) => {
                             v.excused += 1;
                             if v.examples.len() < 5 {
@@ -261,6 +273,9 @@ pub struct Liveness {
     pub longest_recovery_ms: i64,
     /// The longest a free lock waited for a parked waiter outside faults, ms.
     pub longest_free_with_waiter_ms: i64,
+    /// Releases judged by the strict wake-up bound (no fault near): if none, the schedule left
+    /// no fault-free time and the rule could not have fired.
+    pub strict_releases: u64,
 }
 
 /// After each fault heals every name is acquired within lease + 1 s, and no waiter stays
@@ -314,13 +329,16 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
         l.recoveries_ms.push((w.nemesis.clone(), slowest));
     }
     // Free intervals: from a release's reply to the next acquisition of the name. The strict
-    // bound applies only if no fault touches [t, t + prompt_wake]: a fault that begins just
-    // after a release (its wake-up message lost, say) gets the fault bound.
+    // bound applies unless a fault touches [t, t + prompt_wake], or t is within 500 ms of a
+    // heal (reconnections): a fault that begins just after a release (its wake-up message
+    // lost, say) gets the fault bound. The healthy stretches between faults are longer than
+    // that, so most releases are judged strictly (`strict_releases` says how many).
     let in_fault = |t: Nanos| {
         windows
             .iter()
-            .any(|w| t + p.prompt_wake >= w.start && t <= w.heal + p.lease + 1_000 * MS)
+            .any(|w| t + p.prompt_wake >= w.start && t <= w.heal + 500 * MS)
     };
+    let waits = acquire_intervals(events, p.end);
     for h in holds {
         let Some(free) = h.released else { continue };
         let still_held = holds
@@ -329,57 +347,67 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
         if still_held {
             continue;
         }
+        if !in_fault(free) {
+            l.strict_releases += 1;
+        }
         let next = acquired
             .get(h.name.as_str())
             .and_then(|ts| ts.iter().find(|t| **t > free).copied())
             .unwrap_or(p.end);
-        let gap = next - free;
-        let limit = if in_fault(free) { bound } else { p.prompt_wake };
-        if gap <= limit {
-            if !in_fault(free) {
-                l.longest_free_with_waiter_ms = l.longest_free_with_waiter_ms.max(gap / MS);
-            }
+        if next - free <= p.prompt_wake.min(bound) {
             continue;
         }
-        // Was anyone parked on it all along?
-        if let Some(c) = parked(events, &h.name, free, free + limit) {
-            if !in_fault(free) {
-                l.longest_free_with_waiter_ms = l.longest_free_with_waiter_ms.max(gap / MS);
+        // Everyone who waited while it was free, each from when it was both free and asked
+        // for (a waiter that arrives after the release counts too).
+        for (c, a, r) in waits.get(h.name.as_str()).into_iter().flatten() {
+            if *a >= next || *r <= free {
+                continue;
             }
-            l.verdict.violation(format!(
-                "{}: free for {} ms from {free} while client {c} waited (bound {} ms)",
-                h.name,
-                gap / MS,
-                limit / MS
-            ));
+            let since = free.max(*a);
+            let limit = if in_fault(since) {
+                bound
+            } else {
+                p.prompt_wake
+            };
+            if next - since > limit && *r > since + limit {
+                if !in_fault(since) {
+                    l.longest_free_with_waiter_ms =
+                        l.longest_free_with_waiter_ms.max((next - since) / MS);
+                }
+                l.verdict.violation(format!(
+                    "{}: free for {} ms from {since} while client {c} waited (bound {} ms)",
+                    h.name,
+                    (next - since) / MS,
+                    limit / MS
+                ));
+            }
         }
     }
     l.verdict = std::mem::take(&mut l.verdict).finish();
     l
 }
 
-/// A client whose acquire of `name` was pending from before `from` until after `until`.
-fn parked(events: &[Event], name: &str, from: Nanos, until: Nanos) -> Option<u32> {
-    let mut pending: HashMap<u32, Nanos> = HashMap::new();
-    for e in events.iter().filter(|e| e.n == name) {
-        if e.t > until {
-            break;
-        }
+/// Per name, every acquire as (client, invoked, returned or `end`).
+fn acquire_intervals(events: &[Event], end: Nanos) -> HashMap<&str, Vec<(u32, Nanos, Nanos)>> {
+    let mut out: HashMap<&str, Vec<(u32, Nanos, Nanos)>> = HashMap::new();
+    let mut pending: HashMap<(u32, &str), Nanos> = HashMap::new();
+    for e in events {
         match e.op {
             Op::Acquire => {
-                pending.insert(e.c, e.t);
+                pending.insert((e.c, e.n.as_str()), e.t);
             }
             Op::Acquired { .. } | Op::AcquireFailed { .. } => {
-                pending.remove(&e.c);
+                if let Some(a) = pending.remove(&(e.c, e.n.as_str())) {
+                    out.entry(e.n.as_str()).or_default().push((e.c, a, e.t));
+                }
             }
             _ => {}
         }
     }
-    pending
-        .into_iter()
-        .filter(|(_, since)| *since < from)
-        .map(|(c, _)| c)
-        .min()
+    for ((c, n), a) in pending {
+        out.entry(n).or_default().push((c, a, end));
+    }
+    out
 }
 
 /// What the harness found left behind after the run.
@@ -614,6 +642,87 @@ mod tests {
                 .verdict
                 .ok
         );
+    }
+
+    /// The CI schedule: a fault-free second, then per nemesis: the fault, lease + 1 s of
+    /// aftermath and a fault-free second (lease 1.5 s here).
+    fn ci_windows() -> Vec<Window> {
+        let mut ws = Vec::new();
+        let mut t = 1000;
+        for (name, len) in [
+            ("pause-server", 1500),
+            ("client-kill", 1),
+            ("script-flush", 1),
+        ] {
+            ws.push(Window {
+                nemesis: name.into(),
+                start: t * MS,
+                heal: (t + len) * MS,
+                exclusion_required: true,
+            });
+            t += len + 1500 + 1000 + 1000;
+        }
+        ws
+    }
+
+    fn p15(end: i64) -> Params {
+        Params {
+            lease: 1500 * MS,
+            ..params(end)
+        }
+    }
+
+    #[test]
+    fn a_lost_wake_up_between_ci_faults_is_caught() {
+        let ws = ci_windows();
+        let (first_heal, last_start) = (ws[0].heal / MS, ws[2].start / MS);
+        let (mut caught, mut tried) = (0, 0);
+        for r in (first_heal..last_start).step_by(10) {
+            // Client 2 waits from r - 5; the lock is free from r + 1 until r + 2400.
+            let mut c2 = hold(2, "a", 2, r + 2400, r + 2410);
+            c2[0].t = (r - 5) * MS;
+            let h = merged(vec![hold(1, "a", 1, r - 10, r), c2]);
+            let l = liveness(&h, &holds(&h), &ws, &p15(20_000));
+            tried += 1;
+            if !l.verdict.ok {
+                caught += 1;
+            }
+        }
+        // Most of the time between faults is judged strictly.
+        assert!(caught * 2 > tried, "caught {caught} of {tried}");
+    }
+
+    #[test]
+    fn a_waiter_that_asks_just_after_a_release_is_judged_too() {
+        // No faults. Client 1 releases at 20 ms; client 2 asks at 25 ms; the lock stays free
+        // until 6 000 ms.
+        let mut c2 = hold(2, "a", 2, 6000, 6010);
+        c2[0].t = 25 * MS;
+        let h = merged(vec![hold(1, "a", 1, 10, 20), c2]);
+        let l = liveness(&h, &holds(&h), &[], &params(10_000));
+        assert_eq!(l.verdict.violations, 1, "{l:?}");
+        assert_eq!(l.strict_releases, 2);
+    }
+
+    #[test]
+    fn an_overlap_between_two_grants_made_after_a_restart_is_not_excused() {
+        let w = Window {
+            nemesis: "kill-restart".into(),
+            start: 0,
+            heal: 300 * MS,
+            exclusion_required: false,
+        };
+        // Both granted by the restarted server 1 s after it came back: a real double grant.
+        let h = merged(vec![
+            hold(1, "a", 7, 1300, 1400),
+            hold(2, "a", 8, 1350, 1450),
+        ]);
+        let v = exclusion(&holds(&h), std::slice::from_ref(&w), &params(10_000));
+        assert_eq!((v.ok, v.excused), (false, 0), "{v:?}");
+        // The first granted before the restart (forgotten by it), the second after: excused.
+        let h = merged(vec![hold(1, "a", 7, -100, 1400), hold(2, "a", 8, 500, 600)]);
+        let v = exclusion(&holds(&h), std::slice::from_ref(&w), &params(10_000));
+        assert_eq!((v.ok, v.excused), (true, 1), "{v:?}");
     }
 
     #[test]

@@ -154,8 +154,17 @@ async fn run(args: ClientArgs) -> i32 {
     };
     // SIGTERM ends a wait at once, but a section that holds the lock runs to its recorded
     // release, so the history has an end for every hold.
+    // The harness ends a client with SIGTERM; if the harness itself dies first, the client
+    // is re-parented: it stops then too, rather than run on against servers that are gone.
+    let parent = nix::unistd::getppid();
     tokio::join!(work.forever(), async {
-        term.recv().await;
+        let mut tick = tokio::time::interval(Duration::from_millis(500));
+        loop {
+            tokio::select! {
+                _ = term.recv() => break,
+                _ = tick.tick() => if nix::unistd::getppid() != parent { break },
+            }
+        }
         let _ = stop_tx.send(true);
     });
     locks.shutdown().await;

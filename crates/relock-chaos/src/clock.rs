@@ -5,7 +5,7 @@
 //! while another client takes the lock. That is the documented limit of a lease; the run
 //! reports such overlaps and requires only that fencing still holds.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use relock_testkit::RedisServer;
 
@@ -38,15 +38,11 @@ fn libc() -> Option<PathBuf> {
 /// Starts the single server; under libfaketime when it is installed, with the path of the
 /// file holding its clock offset (`+0` at first). Only the wall clock is faked: Redis's
 /// monotonic timers stay real, as in an NTP step.
-pub fn start_server() -> relock_testkit::Result<(RedisServer, Option<PathBuf>)> {
+pub fn start_server(dir: &Path) -> relock_testkit::Result<(RedisServer, Option<PathBuf>)> {
     let (Some(ft), Some(libc)) = (libfaketime(), libc()) else {
         return Ok((RedisServer::start()?, None));
     };
-    let file = std::env::temp_dir().join(format!(
-        "relock-chaos-clock-{}-{}",
-        std::process::id(),
-        fastrand::u64(..)
-    ));
+    let file = dir.join("server-clock");
     std::fs::write(&file, "+0\n").map_err(|e| relock_testkit::Error::Io {
         what: format!("writing {}", file.display()),
         source: e,
@@ -73,4 +69,15 @@ pub fn jump(file: &std::path::Path, secs: u64) -> std::io::Result<()> {
         .parse()
         .unwrap_or(0);
     std::fs::write(file, format!("+{}s\n", now + secs))
+}
+
+/// Removes the shared-memory files libfaketime made for process `pid`, which it removes itself
+/// only on a normal exit: call it after a SIGKILL (the test kit stops servers that way).
+pub fn forget(pid: u32) {
+    for f in [
+        format!("/dev/shm/faketime_shm_{pid}"),
+        format!("/dev/shm/sem.faketime_sem_{pid}"),
+    ] {
+        let _ = std::fs::remove_file(f);
+    }
 }

@@ -111,6 +111,10 @@ struct RunArgs {
     /// Client processes.
     #[arg(long, default_value_t = 4)]
     clients: u32,
+    /// The work inside a critical section, between the fenced read and write: 0..=this many
+    /// ms (plus a few slow sections of 20-60 ms).
+    #[arg(long, default_value_t = 2)]
+    work_ms: u64,
     /// Lock names the clients contend for.
     #[arg(long, default_value_t = 2)]
     names: usize,
@@ -176,7 +180,8 @@ fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
         ],
         Kind::Fair => vec![PauseClient, ProxyDelay, ProxyFreeze, ProxyDrop, ProxyOneWay],
         Kind::Quorum => vec![KillRestart, PauseServer, ProxyOneWay],
-        Kind::Cluster | Kind::Sentinel => vec![Failover],
+        Kind::Cluster => vec![Failover, KillRestart],
+        Kind::Sentinel => vec![Failover],
     }
 }
 
@@ -234,6 +239,7 @@ fn harness(args: RunArgs) -> i32 {
             clients: args.clients,
             names: (0..args.names).map(|i| format!("chaos-{i}")).collect(),
             lease: Duration::from_millis(args.lease_ms),
+            work_ms: args.work_ms,
             healthy: Duration::from_millis(1000),
             seed: rng.u64(..1 << 48),
             mutant: args.mutant.clone(),
@@ -262,6 +268,13 @@ fn harness(args: RunArgs) -> i32 {
     }
     let tmp = std::env::temp_dir().join(format!("relock-chaos-{}-{seed}", std::process::id()));
     let dir = args.dir.clone().unwrap_or_else(|| tmp.clone());
+    // SIGINT or SIGTERM ends the schedule early; the servers and clients are still torn down.
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
+            eprintln!("relock-chaos: cannot handle signal {sig}: {e}");
+        }
+    }
     let bar = report::progress(segments.len());
     let mut outcomes = Vec::new();
     for (i, seg) in segments.iter().enumerate() {
@@ -277,13 +290,24 @@ fn harness(args: RunArgs) -> i32 {
         let seg_dir = dir.join(format!("{i:02}-{}", seg.kind.name()));
         let pos = i as f64;
         let set = |f: f64| bar.set_position(((pos + f) * 100.0) as u64);
-        match run::run(seg, &seg_dir, &set) {
+        match run::run(seg, &seg_dir, &stop, &set) {
             Ok(o) => {
                 bar.suspend(|| report::line(&o));
-                let caught = args.mutant.is_some() && !o.ok();
+                // Caught means a checker of the lock fired, not only the leak check.
+                let caught = args.mutant.is_some()
+                    && (!o.exclusion.ok || !o.fencing.verdict.ok || !o.liveness.verdict.ok);
+                let interrupted = o.interrupted;
                 outcomes.push(o);
                 if caught {
                     break;
+                }
+                if interrupted {
+                    bar.finish_and_clear();
+                    eprintln!(
+                        "relock-chaos: interrupted; histories and logs in {}",
+                        dir.display()
+                    );
+                    return 130;
                 }
             }
             Err(e) => {
@@ -309,8 +333,11 @@ fn harness(args: RunArgs) -> i32 {
         }
     }
     let failed = outcomes.iter().any(|o| !o.ok());
+    let caught = outcomes
+        .iter()
+        .any(|o| !o.exclusion.ok || !o.fencing.verdict.ok || !o.liveness.verdict.ok);
     let code = match &args.mutant {
-        Some(m) if failed => {
+        Some(m) if caught => {
             println!("relock-chaos: mutant {m} was caught");
             0
         }

@@ -19,7 +19,8 @@ pub enum Nemesis {
     /// SIGSTOP the client holding the first lock for longer than its lease, then SIGCONT
     /// (a GC pause: the watchdog stops too).
     PauseClient,
-    /// kill -9 a lock server and restart it empty (the single server; one quorum master).
+    /// kill -9 a lock server and restart it empty (the single server; one quorum master; the
+    /// first name's cluster master, after its replica took over).
     KillRestart,
     /// SIGSTOP a lock server for 1.5 s.
     PauseServer,
@@ -67,9 +68,13 @@ impl Nemesis {
         match kind {
             Kind::Plain | Kind::Fair => self != Failover,
             Kind::Quorum => !matches!(self, Failover | ClockJump),
-            Kind::Cluster | Kind::Sentinel => {
-                matches!(self, PauseClient | ClientKill | ScriptFlush | Failover)
+            Kind::Cluster => {
+                matches!(
+                    self,
+                    PauseClient | ClientKill | ScriptFlush | Failover | KillRestart
+                )
             }
+            Kind::Sentinel => matches!(self, PauseClient | ClientKill | ScriptFlush | Failover),
         }
     }
 
@@ -112,9 +117,36 @@ pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
             sleep(t.lease + Duration::from_millis(1000));
             kill(pid, Signal::SIGCONT).map_err(|e| format!("SIGCONT {pid}: {e}"))?;
         }
+        Nemesis::KillRestart if t.kind == Kind::Cluster => {
+            let Topology::Cluster(c) = topo else {
+                unreachable!("the cluster kind runs on a cluster")
+            };
+            // kill -9 the first name's master; its replica takes over after the node timeout;
+            // the old master comes back empty (its nodes.conf kept) and rejoins as a replica.
+            let m = c.master_of(t.name).map_err(err)?;
+            let r = c
+                .replica_of(m)
+                .ok_or_else(|| format!("{}: no replica of {}", n.name(), m.port()))?;
+            m.kill().map_err(err)?;
+            let deadline = std::time::Instant::now() + Duration::from_secs(20);
+            while !r.is_master() {
+                if std::time::Instant::now() >= deadline {
+                    return Err(format!(
+                        "{}: replica {} not promoted in 20 s",
+                        n.name(),
+                        r.port()
+                    ));
+                }
+                sleep(Duration::from_millis(20));
+            }
+            m.restart_empty().map_err(err)?;
+            c.wait_ready().map_err(err)?;
+        }
         Nemesis::KillRestart => {
             let s = one_master(t, &masters)?;
+            let pid = s.pid();
             s.kill().map_err(err)?;
+            pid.into_iter().for_each(crate::clock::forget);
             sleep(Duration::from_millis(300));
             s.restart_empty().map_err(err)?;
         }

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::sleep;
 use std::time::{Duration, Instant};
 
@@ -30,6 +31,8 @@ pub struct Segment {
     pub clients: u32,
     pub names: Vec<String>,
     pub lease: Duration,
+    /// The clients' `--work-ms`.
+    pub work_ms: u64,
     /// Fault-free time before the first nemesis, and after each nemesis's aftermath (lease +
     /// 1 s after it heals): the checkers hold wake-ups to their strictest bound in it.
     pub healthy: Duration,
@@ -61,6 +64,8 @@ pub struct Outcome {
     pub liveness: Liveness,
     pub leaks: Leaks,
     pub leak_verdict: Verdict,
+    /// The run was cut short by SIGINT or SIGTERM.
+    pub interrupted: bool,
 }
 
 impl Outcome {
@@ -81,8 +86,11 @@ struct Clients {
 impl Clients {
     fn spawn(seg: &Segment, urls: &[String], resource: &str, dir: &Path) -> Result<Self, String> {
         let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-        let mut children = Vec::new();
-        let mut files = Vec::new();
+        // Built up in place: if a later client fails to start, dropping this kills the others.
+        let mut clients = Clients {
+            children: Vec::new(),
+            files: Vec::new(),
+        };
         for id in 0..seg.clients {
             let out = dir.join(format!("client-{id}.jsonl"));
             let log = std::fs::File::create(dir.join(format!("client-{id}.log")))
@@ -102,7 +110,9 @@ impl Clients {
                 .arg("--lease-ms")
                 .arg(seg.lease.as_millis().to_string())
                 .arg("--seed")
-                .arg(seg.seed.to_string());
+                .arg(seg.seed.to_string())
+                .arg("--work-ms")
+                .arg(seg.work_ms.to_string());
             for u in urls {
                 cmd.arg("--url").arg(u);
             }
@@ -123,10 +133,10 @@ impl Clients {
                 .stderr(log)
                 .spawn()
                 .map_err(|e| format!("spawning client {id}: {e}"))?;
-            children.push(child);
-            files.push(out);
+            clients.children.push(child);
+            clients.files.push(out);
         }
-        Ok(Clients { children, files })
+        Ok(clients)
     }
 
     /// (number, pid, relock client id) of each client, once all have started.
@@ -185,6 +195,7 @@ impl Clients {
                     }
                 }
             }
+            crate::clock::forget(c.id());
         }
         stuck
     }
@@ -205,29 +216,53 @@ impl Drop for Clients {
             if matches!(c.try_wait(), Ok(None)) {
                 let _ = c.kill();
                 let _ = c.wait();
+                crate::clock::forget(c.id());
             }
         }
     }
 }
 
-/// Runs `seg`; `progress` is told how far it got (0.0 to 1.0).
-pub fn run(seg: &Segment, dir: &Path, progress: &dyn Fn(f64)) -> Result<Outcome, String> {
+/// Sleeps `d`, or less if `stop` is raised (SIGINT or SIGTERM to the harness); returns
+/// whether it was.
+fn nap(d: Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + d;
+    while !stop.load(Ordering::SeqCst) {
+        let now = Instant::now();
+        if now >= until {
+            return false;
+        }
+        sleep((until - now).min(Duration::from_millis(50)));
+    }
+    true
+}
+
+/// Runs `seg`; `progress` is told how far it got (0.0 to 1.0). When `stop` is raised the
+/// schedule ends early and everything is torn down as after a normal run.
+pub fn run(
+    seg: &Segment,
+    dir: &Path,
+    stop: &AtomicBool,
+    progress: &dyn Fn(f64),
+) -> Result<Outcome, String> {
     let began = Instant::now();
-    let topo = Topology::start(seg.kind)?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let topo = Topology::start(seg.kind, dir)?;
     let resource_server =
         RedisServer::start().map_err(|e| format!("resource redis-server: {e}"))?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut clients = Clients::spawn(seg, &topo.client_urls(), &resource_server.url(), dir)?;
     let ids = clients.started(Duration::from_secs(20))?;
     let mut rng = fastrand::Rng::with_seed(seg.seed);
     let mut windows = Vec::new();
     let mut skipped = Vec::new();
-    sleep(seg.healthy);
+    let mut interrupted = nap(seg.healthy, stop);
     let total = (seg.rounds * seg.nemeses.len()).max(1);
     let mut done = 0;
     let mut stopped_early = None;
     'rounds: for _ in 0..seg.rounds {
         for &n in &seg.nemeses {
+            if interrupted {
+                break 'rounds;
+            }
             let mut target = Target {
                 kind: seg.kind,
                 topology: &topo,
@@ -244,7 +279,7 @@ pub fn run(seg: &Segment, dir: &Path, progress: &dyn Fn(f64)) -> Result<Outcome,
                     }
                 }
             }
-            sleep(seg.lease + Duration::from_secs(1) + seg.healthy);
+            interrupted = nap(seg.lease + Duration::from_secs(1) + seg.healthy, stop);
             done += 1;
             progress(done as f64 / total as f64);
             if seg.stop_on_violation {
@@ -289,6 +324,14 @@ pub fn run(seg: &Segment, dir: &Path, progress: &dyn Fn(f64)) -> Result<Outcome,
         .map(|n| crate::resource::read_final(&resource_server, n).map(|f| (n.clone(), f)))
         .collect::<Result<BTreeMap<_, _>, _>>()?;
     let mut out = judge(seg, &events, &windows, Some(&finals), leaks)?;
+    out.interrupted = interrupted;
+    if out.liveness.strict_releases == 0 && !interrupted {
+        out.liveness.verdict.ok = false;
+        out.liveness.verdict.violations += 1;
+        out.liveness.verdict.examples.push(
+            "no release was judged by the strict wake-up bound: the schedule left no fault-free time".into(),
+        );
+    }
     if let (Some(p), true) = (stopped_early, out.ok()) {
         // The run stopped on a violation in the history so far; keep it in the verdicts.
         out.exclusion = p.exclusion;
@@ -351,5 +394,6 @@ fn judge(
         liveness,
         leaks,
         leak_verdict,
+        interrupted: false,
     })
 }

@@ -30,14 +30,14 @@ pub enum Topology {
 }
 
 impl Topology {
-    pub fn start(kind: Kind) -> Result<Self, String> {
+    pub fn start(kind: Kind, dir: &std::path::Path) -> Result<Self, String> {
         let e = |what: &str| {
             let what = what.to_owned();
             move |err: relock_testkit::Error| format!("{what}: {err}")
         };
         Ok(match kind {
             Kind::Plain | Kind::Fair => {
-                let (server, clock) = crate::clock::start_server().map_err(e("redis-server"))?;
+                let (server, clock) = crate::clock::start_server(dir).map_err(e("redis-server"))?;
                 let proxy = FaultProxy::start(&server.addr()).map_err(e("fault proxy"))?;
                 Topology::Single {
                     server,
@@ -92,9 +92,15 @@ impl Topology {
 impl Drop for Topology {
     fn drop(&mut self) {
         if let Topology::Single {
-            clock: Some(file), ..
+            server,
+            clock: Some(file),
+            ..
         } = self
         {
+            // The kit SIGKILLs the server after this: libfaketime cannot clean up after itself.
+            if let Some(pid) = server.pid() {
+                crate::clock::forget(pid);
+            }
             let _ = std::fs::remove_file(file);
         }
     }
