@@ -328,6 +328,7 @@ impl ClientBuilder {
         if tls {
             fred_config.tls = Some(crate::tls::config(&self.settings.tls)?);
         }
+        sentinel_credentials(&mut fred_config, &url);
         Ok(fred_config)
     }
 
@@ -641,6 +642,36 @@ pub(crate) fn deployment(url: &str) -> Deployment {
     }
 }
 
+/// The credentials a Sentinel client gives the sentinels: `sentinelUsername` and
+/// `sentinelPassword` from the URL's query when present (an empty `sentinelPassword=` means
+/// the sentinels need none), else the URL's own `user:password@`, which then serves the
+/// sentinels and the master alike.
+fn sentinel_credentials(config: &mut FredConfig, url: &str) {
+    use fred::types::config::ServerConfig;
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let given = |key: &str| {
+        query
+            .split('&')
+            .any(|kv| kv.split_once('=').map_or(kv, |(k, _)| k) == key)
+    };
+    let (main_user, main_password) = (config.username.clone(), config.password.clone());
+    if let ServerConfig::Sentinel {
+        username, password, ..
+    } = &mut config.server
+    {
+        if !given("sentinelUsername") && !given("sentinelPassword") {
+            *username = main_user;
+            *password = main_password;
+        }
+        if password.as_deref() == Some("") {
+            *password = None;
+        }
+        if username.as_deref() == Some("") {
+            *username = None;
+        }
+    }
+}
+
 /// Checks the scheme, and turns the comma-separated node lists we accept
 /// (`redis-cluster://h1:p1,h2:p2`) into fred's form (`redis-cluster://h1:p1?node=h2:p2`).
 fn fred_url(url: &str) -> Result<String> {
@@ -700,20 +731,6 @@ fn fred_url(url: &str) -> Result<String> {
     }
     if scheme.ends_with("-sentinel") && !query.is_some_and(|q| q.contains("sentinelServiceName=")) {
         return Err(bad("a sentinel URL needs ?sentinelServiceName=NAME"));
-    }
-    // fred (without its `sentinel-auth` feature) ignores these and sends the URL's credentials
-    // to the sentinels: refuse them rather than let them be silently dropped.
-    if query.is_some_and(|q| {
-        q.split('&').any(|kv| {
-            let key = kv.split_once('=').map_or(kv, |(k, _)| k);
-            key == "sentinelUsername" || key == "sentinelPassword"
-        })
-    }) {
-        return Err(bad(
-            "separate sentinel credentials (sentinelUsername, sentinelPassword) are not supported: \
-             the URL's user:password@ is sent to the sentinels and to the master alike, so give the \
-             sentinels the same ACL user (see docs/operations.md, Credentials)",
-        ));
     }
     let mut out = format!("{scheme}://");
     if let Some(a) = auth {
