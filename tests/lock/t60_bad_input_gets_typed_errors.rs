@@ -77,6 +77,17 @@ async fn bad_input_gets_typed_errors() {
         .unwrap_err()
         .to_string();
     assert!(msg.contains("url") && msg.contains("not a url"), "{msg}");
+    // A sentinel user name without a sentinel password would reach no sentinel: refused.
+    let e = relock::Client::connect(
+        "redis-sentinel://app:pw@127.0.0.1:1?sentinelServiceName=m&sentinelUsername=s",
+    )
+    .await;
+    assert!(is_invalid(&e, "url"));
+    let msg = e.unwrap_err().to_string();
+    assert!(
+        msg.contains("sentinelPassword") && !msg.contains(":pw@"),
+        "{msg}"
+    );
 
     // A string at the lock's name.
     // A held lock whose key is overwritten by a string: the release names the key.

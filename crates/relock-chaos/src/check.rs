@@ -20,6 +20,9 @@ pub struct Window {
     pub start: Nanos,
     pub heal: Nanos,
     pub exclusion_required: bool,
+    /// When the fault could make the servers forget or expire holds: the kill, the clock
+    /// jump, the failover ([start, heal] when it is not known more precisely).
+    pub damage: (Nanos, Nanos),
 }
 
 /// What the checkers need besides the history.
@@ -124,9 +127,10 @@ impl Verdict {
 }
 
 /// The nemesis that may explain an overlap of `earlier` by `later`: one that cannot guarantee
-/// exclusion, whose fault `earlier` was granted before (or during), and in whose window (or
-/// one lease after its heal, while `earlier`'s lease can still run) `later` was granted. Two
-/// grants both made after the fault healed are never excused.
+/// exclusion, whose damage (a kill, a clock jump, a failover) came after `earlier` was
+/// granted (50 ms of slack: a grant is recorded after it happened) and before `later` was,
+/// with `later` granted no later than a lease after the heal. Two grants both made after the
+/// damage are never excused.
 fn excusing<'a>(
     windows: &'a [Window],
     earlier: &Hold,
@@ -135,8 +139,8 @@ fn excusing<'a>(
 ) -> Option<&'a Window> {
     windows.iter().find(|w| {
         !w.exclusion_required
-            && earlier.start <= w.heal
-            && later.start >= w.start
+            && earlier.start <= w.damage.1 + 50 * MS
+            && later.start >= w.damage.0
             && later.start <= w.heal + lease + 1_000 * MS
     })
 }
@@ -149,29 +153,28 @@ pub fn exclusion(holds: &[Hold], windows: &[Window], p: &Params) -> Verdict {
         by_name.entry(&h.name).or_default().push(h);
     }
     for hs in by_name.values() {
-        let mut latest: Option<&Hold> = None;
+        // Every hold still running when `h` was granted, not only the longest: an excused
+        // overlap with one must not hide a real one with another.
+        let mut open: Vec<&Hold> = Vec::new();
         for h in hs {
-            if let Some(prev) = latest {
-                if h.start < prev.end {
-                    let what = format!(
-                        "{}: client {} (token {}) acquired at {} while client {} (token {}) held until {} ({} ms overlap)",
-                        h.name, h.client, h.token, h.start, prev.client, prev.token, prev.end,
-                        (prev.end.min(h.end) - h.start) / MS
-                    );
-                    match excusing(windows, prev, h, p.lease) {
-                        Some(w) => {
-                            v.excused += 1;
-                            if v.examples.len() < 5 {
-                                v.examples.push(format!("excused by {}: {what}", w.nemesis));
-                            }
+            open.retain(|o| o.end > h.start);
+            for prev in &open {
+                let what = format!(
+                    "{}: client {} (token {}) acquired at {} while client {} (token {}) held until {} ({} ms overlap)",
+                    h.name, h.client, h.token, h.start, prev.client, prev.token, prev.end,
+                    (prev.end.min(h.end) - h.start) / MS
+                );
+                match excusing(windows, prev, h, p.lease) {
+                    Some(w) => {
+                        v.excused += 1;
+                        if v.examples.len() < 5 {
+                            v.examples.push(format!("excused by {}: {what}", w.nemesis));
                         }
-                        None => v.violation(what),
                     }
+                    None => v.violation(what),
                 }
             }
-            if latest.is_none_or(|l| h.end > l.end) {
-                latest = Some(h);
-            }
+            open.push(h);
         }
     }
     v.finish()
@@ -192,8 +195,17 @@ pub struct Fencing {
 }
 
 /// The resource never accepted a stale token, lost no update, and tokens rose grant by grant.
-pub fn fencing(holds: &[Hold], finals: &BTreeMap<String, Final>, events: &[Event]) -> Fencing {
+/// `finals` is `None` mid-run (the resource is read only at the end): then only token order
+/// is judged.
+pub fn fencing(
+    holds: &[Hold],
+    finals: Option<&BTreeMap<String, Final>>,
+    events: &[Event],
+) -> Fencing {
     let mut f = Fencing::default();
+    let empty = BTreeMap::new();
+    let judge_resource = finals.is_some();
+    let finals = finals.unwrap_or(&empty);
     for (name, fin) in finals {
         f.stale_rejected += fin.rejected;
         f.accepted_writes += fin.accepted;
@@ -233,7 +245,7 @@ pub fn fencing(holds: &[Hold], finals: &BTreeMap<String, Final>, events: &[Event
                 .map(move |(t, v, c)| (n.as_str(), *t, *v, *c))
         })
         .collect();
-    for e in events {
+    for e in events.iter().filter(|_| judge_resource) {
         if let Op::Write {
             token,
             value,
@@ -333,11 +345,27 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
     // heal (reconnections): a fault that begins just after a release (its wake-up message
     // lost, say) gets the fault bound. The healthy stretches between faults are longer than
     // that, so most releases are judged strictly (`strict_releases` says how many).
+    let settle = 500 * MS;
     let in_fault = |t: Nanos| {
         windows
             .iter()
-            .any(|w| t + p.prompt_wake >= w.start && t <= w.heal + 500 * MS)
+            .any(|w| t + p.prompt_wake >= w.start && t <= w.heal + settle)
     };
+    // From `t`, how long a free lock may wait: the strict bound, stretched while a fault that
+    // touches `t` lasts, and for one lease after its heal (a grant whose reply was lost can
+    // hold the lock that long: the documented orphan), and never beyond lease + 1 s.
+    let limit_from = |t: Nanos| {
+        let fault_end = windows
+            .iter()
+            .filter(|w| t + p.prompt_wake >= w.start && t <= w.heal + settle)
+            .map(|w| w.heal + p.lease)
+            .max();
+        match fault_end {
+            Some(end) => bound.min((end - t).max(0) + p.prompt_wake),
+            None => p.prompt_wake,
+        }
+    };
+    let first_heal = windows.iter().map(|w| w.heal).min();
     let waits = acquire_intervals(events, p.end);
     for h in holds {
         let Some(free) = h.released else { continue };
@@ -347,16 +375,15 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
         if still_held {
             continue;
         }
-        if !in_fault(free) {
+        // Only releases after the first fault count: the fault-free start alone must not
+        // make the rule look exercised.
+        if !in_fault(free) && first_heal.is_none_or(|fh| free > fh) {
             l.strict_releases += 1;
         }
         let next = acquired
             .get(h.name.as_str())
             .and_then(|ts| ts.iter().find(|t| **t > free).copied())
             .unwrap_or(p.end);
-        if next - free <= p.prompt_wake.min(bound) {
-            continue;
-        }
         // Everyone who waited while it was free, each from when it was both free and asked
         // for (a waiter that arrives after the release counts too).
         for (c, a, r) in waits.get(h.name.as_str()).into_iter().flatten() {
@@ -364,16 +391,12 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
                 continue;
             }
             let since = free.max(*a);
-            let limit = if in_fault(since) {
-                bound
-            } else {
-                p.prompt_wake
-            };
+            let limit = limit_from(since);
+            if !in_fault(since) && *r >= next {
+                l.longest_free_with_waiter_ms =
+                    l.longest_free_with_waiter_ms.max((next - since) / MS);
+            }
             if next - since > limit && *r > since + limit {
-                if !in_fault(since) {
-                    l.longest_free_with_waiter_ms =
-                        l.longest_free_with_waiter_ms.max((next - since) / MS);
-                }
                 l.verdict.violation(format!(
                     "{}: free for {} ms from {since} while client {c} waited (bound {} ms)",
                     h.name,
@@ -541,6 +564,7 @@ mod tests {
             start: 5 * MS,
             heal: 12 * MS,
             exclusion_required: required,
+            damage: (5 * MS, 12 * MS),
         };
         let v = exclusion(&holds(&bad), &[w(false)], &params(100));
         assert!(v.ok && v.excused == 1, "{v:?}");
@@ -568,18 +592,18 @@ mod tests {
             hold(1, "a", 1, 10, 20),
             hold(2, "a", 2, 22, 30),
         ]));
-        let f = fencing(&h, &fin(&[(1, 1, 1), (2, 2, 2)], 3), &[]);
+        let f = fencing(&h, Some(&fin(&[(1, 1, 1), (2, 2, 2)], 3)), &[]);
         assert!(f.verdict.ok, "{f:?}");
         assert_eq!(f.stale_rejected, 3);
-        let f = fencing(&h, &fin(&[(2, 1, 2), (1, 2, 1)], 0), &[]);
+        let f = fencing(&h, Some(&fin(&[(2, 1, 2), (1, 2, 1)], 0)), &[]);
         assert_eq!((f.verdict.ok, f.stale_accepted), (false, 1));
-        let f = fencing(&h, &fin(&[(1, 1, 1), (2, 1, 2)], 0), &[]);
+        let f = fencing(&h, Some(&fin(&[(1, 1, 1), (2, 1, 2)], 0)), &[]);
         assert_eq!((f.verdict.ok, f.lost_updates), (false, 1));
         let h = holds(&merged(vec![
             hold(1, "a", 5, 10, 20),
             hold(2, "a", 5, 22, 30),
         ]));
-        let f = fencing(&h, &fin(&[], 0), &[]);
+        let f = fencing(&h, Some(&fin(&[], 0)), &[]);
         assert_eq!((f.verdict.ok, f.token_regressions), (false, 1));
         // An accepted write that the log does not have.
         let ack = [ev(
@@ -593,8 +617,8 @@ mod tests {
             },
         )];
         let h = holds(&merged(vec![hold(1, "a", 1, 10, 20)]));
-        assert!(!fencing(&h, &fin(&[], 0), &ack).verdict.ok);
-        assert!(fencing(&h, &fin(&[(1, 1, 1)], 0), &ack).verdict.ok);
+        assert!(!fencing(&h, Some(&fin(&[], 0)), &ack).verdict.ok);
+        assert!(fencing(&h, Some(&fin(&[(1, 1, 1)], 0)), &ack).verdict.ok);
     }
 
     #[test]
@@ -604,6 +628,7 @@ mod tests {
             start: 0,
             heal: 100 * MS,
             exclusion_required: true,
+            damage: (0, 0),
         };
         let ok = merged(vec![hold(1, "a", 1, 200, 300)]);
         let l = liveness(&ok, &holds(&ok), std::slice::from_ref(&w), &params(10_000));
@@ -626,6 +651,7 @@ mod tests {
             start: 22 * MS,
             heal: 1000 * MS,
             exclusion_required: true,
+            damage: (0, 0),
         };
         let l = liveness(
             &parked,
@@ -659,6 +685,7 @@ mod tests {
                 start: t * MS,
                 heal: (t + len) * MS,
                 exclusion_required: true,
+                damage: (t * MS, (t + len) * MS),
             });
             t += len + 1500 + 1000 + 1000;
         }
@@ -711,6 +738,7 @@ mod tests {
             start: 0,
             heal: 300 * MS,
             exclusion_required: false,
+            damage: (100 * MS, 100 * MS),
         };
         // Both granted by the restarted server 1 s after it came back: a real double grant.
         let h = merged(vec![
@@ -723,6 +751,54 @@ mod tests {
         let h = merged(vec![hold(1, "a", 7, -100, 1400), hold(2, "a", 8, 500, 600)]);
         let v = exclusion(&holds(&h), std::slice::from_ref(&w), &params(10_000));
         assert_eq!((v.ok, v.excused), (true, 1), "{v:?}");
+    }
+
+    #[test]
+    fn an_excused_overlap_does_not_hide_a_double_grant_after_the_damage() {
+        let w = Window {
+            nemesis: "kill-restart".into(),
+            start: 0,
+            heal: 300 * MS,
+            exclusion_required: false,
+            damage: (100 * MS, 100 * MS),
+        };
+        // Client 1's hold is forgotten by the restart (excused against both later grants),
+        // but clients 2 and 3 were both granted after it: a double grant.
+        let h = merged(vec![
+            hold(1, "a", 7, -100, 1400),
+            hold(2, "a", 8, 500, 1000),
+            hold(3, "a", 9, 600, 700),
+        ]);
+        let v = exclusion(&holds(&h), std::slice::from_ref(&w), &params(10_000));
+        assert_eq!((v.ok, v.violations, v.excused), (false, 1, 2), "{v:?}");
+        // Two grants after a clock jump but before the window's heal: not excused either.
+        let jump = Window {
+            nemesis: "clock-jump".into(),
+            start: 0,
+            heal: 500 * MS,
+            exclusion_required: false,
+            damage: (10 * MS, 10 * MS),
+        };
+        let h = merged(vec![hold(1, "a", 7, 100, 400), hold(2, "a", 8, 200, 300)]);
+        assert!(!exclusion(&holds(&h), &[jump], &params(10_000)).ok);
+    }
+
+    #[test]
+    fn the_fault_bound_ends_with_the_fault() {
+        // Healed at 1 000 ms; the lock is free from 1 400 ms to 3 800 ms with a waiter: the
+        // strict bound is back from 1 500 ms, so this is 1.3 s too long.
+        let w = Window {
+            nemesis: "pause-server".into(),
+            start: 0,
+            heal: 1000 * MS,
+            exclusion_required: true,
+            damage: (0, 1000 * MS),
+        };
+        let mut c2 = hold(2, "a", 2, 3800, 3810);
+        c2[0].t = 1300 * MS;
+        let h = merged(vec![hold(1, "a", 1, 1300, 1399), c2]);
+        let l = liveness(&h, &holds(&h), &[w], &p15(20_000));
+        assert_eq!(l.verdict.violations, 1, "{l:?}");
     }
 
     #[test]

@@ -271,7 +271,10 @@ fn harness(args: RunArgs) -> i32 {
     // SIGINT or SIGTERM ends the schedule early; the servers and clients are still torn down.
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        if let Err(e) = signal_hook::flag::register(sig, stop.clone()) {
+        // A second signal exits at once (130), whatever is running.
+        let r = signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()));
+        if let Err(e) = r {
             eprintln!("relock-chaos: cannot handle signal {sig}: {e}");
         }
     }

@@ -108,6 +108,8 @@ pub struct Target<'a> {
 /// Applies `n` and heals it. Returns its window, or why it could not run.
 pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
     let start = now();
+    // When holds may be forgotten or expired: refined below where the moment is known.
+    let mut damage: Option<(i64, i64)> = None;
     let err = |e: relock_testkit::Error| format!("{}: {e}", n.name());
     let topo = t.topology;
     let masters = masters(topo);
@@ -127,6 +129,7 @@ pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
             let r = c
                 .replica_of(m)
                 .ok_or_else(|| format!("{}: no replica of {}", n.name(), m.port()))?;
+            let killed = now();
             m.kill().map_err(err)?;
             let deadline = std::time::Instant::now() + Duration::from_secs(20);
             while !r.is_master() {
@@ -139,12 +142,15 @@ pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
                 }
                 sleep(Duration::from_millis(20));
             }
+            // From the kill until the replica is master, unreplicated holds may be lost.
+            damage = Some((killed, now()));
             m.restart_empty().map_err(err)?;
             c.wait_ready().map_err(err)?;
         }
         Nemesis::KillRestart => {
             let s = one_master(t, &masters)?;
             let pid = s.pid();
+            damage = Some((now(), now()));
             s.kill().map_err(err)?;
             pid.into_iter().for_each(crate::clock::forget);
             sleep(Duration::from_millis(300));
@@ -217,8 +223,10 @@ pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
                 return Err("clock-jump needs libfaketime (apt-get install libfaketime)".into());
             };
             let secs = (t.lease.as_secs() * 2).max(2);
+            let jumped = now();
             crate::clock::jump(file, secs)
                 .map_err(|e| format!("clock-jump: {}: {e}", file.display()))?;
+            damage = Some((jumped, now()));
             sleep(Duration::from_millis(500));
         }
         Nemesis::Failover => match topo {
@@ -232,11 +240,13 @@ pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
             _ => return Err("failover needs a cluster or sentinel".into()),
         },
     }
+    let heal = now();
     Ok(Window {
         nemesis: n.name().to_owned(),
         start,
-        heal: now(),
+        heal,
         exclusion_required: n.exclusion_required(t.kind),
+        damage: damage.unwrap_or((start, heal)),
     })
 }
 

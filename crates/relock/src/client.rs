@@ -489,8 +489,8 @@ fn connection_error(s: &Settings, cause: String) -> Error {
         }
         cause.push_str(
             "; no sentinel accepted the connection and the credentials (a sentinel's own error \
-             is not reported): relock sends the URL's user:password@ to the sentinels as well \
-             as to the master, so the sentinels need the same user and password",
+             is not reported): the sentinels get sentinelUsername/sentinelPassword from the \
+             URL's query if given, else the URL's user:password@ (docs/operations.md, Credentials)",
         );
     }
     if cause.contains("InvalidCertificate") || cause.contains("UnknownIssuer") {
@@ -731,6 +731,23 @@ fn fred_url(url: &str) -> Result<String> {
     }
     if scheme.ends_with("-sentinel") && !query.is_some_and(|q| q.contains("sentinelServiceName=")) {
         return Err(bad("a sentinel URL needs ?sentinelServiceName=NAME"));
+    }
+    // fred sends no AUTH at all without a password: a sentinel user name alone would be
+    // dropped without a word.
+    let param = |key: &str| {
+        query.and_then(|q| {
+            q.split('&').find_map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                (k == key).then_some(v)
+            })
+        })
+    };
+    if param("sentinelUsername").is_some_and(|u| !u.is_empty())
+        && param("sentinelPassword").is_none_or(str::is_empty)
+    {
+        return Err(bad(
+            "sentinelUsername needs a sentinelPassword (without one, no credentials would reach the sentinels)",
+        ));
     }
     let mut out = format!("{scheme}://");
     if let Some(a) = auth {
