@@ -14,14 +14,16 @@ const MS: Nanos = 1_000_000;
 
 /// A fault as the checkers see it: when it started and healed, and whether exclusion must hold
 /// through it (a clock jump or a server restarted empty may break it; fencing must still hold).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 pub struct Window {
     pub nemesis: String,
     pub start: Nanos,
     pub heal: Nanos,
     pub exclusion_required: bool,
     /// When the fault could make the servers forget or expire holds: the kill, the clock
-    /// jump, the failover ([start, heal] when it is not known more precisely).
+    /// jump, the failover ([start, heal] when it is not known more precisely; also when read
+    /// from a run that did not record it).
+    #[serde(default)]
     pub damage: (Nanos, Nanos),
 }
 
@@ -352,8 +354,9 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
             .any(|w| t + p.prompt_wake >= w.start && t <= w.heal + settle)
     };
     // From `t`, how long a free lock may wait: the strict bound, stretched while a fault that
-    // touches `t` lasts, and for one lease after its heal (a grant whose reply was lost can
-    // hold the lock that long: the documented orphan), and never beyond lease + 1 s.
+    // touches `t` lasts (a lock on a killed or paused server cannot be taken at all), and for
+    // one lease after its heal (a grant whose reply was lost can hold the lock that long: the
+    // documented orphan); then the strict bound again.
     let limit_from = |t: Nanos| {
         let fault_end = windows
             .iter()
@@ -361,7 +364,7 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
             .map(|w| w.heal + p.lease)
             .max();
         match fault_end {
-            Some(end) => bound.min((end - t).max(0) + p.prompt_wake),
+            Some(end) => (end - t).max(0) + p.prompt_wake,
             None => p.prompt_wake,
         }
     };

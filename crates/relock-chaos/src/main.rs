@@ -87,6 +87,23 @@ enum Command {
     Client(client::ClientArgs),
     /// Lists the mutants a `chaos-mutants` build offers.
     Mutants,
+    /// Judges the histories of an earlier run again with this build's checkers (exclusion,
+    /// liveness, and the token order part of fencing; the resource's final state and the
+    /// leaks are not kept, so those verdicts are the run's own).
+    Judge(JudgeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct JudgeArgs {
+    /// The run's `--json` file.
+    #[arg(long)]
+    json: PathBuf,
+    /// The run's `--dir`.
+    #[arg(long)]
+    dir: PathBuf,
+    /// The lease the run used.
+    #[arg(long, default_value_t = 1500)]
+    lease_ms: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -149,9 +166,92 @@ fn main() {
             }
             0
         }
+        Some(Command::Judge(args)) => judge_again(&args),
         None => harness(cli.run),
     };
     std::process::exit(code);
+}
+
+fn judge_again(args: &JudgeArgs) -> i32 {
+    let text = match std::fs::read(&args.json) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("relock-chaos judge: {}: {e}", args.json.display());
+            return 2;
+        }
+    };
+    let run: serde_json::Value = match serde_json::from_slice(&text) {
+        Ok(v) => v,
+        Err(e) => {
+            eprintln!("relock-chaos judge: {}: {e}", args.json.display());
+            return 2;
+        }
+    };
+    let mut failed = false;
+    let segments = run["segments"].as_array().cloned().unwrap_or_default();
+    for (i, seg) in segments.iter().enumerate() {
+        let kind = seg["kind"].as_str().unwrap_or("?");
+        let mut windows: Vec<check::Window> =
+            serde_json::from_value(seg["windows"].clone()).unwrap_or_default();
+        for w in &mut windows {
+            if w.damage == (0, 0) {
+                w.damage = (w.start, w.heal);
+            }
+        }
+        let dir = args.dir.join(format!("{i:02}-{kind}"));
+        let files: Vec<_> = std::fs::read_dir(&dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok().map(|e| e.path()))
+                    .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let events = history::merge(
+            files
+                .iter()
+                .map(|f| history::read(f).unwrap_or_default())
+                .collect(),
+        );
+        if events.is_empty() {
+            eprintln!("relock-chaos judge: no history in {}", dir.display());
+            failed = true;
+            continue;
+        }
+        let params = check::Params {
+            lease: Duration::from_millis(args.lease_ms).as_nanos() as i64,
+            prompt_wake: 1_000_000_000,
+            end: events.last().map_or(0, |e| e.t),
+        };
+        let holds = check::holds(&events);
+        let ex = check::exclusion(&holds, &windows, &params);
+        let fe = check::fencing(&holds, None, &events);
+        let li = check::liveness(&events, &holds, &windows, &params);
+        let ok = ex.ok && fe.verdict.ok && li.verdict.ok;
+        failed |= !ok;
+        println!(
+            "{kind:<8} {:>30}  {} holds  exclusion {} ({} overlaps, {} excused)  token order {} ({} regressions)  liveness {} (longest recovery {} ms, {} strict releases, longest free lock with a waiter {} ms)",
+            seg["nemeses"].as_array().map(|n| n.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(",")).unwrap_or_default(),
+            holds.len(),
+            if ex.ok { "ok" } else { "FAIL" },
+            ex.violations,
+            ex.excused,
+            if fe.verdict.ok { "ok" } else { "FAIL" },
+            fe.token_regressions,
+            if li.verdict.ok { "ok" } else { "FAIL" },
+            li.longest_recovery_ms,
+            li.strict_releases,
+            li.longest_free_with_waiter_ms,
+        );
+        for e in ex
+            .examples
+            .iter()
+            .chain(&fe.verdict.examples)
+            .chain(&li.verdict.examples)
+        {
+            println!("         {e}");
+        }
+    }
+    i32::from(failed)
 }
 
 fn mutant_names() -> Vec<&'static str> {
