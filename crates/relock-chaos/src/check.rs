@@ -287,6 +287,8 @@ pub struct Liveness {
     pub longest_recovery_ms: i64,
     /// The longest a free lock waited for a parked waiter outside faults, ms.
     pub longest_free_with_waiter_ms: i64,
+    /// The median time a free lock waited for a waiting client, away from faults, µs.
+    pub median_handoff_us: i64,
     /// Releases judged by the strict wake-up bound (no fault near): if none, the schedule left
     /// no fault-free time and the rule could not have fired.
     pub strict_releases: u64,
@@ -370,6 +372,8 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
     };
     let first_heal = windows.iter().map(|w| w.heal).min();
     let waits = acquire_intervals(events, p.end);
+    // How long a free lock waited for a waiting client, away from faults.
+    let mut handoffs: Vec<Nanos> = Vec::new();
     for h in holds {
         let Some(free) = h.released else { continue };
         let still_held = holds
@@ -398,6 +402,7 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
             if !in_fault(since) && *r >= next {
                 l.longest_free_with_waiter_ms =
                     l.longest_free_with_waiter_ms.max((next - since) / MS);
+                handoffs.push(next - since);
             }
             if next - since > limit && *r > since + limit {
                 l.verdict.violation(format!(
@@ -409,9 +414,30 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
             }
         }
     }
+    // A release must wake a waiter, not leave it to find out by polling: the typical handoff
+    // (the median) is a round trip or two; a waiter that polls (a lost wake-up papered over
+    // by a re-check) makes it the polling interval.
+    if handoffs.len() >= MIN_HANDOFFS {
+        handoffs.sort_unstable();
+        let median = handoffs[handoffs.len() / 2];
+        l.median_handoff_us = median / 1_000;
+        if median > MEDIAN_HANDOFF {
+            l.verdict.violation(format!(
+                "waiters are not woken by releases: the median handoff to a waiting client, away from faults, is {} ms over {} handoffs (bound {} ms)",
+                median / MS,
+                handoffs.len(),
+                MEDIAN_HANDOFF / MS
+            ));
+        }
+    }
     l.verdict = std::mem::take(&mut l.verdict).finish();
     l
 }
+
+/// Handoffs needed before their median is judged.
+const MIN_HANDOFFS: usize = 20;
+/// The median handoff to a waiting client must stay under this (it is about a millisecond).
+const MEDIAN_HANDOFF: Nanos = 20 * MS;
 
 /// Per name, every acquire as (client, invoked, returned or `end`).
 fn acquire_intervals(events: &[Event], end: Nanos) -> HashMap<&str, Vec<(u32, Nanos, Nanos)>> {
@@ -784,6 +810,24 @@ mod tests {
         };
         let h = merged(vec![hold(1, "a", 7, 100, 400), hold(2, "a", 8, 200, 300)]);
         assert!(!exclusion(&holds(&h), &[jump], &params(10_000)).ok);
+    }
+
+    #[test]
+    fn waiters_found_by_polling_fail_the_median_handoff() {
+        // 30 handoffs, each 150 ms after the release (a poll), no fault: every one is under
+        // the 1 s bound, but the median says nobody was woken.
+        let mut parts = Vec::new();
+        for i in 0..30 {
+            let t = 1000 + i * 400;
+            let mut next = hold(2, "a", 2 * i as u64 + 2, t + 160, t + 200);
+            next[0].t = (t + 5) * MS;
+            parts.push(hold(1, "a", 2 * i as u64 + 1, t, t + 10));
+            parts.push(next);
+        }
+        let h = merged(parts);
+        let l = liveness(&h, &holds(&h), &[], &params(20_000));
+        assert_eq!(l.verdict.violations, 1, "{l:?}");
+        assert!(l.median_handoff_us >= 140_000, "{l:?}");
     }
 
     #[test]

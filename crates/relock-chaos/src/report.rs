@@ -28,7 +28,7 @@ fn verdict(ok: bool) -> &'static str {
 /// One line per segment, with the first examples of anything that failed.
 pub fn line(o: &Outcome) {
     println!(
-        "{:<8} {:>7} sections in {:>5.1} s  exclusion {} ({} overlaps, {} excused)  fencing {} ({} stale rejected, {} stale accepted, {} lost updates)  liveness {} (longest recovery {} ms)  leaks {}   [{}]",
+        "{:<8} {:>7} sections in {:>5.1} s  exclusion {} ({} overlaps, {} excused)  fencing {} ({} stale rejected, {} stale accepted, {} lost updates)  liveness {} (longest recovery {} ms, median handoff {} µs)  leaks {}   [{}]",
         o.kind.name(),
         o.sections,
         o.seconds,
@@ -41,6 +41,7 @@ pub fn line(o: &Outcome) {
         o.fencing.lost_updates,
         verdict(o.liveness.verdict.ok),
         o.liveness.longest_recovery_ms,
+        o.liveness.median_handoff_us,
         verdict(o.leak_verdict.ok),
         o.nemeses.join(", "),
     );
