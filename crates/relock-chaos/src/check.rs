@@ -87,6 +87,9 @@ pub fn holds(events: &[Event]) -> Vec<Hold> {
             }
             Op::Released { .. } => {
                 if let Some((mut h, lost)) = open.remove(&e.c) {
+                    // Ended by the time its release returned, even if the invocation's
+                    // record is missing.
+                    h.end = h.end.min(e.t);
                     h.released = Some(e.t);
                     out.push(close((h, lost)));
                 }
@@ -313,9 +316,7 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
     for w in windows {
         let mut slowest: Option<i64> = Some(0);
         for name in &names {
-            let first = acquired
-                .get(name)
-                .and_then(|ts| ts.iter().find(|t| **t > w.heal).copied());
+            let first = first_after(acquired.get(name), w.heal);
             match first {
                 Some(t) => {
                     let ms = (t - w.heal) / MS;
@@ -374,12 +375,25 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
     let waits = acquire_intervals(events, p.end);
     // How long a free lock waited for a waiting client, away from faults.
     let mut handoffs: Vec<Nanos> = Vec::new();
+    // Per name, holds in start order with the latest end so far: "is anyone else still
+    // holding at t" is then a binary search (a history has hundreds of thousands of holds).
+    let mut ends_by_name: HashMap<&str, (Vec<Nanos>, Vec<Nanos>)> = HashMap::new();
+    for o in holds {
+        let (starts, max_ends) = ends_by_name.entry(o.name.as_str()).or_default();
+        let max = max_ends.last().map_or(o.end, |m: &Nanos| (*m).max(o.end));
+        starts.push(o.start);
+        max_ends.push(max);
+    }
+    let held_at = |name: &str, t: Nanos| {
+        ends_by_name.get(name).is_some_and(|(starts, max_ends)| {
+            let k = starts.partition_point(|s| *s <= t);
+            k > 0 && max_ends[k - 1] > t
+        })
+    };
     for h in holds {
         let Some(free) = h.released else { continue };
-        let still_held = holds
-            .iter()
-            .any(|o| o.name == h.name && o != h && o.start <= free && o.end > free);
-        if still_held {
+        // The releasing hold itself ended when its release was sent, before `free`.
+        if held_at(&h.name, free) {
             continue;
         }
         // Only releases after the first fault count: the fault-free start alone must not
@@ -387,30 +401,33 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
         if !in_fault(free) && first_heal.is_none_or(|fh| free > fh) {
             l.strict_releases += 1;
         }
-        let next = acquired
-            .get(h.name.as_str())
-            .and_then(|ts| ts.iter().find(|t| **t > free).copied())
-            .unwrap_or(p.end);
+        let next = first_after(acquired.get(h.name.as_str()), free).unwrap_or(p.end);
         // Everyone who waited while it was free, each from when it was both free and asked
-        // for (a waiter that arrives after the release counts too).
-        for (c, a, r) in waits.get(h.name.as_str()).into_iter().flatten() {
-            if *a >= next || *r <= free {
-                continue;
-            }
-            let since = free.max(*a);
-            let limit = limit_from(since);
-            if !in_fault(since) && *r >= next {
-                l.longest_free_with_waiter_ms =
-                    l.longest_free_with_waiter_ms.max((next - since) / MS);
-                handoffs.push(next - since);
-            }
-            if next - since > limit && *r > since + limit {
-                l.verdict.violation(format!(
-                    "{}: free for {} ms from {since} while client {c} waited (bound {} ms)",
-                    h.name,
-                    (next - since) / MS,
-                    limit / MS
-                ));
+        // for (a waiter that arrives after the release counts too). A client's acquires of a
+        // name follow each other, so those overlapping [free, next) are the last ones that
+        // began before `next`.
+        let clients = waits.range((h.name.as_str(), 0)..=(h.name.as_str(), u32::MAX));
+        for ((_, c), ws) in clients {
+            let overlapping = ws[..ws.partition_point(|(a, _)| *a < next)]
+                .iter()
+                .rev()
+                .take_while(|(_, r)| *r > free);
+            for (a, r) in overlapping {
+                let since = free.max(*a);
+                let limit = limit_from(since);
+                if !in_fault(since) && *r >= next {
+                    l.longest_free_with_waiter_ms =
+                        l.longest_free_with_waiter_ms.max((next - since) / MS);
+                    handoffs.push(next - since);
+                }
+                if next - since > limit && *r > since + limit {
+                    l.verdict.violation(format!(
+                        "{}: free for {} ms from {since} while client {c} waited (bound {} ms)",
+                        h.name,
+                        (next - since) / MS,
+                        limit / MS
+                    ));
+                }
             }
         }
     }
@@ -439,27 +456,59 @@ const MIN_HANDOFFS: usize = 20;
 /// The median handoff to a waiting client must stay under this (it is about a millisecond).
 const MEDIAN_HANDOFF: Nanos = 20 * MS;
 
-/// Per name, every acquire as (client, invoked, returned or `end`).
-fn acquire_intervals(events: &[Event], end: Nanos) -> HashMap<&str, Vec<(u32, Nanos, Nanos)>> {
-    let mut out: HashMap<&str, Vec<(u32, Nanos, Nanos)>> = HashMap::new();
-    let mut pending: HashMap<(u32, &str), Nanos> = HashMap::new();
+/// The first time in `ts` (sorted) after `t`.
+fn first_after(ts: Option<&Vec<Nanos>>, t: Nanos) -> Option<Nanos> {
+    let ts = ts?;
+    ts.get(ts.partition_point(|x| *x <= t)).copied()
+}
+
+/// Per (name, client), every acquire as (invoked, returned or `end`), in order.
+fn acquire_intervals(events: &[Event], end: Nanos) -> BTreeMap<(&str, u32), Vec<(Nanos, Nanos)>> {
+    let mut out: BTreeMap<(&str, u32), Vec<(Nanos, Nanos)>> = BTreeMap::new();
+    let mut pending: HashMap<(&str, u32), Nanos> = HashMap::new();
     for e in events {
+        let key = (e.n.as_str(), e.c);
         match e.op {
             Op::Acquire => {
-                pending.insert((e.c, e.n.as_str()), e.t);
+                pending.insert(key, e.t);
             }
             Op::Acquired { .. } | Op::AcquireFailed { .. } => {
-                if let Some(a) = pending.remove(&(e.c, e.n.as_str())) {
-                    out.entry(e.n.as_str()).or_default().push((e.c, a, e.t));
+                if let Some(a) = pending.remove(&key) {
+                    out.entry(key).or_default().push((a, e.t));
                 }
             }
             _ => {}
         }
     }
-    for ((c, n), a) in pending {
-        out.entry(n).or_default().push((c, a, end));
+    for (key, a) in pending {
+        out.entry(key).or_default().push((a, end));
     }
     out
+}
+
+/// The lock checkers' verdicts on one history.
+#[derive(Debug, Clone)]
+pub struct Verdicts {
+    pub holds: usize,
+    pub exclusion: Verdict,
+    pub fencing: Fencing,
+    pub liveness: Liveness,
+}
+
+/// Runs exclusion, fencing and liveness on `events` (merged); `finals` as for [`fencing`].
+pub fn all(
+    events: &[Event],
+    windows: &[Window],
+    finals: Option<&BTreeMap<String, Final>>,
+    p: &Params,
+) -> Verdicts {
+    let holds = holds(events);
+    Verdicts {
+        holds: holds.len(),
+        exclusion: exclusion(&holds, windows, p),
+        fencing: fencing(&holds, finals, events),
+        liveness: liveness(events, &holds, windows, p),
+    }
 }
 
 /// What the harness found left behind after the run.

@@ -222,16 +222,18 @@ fn judge_again(args: &JudgeArgs) -> i32 {
             prompt_wake: 1_000_000_000,
             end: events.last().map_or(0, |e| e.t),
         };
-        let holds = check::holds(&events);
-        let ex = check::exclusion(&holds, &windows, &params);
-        let fe = check::fencing(&holds, None, &events);
-        let li = check::liveness(&events, &holds, &windows, &params);
+        let check::Verdicts {
+            holds,
+            exclusion: ex,
+            fencing: fe,
+            liveness: li,
+        } = check::all(&events, &windows, None, &params);
         let ok = ex.ok && fe.verdict.ok && li.verdict.ok;
         failed |= !ok;
         println!(
             "{kind:<8} {:>30}  {} holds  exclusion {} ({} overlaps, {} excused)  token order {} ({} regressions)  liveness {} (longest recovery {} ms, {} strict releases, longest free lock with a waiter {} ms, median handoff {} µs)",
             seg["nemeses"].as_array().map(|n| n.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(",")).unwrap_or_default(),
-            holds.len(),
+            holds,
             if ex.ok { "ok" } else { "FAIL" },
             ex.violations,
             ex.excused,

@@ -375,10 +375,12 @@ fn judge(
         prompt_wake: 1_000_000_000,
         end,
     };
-    let holds = check::holds(events);
-    let exclusion = check::exclusion(&holds, windows, &params);
-    let fencing = check::fencing(&holds, finals, events);
-    let liveness = check::liveness(events, &holds, windows, &params);
+    let check::Verdicts {
+        holds,
+        exclusion,
+        fencing,
+        liveness,
+    } = check::all(events, windows, finals, &params);
     let leak_verdict = leaks.verdict();
     Ok(Outcome {
         kind: seg.kind,
@@ -387,7 +389,7 @@ fn judge(
         mutant: seg.mutant.clone(),
         seconds: 0.0,
         sections: sections(events),
-        holds: holds.len() as u64,
+        holds: holds as u64,
         acquire_failures: events
             .iter()
             .filter(|e| matches!(e.op, Op::AcquireFailed { .. }))
