@@ -11,14 +11,7 @@ use relock_tests::*;
 
 #[tokio::test(flavor = "current_thread")]
 async fn a_long_server_outage_costs_one_subscriber_reconnect_not_a_storm() {
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_env_filter("relock=debug")
-        .with_ansi(false)
-        .with_writer(move || sink.clone())
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let captured = capture_traces(tracing::Level::DEBUG, "relock");
     let s = server();
     let other = server();
     let c = relock::Client::builder()

@@ -29,14 +29,7 @@ fn builder(url: String) -> relock::ClientBuilder {
 #[tokio::test]
 async fn credentials_never_appear_in_errors_debug_output_or_traces() {
     // Everything this test's runtime (one thread) logs, at every level of every crate.
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || sink.clone())
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let captured = capture_traces(tracing::Level::TRACE, "");
 
     let server = RedisServer::start_with(ServerOptions {
         password: Some(PASSWORD.into()),

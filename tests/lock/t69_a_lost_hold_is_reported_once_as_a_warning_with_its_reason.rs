@@ -8,14 +8,7 @@ use relock_tests::*;
 
 #[tokio::test]
 async fn a_lost_hold_is_reported_once_as_a_warning_with_its_reason() {
-    let captured = Captured::default();
-    let sink = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .with_writer(move || sink.clone())
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
+    let captured = capture_traces(tracing::Level::WARN, "");
     let server = server();
     let c = client_with_lease(&server, Duration::from_millis(600)).await;
 

@@ -42,16 +42,7 @@ fn script_calls(server: &RedisServer) -> u64 {
 
 #[tokio::test]
 async fn a_lock_waiting_on_its_own_tasks_hold_warns_once_and_stays_bounded() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_max_level(tracing::Level::WARN)
-        .with_ansi(false)
-        .without_time()
-        .finish();
-    // This test runs on one thread (current_thread runtime): every task's events land here.
-    let _default = tracing::subscriber::set_default(subscriber);
+    let captured = capture_traces(tracing::Level::WARN, "");
 
     let server = server();
     let c = client(&server).await;

@@ -345,3 +345,116 @@ impl Captured {
         self.text().lines().filter(|l| l.contains(needle)).count()
     }
 }
+
+/// Captures, on this thread, the events of at most `max` level whose target starts with
+/// `target` (`""` for every crate), until the returned guard is dropped.
+///
+/// Why not `tracing::subscriber::set_default`: tracing caches each callsite's interest
+/// process-wide. A callsite first reached on another test's thread while that thread's
+/// subscriber (or none) ignored it can stay disabled for a subscriber set on this thread a
+/// moment later, so a test saw an empty capture now and then. Here one global subscriber
+/// enables every callsite "sometimes" and decides per event from this thread's capture, so
+/// tests of one binary that capture in parallel do not see each other. Tests that capture run
+/// on a current-thread runtime, so every task's events are emitted on the test's thread.
+pub fn capture_traces(max: tracing::Level, target: &'static str) -> TraceCapture {
+    routed::install();
+    let captured = Captured::default();
+    routed::CURRENT.with(|c| {
+        *c.borrow_mut() = Some(routed::Route {
+            captured: captured.clone(),
+            max,
+            target,
+        })
+    });
+    TraceCapture { captured }
+}
+
+/// What [`capture_traces`] captured; capturing stops when it is dropped.
+#[derive(Debug)]
+pub struct TraceCapture {
+    captured: Captured,
+}
+
+impl std::ops::Deref for TraceCapture {
+    type Target = Captured;
+    fn deref(&self) -> &Captured {
+        &self.captured
+    }
+}
+
+impl Drop for TraceCapture {
+    fn drop(&mut self) {
+        routed::CURRENT.with(|c| c.borrow_mut().take());
+    }
+}
+
+mod routed {
+    use std::cell::RefCell;
+    use std::sync::Once;
+
+    use tracing::subscriber::Interest;
+    use tracing::Metadata;
+    use tracing_subscriber::layer::{Context, Filter, SubscriberExt};
+    use tracing_subscriber::Layer;
+
+    use super::Captured;
+
+    pub(super) struct Route {
+        pub(super) captured: Captured,
+        pub(super) max: tracing::Level,
+        pub(super) target: &'static str,
+    }
+
+    thread_local! {
+        pub(super) static CURRENT: RefCell<Option<Route>> = const { RefCell::new(None) };
+    }
+
+    fn wanted(meta: &Metadata<'_>) -> Option<Captured> {
+        CURRENT.with(|c| {
+            c.borrow()
+                .as_ref()
+                .filter(|r| meta.level() <= &r.max && meta.target().starts_with(r.target))
+                .map(|r| r.captured.clone())
+        })
+    }
+
+    /// Enabled per event, never cached per callsite.
+    struct ThisThread;
+
+    impl<S> Filter<S> for ThisThread {
+        fn enabled(&self, meta: &Metadata<'_>, _: &Context<'_, S>) -> bool {
+            wanted(meta).is_some()
+        }
+        fn callsite_enabled(&self, _: &'static Metadata<'static>) -> Interest {
+            Interest::sometimes()
+        }
+    }
+
+    /// Writes to this thread's capture (or nowhere, if it ended meanwhile).
+    struct Writer;
+
+    impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Writer {
+        type Writer = Box<dyn std::io::Write>;
+        fn make_writer(&'a self) -> Self::Writer {
+            Box::new(std::io::sink())
+        }
+        fn make_writer_for(&'a self, meta: &Metadata<'_>) -> Self::Writer {
+            match wanted(meta) {
+                Some(c) => Box::new(c),
+                None => Box::new(std::io::sink()),
+            }
+        }
+    }
+
+    pub(super) fn install() {
+        static ONCE: Once = Once::new();
+        ONCE.call_once(|| {
+            let layer = tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(Writer)
+                .with_filter(ThisThread);
+            tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))
+                .expect("capture_traces owns this binary's global subscriber");
+        });
+    }
+}
