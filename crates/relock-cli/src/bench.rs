@@ -51,7 +51,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         Some(baselines(&target, args.tasks).await?)
     };
 
-    let pairs = uncontended(&target.url, args.tasks, args.connections, secs).await?;
+    let pairs = uncontended(&target.url, args.tasks, Some(args.connections), secs).await?;
     println!(
         "uncontended: {} tasks, own keys, {} connections",
         args.tasks, args.connections
@@ -193,7 +193,7 @@ async fn baselines(target: &Target, concurrency: usize) -> Result<Ceilings, CliE
 }
 
 /// Runs redis-benchmark in CSV mode; returns (requests/s, p50 latency).
-fn redis_benchmark(
+pub(crate) fn redis_benchmark(
     host: &str,
     port: &str,
     opts: &[&str],
@@ -232,7 +232,7 @@ fn redis_benchmark(
     }
 }
 
-fn host_port(url: &str) -> Result<(String, String), CliError> {
+pub(crate) fn host_port(url: &str) -> Result<(String, String), CliError> {
     let rest = url.split("://").nth(1).unwrap_or(url);
     let hostport = rest.split('/').next().unwrap_or(rest);
     let hostport = hostport.rsplit('@').next().unwrap_or(hostport);
@@ -242,7 +242,7 @@ fn host_port(url: &str) -> Result<(String, String), CliError> {
     }
 }
 
-async fn fred_client(url: &str) -> Result<fred::clients::Client, CliError> {
+pub(crate) async fn fred_client(url: &str) -> Result<fred::clients::Client, CliError> {
     let config =
         fred::types::config::Config::from_url(url).map_err(|e| CliError::Failed(e.to_string()))?;
     let client = fred::clients::Client::new(config, None, None, None);
@@ -272,14 +272,14 @@ async fn evalsha_calls(url: &str) -> Option<u64> {
 pub(crate) async fn uncontended(
     url: &str,
     tasks: usize,
-    connections: usize,
+    connections: Option<usize>,
     secs: Duration,
 ) -> Result<f64, CliError> {
-    let client = relock::Client::builder()
-        .url(url)
-        .connections(connections)
-        .build()
-        .await?;
+    let mut builder = relock::Client::builder().url(url);
+    if let Some(n) = connections {
+        builder = builder.connections(n);
+    }
+    let client = builder.build().await?;
     crate::signals::register(&client);
     let done = Arc::new(AtomicU64::new(0));
     // Warm up the connections and the script cache.
@@ -305,15 +305,15 @@ pub(crate) async fn uncontended(
     Ok(pairs)
 }
 
-struct Contended {
-    latencies: Vec<Duration>,
-    acquisitions: u64,
-    lost_wakeups: u64,
+pub(crate) struct Contended {
+    pub(crate) latencies: Vec<Duration>,
+    pub(crate) acquisitions: u64,
+    pub(crate) lost_wakeups: u64,
 }
 
 /// H-wait from `docs/performance.md`: after its unlock a worker asks again only once another
 /// worker holds the lock, so every handoff goes to a waiter that was parked.
-async fn contended(
+pub(crate) async fn contended(
     url: &str,
     workers: usize,
     hold: Duration,

@@ -2,6 +2,7 @@
 //!
 //! - `relock demo`: workers in two clients contend for one lock and prove mutual exclusion.
 //! - `relock bench`: uncontended and contended figures beside `redis-benchmark` ceilings.
+//! - `relock bench-compare`: every performance target as a ratio to a same-run baseline.
 //! - `relock bench-quorum`: the quorum lock on local masters beside a single node and rslock.
 //! - `relock bench-cluster`: uncontended throughput on one master and on a 3-master cluster.
 //! - `relock bench-watchdog`: what holding 100k locks costs (renewal calls, client CPU).
@@ -10,6 +11,7 @@
 
 mod bench;
 mod cluster_bench;
+mod compare;
 mod demo;
 mod quorum_bench;
 mod stats;
@@ -32,6 +34,9 @@ enum Command {
     Demo(demo::Args),
     /// Measures lock+unlock throughput and handoff latency beside redis-benchmark ceilings.
     Bench(bench::Args),
+    /// Measures U, H-wait, Q and Q-paused beside PING, the peer crates and redis-benchmark in
+    /// one run, and prints each figure's ratio to its baseline and target.
+    BenchCompare(compare::Args),
     /// Measures the quorum lock on local masters beside a single node, a paused node and rslock.
     BenchQuorum(quorum_bench::Args),
     /// Measures uncontended throughput on one master and on a local 3-master cluster.
@@ -58,6 +63,7 @@ async fn main() -> std::process::ExitCode {
             Command::Demo(args) => demo::run(args).await,
             Command::Bench(args) => bench::run(args).await,
             Command::BenchQuorum(args) => quorum_bench::run(args).await,
+            Command::BenchCompare(args) => compare::run(args).await,
             Command::BenchCluster(args) => cluster_bench::run(args).await,
             Command::BenchWatchdog(args) => watchdog_bench::run(args).await,
         }

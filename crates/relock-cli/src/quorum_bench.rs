@@ -27,11 +27,11 @@ pub(crate) struct Args {
     rslock_bin: Option<String>,
 }
 
-struct Figures {
-    pairs: usize,
-    p50: Duration,
-    p99: Duration,
-    rate: f64,
+pub(crate) struct Figures {
+    pub(crate) pairs: usize,
+    pub(crate) p50: Duration,
+    pub(crate) p99: Duration,
+    pub(crate) rate: f64,
 }
 
 impl Figures {
@@ -53,7 +53,7 @@ impl Figures {
     }
 }
 
-async fn serial<F, Fut>(secs: Duration, mut pair: F) -> Result<Figures, CliError>
+pub(crate) async fn serial<F, Fut>(secs: Duration, mut pair: F) -> Result<Figures, CliError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<Duration, relock::Error>>,

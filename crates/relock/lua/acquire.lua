@@ -4,7 +4,7 @@
 -- KEYS[2]  the fencing counter, redisson_lock_token:{name}
 -- ARGV[1]  lease in ms (PEXPIRE of the lock)
 -- ARGV[2]  the new hold's field, <client_id>:<n>
--- ARGV[3]  grace in ms that the fencing counter outlives the lock
+-- ARGV[3]  ms the fencing counter lives once seeded (the grace); never extended
 --
 -- Returns
 --   {1, token}   acquired; token = counter + 1, or server TIME in µs if there is no counter
@@ -18,7 +18,7 @@ local lease = tonumber(ARGV[1])
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('hset', KEYS[1], ARGV[2], 1)
   redis.call('pexpire', KEYS[1], lease)
-  return {1, mint(KEYS[2], lease + tonumber(ARGV[3]))}
+  return {1, mint(KEYS[2], tonumber(ARGV[3]))}
 end
 
 -- HLEN fails with WRONGTYPE if the key is not a lock hash.

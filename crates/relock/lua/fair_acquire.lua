@@ -10,7 +10,7 @@
 -- ARGV[1]  lease in ms
 -- ARGV[2]  the waiter's field, <client_id>:<n>: its place in line, and its hold's field if
 --          granted
--- ARGV[3]  grace in ms that the fencing counter outlives the lock
+-- ARGV[3]  ms the fencing counter lives once seeded (the grace); never extended
 -- ARGV[4]  heartbeat deadline in ms: how long the caller stays in line without a heartbeat
 -- ARGV[5]  "wait": join (or stay in) the queue if not acquired; "try": never join
 -- ARGV[6]  the caller's ticket from an earlier reply (0 if none): a waiter evicted while alive
@@ -27,7 +27,7 @@
 --                                  0 and -1 in "try" mode. behind: 1 when the lock is free but
 --                                  another waiter is first (it is about to take it, or dead).
 local lease = tonumber(ARGV[1])
-local counter_ttl = lease + tonumber(ARGV[3])
+local counter_ttl = tonumber(ARGV[3])
 local field = ARGV[2]
 local now = now_ms()
 -- HLEN fails with WRONGTYPE if the key is not a lock hash, before anything is changed.

@@ -5,13 +5,13 @@
 --
 -- KEYS     pairs: KEYS[2i-1] the lock hash of hold i, KEYS[2i] its fencing counter
 -- ARGV[1]  lease in ms
--- ARGV[2]  grace in ms that the fencing counter outlives the lock
+-- ARGV[2]  ms the fencing counter lives at least after it is raised (the grace)
 -- ARGV[1+2i] the field of hold i; ARGV[2+2i] its fencing token
 --
 -- Returns an array with, for each hold i: 1 (put back, with the counter raised to the token)
 -- or 0 (the lock is not free here any more: left alone).
 local lease = tonumber(ARGV[1])
-local counter_ttl = lease + tonumber(ARGV[2])
+local counter_ttl = tonumber(ARGV[2])
 local result = {}
 for i = 1, #KEYS / 2 do
   local lock, counter = KEYS[2 * i - 1], KEYS[2 * i]

@@ -1,10 +1,8 @@
 -- reenter: one more hold count on an existing hold, only if that hold still exists.
 --
 -- KEYS[1]  the lock hash
--- KEYS[2]  the fencing counter
 -- ARGV[1]  lease in ms this re-entry needs (the lease is lengthened to it, never shortened)
 -- ARGV[2]  the hold's field, <client_id>:<n>
--- ARGV[3]  grace in ms that the fencing counter outlives the lock
 --
 -- Returns the new hold count, or nil if the hold is gone (its lease ran out, it was deleted or
 -- released): nothing is created then, so a late re-entry can never resurrect a hold.
@@ -14,5 +12,4 @@ end
 local lease = tonumber(ARGV[1])
 local count = redis.call('hincrby', KEYS[1], ARGV[2], 1)
 extend(KEYS[1], lease)
-extend(KEYS[2], lease + tonumber(ARGV[3]))
 return count

@@ -1069,10 +1069,16 @@ impl Inner {
         all: bool,
     ) -> std::result::Result<Option<i64>, fred::error::Error> {
         let mode = if all { "all" } else { "1" };
-        scripts::RELEASE
+        let keys = keys.release_keys();
+        let script = if keys.len() > 3 {
+            &*scripts::FAIR_RELEASE
+        } else {
+            &*scripts::RELEASE
+        };
+        script
             .run(
                 self.pool.next(),
-                keys.release_keys(),
+                keys,
                 vec![
                     field.to_string(),
                     self.grace_ms().to_string(),

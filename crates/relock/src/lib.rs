@@ -96,39 +96,43 @@ pub use client::{Client, ClientBuilder, ClusterPubSub};
 pub use fred;
 
 /// The Lua sources of the scripts, for inspection, tooling and benchmarks
-/// (`docs/data-layout.md` describes their keys, arguments and replies). Each is `common.lua`
-/// (the functions the scripts share) followed by the script's own file.
+/// (`docs/data-layout.md` describes their keys, arguments and replies). Each is the shared
+/// functions it uses (`lua/lib/*.lua`) followed by the script's own file: Redis scripts cannot
+/// include one another, and every function a script defines costs the server time on each
+/// call, so a script carries only what it calls.
 pub mod lua {
     macro_rules! script {
-        ($file:literal) => {
+        ($file:literal $(, $lib:literal)*) => {
             concat!(
-                include_str!("../lua/common.lua"),
+                $(include_str!(concat!("../lua/lib/", $lib, ".lua")),)*
                 include_str!(concat!("../lua/", $file))
             )
         };
     }
     /// Take a fresh hold, or report the holder's PTTL.
-    pub const ACQUIRE: &str = script!("acquire.lua");
+    pub const ACQUIRE: &str = script!("acquire.lua", "mint");
     /// One more count on an existing hold; never creates one.
-    pub const REENTER: &str = script!("reenter.lua");
-    /// Drop one count of a hold (or the whole hold) and publish the release.
+    pub const REENTER: &str = script!("reenter.lua", "extend");
+    /// Drop one count of a plain lock's hold (or the whole hold) and publish the release.
     pub const RELEASE: &str = script!("release.lua");
+    /// Drop one count of a fair lock's hold (or the whole hold) and tell the next in line.
+    pub const FAIR_RELEASE: &str = script!("fair_release.lua", "queue");
     /// The watchdog's batch renewal.
-    pub const RENEW: &str = script!("renew.lua");
+    pub const RENEW: &str = script!("renew.lua", "extend");
     /// Delete whoever holds it and publish.
-    pub const FORCE_UNLOCK: &str = script!("force_unlock.lua");
+    pub const FORCE_UNLOCK: &str = script!("force_unlock.lua", "queue");
     /// Fair lock: take it when free and first in line, or join the queue.
-    pub const FAIR_ACQUIRE: &str = script!("fair_acquire.lua");
+    pub const FAIR_ACQUIRE: &str = script!("fair_acquire.lua", "mint", "queue");
     /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
-    pub const FAIR_HEARTBEAT: &str = script!("fair_heartbeat.lua");
+    pub const FAIR_HEARTBEAT: &str = script!("fair_heartbeat.lua", "queue");
     /// Fair lock: a waiter leaves the queue (and the next one is told if it was first).
-    pub const FAIR_LEAVE: &str = script!("fair_leave.lua");
+    pub const FAIR_LEAVE: &str = script!("fair_leave.lua", "queue");
     /// Quorum lock: raise a node's fencing counter to the acquisition's token.
-    pub const QUORUM_FENCE: &str = script!("quorum_fence.lua");
+    pub const QUORUM_FENCE: &str = script!("quorum_fence.lua", "fence");
     /// Quorum lock: renew on one node; reports where the lock is free.
-    pub const QUORUM_RENEW: &str = script!("quorum_renew.lua");
+    pub const QUORUM_RENEW: &str = script!("quorum_renew.lua", "extend", "fence");
     /// Quorum lock: put a hold back on a node of a minority that lost it.
-    pub const QUORUM_PUTBACK: &str = script!("quorum_putback.lua");
+    pub const QUORUM_PUTBACK: &str = script!("quorum_putback.lua", "fence");
 }
 pub use error::{Error, NodeVote, Result, Vote};
 pub use guard::LockGuard;

@@ -353,12 +353,8 @@ impl Lock {
             let reply: Option<i64> = scripts::REENTER
                 .run(
                     inner.pool.next(),
-                    vec![keys.lock.clone(), keys.token.clone()],
-                    vec![
-                        lease.as_millis().to_string(),
-                        hold.field.clone(),
-                        inner.grace_ms().to_string(),
-                    ],
+                    vec![keys.lock.clone()],
+                    vec![lease.as_millis().to_string(), hold.field.clone()],
                 )
                 .await
                 .map_err(|e| inner.error("reenter", &keys.lock, e))?;

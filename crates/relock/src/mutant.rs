@@ -60,17 +60,17 @@ pub(crate) fn is(m: Mutant) -> bool {
 /// The Lua body `name` runs as under the active mutant.
 pub(crate) fn lua(name: &str, lua: &'static str) -> std::borrow::Cow<'static, str> {
     const OWNER_CHECK: &str =
-        "if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then\n  return nil\nend";
-    const RENEW_CHECK: &str = "local held = redis.pcall('hexists', lock, ARGV[2 + i])";
+        "if ARGV[3] == 'all' then\n  if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then\n    return nil\n  end";
+    const RENEW_CHECK: &str = "local held = redis.pcall('hexists', lock, ARGV[1 + i])";
     match name {
-        "release" if is(Mutant::ReleaseWithoutOwnerCheck) => {
+        "release" | "fair_release" if is(Mutant::ReleaseWithoutOwnerCheck) => {
             assert!(
                 lua.contains(OWNER_CHECK),
                 "release.lua changed: update the mutant"
             );
             lua.replace(
                 OWNER_CHECK,
-                "redis.call('del', KEYS[1])\nredis.call(ARGV[4], KEYS[2], 0)\ndo return 1 end",
+                "if ARGV[3] == 'all' then\n  redis.call('del', KEYS[1])\n  redis.call(ARGV[4], KEYS[2], 0)\n  do return 1 end",
             )
             .into()
         }
@@ -81,7 +81,7 @@ pub(crate) fn lua(name: &str, lua: &'static str) -> std::borrow::Cow<'static, st
             );
             lua.replace(
                 RENEW_CHECK,
-                "redis.call('hsetnx', lock, ARGV[2 + i], 1)\n  local held = 1",
+                "redis.call('hsetnx', lock, ARGV[1 + i], 1)\n  local held = 1",
             )
             .into()
         }

@@ -271,15 +271,11 @@ impl QuorumLock {
             let mut calls = Vec::new();
             for (i, conn) in q.eligible(&mut votes) {
                 let (keys, field, limit) = (keys.clone(), hold.field.clone(), q.node_timeout);
-                let args = vec![
-                    lease.as_millis().to_string(),
-                    field,
-                    q.grace_ms().to_string(),
-                ];
+                let args = vec![lease.as_millis().to_string(), field];
                 calls.push(Box::pin(async move {
                     let call = scripts::REENTER.run::<Option<i64>>(
                         pinned(&conn, &keys.lock),
-                        vec![keys.lock.clone(), keys.token.clone()],
+                        vec![keys.lock.clone()],
                         args,
                     );
                     (i, tokio::time::timeout(limit, call).await)
@@ -514,12 +510,13 @@ impl QuorumLock {
         };
         let mut ok = granted >= q.quorum && !validity(Instant::now()).is_zero();
         let token = tokens.iter().copied().max().unwrap_or(0);
-        if ok {
-            // Write the token back to a majority, so that any later quorum meets a node that
-            // has seen it and mints above it.
-            let granting: Vec<usize> = (0..n).filter(|i| votes[*i].vote == Vote::Granted).collect();
-            ok = self.write_back(keys, token, lease, &granting).await
-                && !validity(Instant::now()).is_zero();
+        // Any later quorum must meet a node whose counter has seen the token, so that it mints
+        // above it. When every granting node (a majority) minted this very token, their
+        // counters already hold it: no write-back round. That is the common case, since the
+        // last write-back left the counters equal and each grant adds one to each. Otherwise
+        // the token is written back to a majority first.
+        if ok && tokens.iter().any(|t| *t != token) {
+            ok = self.write_back(keys, token).await && !validity(Instant::now()).is_zero();
         }
         let watchdog = self.lease.is_none();
         if !ok {
@@ -561,20 +558,16 @@ impl QuorumLock {
         )))
     }
 
-    /// Raises the counter to `token` on the granting nodes at once; true once a majority
-    /// confirmed. Only those: they hold the lock, so its release also shortens the counter's
-    /// life there again (a node that did not grant would keep it for a whole lease).
-    async fn write_back(
-        &self,
-        keys: &LockKeys,
-        token: u64,
-        lease: Duration,
-        granting: &[usize],
-    ) -> bool {
+    /// Raises the counter to `token` on every reachable node at once; true once a majority
+    /// confirmed (any node's confirmation means its counter is now ≥ `token`). Every node, not
+    /// only the granting majority: then all counters are equal again, every node mints the
+    /// same next token, and the next acquisitions need no write-back, whichever majority
+    /// answers first. A raised counter lives one grace period, so this leaves nothing behind.
+    async fn write_back(&self, keys: &LockKeys, token: u64) -> bool {
         let q = &self.q;
-        let ttl = (lease + q.counter_grace).as_millis().to_string();
+        let ttl = q.grace_ms().to_string();
         let mut calls = Vec::new();
-        for node in granting.iter().map(|i| &q.nodes[*i]) {
+        for node in q.nodes.iter() {
             let Some(conn) = node.conn() else {
                 continue;
             };

@@ -4,7 +4,8 @@
 use std::sync::LazyLock;
 
 use fred::clients::Client as FredClient;
-use fred::interfaces::LuaInterface;
+use fred::interfaces::{ClientLike, LuaInterface};
+use fred::types::{ClusterHash, CustomCommand};
 use fred::types::{FromValue, MultipleKeys, MultipleValues, Value};
 
 /// One embedded script.
@@ -33,14 +34,30 @@ impl Script {
         keys: Vec<String>,
         args: Vec<String>,
     ) -> Result<R, fred::error::Error> {
-        let keys: MultipleKeys = keys.into();
-        let args: MultipleValues = Value::Array(args.into_iter().map(Value::from).collect());
-        match client
-            .evalsha(self.sha1.as_str(), keys.clone(), args.clone())
-            .await
-        {
+        // fred marks its own EVALSHA as not pipelinable, so concurrent scripts on one
+        // connection would each wait for the one before to be answered. As a custom command
+        // (routed by the first key's slot, like fred's own) they are pipelined: many lock
+        // operations share one connection's round trips. A NOSCRIPT reply means that one
+        // script did not run, whatever else was in flight, so the fallback below stays safe.
+        let slot = keys
+            .first()
+            .map(|k| fred::util::redis_keyslot(k.as_bytes()));
+        let mut call: Vec<Value> = Vec::with_capacity(2 + keys.len() + args.len());
+        call.push(self.sha1.as_str().into());
+        call.push((keys.len() as i64).into());
+        call.extend(keys.iter().map(|k| Value::from(k.as_str())));
+        call.extend(args.iter().map(|a| Value::from(a.as_str())));
+        let evalsha = CustomCommand::new_static(
+            "EVALSHA",
+            slot.map_or(ClusterHash::Random, ClusterHash::Custom),
+            false,
+        );
+        match client.custom(evalsha, call).await {
             Err(e) if is_noscript(&e) => {
                 tracing::debug!(script = self.name, "NOSCRIPT; sending the script body");
+                let keys: MultipleKeys = keys.into();
+                let args: MultipleValues =
+                    Value::Array(args.into_iter().map(Value::from).collect());
                 client.eval(self.lua.as_ref(), keys, args).await
             }
             other => other,
@@ -63,6 +80,8 @@ pub(crate) static REENTER: LazyLock<Script> =
     LazyLock::new(|| Script::new("reenter", crate::lua::REENTER));
 pub(crate) static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new("release", crate::lua::RELEASE));
+pub(crate) static FAIR_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("fair_release", crate::lua::FAIR_RELEASE));
 pub(crate) static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new("renew", crate::lua::RENEW));
 pub(crate) static FORCE_UNLOCK: LazyLock<Script> =
@@ -88,6 +107,7 @@ mod tests {
             &*super::ACQUIRE,
             &*super::REENTER,
             &*super::RELEASE,
+            &*super::FAIR_RELEASE,
             &*super::RENEW,
             &*super::FORCE_UNLOCK,
             &*super::FAIR_ACQUIRE,

@@ -72,13 +72,11 @@ async fn renew_all(inner: &Arc<Inner>) -> bool {
 
 async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
     let lease = inner.settings.watchdog_lease;
-    let mut keys = Vec::with_capacity(batch.len() * 2);
-    let mut args = Vec::with_capacity(batch.len() + 2);
+    let mut keys = Vec::with_capacity(batch.len());
+    let mut args = Vec::with_capacity(batch.len() + 1);
     args.push(lease.as_millis().to_string());
-    args.push(inner.grace_ms().to_string());
     for h in batch {
         keys.push(h.keys.lock.clone());
-        keys.push(h.keys.token.clone());
         args.push(h.field.clone());
     }
     // Never let one hung call outlast the period: the next round retries.

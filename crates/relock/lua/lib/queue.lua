@@ -1,30 +1,3 @@
--- common: functions shared by the scripts. Every script's source is this file followed by the
--- script's own file (see `relock::lua`), because Redis scripts cannot include one another.
-
--- The fencing counter. While it exists, a token is the next integer; when it does not (never
--- used, expired a grace period after the last release, or lost in an empty restart or a
--- failover), it starts again from the server clock in µs, which has moved past every token the
--- lost counter handed out (see docs/safety.md for the argument and its assumptions).
-local function mint(counter, counter_ttl)
-  local token = redis.call('incr', counter)
-  if token == 1 then
-    local t = redis.call('time')
-    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('set', counter, string.format('%.0f', token), 'px', counter_ttl)
-  else
-    redis.call('pexpire', counter, counter_ttl)
-  end
-  return token
-end
-
--- Lengthens `key`'s time to live to `ms` if it has less; never shortens it.
-local function extend(key, ms)
-  local pttl = redis.call('pttl', key)
-  if pttl >= 0 and pttl < ms then
-    redis.call('pexpire', key, ms)
-  end
-end
-
 -- The fair queue (fair_*.lua, and release/force_unlock when given the queue keys).
 -- queue: owner -> ticket (arrival order); alive: owner -> heartbeat deadline (server ms);
 -- seq: the ticket sequence. All three share the lock's hash tag.
@@ -97,16 +70,5 @@ local function wake_head(lock, channel, queue, alive, seq, publish)
     redis.call(publish, channel, first)
   end
   return first
-end
-
--- Raises the fencing counter to at least `token` (a quorum lock's write-back: later
--- acquisitions on this node then mint above it). Keeps it alive for at least `ttl` ms.
-local function fence(counter, token, ttl)
-  local current = tonumber(redis.call('get', counter) or '0')
-  if current < token then
-    redis.call('set', counter, string.format('%.0f', token), 'px', ttl)
-  elseif redis.call('pttl', counter) < ttl then
-    redis.call('pexpire', counter, ttl)
-  end
 end
 

@@ -1,0 +1,296 @@
+//! `relock bench-compare`: the performance targets of `docs/performance.md`, each measured as a
+//! ratio to a baseline taken in the same run on the same servers: PING, the peer crates of
+//! `bench/peers`, and `redis-benchmark`.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use fred::interfaces::ClientLike;
+use relock_testkit::{RedisMasters, RedisServer};
+
+use crate::bench::{contended, fred_client, host_port, redis_benchmark, uncontended};
+use crate::quorum_bench::{serial, Figures};
+use crate::stats::{ms, percentile};
+use crate::CliError;
+
+/// Options of `relock bench-compare`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// Tasks for U (each on its own key).
+    #[arg(long, default_value_t = 64)]
+    tasks: usize,
+    /// relock's command connections for U (default: the library's default).
+    #[arg(long)]
+    connections: Option<usize>,
+    /// The peer bench binary (`cd bench/peers && cargo build --release`); peers are skipped
+    /// when it is missing.
+    #[arg(long, default_value = "bench/peers/target/release/relock-peer-bench")]
+    peers_bin: String,
+    /// Quorum masters for Q.
+    #[arg(long, default_value_t = 5)]
+    nodes: usize,
+}
+
+/// One line of the summary: a figure, its baseline from this run, and the target.
+struct Row {
+    scenario: String,
+    relock: String,
+    baseline: String,
+    ratio: f64,
+    target: String,
+    met: bool,
+}
+
+pub(crate) async fn run(args: Args) -> Result<(), CliError> {
+    let secs = Duration::from_secs(args.seconds);
+    let peers = std::path::Path::new(&args.peers_bin)
+        .exists()
+        .then_some(args.peers_bin.as_str());
+    if peers.is_none() {
+        eprintln!(
+            "{} not found: peers skipped (cd bench/peers && cargo build --release)",
+            args.peers_bin
+        );
+    }
+    let mut rows = Vec::new();
+
+    // One server for U and H-wait.
+    let server = RedisServer::start()?;
+    let url = server.url();
+    let (host, port) = host_port(&url)?;
+    let ping_p50 = redis_benchmark(&host, &port, &["-c", "1", "-n", "20000"], &["PING"])?.1;
+    println!("PING p50 (redis-benchmark -c 1): {}", ms(ping_p50));
+
+    // U: relock, then each peer, on the same server.
+    let before = server_calls(&url).await?;
+    let relock_u = uncontended(&url, args.tasks, args.connections, secs).await?;
+    let calls = (server_calls(&url).await? - before) as f64;
+    // The warm-up pair and the two INFO calls are in the count too: negligible.
+    let per_pair = calls / (relock_u * secs.as_secs_f64()).max(1.0);
+    println!(
+        "U relock: {relock_u:.0} pairs/s, {per_pair:.2} server calls per pair (INFO commandstats)"
+    );
+    let mut best: Option<(String, f64)> = None;
+    if let Some(bin) = peers {
+        for lib in ["rslock", "redis-lock", "async-redis-lock"] {
+            let out = peer(
+                bin,
+                &[
+                    "u",
+                    lib,
+                    &args.seconds.to_string(),
+                    &args.tasks.to_string(),
+                    &url,
+                ],
+            )?;
+            let out: Vec<&str> = out.iter().map(String::as_str).collect();
+            match out.as_slice() {
+                [name, "u", _pairs, rate, errors] => {
+                    let rate: f64 = rate.parse().unwrap_or(0.0);
+                    println!("U {name}: {rate:.0} pairs/s ({errors} errors)");
+                    if best.as_ref().is_none_or(|(_, b)| rate > *b) {
+                        best = Some((name.to_string(), rate));
+                    }
+                }
+                other => println!("U {lib}: unexpected output {other:?}"),
+            }
+        }
+        flush(&url).await?;
+    }
+    if let Some((name, rate)) = &best {
+        rows.push(Row {
+            scenario: "U: pairs/s, 64 tasks, own keys".into(),
+            relock: format!("{relock_u:.0}"),
+            baseline: format!("{name} {rate:.0}"),
+            ratio: relock_u / rate,
+            target: "≥ 1.0 ×".into(),
+            met: relock_u >= *rate,
+        });
+    }
+    rows.push(Row {
+        scenario: "U: server calls per pair".into(),
+        relock: format!("{per_pair:.2}"),
+        baseline: "SET-based peers 4".into(),
+        ratio: per_pair / 4.0,
+        target: "≤ 6 calls".into(),
+        met: per_pair <= 6.0,
+    });
+
+    // H-wait, plain then fair.
+    for fair in [false, true] {
+        let h = contended(&url, 16, Duration::from_millis(5), secs, fair).await?;
+        let mut lat = h.latencies;
+        let (p50, p99) = (percentile(&mut lat, 50.0), percentile(&mut lat, 99.0));
+        let kind = if fair { "fair" } else { "plain" };
+        println!(
+            "H-wait {kind}: {} handoffs, p50 {} p99 {}, {} timed out",
+            lat.len(),
+            ms(p50),
+            ms(p99),
+            h.lost_wakeups
+        );
+        let ratio = p50.as_secs_f64() / ping_p50.as_secs_f64().max(1e-9);
+        rows.push(Row {
+            scenario: format!("H-wait {kind}: handoff p50"),
+            relock: ms(p50),
+            baseline: format!("PING p50 {}", ms(ping_p50)),
+            ratio,
+            target: "≤ 3 × PING".into(),
+            met: ratio <= 3.0,
+        });
+        rows.push(Row {
+            scenario: format!("H-wait {kind}: handoff p99"),
+            relock: ms(p99),
+            baseline: "—".into(),
+            ratio: f64::NAN,
+            target: "≤ 1 ms".into(),
+            met: p99 <= Duration::from_millis(1),
+        });
+    }
+    drop(server);
+
+    // Q on `nodes` masters, serial; then with one master stopped.
+    let m = RedisMasters::start(args.nodes)?;
+    let quorum = relock::QuorumClient::builder()
+        .urls(m.urls())
+        .node_timeout(Duration::from_millis(50))
+        .restart_quarantine(Duration::ZERO)
+        .build()
+        .await?;
+    let qlock = quorum.lock("bench:q");
+    let pair = || async {
+        let t = Instant::now();
+        let g = qlock.lock().await?;
+        let took = t.elapsed();
+        g.unlock().await?;
+        Ok(took)
+    };
+    pair().await?;
+    let q = serial(secs, pair).await?;
+    println!(
+        "Q relock: p50 {} p99 {} ({} pairs)",
+        ms(q.p50),
+        ms(q.p99),
+        q.pairs
+    );
+    m[args.nodes / 2].pause()?;
+    let paused = serial(secs, pair).await;
+    m[args.nodes / 2].resume()?;
+    let paused = paused?;
+    println!("Q-paused relock: p50 {}", ms(paused.p50));
+    quorum.shutdown().await;
+    let mut best_q: Option<(String, Figures)> = None;
+    if let Some(bin) = peers {
+        for lib in ["rslock", "redis-lock"] {
+            let mut a = vec!["q", lib];
+            let s = args.seconds.to_string();
+            a.push(&s);
+            let urls = m.urls();
+            a.extend(urls.iter().map(String::as_str));
+            let out = peer(bin, &a)?;
+            let out: Vec<&str> = out.iter().map(String::as_str).collect();
+            match out.as_slice() {
+                [name, "q", pairs, p50, p99, rate, stuck] => {
+                    let f = |s: &str| s.parse::<f64>().unwrap_or(f64::NAN);
+                    let fig = Figures {
+                        pairs: pairs.parse().unwrap_or(0),
+                        p50: Duration::from_secs_f64((f(p50) / 1000.0).max(0.0)),
+                        p99: Duration::from_secs_f64((f(p99) / 1000.0).max(0.0)),
+                        rate: f(rate),
+                    };
+                    println!(
+                        "Q {name}: p50 {} p99 {} ({stuck} stuck)",
+                        ms(fig.p50),
+                        ms(fig.p99)
+                    );
+                    if fig.pairs > 0 && best_q.as_ref().is_none_or(|(_, b)| fig.p50 < b.p50) {
+                        best_q = Some((name.to_string(), fig));
+                    }
+                }
+                other => println!("Q {lib}: unexpected output {other:?}"),
+            }
+        }
+    }
+    if let Some((name, b)) = &best_q {
+        let ratio = q.p50.as_secs_f64() / b.p50.as_secs_f64().max(1e-9);
+        rows.push(Row {
+            scenario: format!("Q: quorum acquire p50, {} masters", args.nodes),
+            relock: ms(q.p50),
+            baseline: format!("{name} {}", ms(b.p50)),
+            ratio,
+            target: "≤ 1.0 ×".into(),
+            met: ratio <= 1.0,
+        });
+    }
+    let ratio = paused.p50.as_secs_f64() / q.p50.as_secs_f64().max(1e-9);
+    rows.push(Row {
+        scenario: "Q-paused: one master stopped, p50".into(),
+        relock: ms(paused.p50),
+        baseline: format!("Q {}", ms(q.p50)),
+        ratio,
+        target: "≤ 1.2 × Q".into(),
+        met: ratio <= 1.2,
+    });
+
+    println!("\n| scenario | relock | baseline (same run) | ratio | target | met |");
+    println!("|---|---|---|---|---|---|");
+    for r in &rows {
+        let ratio = if r.ratio.is_nan() {
+            "—".to_string()
+        } else {
+            format!("{:.2} ×", r.ratio)
+        };
+        println!(
+            "| {} | {} | {} | {} | {} | {} |",
+            r.scenario,
+            r.relock,
+            r.baseline,
+            ratio,
+            r.target,
+            if r.met { "yes" } else { "no" }
+        );
+    }
+    Ok(())
+}
+
+/// Runs the peer bench binary and splits its one output line into words.
+fn peer(bin: &str, args: &[&str]) -> Result<Vec<String>, CliError> {
+    let out = Command::new(bin)
+        .args(args)
+        .output()
+        .map_err(|e| CliError::Failed(format!("running {bin}: {e}")))?;
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect())
+}
+
+/// Every command the server ran (scripts' own calls included), from `INFO commandstats`.
+async fn server_calls(url: &str) -> Result<u64, CliError> {
+    let client = fred_client(url).await?;
+    let info: String = client
+        .info(Some(fred::types::InfoKind::CommandStats))
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let _ = client.quit().await;
+    Ok(info
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_") && !l.starts_with("cmdstat_info:"))
+        .filter_map(|l| l.split("calls=").nth(1))
+        .filter_map(|r| r.split(',').next())
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum())
+}
+
+async fn flush(url: &str) -> Result<(), CliError> {
+    let client = fred_client(url).await?;
+    let _: () = client
+        .flushall(false)
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let _ = client.quit().await;
+    Ok(())
+}
