@@ -16,7 +16,8 @@ const REDISSON_FENCED_LOCK: &str = "if (redis.call('exists', KEYS[1]) == 0) or (
   return redis.call('incr', KEYS[2]); \
 end; \
 return -redis.call('pttl', KEYS[1]);";
-const REDISSON_UNLOCK: &str = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
+const REDISSON_UNLOCK: &str =
+    "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
 local counter = redis.call('hincrby', KEYS[1], ARGV[3], -1); \
 if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; \
 else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; \
@@ -80,11 +81,7 @@ async fn a_redisson_fenced_lock_that_restarts_the_counter_never_sends_relock_tok
     let pttl = server.cmd(&["PTTL", COUNTER]).unwrap().as_int().unwrap();
     assert!((1..=1000).contains(&pttl), "counter PTTL {pttl}");
     // Redisson counts on from relock's token while the counter lives.
-    let next = server
-        .cmd(&["INCR", COUNTER])
-        .unwrap()
-        .as_int()
-        .unwrap() as u64;
+    let next = server.cmd(&["INCR", COUNTER]).unwrap().as_int().unwrap() as u64;
     assert_eq!(next, second + 1);
     g.unlock().await.unwrap();
     client.shutdown().await;

@@ -35,6 +35,9 @@ pub(crate) struct Args {
     /// Skip the redis-benchmark ceilings.
     #[arg(long)]
     no_baseline: bool,
+    /// Send every lock operation on its own (`ClientBuilder::coalesce(false)`).
+    #[arg(long)]
+    no_coalesce: bool,
 }
 
 pub(crate) async fn run(args: Args) -> Result<(), CliError> {
@@ -51,7 +54,14 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         Some(baselines(&target, args.tasks).await?)
     };
 
-    let pairs = uncontended(&target.url, args.tasks, Some(args.connections), secs).await?;
+    let pairs = uncontended(
+        &target.url,
+        args.tasks,
+        Some(args.connections),
+        !args.no_coalesce,
+        secs,
+    )
+    .await?;
     println!(
         "uncontended: {} tasks, own keys, {} connections",
         args.tasks, args.connections
@@ -273,9 +283,10 @@ pub(crate) async fn uncontended(
     url: &str,
     tasks: usize,
     connections: Option<usize>,
+    coalesce: bool,
     secs: Duration,
 ) -> Result<f64, CliError> {
-    let mut builder = relock::Client::builder().url(url);
+    let mut builder = relock::Client::builder().url(url).coalesce(coalesce);
     if let Some(n) = connections {
         builder = builder.connections(n);
     }

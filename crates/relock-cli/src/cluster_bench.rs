@@ -29,11 +29,23 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         "relock bench-cluster: {} tasks on own keys, {} connections, {} s per case\n",
         args.tasks, args.connections, args.seconds
     );
-    let one =
-        crate::bench::uncontended(&single.url(), args.tasks, Some(args.connections), secs).await?;
+    let one = crate::bench::uncontended(
+        &single.url(),
+        args.tasks,
+        Some(args.connections),
+        true,
+        secs,
+    )
+    .await?;
     println!("  one master                 {one:>9.0} pairs/s");
-    let three =
-        crate::bench::uncontended(&cluster.url(), args.tasks, Some(args.connections), secs).await?;
+    let three = crate::bench::uncontended(
+        &cluster.url(),
+        args.tasks,
+        Some(args.connections),
+        true,
+        secs,
+    )
+    .await?;
     println!(
         "  3-master cluster           {three:>9.0} pairs/s  ({:.2} x one master)",
         three / one.max(1.0)

@@ -73,7 +73,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
 
     // U: relock, then each peer, on the same server.
     let before = server_calls(&url).await?;
-    let relock_u = uncontended(&url, args.tasks, args.connections, secs).await?;
+    let relock_u = uncontended(&url, args.tasks, args.connections, true, secs).await?;
     let calls = (server_calls(&url).await? - before) as f64;
     // The warm-up pair and the two INFO calls are in the count too: negligible.
     let per_pair = calls / (relock_u * secs.as_secs_f64()).max(1.0);

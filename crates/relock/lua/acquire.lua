@@ -13,14 +13,4 @@
 -- Re-entering an existing hold is `reenter.lua`'s job: a fresh acquisition that finds its own
 -- field (it cannot, fields are never reused) is refused like any other.
 -- A key of another type fails with WRONGTYPE and is left untouched.
-local lease = tonumber(ARGV[1])
-
-if redis.call('exists', KEYS[1]) == 0 then
-  redis.call('hset', KEYS[1], ARGV[2], 1)
-  redis.call('pexpire', KEYS[1], lease)
-  return {1, mint(KEYS[2], tonumber(ARGV[3]))}
-end
-
--- HLEN fails with WRONGTYPE if the key is not a lock hash.
-redis.call('hlen', KEYS[1])
-return {0, redis.call('pttl', KEYS[1])}
+return acquire(KEYS[1], KEYS[2], tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]))

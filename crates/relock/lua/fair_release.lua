@@ -16,18 +16,9 @@
 -- or "0" when nobody is in its line), 0 (the hold is still there, count decremented, or another
 -- field keeps the lock) or nil (this hold is not here: its lease ran out, it was deleted or
 -- released).
-if ARGV[3] == 'all' then
-  if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then
-    return nil
-  end
-else
-  if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
-    return nil
-  end
-  if redis.call('hincrby', KEYS[1], ARGV[1], -1) > 0 then
-    return 0
-  end
-  redis.call('hdel', KEYS[1], ARGV[1])
+local released = drop_hold(KEYS[1], ARGV[1], ARGV[3])
+if released ~= 1 then
+  return released
 end
 if redis.call('exists', KEYS[1]) == 1 then
   return 0

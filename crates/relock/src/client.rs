@@ -47,6 +47,7 @@ pub(crate) struct Settings {
     pub(crate) renew_batch: usize,
     pub(crate) fair_heartbeat: Duration,
     pub(crate) sync_replicas: Option<(u32, Duration)>,
+    pub(crate) coalesce: bool,
     pub(crate) reentrancy: Reentrancy,
     pub(crate) tls: TlsSettings,
     pub(crate) cluster_pubsub: ClusterPubSub,
@@ -110,6 +111,7 @@ impl std::fmt::Debug for Settings {
             .field("connections", &self.connections)
             .field("fair_heartbeat", &self.fair_heartbeat)
             .field("sync_replicas", &self.sync_replicas)
+            .field("coalesce", &self.coalesce)
             .field("reentrancy", &self.reentrancy)
             .field("tls", &self.tls)
             .field("cluster_pubsub", &self.cluster_pubsub)
@@ -150,6 +152,7 @@ impl Default for ClientBuilder {
                 renew_batch: RENEW_BATCH,
                 fair_heartbeat: Duration::from_secs(5),
                 sync_replicas: None,
+                coalesce: true,
                 reentrancy: Reentrancy::Scoped,
                 tls: TlsSettings::default(),
                 cluster_pubsub: ClusterPubSub::Sharded,
@@ -227,10 +230,23 @@ impl ClientBuilder {
         self
     }
 
-    /// Command connections. Redis runs one script per round trip per connection, so
-    /// throughput under many tasks grows with this up to the server's limit (see `docs/performance.md`). Default: 4.
+    /// Command connections. Scripts are pipelined on each connection and concurrent lock
+    /// operations are coalesced (see [`coalesce`](Self::coalesce)), so a few connections are
+    /// enough: on a small machine the client's CPU, not the connection count, limits
+    /// throughput (`docs/performance.md` has the sweep). Default: 4.
     pub fn connections(mut self, n: usize) -> Self {
         self.settings.connections = n;
+        self
+    }
+
+    /// Whether plain-lock acquires and releases that are waiting for a connection are sent
+    /// together, in one script call (each runs exactly as it would alone, one after the other;
+    /// an operation's error is its own). Under load this saves most of the client's and the
+    /// kernel's work per operation; an idle client sends each one at once, alone. Never on a
+    /// Redis Cluster (one call serves one slot) nor with [`sync_replicas`](Self::sync_replicas).
+    /// Default: true.
+    pub fn coalesce(mut self, on: bool) -> Self {
+        self.settings.coalesce = on;
         self
     }
 
@@ -584,7 +600,10 @@ async fn start(
         stopping.subscribe(),
     );
     pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
+    let batcher = (s.coalesce && !cluster && s.sync_replicas.is_none())
+        .then(|| crate::batch::Batcher::spawn(pool.clone(), s.connections));
     let inner = Arc::new(Inner {
+        batcher,
         id: reentry::next_client_id(),
         fields: FieldMaker::new(&s.client_id),
         settings: s,
@@ -838,6 +857,8 @@ impl std::fmt::Debug for Client {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
+    /// Coalesces plain acquires and releases (none on a cluster, or when turned off).
+    pub(crate) batcher: Option<crate::batch::Batcher>,
     /// Process-unique id of this client (scopes re-enter only this client's holds).
     pub(crate) id: u64,
     /// Makes every hold's own field.
@@ -1070,23 +1091,25 @@ impl Inner {
     ) -> std::result::Result<Option<i64>, fred::error::Error> {
         let mode = if all { "all" } else { "1" };
         let keys = keys.release_keys();
-        let script = if keys.len() > 3 {
-            &*scripts::FAIR_RELEASE
-        } else {
-            &*scripts::RELEASE
-        };
-        script
-            .run(
-                self.pool.next(),
-                keys,
-                vec![
-                    field.to_string(),
-                    self.grace_ms().to_string(),
-                    mode.into(),
-                    self.publish_cmd().into(),
-                ],
-            )
-            .await
+        let args = [
+            field.to_string(),
+            self.grace_ms().to_string(),
+            mode.into(),
+            self.publish_cmd().into(),
+        ];
+        if keys.len() > 3 {
+            return scripts::FAIR_RELEASE
+                .run(self.pool.next(), keys, args.to_vec())
+                .await;
+        }
+        match &self.batcher {
+            Some(b) => b.run(crate::batch::Op::Release { keys, args }).await,
+            None => {
+                scripts::RELEASE
+                    .run(self.pool.next(), keys, args.to_vec())
+                    .await
+            }
+        }
     }
 
     /// The command scripts publish wake-ups with: sharded on a cluster, so that the message

@@ -60,6 +60,7 @@
 //! - `watchdog`: one task per client that renews holds in batches.
 //! - `pubsub`: one subscriber per client; refcounted subscriptions; wakes waiters.
 //! - `scripts`: the embedded Lua scripts (`lua/*.lua`), EVALSHA with NOSCRIPT fallback.
+//! - `batch`: coalesces concurrent plain acquires and releases into one script call.
 //! - `keys`: key and channel names (Redisson's `{name}` hash-tag rule).
 //! - `owner`: [`Owner`], an explicit owner whose scope re-enters its holds.
 //! - `quorum`: [`QuorumClient`]: the nodes, restart quarantine, quorum watchdog and release.
@@ -69,6 +70,7 @@
 #![deny(rust_2018_idioms, rustdoc::broken_intra_doc_links)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+mod batch;
 mod client;
 mod error;
 mod fair;
@@ -110,13 +112,15 @@ pub mod lua {
         };
     }
     /// Take a fresh hold, or report the holder's PTTL.
-    pub const ACQUIRE: &str = script!("acquire.lua", "mint");
+    pub const ACQUIRE: &str = script!("acquire.lua", "mint", "acquire");
     /// One more count on an existing hold; never creates one.
     pub const REENTER: &str = script!("reenter.lua", "extend");
     /// Drop one count of a plain lock's hold (or the whole hold) and publish the release.
-    pub const RELEASE: &str = script!("release.lua");
+    pub const RELEASE: &str = script!("release.lua", "release");
     /// Drop one count of a fair lock's hold (or the whole hold) and tell the next in line.
-    pub const FAIR_RELEASE: &str = script!("fair_release.lua", "queue");
+    pub const FAIR_RELEASE: &str = script!("fair_release.lua", "release", "queue");
+    /// Several plain acquires and releases in one call (coalesced by the client).
+    pub const BATCH: &str = script!("batch.lua", "mint", "acquire", "release");
     /// The watchdog's batch renewal.
     pub const RENEW: &str = script!("renew.lua", "extend");
     /// Delete whoever holds it and publish.

@@ -778,7 +778,16 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
     };
     let sent = Instant::now();
     let conn = inner.pool.next();
-    let reply = script.run::<Vec<i64>>(conn, script_keys, args).await;
+    let reply = match (&inner.batcher, script_keys.len()) {
+        (Some(b), 2) => {
+            let op = crate::batch::Op::Acquire {
+                keys: [script_keys[0].clone(), script_keys[1].clone()],
+                args: [args[0].clone(), args[1].clone(), args[2].clone()],
+            };
+            b.run::<Vec<i64>>(op).await
+        }
+        _ => script.run::<Vec<i64>>(conn, script_keys, args).await,
+    };
     if let (Mode::FairWait(e), Ok(r)) = (&mode, &reply) {
         match r.as_slice() {
             [0, _, ticket, _, _] => e.ticket.store(*ticket, Ordering::SeqCst),

@@ -60,19 +60,16 @@ pub(crate) fn is(m: Mutant) -> bool {
 /// The Lua body `name` runs as under the active mutant.
 pub(crate) fn lua(name: &str, lua: &'static str) -> std::borrow::Cow<'static, str> {
     const OWNER_CHECK: &str =
-        "if ARGV[3] == 'all' then\n  if redis.call('hdel', KEYS[1], ARGV[1]) == 0 then\n    return nil\n  end";
+        "    if redis.call('hdel', lock, field) == 0 then\n      return nil\n    end\n    return 1";
     const RENEW_CHECK: &str = "local held = redis.pcall('hexists', lock, ARGV[1 + i])";
     match name {
-        "release" | "fair_release" if is(Mutant::ReleaseWithoutOwnerCheck) => {
+        "release" | "fair_release" | "batch" if is(Mutant::ReleaseWithoutOwnerCheck) => {
             assert!(
                 lua.contains(OWNER_CHECK),
                 "release.lua changed: update the mutant"
             );
-            lua.replace(
-                OWNER_CHECK,
-                "if ARGV[3] == 'all' then\n  redis.call('del', KEYS[1])\n  redis.call(ARGV[4], KEYS[2], 0)\n  do return 1 end",
-            )
-            .into()
+            lua.replace(OWNER_CHECK, "    redis.call('del', lock)\n    return 1")
+                .into()
         }
         "renew" if is(Mutant::RenewalRecreatesExpiredLock) => {
             assert!(

@@ -82,6 +82,8 @@ pub(crate) static RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new("release", crate::lua::RELEASE));
 pub(crate) static FAIR_RELEASE: LazyLock<Script> =
     LazyLock::new(|| Script::new("fair_release", crate::lua::FAIR_RELEASE));
+pub(crate) static BATCH: LazyLock<Script> =
+    LazyLock::new(|| Script::new("batch", crate::lua::BATCH));
 pub(crate) static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new("renew", crate::lua::RENEW));
 pub(crate) static FORCE_UNLOCK: LazyLock<Script> =
@@ -108,6 +110,7 @@ mod tests {
             &*super::REENTER,
             &*super::RELEASE,
             &*super::FAIR_RELEASE,
+            &*super::BATCH,
             &*super::RENEW,
             &*super::FORCE_UNLOCK,
             &*super::FAIR_ACQUIRE,

@@ -1,0 +1,14 @@
+-- A fresh hold of `lock` under `field` if the lock is free (acquire.lua, batch.lua).
+-- Returns {1, token} or {0, pttl of the holder}; WRONGTYPE (nothing changed) for a key that is
+-- not a lock hash.
+local function acquire(lock, counter, lease, field, counter_ttl)
+  if redis.call('exists', lock) == 0 then
+    redis.call('hset', lock, field, 1)
+    redis.call('pexpire', lock, lease)
+    return {1, mint(counter, counter_ttl)}
+  end
+  -- HLEN fails with WRONGTYPE if the key is not a lock hash.
+  redis.call('hlen', lock)
+  return {0, redis.call('pttl', lock)}
+end
+
