@@ -98,7 +98,7 @@ async fn bad_input_gets_typed_errors() {
         matches!(&r, Err(Error::WrongType { key }) if key == "t60:overwritten"),
         "{r:?}"
     );
-    // The counter outlives a lock by its lease (docs/data-layout.md); the test clobbered it.
+    // The counter lives a grace period (docs/data-layout.md); the test clobbered the lock.
     server
         .cmd(&[
             "DEL",
@@ -128,5 +128,28 @@ async fn bad_input_gets_typed_errors() {
         "precious"
     );
     server.cmd(&["DEL", "t60:string"]).unwrap();
+
+    // A fencing counter of another type: refused before anything is written, so the lock is
+    // not left held by nobody for a lease.
+    server
+        .cmd(&["HSET", "redisson_lock_token:{t60:counter}", "a", "b"])
+        .unwrap();
+    for fair in [false, true] {
+        let lock = if fair {
+            c.fair_lock("t60:counter")
+        } else {
+            c.lock("t60:counter")
+        };
+        let r = lock.try_lock().await;
+        assert!(matches!(&r, Err(Error::WrongType { .. })), "{r:?}");
+        assert_eq!(
+            server.cmd(&["EXISTS", "t60:counter"]).unwrap().as_int(),
+            Some(0),
+            "fair: {fair}"
+        );
+    }
+    server
+        .cmd(&["DEL", "redisson_lock_token:{t60:counter}"])
+        .unwrap();
     assert_nothing_left(&server).await;
 }

@@ -37,10 +37,12 @@ local evicted = evict(KEYS[4], KEYS[5], KEYS[6], now)
 local pttl = redis.call('pttl', KEYS[1])
 local first = head(KEYS[4], KEYS[5], KEYS[6])
 if pttl == -2 and (first == false or first == field) then
+  -- Minted first: a counter of another type fails before anything is written.
+  local token = mint(KEYS[2], counter_ttl)
   dequeue(KEYS[4], KEYS[5], KEYS[6], field)
   redis.call('hset', KEYS[1], field, 1)
   redis.call('pexpire', KEYS[1], lease)
-  return {1, mint(KEYS[2], counter_ttl)}
+  return {1, token}
 end
 
 local bound = pttl

@@ -601,7 +601,7 @@ async fn start(
     );
     pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
     let batcher = (s.coalesce && !cluster && s.sync_replicas.is_none())
-        .then(|| crate::batch::Batcher::spawn(pool.clone(), s.connections));
+        .then(|| crate::batch::Batcher::spawn(pool.clone(), pool.size()));
     let inner = Arc::new(Inner {
         batcher,
         id: reentry::next_client_id(),

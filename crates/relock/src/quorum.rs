@@ -74,7 +74,8 @@ impl Default for QuorumClientBuilder {
     fn default() -> Self {
         QuorumClientBuilder {
             urls: Vec::new(),
-            node: ClientBuilder::default().connections(2),
+            // Coalescing is for the single-server lock: per-node calls are sent as they are.
+            node: ClientBuilder::default().connections(2).coalesce(false),
             client_id: uuid::Uuid::new_v4().to_string(),
             node_timeout: Duration::from_millis(50),
             quarantine: None,

@@ -3,9 +3,12 @@
 -- not a lock hash.
 local function acquire(lock, counter, lease, field, counter_ttl)
   if redis.call('exists', lock) == 0 then
+    -- Minted first: a counter key of another type fails with WRONGTYPE before anything is
+    -- written, so the lock is not left held by nobody.
+    local token = mint(counter, counter_ttl)
     redis.call('hset', lock, field, 1)
     redis.call('pexpire', lock, lease)
-    return {1, mint(counter, counter_ttl)}
+    return {1, token}
   end
   -- HLEN fails with WRONGTYPE if the key is not a lock hash.
   redis.call('hlen', lock)
