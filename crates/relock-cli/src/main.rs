@@ -1,5 +1,6 @@
 //! `relock`: distributed locks on Redis from the command line.
 //!
+//! - `relock run NAME -- CMD`: runs a command while holding a lock (flock across machines).
 //! - `relock demo`: workers in two clients contend for one lock and prove mutual exclusion.
 //! - `relock bench`: uncontended and contended figures beside `redis-benchmark` ceilings.
 //! - `relock bench-compare`: every performance target as a ratio to a same-run baseline.
@@ -14,6 +15,7 @@ mod cluster_bench;
 mod compare;
 mod demo;
 mod quorum_bench;
+mod run;
 mod stats;
 mod watchdog_bench;
 
@@ -28,6 +30,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Runs a command while holding a lock (like flock, across machines): waits for the lock,
+    /// runs CMD with RELOCK_TOKEN in its environment, releases when it ends.
+    Run(run::Args),
     /// Workers in two clients contend for one lock and increment a non-atomic counter in Redis;
     /// prints progress and a summary (exact count, one holder at a time, handoff latency,
     /// strictly increasing fencing tokens).
@@ -58,8 +63,22 @@ async fn main() -> std::process::ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    // `run` handles SIGINT and SIGTERM itself: it forwards them to its command.
+    let command = match cli.command {
+        Command::Run(args) => {
+            return match run::run(args).await {
+                Ok(code) => std::process::ExitCode::from(code),
+                Err(e) => {
+                    eprintln!("relock: {e}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
+        other => other,
+    };
     let work = async {
-        match cli.command {
+        match command {
+            Command::Run(_) => unreachable!("handled above"),
             Command::Demo(args) => demo::run(args).await,
             Command::Bench(args) => bench::run(args).await,
             Command::BenchQuorum(args) => quorum_bench::run(args).await,

@@ -115,6 +115,12 @@ impl LockGuard {
         &self.hold.keys.lock
     }
 
+    /// The hold's owner field in the lock hash (`<client id>:<n>`): what `HGETALL` on the lock
+    /// shows while this hold has it, and what no other hold ever has.
+    pub fn owner(&self) -> &str {
+        &self.hold.field
+    }
+
     /// The fencing token of this hold: it is larger than the token of every earlier hold of
     /// this lock name, and the same for all re-entrant guards of one hold.
     ///
