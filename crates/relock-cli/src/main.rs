@@ -17,6 +17,7 @@ mod demo;
 mod quorum_bench;
 mod run;
 mod stats;
+mod status;
 mod watchdog_bench;
 
 use clap::{Parser, Subcommand};
@@ -33,6 +34,11 @@ enum Command {
     /// Runs a command while holding a lock (like flock, across machines): waits for the lock,
     /// runs CMD with RELOCK_TOKEN in its environment, releases when it ends.
     Run(run::Args),
+    /// Shows who holds each lock, its lease, its fencing counter and its fair line; exit 0 if
+    /// every one is held, 1 if any is free.
+    Status(status::StatusArgs),
+    /// Deletes a lock whoever holds it (and wakes its waiters); prints what it deleted.
+    ForceUnlock(status::ForceUnlockArgs),
     /// Workers in two clients contend for one lock and increment a non-atomic counter in Redis;
     /// prints progress and a summary (exact count, one holder at a time, handoff latency,
     /// strictly increasing fencing tokens).
@@ -65,6 +71,8 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // `run` handles SIGINT and SIGTERM itself: it forwards them to its command.
     let command = match cli.command {
+        Command::Status(args) => return exit(status::status(args).await),
+        Command::ForceUnlock(args) => return exit(status::force_unlock(args).await),
         Command::Run(args) => {
             return match run::run(args).await {
                 Ok(code) => std::process::ExitCode::from(code),
@@ -78,7 +86,9 @@ async fn main() -> std::process::ExitCode {
     };
     let work = async {
         match command {
-            Command::Run(_) => unreachable!("handled above"),
+            Command::Run(_) | Command::Status(_) | Command::ForceUnlock(_) => {
+                unreachable!("handled above")
+            }
             Command::Demo(args) => demo::run(args).await,
             Command::Bench(args) => bench::run(args).await,
             Command::BenchQuorum(args) => quorum_bench::run(args).await,
@@ -100,6 +110,17 @@ async fn main() -> std::process::ExitCode {
     signals::shut_down_clients().await;
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("relock: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The process exit code of a command that reports its own.
+fn exit(r: Result<u8, CliError>) -> std::process::ExitCode {
+    match r {
+        Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
             eprintln!("relock: {e}");
             std::process::ExitCode::FAILURE

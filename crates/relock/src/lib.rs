@@ -66,6 +66,7 @@
 //! - `quorum`: [`QuorumClient`]: the nodes, restart quarantine, quorum watchdog and release.
 //! - `quorum_lock`: [`QuorumLock`]: the Redlock acquire algorithm and the wait loop.
 //! - `raw`: [`DistributedLock`], the trait every lock kind implements.
+//! - `status`: [`Lock::status`], a snapshot of a lock for operators.
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms, rustdoc::broken_intra_doc_links)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
@@ -89,6 +90,7 @@ mod raw;
 mod redact;
 mod reentry;
 mod scripts;
+mod status;
 mod tls;
 mod watchdog;
 
@@ -146,6 +148,7 @@ pub use quorum::{QuorumClient, QuorumClientBuilder};
 pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;
 pub use reentry::Reentrancy;
+pub use status::{Holder, LockStatus, OwnerLayout, Waiter};
 
 /// `url` with its password (and any `…password=` query parameter) replaced by `***`, as relock
 /// shows URLs in its errors, `Debug` output and traces; for tools that print URLs of their own.

@@ -67,7 +67,7 @@ pub(crate) const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
 /// ```
 #[derive(Debug, Clone)]
 pub struct Lock {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
     name: Arc<str>,
     keys: Option<Arc<LockKeys>>,
     lease: Option<Duration>,
@@ -222,7 +222,7 @@ impl Lock {
         self.lease
     }
 
-    fn keys(&self) -> Result<Arc<LockKeys>> {
+    pub(crate) fn keys(&self) -> Result<Arc<LockKeys>> {
         match &self.keys {
             Some(k) => Ok(k.clone()),
             None => {

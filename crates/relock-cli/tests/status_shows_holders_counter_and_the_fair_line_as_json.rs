@@ -1,0 +1,89 @@
+//! `relock status --json` for a plain lock held by relock, a fair lock with a waiter in line,
+//! a lock held by a Redisson-layout owner, and a free lock: holders with their layout and
+//! count, the lease, the fencing counter and the line. Exit 0 when every lock named is held,
+//! 1 when one is free.
+
+use std::process::Command;
+use std::time::Duration;
+
+use relock_testkit::{wait_until, RedisServer};
+
+const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
+
+fn status(server: &RedisServer, names: &[&str]) -> (Option<i32>, serde_json::Value) {
+    let out = Command::new(RELOCK)
+        .args(["status", "--json", "--url", &server.url()])
+        .args(names)
+        .output()
+        .unwrap();
+    let v = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    (out.status.code(), v)
+}
+
+#[tokio::test]
+async fn status_shows_holders_counter_and_the_fair_line_as_json() {
+    let server = RedisServer::start().expect("start redis-server");
+    let client = relock::Client::connect(server.url()).await.unwrap();
+    let plain = client.lock("st-plain").lock().await.unwrap();
+    let fair = client.fair_lock("st-fair").lock().await.unwrap();
+    let other = relock::Client::connect(server.url()).await.unwrap();
+    let waiter = tokio::spawn({
+        let lock = other.fair_lock("st-fair");
+        async move { lock.lock().await.map(|g| g.fencing_token()) }
+    });
+    wait_until(Duration::from_secs(5), "the waiter in line", || async {
+        server
+            .cmd(&["ZCARD", "relock_fair_queue:{st-fair}"])
+            .unwrap()
+            .as_int()
+            == Some(1)
+    })
+    .await
+    .unwrap();
+    // A Redisson RLock's hold: <uuid>:<thread id> -> count.
+    server
+        .cmd(&[
+            "HSET",
+            "st-java",
+            "5e3b5a1c-8f0e-4b7a-9a51-3c1f3e0b7d21:57",
+            "2",
+        ])
+        .unwrap();
+    server.cmd(&["PEXPIRE", "st-java", "30000"]).unwrap();
+
+    let (code, v) = status(&server, &["st-plain", "st-fair", "st-java"]);
+    assert_eq!(code, Some(0), "{v}");
+    let p = &v[0];
+    assert_eq!(p["name"], "st-plain");
+    assert_eq!(p["held"], true);
+    assert_eq!(p["holders"][0]["field"], plain.owner());
+    assert_eq!(p["holders"][0]["layout"], "relock");
+    assert_eq!(p["holders"][0]["count"], 1);
+    assert!(p["pttl_ms"].as_i64().unwrap() > 20_000, "{p}");
+    assert_eq!(p["counter"].as_u64(), Some(plain.fencing_token()));
+    assert_eq!(p["queue"].as_array().unwrap().len(), 0);
+    let f = &v[1];
+    assert_eq!(f["holders"][0]["field"], fair.owner());
+    let line = f["queue"].as_array().unwrap();
+    assert_eq!(line.len(), 1, "{f}");
+    assert_eq!(line[0]["position"], 0);
+    assert!(line[0]["ticket"].as_u64().unwrap() >= 1);
+    assert!(line[0]["deadline_ms"].as_i64().unwrap() > 0);
+    let j = &v[2];
+    assert_eq!(j["holders"][0]["layout"], "redisson");
+    assert_eq!(j["holders"][0]["count"], 2);
+
+    // One free lock among them: exit 1.
+    let (code, v) = status(&server, &["st-plain", "st-free"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(v[1]["held"], false);
+    assert_eq!(v[1]["pttl_ms"], serde_json::Value::Null);
+
+    plain.unlock().await.unwrap();
+    fair.unlock().await.unwrap();
+    waiter.await.unwrap().unwrap();
+    server.cmd(&["DEL", "st-java"]).unwrap();
+    client.shutdown().await;
+    other.shutdown().await;
+}
