@@ -71,17 +71,10 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // `run` handles SIGINT and SIGTERM itself: it forwards them to its command.
     let command = match cli.command {
-        Command::Status(args) => return exit(status::status(args).await),
-        Command::ForceUnlock(args) => return exit(status::force_unlock(args).await),
-        Command::Run(args) => {
-            return match run::run(args).await {
-                Ok(code) => std::process::ExitCode::from(code),
-                Err(e) => {
-                    eprintln!("relock: {e}");
-                    std::process::ExitCode::FAILURE
-                }
-            }
-        }
+        // 2: could not tell (1 means "free").
+        Command::Status(args) => return exit(status::status(args).await, 2),
+        Command::ForceUnlock(args) => return exit(status::force_unlock(args).await, 1),
+        Command::Run(args) => return exit(run::run(args).await, 1),
         other => other,
     };
     let work = async {
@@ -103,7 +96,7 @@ async fn main() -> std::process::ExitCode {
             // The command is dropped here (its guards start their releases); every client it
             // made then releases what it still holds before the process exits.
             signals::shut_down_clients().await;
-            eprintln!("relock: interrupted; locks released");
+            say(format_args!("interrupted; locks released"));
             return std::process::ExitCode::from(code);
         }
     };
@@ -111,21 +104,28 @@ async fn main() -> std::process::ExitCode {
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("relock: {e}");
+            say(format_args!("{e}"));
             std::process::ExitCode::FAILURE
         }
     }
 }
 
-/// The process exit code of a command that reports its own.
-fn exit(r: Result<u8, CliError>) -> std::process::ExitCode {
+/// The process exit code of a command that reports its own; `on_error` for a failure.
+fn exit(r: Result<u8, CliError>, on_error: u8) -> std::process::ExitCode {
     match r {
         Ok(code) => std::process::ExitCode::from(code),
         Err(e) => {
-            eprintln!("relock: {e}");
-            std::process::ExitCode::FAILURE
+            say(format_args!("{e}"));
+            std::process::ExitCode::from(on_error)
         }
     }
+}
+
+/// Writes `relock: MESSAGE` to stderr. Never panics (unlike `eprintln!` on a closed stderr):
+/// relock must go on to stop its command and release its lock.
+pub(crate) fn say(message: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "relock: {message}");
 }
 
 /// SIGINT and SIGTERM: stop the command, release its locks, exit 130 or 143.

@@ -1,6 +1,7 @@
 //! `relock bench-quorum`: the Q scenarios of `docs/performance.md` on 5 local masters: one
-//! worker, serial acquire+release of one key, for a 5-node quorum, a single node, 5 nodes with
-//! one SIGSTOPped, and (with `--rslock-bin`) the `rslock` crate on the same 5 nodes.
+//! worker, serial acquire+release of one key, for an N-node quorum (5 by default), a single
+//! node, N nodes with one SIGSTOPped, and (with `--rslock-bin`) the `rslock` crate on the same
+//! nodes.
 
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -44,7 +45,7 @@ impl Figures {
         );
         match base {
             Some(b) => println!(
-                "  (p50 {:.2} x, pairs/s {:.2} x the 5-node quorum)",
+                "  (p50 {:.2} x, pairs/s {:.2} x the quorum)",
                 self.p50.as_secs_f64() / b.p50.as_secs_f64().max(1e-9),
                 self.rate / b.rate.max(1e-9)
             ),
@@ -141,9 +142,9 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             let text = String::from_utf8_lossy(&out.stdout);
             let cols: Vec<&str> = text.split_whitespace().collect();
             let what = if paused {
-                "rslock 0.10, 5 nodes, 1 paused"
+                format!("rslock 0.10, {} nodes, 1 paused", args.nodes)
             } else {
-                "rslock 0.10, 5 nodes"
+                format!("rslock 0.10, {} nodes", args.nodes)
             };
             match cols.as_slice() {
                 ["rslock", pairs, p50, p99, rate, stuck] => {
@@ -154,7 +155,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                         p99: Duration::from_secs_f64((f(p99) / 1000.0).max(0.0)),
                         rate: f(rate),
                     };
-                    fig.print(what, Some(&q));
+                    fig.print(&what, Some(&q));
                     println!("    rslock acquisitions stuck > 3 s: {stuck}");
                 }
                 _ => println!("  {what}: unexpected output {text:?}"),

@@ -6,11 +6,13 @@
 use std::process::ExitStatus;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use relock::DistributedLock;
 
-use crate::CliError;
+use crate::{say, CliError};
 
 /// `flock -E`'s default: EX_TEMPFAIL, the lock could not be had in time.
 const CONFLICT_EXIT: u8 = 75;
@@ -58,9 +60,15 @@ pub(crate) struct Args {
     /// Use the fair lock (first come, first served).
     #[arg(long, conflicts_with = "quorum")]
     fair: bool,
-    /// Lock on a majority of these independent masters (Redlock) instead of one Redis.
-    #[arg(long, value_delimiter = ',', num_args = 1.., conflicts_with = "url")]
+    /// Lock on a majority of these independent masters (Redlock, at least 3) instead of one
+    /// Redis: one argument, the URLs separated by commas.
+    #[arg(long, value_delimiter = ',', conflicts_with = "url")]
     quorum: Vec<String>,
+    /// With --quorum: how long a master that restarted may not vote (default: the lease; a
+    /// master that restarted empty may have forgotten a lock that is still valid). 0s turns
+    /// it off, at the risk described in docs/safety.md.
+    #[arg(long, value_parser = humantime::parse_duration, requires = "quorum")]
+    restart_quarantine: Option<Duration>,
     /// Exit code when the lock could not be had in time (flock -E).
     #[arg(long, default_value_t = CONFLICT_EXIT)]
     conflict_exit_code: u8,
@@ -73,6 +81,11 @@ pub(crate) struct Args {
     /// Run this through `sh -c` (flock -c) instead of CMD ARGS.
     #[arg(long, short = 'c', conflicts_with = "command")]
     shell: Option<String>,
+    /// Keep the command in relock's process group, so that it can read the terminal and gets
+    /// the terminal's signals itself (like `timeout --foreground`). Then only the command, not
+    /// the processes it started, is signalled when the lock is lost or relock is interrupted.
+    #[arg(long)]
+    foreground: bool,
     /// The command and its arguments (after `--`).
     #[arg(last = true)]
     command: Vec<String>,
@@ -96,6 +109,12 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
             ))
         }
     };
+    if !args.quorum.is_empty() && args.quorum.len() < 3 {
+        return Err(CliError::Failed(format!(
+            "--quorum needs at least 3 masters, got {}: a majority of 1 or 2 is no safer than one server (use --url)",
+            args.quorum.len()
+        )));
+    }
     let (lock, shutdown): (Box<dyn DistributedLock>, Shutdown) = if args.quorum.is_empty() {
         let client = relock::Client::connect(resolve_url(args.url.clone())).await?;
         let lock = if args.fair {
@@ -109,10 +128,11 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
         };
         (Box::new(lock), Shutdown::Single(client))
     } else {
-        let client = relock::QuorumClient::builder()
-            .urls(args.quorum.clone())
-            .build()
-            .await?;
+        let mut builder = relock::QuorumClient::builder().urls(args.quorum.clone());
+        if let Some(q) = args.restart_quarantine {
+            builder = builder.restart_quarantine(q);
+        }
+        let client = builder.build().await?;
         let lock = client.lock(&args.name);
         let lock = match args.lease {
             Some(l) => lock.with_lease(l),
@@ -163,62 +183,93 @@ async fn hold_and_run(
         }
     };
     let Some(guard) = guard else {
-        eprintln!(
-            "relock: `{}` is held by someone else{}",
+        say(format_args!(
+            "`{}` is held by someone else{}",
             args.name,
             match args.wait {
                 Some(w) if !args.no_wait => format!(" (waited {})", humantime::format_duration(w)),
                 _ => String::new(),
             }
-        );
+        ));
         return Ok(args.conflict_exit_code);
     };
 
-    let mut child = tokio::process::Command::new(&argv[0])
+    let mut command = tokio::process::Command::new(&argv[0]);
+    command
         .args(&argv[1..])
         .env("RELOCK_NAME", &args.name)
         .env("RELOCK_TOKEN", guard.fencing_token().to_string())
-        .env("RELOCK_OWNER", guard.owner())
-        .spawn()
-        .map_err(|e| CliError::Failed(format!("cannot run `{}`: {e}", argv[0])))?;
-    let pid = child.id().map(|id| Pid::from_raw(id as i32));
+        .env("RELOCK_OWNER", guard.owner());
+    if !args.foreground {
+        // Its own process group: a lost lock or a signal reaches every process the command
+        // started, not only the command (whose children would otherwise go on writing
+        // without the lock); and a terminal's Ctrl-C reaches it once, through relock.
+        command.process_group(0);
+    }
+    let mut child = match command.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            say(format_args!("cannot run `{}`: {e}", argv[0]));
+            release(guard, &args.name).await;
+            // As a shell reports it: 127 not found, 126 found but not runnable.
+            return Ok(if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            });
+        }
+    };
+    let target = child.id().map(|id| {
+        let pid = id as i32;
+        Pid::from_raw(if args.foreground { pid } else { -pid })
+    });
+    let signal = |sig: Signal| {
+        if let Some(t) = target {
+            let _ = kill(t, sig);
+        }
+    };
 
     let mut lost = false;
+    // When SIGKILL follows the SIGTERM of a lost lock.
+    let mut kill_at: Option<Instant> = None;
     let status = loop {
         tokio::select! {
             s = child.wait() => break s,
-            sig = signals.next() => {
-                // Forward, then keep waiting for the command: it decides how to stop.
-                if let Some(pid) = pid {
-                    let _ = kill(pid, sig);
-                }
-            }
+            // Forward, then keep waiting for the command: it decides how to stop.
+            sig = signals.next() => signal(sig),
             _ = guard.lost(), if !lost => {
                 lost = true;
-                eprintln!("relock: the lock `{}` was lost while the command ran", args.name);
-                if let (Some(pid), true) = (pid, args.on_lost != OnLost::Ignore) {
-                    let _ = kill(pid, Signal::SIGTERM);
-                    if args.on_lost == OnLost::Kill {
-                        match tokio::time::timeout(args.kill_after, child.wait()).await {
-                            Ok(s) => break s,
-                            Err(_) => {
-                                let _ = kill(pid, Signal::SIGKILL);
-                            }
-                        }
-                    }
+                say(format_args!("the lock `{}` was lost while the command ran", args.name));
+                if args.on_lost != OnLost::Ignore {
+                    signal(Signal::SIGTERM);
                 }
+                if args.on_lost == OnLost::Kill {
+                    kill_at = Some(Instant::now() + args.kill_after);
+                }
+            }
+            _ = tokio::time::sleep_until(kill_at.unwrap_or_else(Instant::now)), if kill_at.is_some() => {
+                kill_at = None;
+                signal(Signal::SIGKILL);
             }
         }
     }
     .map_err(|e| CliError::Failed(format!("waiting for `{}`: {e}", argv[0])))?;
+    if !args.foreground && (lost && args.on_lost == OnLost::Kill) {
+        // The command is gone; what it started must not run on without the lock.
+        signal(Signal::SIGKILL);
+    }
 
-    // Released before `relock` exits, so the next holder need not wait for a lease.
+    release(guard, &args.name).await;
+    Ok(if lost { LOST_EXIT } else { exit_code(status) })
+}
+
+/// Released before `relock` exits, so the next holder need not wait for a lease.
+async fn release(guard: relock::LockGuard, name: &str) {
     if let Err(e) = guard.unlock().await {
         if !matches!(e, relock::Error::LockLost { .. }) {
-            eprintln!("relock: releasing `{}`: {e}", args.name);
+            say(format_args!("releasing `{name}`: {e}"));
         }
     }
-    Ok(if lost { LOST_EXIT } else { exit_code(status) })
 }
 
 /// The command's exit code, or 128 + the signal that ended it (as a shell reports it).
@@ -231,10 +282,13 @@ fn exit_code(status: ExitStatus) -> u8 {
     }
 }
 
-/// SIGINT and SIGTERM, as they arrive (each is forwarded to the command).
+/// SIGINT, SIGTERM, SIGHUP and SIGQUIT, as they arrive (each is forwarded to the command; none
+/// may kill relock while it holds the lock, or the lock would outlive it).
 struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+    quit: tokio::signal::unix::Signal,
 }
 
 impl Signals {
@@ -244,6 +298,8 @@ impl Signals {
         Ok(Signals {
             int: signal(SignalKind::interrupt()).map_err(err)?,
             term: signal(SignalKind::terminate()).map_err(err)?,
+            hup: signal(SignalKind::hangup()).map_err(err)?,
+            quit: signal(SignalKind::quit()).map_err(err)?,
         })
     }
 
@@ -251,6 +307,8 @@ impl Signals {
         tokio::select! {
             _ = self.int.recv() => Signal::SIGINT,
             _ = self.term.recv() => Signal::SIGTERM,
+            _ = self.hup.recv() => Signal::SIGHUP,
+            _ = self.quit.recv() => Signal::SIGQUIT,
         }
     }
 }

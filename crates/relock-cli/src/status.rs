@@ -2,12 +2,12 @@
 //! deleting it by hand.
 
 use crate::run::resolve_url;
-use crate::CliError;
+use crate::{say, CliError};
 
 /// Options of `relock status`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
-  relock status nightly-report            # exit 0 if held, 1 if free
+  relock status nightly-report            # exit 0 if held, 1 if free, 2 if it cannot tell
   relock status --json jobs:a jobs:b
 
 A fair lock's line is shown too. An owner field is labelled relock or redisson by its shape
@@ -182,9 +182,20 @@ pub(crate) async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, CliError> 
             println!("{}: free, nothing to delete", s.name);
             return Ok(0);
         }
+        if let Some(h) = s
+            .holders
+            .iter()
+            .find(|h| h.layout == relock::OwnerLayout::Unknown)
+        {
+            say(format_args!(
+                "`{}` does not look like a lock (field `{}` is neither relock's nor Redisson's owner shape): not deleted",
+                s.name, h.field
+            ));
+            return Ok(1);
+        }
         if !args.yes {
             print(&s);
-            eprintln!("relock: not deleted; pass --yes to delete `{}`", s.name);
+            say(format_args!("not deleted; pass --yes to delete `{}`", s.name));
             return Ok(1);
         }
         let deleted = lock.force_unlock().await?;

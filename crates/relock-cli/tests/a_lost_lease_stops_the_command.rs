@@ -40,6 +40,32 @@ async fn a_lost_lease_stops_the_command() {
     assert_eq!(std::fs::read_to_string(&log).unwrap().trim(), "term");
     let _ = std::fs::remove_file(&log);
 
+    // A process the command started is stopped too: nothing goes on writing without the lock.
+    let marker = format!("relock-grandchild-{}", std::process::id());
+    let status = Command::new(RELOCK)
+        .args([
+            "run",
+            "cli-lost",
+            "--url",
+            &server.url(),
+            "--lease",
+            "500ms",
+        ])
+        .args(["--kill-after", "300ms", "--shell"])
+        .arg(format!("sh -c 'sleep 20; echo {marker}'; true"))
+        .status()
+        .unwrap();
+    assert_eq!(status.code(), Some(76));
+    let left = Command::new("pgrep")
+        .args(["-f", &marker])
+        .output()
+        .unwrap();
+    assert!(
+        left.stdout.is_empty(),
+        "the command's child outlived the lost lock: {}",
+        String::from_utf8_lossy(&left.stdout)
+    );
+
     // Ignored: the command finishes on its own; the exit code still says the lock was lost.
     let status = Command::new(RELOCK)
         .args([

@@ -1,5 +1,5 @@
-//! SIGTERM (or SIGINT) to `relock run` goes to the command; `relock` waits for it, releases
-//! the lock at once (not after a lease) and exits with the command's code.
+//! SIGTERM (or SIGINT, or SIGHUP) to `relock run` goes to the command; `relock` waits for it,
+//! releases the lock at once (not after a lease) and exits with the command's code.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -11,10 +11,10 @@ const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
 #[tokio::test]
 async fn a_sigterm_to_run_is_forwarded_and_the_lock_released() {
     let server = RedisServer::start().expect("start redis-server");
-    for (signal, code) in [("-TERM", 5), ("-INT", 6)] {
+    for (signal, code) in [("-TERM", 5), ("-INT", 6), ("-HUP", 7)] {
         let mut child = Command::new(RELOCK)
             .args(["run", "cli-sig", "--url", &server.url(), "--shell"])
-            .arg("trap 'exit 5' TERM; trap 'exit 6' INT; sleep 20 & wait")
+            .arg("trap 'exit 5' TERM; trap 'exit 6' INT; trap 'exit 7' HUP; sleep 20 & wait")
             .stdout(Stdio::null())
             .spawn()
             .unwrap();

@@ -67,6 +67,28 @@ async fn force_unlock_wakes_a_waiting_run() {
     .unwrap();
     let mut run = run.into_inner().unwrap();
     assert_eq!(run.wait().unwrap().code(), Some(4));
+    // A hash that is not a lock is left alone.
+    server
+        .cmd(&["HSET", "page-views", "home", "41", "about", "3"])
+        .unwrap();
+    let out = Command::new(RELOCK)
+        .args([
+            "force-unlock",
+            "page-views",
+            "--yes",
+            "--url",
+            &server.url(),
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("does not look like a lock"));
+    assert_eq!(
+        server.cmd(&["EXISTS", "page-views"]).unwrap().as_int(),
+        Some(1)
+    );
+    server.cmd(&["DEL", "page-views"]).unwrap();
+
     // The old holder learns it is gone at its next renewal; here it just lets go.
     drop(held);
     client.shutdown().await;

@@ -80,6 +80,21 @@ async fn status_shows_holders_counter_and_the_fair_line_as_json() {
     assert_eq!(v[1]["held"], false);
     assert_eq!(v[1]["pttl_ms"], serde_json::Value::Null);
 
+    // Not a lock (a Redisson read-write lock's hash has a `mode` field), or no Redis to ask:
+    // exit 2, "cannot tell", never 1 ("free").
+    server
+        .cmd(&["HSET", "st-rw", "mode", "write", "5e3b5a1c:57:write", "1"])
+        .unwrap();
+    for url in [server.url(), "redis://127.0.0.1:1".to_string()] {
+        let out = Command::new(RELOCK)
+            .args(["status", "st-rw", "--url", &url])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{url}");
+        assert!(!out.stderr.is_empty());
+    }
+    server.cmd(&["DEL", "st-rw"]).unwrap();
+
     plain.unlock().await.unwrap();
     fair.unlock().await.unwrap();
     waiter.await.unwrap().unwrap();

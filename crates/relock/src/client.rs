@@ -316,6 +316,10 @@ impl ClientBuilder {
         self
     }
 
+    pub(crate) fn connect_timeout_setting(&self) -> Duration {
+        self.settings.connect_timeout
+    }
+
     pub(crate) fn connection_count(&self) -> usize {
         self.settings.connections
     }

@@ -266,8 +266,12 @@ impl QuorumClientBuilder {
             shutdown: shutdown_tx,
             builder,
         });
-        // Know every node's uptime before the first vote.
-        inner.check_uptimes().await;
+        // Know every node's uptime before the first vote. Given the connect timeout, not the
+        // node timeout: on a busy machine an INFO right after connecting can take longer than
+        // a vote, and a node whose uptime is unknown cannot vote until the next check.
+        inner
+            .check_uptimes(inner.builder.connect_timeout_setting())
+            .await;
         for (i, _) in failures {
             spawn_reconnect(Arc::downgrade(&inner), i, shutdown_rx.clone());
         }
@@ -564,21 +568,26 @@ impl QuorumInner {
     }
 
     /// Checks every connected node's uptime and run id (INFO server) and sets when it may vote.
-    async fn check_uptimes(self: &Arc<Self>) {
+    async fn check_uptimes(self: &Arc<Self>, limit: Duration) {
         let mut checks = JoinSet::new();
         for i in 0..self.nodes.len() {
             let this = self.clone();
-            checks.spawn(async move { this.check_uptime(i).await });
+            checks.spawn(async move { this.check_uptime(i, limit).await });
         }
         while checks.join_next().await.is_some() {}
     }
 
-    async fn check_uptime(&self, i: usize) {
+    /// The periodic checks' limit: a node that does not answer within it stops voting.
+    fn uptime_check_limit(&self) -> Duration {
+        self.node_timeout.max(Duration::from_millis(200))
+    }
+
+    async fn check_uptime(&self, i: usize, limit: Duration) {
         let node = &self.nodes[i];
         let Some(conn) = node.conn() else { return };
         let quarantine = self.quarantine();
         let info = tokio::time::timeout(
-            self.node_timeout.max(Duration::from_millis(200)),
+            limit,
             conn.pool
                 .next()
                 .info::<String>(Some(fred::types::InfoKind::Server)),
@@ -726,7 +735,7 @@ fn spawn_reconnect(q: Weak<QuorumInner>, i: usize, mut shutdown: watch::Receiver
             let builder = inner.builder.clone().url(inner.nodes[i].url.clone());
             if let Ok(c) = builder.build().await {
                 *inner.nodes[i].conn.write().unwrap() = Some(c.inner);
-                inner.check_uptime(i).await;
+                inner.check_uptime(i, inner.uptime_check_limit()).await;
                 return;
             }
         }
@@ -741,7 +750,7 @@ fn spawn_uptime_checks(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>
                 _ = shutdown.wait_for(|s| *s) => return,
             }
             let Some(inner) = q.upgrade() else { return };
-            inner.check_uptimes().await;
+            inner.check_uptimes(inner.uptime_check_limit()).await;
         }
     });
 }

@@ -13,6 +13,13 @@ pub(crate) fn url(url: &str) -> String {
         Some((s, r)) => (Some(s), r),
         None => (None, url),
     };
+    // The userinfo ends at the last `@`, even if the password holds a `?`, `/` or `#` (fred
+    // takes such URLs). An `@` in the query would make more than the password disappear:
+    // harmless, since nothing secret is shown.
+    let (userinfo, rest) = match rest.rsplit_once('@') {
+        Some((u, r)) => (Some(u), r),
+        None => (None, rest),
+    };
     let (authority_and_path, query) = match rest.split_once('?') {
         Some((a, q)) => (a, Some(q)),
         None => (rest, None),
@@ -22,7 +29,7 @@ pub(crate) fn url(url: &str) -> String {
         out.push_str(s);
         out.push_str("://");
     }
-    match authority_and_path.rsplit_once('@') {
+    match userinfo.map(|u| (u, authority_and_path)) {
         Some((userinfo, host)) => {
             match userinfo.split_once(':') {
                 Some((user, _password)) => {
@@ -65,16 +72,17 @@ pub(crate) fn in_text(text: &str, raw_url: &str) -> String {
 fn secrets(raw_url: &str) -> Vec<String> {
     let mut found = Vec::new();
     let rest = raw_url.split_once("://").map_or(raw_url, |(_, r)| r);
-    let (authority, query) = match rest.split_once('?') {
-        Some((a, q)) => (a, Some(q)),
-        None => (rest, None),
-    };
-    if let Some((userinfo, _)) = authority.rsplit_once('@') {
-        let password = userinfo.split_once(':').map_or(userinfo, |(_, p)| p);
-        if !password.is_empty() {
-            found.push(password.to_string());
+    let rest = match rest.rsplit_once('@') {
+        Some((userinfo, r)) => {
+            let password = userinfo.split_once(':').map_or(userinfo, |(_, p)| p);
+            if !password.is_empty() {
+                found.push(password.to_string());
+            }
+            r
         }
-    }
+        None => rest,
+    };
+    let query = rest.split_once('?').map(|(_, q)| q);
     for p in query.into_iter().flat_map(|q| q.split('&')) {
         if let Some((k, v)) = p.split_once('=') {
             if k.to_ascii_lowercase().contains("password") && !v.is_empty() {
@@ -103,6 +111,11 @@ mod tests {
                 "redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=***",
             ),
             ("rediss://u:a:b@h:1", "rediss://u:***@h:1"),
+            ("redis://app:hunter?2@h:6379", "redis://app:***@h:6379"),
+            (
+                "redis://app:a/b#c@h:6379/0?x=1",
+                "redis://app:***@h:6379/0?x=1",
+            ),
         ] {
             assert_eq!(super::url(raw), want, "{raw}");
         }

@@ -94,7 +94,8 @@ impl Lock {
     /// ```
     ///
     /// # Errors
-    /// [`Error::WrongType`](crate::Error::WrongType) if the key is not a lock hash; connection
+    /// [`Error::WrongType`](crate::Error::WrongType) if the key is not a hash of hold counts
+    /// (a string, a list, a Redisson read-write lock's hash…); connection
     /// and timeout errors as for [`is_locked`](Lock::is_locked).
     ///
     /// # Cancel safety
@@ -103,12 +104,23 @@ impl Lock {
         let keys = self.keys()?;
         let inner = &self.inner;
         let conn = inner.pool.next();
-        let fields: Vec<(String, i64)> = conn
-            .hgetall::<std::collections::HashMap<String, i64>, _>(keys.lock.as_str())
+        let raw: std::collections::HashMap<String, String> = conn
+            .hgetall(keys.lock.as_str())
             .await
-            .map_err(|e| inner.error("hgetall", &keys.lock, e))?
-            .into_iter()
-            .collect();
+            .map_err(|e| inner.error("hgetall", &keys.lock, e))?;
+        // A lock hash maps owner fields to hold counts; any other hash is not a lock (a
+        // Redisson read-write lock has a `mode` field, for one).
+        let mut fields = Vec::with_capacity(raw.len());
+        for (field, count) in raw {
+            match count.parse::<i64>() {
+                Ok(n) => fields.push((field, n)),
+                Err(_) => {
+                    return Err(crate::Error::WrongType {
+                        key: keys.lock.clone(),
+                    })
+                }
+            }
+        }
         let pttl: i64 = conn
             .pttl(keys.lock.as_str())
             .await
