@@ -38,6 +38,23 @@ async fn run_gives_the_conflict_code_when_the_lock_is_not_had_in_time() {
     assert_eq!(code, Some(9));
     assert!(!marker.exists(), "the command ran without the lock");
 
+    // Its message cannot be written (stderr is a closed pipe): still 75, no panic.
+    let mut child = Command::new(RELOCK)
+        .args([
+            "run",
+            "cli-conflict",
+            "--url",
+            &server.url(),
+            "--no-wait",
+            "--shell",
+            &touch,
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    assert_eq!(child.wait().unwrap().code(), Some(75));
+
     held.unlock().await.unwrap();
     let (code, _) = run(&["--no-wait"]);
     assert_eq!(code, Some(0));
