@@ -78,19 +78,6 @@ impl Backend {
         }
     }
 
-    /// Runs `fut` here, and to its end in a task of the backend's tracker (which shutdown
-    /// waits for) if the caller gives up.
-    fn finish<F>(&self, fut: F) -> crate::finish::Finish<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        match self {
-            Backend::Single(inner) => crate::finish::Finish::new(&inner.tracker, fut),
-            Backend::Quorum(q) => crate::finish::Finish::new(&q.tracker, fut),
-        }
-    }
-
     /// Spawns `fut` on the backend's task tracker, which shutdown waits for.
     fn spawn<F>(&self, fut: F) -> tokio::task::JoinHandle<F::Output>
     where
@@ -218,7 +205,10 @@ impl LockGuard {
             .backend
             .clone()
             .release(self.hold.clone(), remaining, lost);
-        self.backend.finish(fut).await
+        match self.backend.spawn(fut).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Shutdown),
+        }
     }
 }
 

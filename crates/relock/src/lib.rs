@@ -54,8 +54,6 @@
 //! - `lock`: [`Lock`], the acquire and wait loop.
 //! - `fair`: the fair lock's line: queued waiters, their heartbeats, leaving, the fair wait.
 //! - `guard`: [`LockGuard`] and release.
-//! - `finish`: runs an attempt or a release in the caller's task, and to its end in a tracked
-//!   task if the caller gives up.
 //! - `holds`: the client's record of what it holds (one entry and one server field per hold),
 //!   shared by guards and the watchdog.
 //! - `reentry`: which hold a `lock()` re-enters (scopes, owners, the per-task mode).
@@ -77,7 +75,6 @@ mod batch;
 mod client;
 mod error;
 mod fair;
-mod finish;
 mod guard;
 mod holds;
 mod keys;

@@ -342,11 +342,11 @@ impl Lock {
         }
     }
 
-    /// One more guard on `hold`, run to its end even if the caller gives up (a reply that
-    /// arrives after that still becomes a guard, whose drop takes the count off again).
+    /// One more guard on `hold`, in its own task (a reply that arrives after the caller gave
+    /// up still becomes a guard, whose drop takes the count off again).
     async fn reenter(&self, keys: Arc<LockKeys>, hold: Arc<Hold>) -> Result<LockGuard> {
         let (inner, lease) = (self.inner.clone(), self.lease);
-        let task = crate::finish::Finish::new(&self.inner.tracker, async move {
+        let task = self.inner.tracker.spawn(async move {
             let watchdog = lease.is_none();
             let lease = lease.unwrap_or(inner.settings.watchdog_lease);
             let sent = Instant::now();
@@ -375,7 +375,7 @@ impl Lock {
                 }
             }
         });
-        task.await
+        task.await.map_err(|_| Error::Shutdown)?
     }
 
     async fn acquire_plain(
@@ -491,7 +491,11 @@ impl Lock {
             mode,
             _gate: gate,
         });
-        crate::finish::Finish::new(&self.inner.tracker, task).await
+        self.inner
+            .tracker
+            .spawn(task)
+            .await
+            .map_err(|_| Error::Shutdown)?
     }
 
     /// The hold the calling code would re-enter or holds: the enclosing scope's, the explicit
