@@ -33,8 +33,8 @@ async fn an_acquire_kept_alive_across_shutdown_leaves_no_hold() {
         .unwrap();
     // Replies are held back: the acquire reaches the server, its reply does not come yet.
     proxy.set(Direction::Down, Mode::Freeze);
-    let acquire = lock.lock();
-    tokio::pin!(acquire);
+    // Boxed, not `tokio::pin!`ed, so that it can be dropped at a chosen moment.
+    let mut acquire = Box::pin(lock.lock());
     tokio::select! {
         r = &mut acquire => panic!("acquired with replies frozen: {:?}", r.map(|_| ())),
         _ = eventually(Duration::from_secs(3), "the grant on the server", || async {

@@ -32,8 +32,8 @@ async fn a_fair_waiter_kept_alive_across_shutdown_does_not_hang_it() {
     )
     .await;
     let lock = c.fair_lock(name);
-    let acquire = lock.lock();
-    tokio::pin!(acquire);
+    // Boxed, not `tokio::pin!`ed, so that it can be dropped at a chosen moment.
+    let mut acquire = Box::pin(lock.lock());
     tokio::select! {
         r = &mut acquire => panic!("acquired too early: {:?}", r.map(|_| ())),
         _ = async {

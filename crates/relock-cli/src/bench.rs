@@ -45,10 +45,20 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let secs = Duration::from_secs(args.seconds);
     println!(
         "relock bench on {} ({} s per case)\n",
-        target.url, args.seconds
+        relock::redacted_url(&target.url),
+        args.seconds
     );
 
-    let ceilings = if args.no_baseline {
+    // redis-benchmark takes a password only on its command line (`-a`), where every user of
+    // the machine can read it: with credentials in the URL the baselines are skipped.
+    let has_credentials = target
+        .url
+        .split_once("://")
+        .is_some_and(|(_, rest)| rest.contains('@'));
+    if has_credentials && !args.no_baseline {
+        println!("(redis-benchmark baselines skipped: the URL has credentials, which redis-benchmark would take on its command line)\n");
+    }
+    let ceilings = if args.no_baseline || has_credentials {
         None
     } else {
         Some(baselines(&target, args.tasks).await?)

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fred::interfaces::{ClientLike, KeysInterface};
+use fred::interfaces::KeysInterface;
 
 use crate::stats::{ms, percentile};
 use crate::{CliError, Target};
@@ -44,26 +44,17 @@ struct Shared {
 pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let target = Target::new(args.redis.clone())?;
     let counter_key = format!("{}:counter", args.name);
-    let redis = fred::clients::Client::new(
-        fred::types::config::Config::from_url(&target.url)
-            .map_err(|e| CliError::Failed(e.to_string()))?,
-        None,
-        None,
-        None,
-    );
-    redis
-        .init()
-        .await
-        .map_err(|e| CliError::Failed(format!("{}: {e}", relock::redacted_url(&target.url))))?;
-    let _: () = redis
-        .del(counter_key.as_str())
-        .await
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-
     let clients = [
         relock::Client::connect(&target.url).await?,
         relock::Client::connect(&target.url).await?,
     ];
+    // The counter goes through relock's own connections: any URL relock takes (cluster,
+    // sentinel, TLS, credentials) works for it too.
+    let redis = clients[0].pool().next().clone();
+    let _: () = redis
+        .del(counter_key.as_str())
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
     for c in &clients {
         crate::signals::register(c);
     }
@@ -124,7 +115,6 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         .del(counter_key.as_str())
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
-    let _ = redis.quit().await;
     for c in &clients {
         c.shutdown().await;
     }

@@ -931,6 +931,23 @@ impl Client {
         Lock::new(self.inner.clone(), name.into(), true)
     }
 
+    /// The client's command connections, for the application's own commands on the same
+    /// Redis (for example the writes a lock protects), whatever the URL's kind (cluster,
+    /// sentinel, TLS, credentials). Don't `QUIT` them, and keep blocking commands off them:
+    /// lock operations share them. Closed by [`shutdown`](Client::shutdown).
+    ///
+    /// ```no_run
+    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// use relock::fred::interfaces::KeysInterface;
+    /// let guard = client.lock("orders:42").lock().await?;
+    /// let _: () = client.pool().set("orders:42:state", "paid", None, None, false).await.unwrap();
+    /// guard.unlock().await
+    /// # }
+    /// ```
+    pub fn pool(&self) -> &fred::clients::Pool {
+        &self.inner.pool
+    }
+
     /// This client's id, the `<client_id>` of its owner fields.
     pub fn client_id(&self) -> &str {
         &self.inner.settings.client_id
