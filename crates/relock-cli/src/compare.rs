@@ -9,7 +9,7 @@ use fred::interfaces::ClientLike;
 use relock_testkit::{RedisMasters, RedisServer};
 
 use crate::bench::{contended, fred_client, host_port, redis_benchmark, uncontended};
-use crate::quorum_bench::{serial, Figures};
+use crate::quorum_bench::{serial, timed_pair, Figures};
 use crate::stats::{ms, percentile};
 use crate::CliError;
 
@@ -168,13 +168,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         .build()
         .await?;
     let qlock = quorum.lock("bench:q");
-    let pair = || async {
-        let t = Instant::now();
-        let g = qlock.lock().await?;
-        let took = t.elapsed();
-        g.unlock().await?;
-        Ok(took)
-    };
+    let pair = || timed_pair(&qlock);
     pair().await?;
     let q = serial(secs, pair).await?;
     println!(

@@ -54,6 +54,15 @@ impl Figures {
     }
 }
 
+/// One lock+unlock of `lock`; returns how long the acquire took.
+pub(crate) async fn timed_pair(lock: &relock::QuorumLock) -> Result<Duration, relock::Error> {
+    let t = Instant::now();
+    let g = lock.lock().await?;
+    let took = t.elapsed();
+    g.unlock().await?;
+    Ok(took)
+}
+
 pub(crate) async fn serial<F, Fut>(secs: Duration, mut pair: F) -> Result<Figures, CliError>
 where
     F: FnMut() -> Fut,
@@ -88,13 +97,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         .build()
         .await?;
     let qlock = quorum.lock("bench:q");
-    let pair = || async {
-        let t = Instant::now();
-        let g = qlock.lock().await?;
-        let took = t.elapsed();
-        g.unlock().await?;
-        Ok(took)
-    };
+    let pair = || timed_pair(&qlock);
     pair().await?;
     let q = serial(secs, pair).await?;
     q.print(&format!("relock quorum, {} nodes", args.nodes), None);
