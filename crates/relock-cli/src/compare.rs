@@ -32,9 +32,14 @@ pub(crate) struct Args {
     /// Quorum masters for Q.
     #[arg(long, default_value_t = 5)]
     nodes: usize,
+    /// Also write the summary to this file as JSON (one object per target, with the ratio as
+    /// a number, null when there is none).
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
 }
 
 /// One line of the summary: a figure, its baseline from this run, and the target.
+#[derive(serde::Serialize)]
 struct Row {
     scenario: String,
     relock: String,
@@ -253,6 +258,13 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             r.target,
             if r.met { "yes" } else { "no" }
         );
+    }
+    if let Some(path) = &args.json {
+        // serde_json writes a NaN ratio (no baseline) as null.
+        let text =
+            serde_json::to_string_pretty(&rows).map_err(|e| CliError::Failed(e.to_string()))?;
+        std::fs::write(path, text)
+            .map_err(|e| CliError::Failed(format!("writing {}: {e}", path.display())))?;
     }
     Ok(())
 }
