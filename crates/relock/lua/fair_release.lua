@@ -3,30 +3,26 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the release channel, redisson_lock__channel:{name}
--- KEYS[3]  the fencing counter (unused: it expires by itself; named so that the keys stay
---          those of every other release)
--- KEYS[4]  the queue, KEYS[5] the heartbeats, KEYS[6] the sequence
+-- KEYS[3]  the queue, KEYS[4] the heartbeats, KEYS[5] the sequence
 -- ARGV[1]  the hold's field, <client_id>:<n>
--- ARGV[2]  unused (kept so that both release scripts take the same arguments)
--- ARGV[3]  "1": drop one count (a nested guard); "all": drop the hold whatever its count (its
---          last guard, or the clean-up of an acquisition whose reply was lost)
--- ARGV[4]  the publish command: "publish" (or "spublish" on a cluster)
+-- ARGV[2]  "1": drop one count (a nested guard); "all": drop the hold whatever its count
+-- ARGV[3]  the publish command: "publish" (or "spublish" on a cluster)
 --
 -- Returns 1 (released: the lock is free and a wake-up was published: the first waiter's field,
 -- or "0" when nobody is in its line), 0 (the hold is still there, count decremented, or another
 -- field keeps the lock) or nil (this hold is not here: its lease ran out, it was deleted or
 -- released).
-local released = drop_hold(KEYS[1], ARGV[1], ARGV[3])
+local released = drop_hold(KEYS[1], ARGV[1], ARGV[2])
 if released ~= 1 then
   return released
 end
 if redis.call('exists', KEYS[1]) == 1 then
   return 0
 end
-evict(KEYS[4], KEYS[5], KEYS[6], now_ms())
+evict(KEYS[3], KEYS[4], KEYS[5], now_ms())
 -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain lock)
 -- with Redisson's unlock message.
-if not wake_head(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[4]) then
-  redis.call(ARGV[4], KEYS[2], 0)
+if not wake_head(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[3]) then
+  redis.call(ARGV[3], KEYS[2], 0)
 end
 return 1

@@ -2,10 +2,9 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the release channel
--- KEYS[3]  the fencing counter
--- KEYS[4..6] (fair lock only) the queue, the heartbeats and the sequence
--- ARGV[1]  grace in ms that the fencing counter outlives the lock
--- ARGV[2]  the publish command: "publish" (or "spublish" on a cluster)
+-- KEYS[3..5] (fair lock only) the queue, the heartbeats and the sequence
+-- ARGV[1]  the publish command: "publish" (or "spublish" on a cluster)
+-- The fencing counter is not touched: it expires by itself (lib/mint.lua).
 --
 -- Returns 1 if a lock was deleted, 0 if there was none. A plain lock's waiters get "0"; a fair
 -- lock's first waiter gets its owner field.
@@ -13,15 +12,14 @@ if redis.call('type', KEYS[1]).ok ~= 'hash' then
   return 0
 end
 redis.call('del', KEYS[1])
-redis.call('pexpire', KEYS[3], ARGV[1])
-if #KEYS >= 6 then
-  evict(KEYS[4], KEYS[5], KEYS[6], now_ms())
+if #KEYS >= 5 then
+  evict(KEYS[3], KEYS[4], KEYS[5], now_ms())
   -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain
   -- lock) with Redisson's unlock message.
-  if not wake_head(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], ARGV[2]) then
-    redis.call(ARGV[2], KEYS[2], 0)
+  if not wake_head(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[1]) then
+    redis.call(ARGV[1], KEYS[2], 0)
   end
 else
-  redis.call(ARGV[2], KEYS[2], 0)
+  redis.call(ARGV[1], KEYS[2], 0)
 end
 return 1

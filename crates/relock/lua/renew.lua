@@ -8,7 +8,7 @@
 -- is gone: expired, deleted, force-unlocked, released, or the key is not a lock).
 -- A renewal never re-creates a hold and never shortens a lease (a longer fixed-lease re-entry
 -- keeps its own). The fencing counter is left alone: it need not outlive the hold (see
--- `mint` in common.lua).
+-- `mint` in lib/mint.lua).
 local lease = tonumber(ARGV[1])
 local result = {}
 for i = 1, #KEYS do

@@ -41,11 +41,10 @@ pub(crate) enum Op {
         keys: [String; 2],
         args: [String; 3],
     },
-    /// `release.lua`'s keys (lock, channel, counter) and arguments (field, unused, mode,
-    /// publish command).
+    /// `release.lua`'s keys (lock, channel) and arguments (field, mode, publish command).
     Release {
         keys: Vec<String>,
-        args: [String; 4],
+        args: [String; 3],
     },
 }
 
@@ -144,8 +143,8 @@ async fn send(conn: &fred::clients::Client, ops: Vec<Queued>) {
         let _ = reply.send(alone(conn, op).await);
         return;
     }
-    let mut keys = Vec::with_capacity(ops.len() * 3);
-    let mut args = Vec::with_capacity(ops.len() * 5);
+    let mut keys = Vec::with_capacity(ops.len() * 2);
+    let mut args = Vec::with_capacity(ops.len() * 4);
     let mut replies = Vec::with_capacity(ops.len());
     for Queued { op, reply } in ops {
         match op {

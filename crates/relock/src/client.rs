@@ -22,8 +22,9 @@ use crate::{fair, reentry, scripts, watchdog};
 
 /// Longest lease accepted: PEXPIRE takes milliseconds, and tokens are µs in a Lua double.
 const MAX_LEASE: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 30);
-/// How long the fencing counter outlives its lock, so that a token minted right after a
-/// release still sees the last one even if the server clock stepped back a little.
+/// How long a fencing counter lives once seeded from the server clock (or raised by a quorum
+/// write-back): a seed after it expires is this far past every token it handed out
+/// (`lua/lib/mint.lua`, docs/safety.md).
 const COUNTER_GRACE: Duration = Duration::from_secs(1);
 /// How often the subscriber connection is pinged while waiters rely on it, so that a silently
 /// dead connection is noticed within this plus one command timeout.
@@ -1112,13 +1113,8 @@ impl Inner {
     ) -> std::result::Result<Option<i64>, fred::error::Error> {
         let mode = if all { "all" } else { "1" };
         let keys = keys.release_keys();
-        let args = [
-            field.to_string(),
-            self.grace_ms().to_string(),
-            mode.into(),
-            self.publish_cmd().into(),
-        ];
-        if keys.len() > 3 {
+        let args = [field.to_string(), mode.into(), self.publish_cmd().into()];
+        if keys.len() > 2 {
             return scripts::FAIR_RELEASE
                 .run(self.pool.next(), keys, args.to_vec())
                 .await;

@@ -43,10 +43,10 @@ impl LockKeys {
         })
     }
 
-    /// KEYS of `release.lua` and `force_unlock.lua`: lock, channel, counter, and for a fair
+    /// KEYS of `release.lua` and `force_unlock.lua`: lock, channel, and for a fair
     /// lock the queue keys, so that the first waiter is the one woken.
     pub(crate) fn release_keys(&self) -> Vec<String> {
-        let mut keys = vec![self.lock.clone(), self.channel.clone(), self.token.clone()];
+        let mut keys = vec![self.lock.clone(), self.channel.clone()];
         if let Some(q) = &self.queue {
             keys.extend([q.queue.clone(), q.alive.clone(), q.seq.clone()]);
         }

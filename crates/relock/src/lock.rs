@@ -666,10 +666,7 @@ impl Lock {
             .run(
                 self.inner.pool.next(),
                 keys.release_keys(),
-                vec![
-                    self.inner.grace_ms().to_string(),
-                    self.inner.publish_cmd().into(),
-                ],
+                vec![self.inner.publish_cmd().into()],
             )
             .await
             .map_err(|e| self.inner.error("force_unlock", &keys.lock, e))?;

@@ -638,13 +638,13 @@ impl QuorumInner {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         for (i, node) in self.nodes.iter().enumerate() {
             let Some(conn) = node.conn() else { continue };
-            let (keys, field, grace) = (keys.release_keys(), field.to_string(), self.grace_ms());
+            let (keys, field) = (keys.release_keys(), field.to_string());
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
             self.tracker.spawn(async move {
                 let call = scripts::RELEASE.run::<Option<i64>>(
                     pinned(&conn, &name),
                     keys,
-                    vec![field, grace.to_string(), mode.into(), "publish".into()],
+                    vec![field, mode.into(), "publish".into()],
                 );
                 let r = match tokio::time::timeout(limit, call).await {
                     Ok(Ok(r)) => Ok(r),

@@ -660,14 +660,13 @@ impl QuorumLock {
     pub async fn force_unlock(&self) -> Result<bool> {
         self.q.check_running()?;
         let keys = self.keys()?;
-        let grace = self.q.grace_ms().to_string();
         let replies = self
             .on_every_node(
                 move |c, k| {
-                    let (keys, grace) = (k.release_keys(), grace.clone());
+                    let keys = k.release_keys();
                     async move {
                         scripts::FORCE_UNLOCK
-                            .run::<i64>(&c, keys, vec![grace, "publish".into()])
+                            .run::<i64>(&c, keys, vec!["publish".into()])
                             .await
                             .map(|n| n as u64)
                     }

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use fred::clients::Client as FredClient;
 use fred::interfaces::{ClientLike, LuaInterface};
 use fred::types::{ClusterHash, CustomCommand};
-use fred::types::{FromValue, MultipleKeys, MultipleValues, Value};
+use fred::types::{FromValue, MultipleKeys, Value};
 
 /// One embedded script.
 #[derive(Debug)]
@@ -42,23 +42,32 @@ impl Script {
         let slot = keys
             .first()
             .map(|k| fred::util::redis_keyslot(k.as_bytes()));
-        let mut call: Vec<Value> = Vec::with_capacity(2 + keys.len() + args.len());
+        let nkeys = keys.len();
+        // The strings move into the values (no copy); cloning a value for the NOSCRIPT
+        // fallback only counts a reference.
+        let mut call: Vec<Value> = Vec::with_capacity(2 + nkeys + args.len());
         call.push(self.sha1.as_str().into());
-        call.push((keys.len() as i64).into());
-        call.extend(keys.iter().map(|k| Value::from(k.as_str())));
-        call.extend(args.iter().map(|a| Value::from(a.as_str())));
+        call.push((nkeys as i64).into());
+        call.extend(keys.into_iter().map(Value::from));
+        call.extend(args.into_iter().map(Value::from));
         let evalsha = CustomCommand::new_static(
             "EVALSHA",
             slot.map_or(ClusterHash::Random, ClusterHash::Custom),
             false,
         );
-        match client.custom(evalsha, call).await {
+        match client.custom(evalsha, call.clone()).await {
             Err(e) if is_noscript(&e) => {
                 tracing::debug!(script = self.name, "NOSCRIPT; sending the script body");
-                let keys: MultipleKeys = keys.into();
-                let args: MultipleValues =
-                    Value::Array(args.into_iter().map(Value::from).collect());
-                client.eval(self.lua.as_ref(), keys, args).await
+                let mut rest = call.split_off(2);
+                let args = rest.split_off(nkeys);
+                let keys: MultipleKeys = rest
+                    .into_iter()
+                    .filter_map(|v| v.as_bytes_str().map(|s| s.to_string()))
+                    .collect::<Vec<_>>()
+                    .into();
+                client
+                    .eval(self.lua.as_ref(), keys, Value::Array(args))
+                    .await
             }
             other => other,
         }
