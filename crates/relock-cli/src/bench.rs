@@ -198,12 +198,7 @@ async fn baselines(target: &Target, concurrency: usize) -> Result<Ceilings, CliE
     .0;
     let ping_p50 = redis_benchmark(&host, &port, &["-c", "1", "-n", "20000"], &["PING"])?.1;
     if target.server.is_some() {
-        let client = fred_client(url).await?;
-        let _: () = client
-            .flushall(false)
-            .await
-            .map_err(|e| CliError::Failed(e.to_string()))?;
-        let _ = client.quit().await;
+        flush(url).await?;
     }
     Ok(Ceilings {
         acquire_rps,
@@ -271,6 +266,17 @@ pub(crate) async fn fred_client(url: &str) -> Result<fred::clients::Client, CliE
         .await
         .map_err(|e| CliError::Failed(format!("{}: {e}", relock::redacted_url(url))))?;
     Ok(client)
+}
+
+/// FLUSHALL on a server this run started (what a benchmark left).
+pub(crate) async fn flush(url: &str) -> Result<(), CliError> {
+    let client = fred_client(url).await?;
+    let _: () = client
+        .flushall(false)
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let _ = client.quit().await;
+    Ok(())
 }
 
 async fn evalsha_calls(url: &str) -> Option<u64> {

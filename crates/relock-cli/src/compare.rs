@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use fred::interfaces::ClientLike;
 use relock_testkit::{RedisMasters, RedisServer};
 
-use crate::bench::{contended, fred_client, host_port, redis_benchmark, uncontended};
+use crate::bench::{contended, flush, fred_client, host_port, redis_benchmark, uncontended};
 use crate::quorum_bench::{serial, timed_pair, Figures};
 use crate::stats::{ms, percentile};
 use crate::CliError;
@@ -296,16 +296,6 @@ async fn server_calls(url: &str) -> Result<u64, CliError> {
         .filter_map(|r| r.split(',').next())
         .filter_map(|n| n.parse::<u64>().ok())
         .sum())
-}
-
-async fn flush(url: &str) -> Result<(), CliError> {
-    let client = fred_client(url).await?;
-    let _: () = client
-        .flushall(false)
-        .await
-        .map_err(|e| CliError::Failed(e.to_string()))?;
-    let _ = client.quit().await;
-    Ok(())
 }
 
 /// p50 of 5000 serial PINGs from a fred client on this runtime.
