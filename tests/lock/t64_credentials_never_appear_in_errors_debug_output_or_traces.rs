@@ -123,6 +123,17 @@ async fn credentials_never_appear_in_errors_debug_output_or_traces() {
         shown.push(("bad url".into(), format!("{e} {e:?}")));
     }
 
+    // A sentinel user name with an `@` ahead of the sentinel password in the query (found by
+    // review: the password was shown).
+    let sentinel_url = format!(
+        "redis-sentinel://127.0.0.1:1?sentinelServiceName=m&sentinelUsername=ops@corp&sentinelPassword={SENTINEL_PASSWORD}"
+    );
+    shown.push(("sentinel URL".into(), relock::redacted_url(&sentinel_url)));
+    shown.push((
+        "sentinel ClientBuilder Debug".into(),
+        format!("{:?}", builder(sentinel_url)),
+    ));
+
     // The quorum client: its builder, and a connect that fails on every node.
     let qb = relock::QuorumClient::builder()
         .urls([

@@ -14,8 +14,9 @@ pub(crate) fn url(url: &str) -> String {
         None => (None, url),
     };
     // The userinfo ends at the last `@`, even if the password holds a `?`, `/` or `#` (fred
-    // takes such URLs). An `@` in the query would make more than the password disappear:
-    // harmless, since nothing secret is shown.
+    // takes such URLs). An `@` in the query (a sentinel user `ops@corp`) moves that split
+    // into the query: what comes before it is hidden, and `password=` values after it are
+    // hidden below wherever they stand.
     let (userinfo, rest) = match rest.rsplit_once('@') {
         Some((u, r)) => (Some(u), r),
         None => (None, rest),
@@ -46,16 +47,26 @@ pub(crate) fn url(url: &str) -> String {
     }
     if let Some(q) = query {
         out.push('?');
-        let params: Vec<String> = q
-            .split('&')
-            .map(|p| match p.split_once('=') {
-                Some((k, _)) if k.to_ascii_lowercase().contains("password") => format!("{k}=***"),
-                _ => p.to_string(),
-            })
-            .collect();
-        out.push_str(&params.join("&"));
+        out.push_str(q);
     }
-    out
+    let params: Vec<String> = out
+        .split('&')
+        .map(|p| match password_param(p) {
+            Some((key_end, _)) => format!("{}=***", &p[..key_end]),
+            None => p.to_string(),
+        })
+        .collect();
+    params.join("&")
+}
+
+/// In `segment` (text between two `&`), a `...password=VALUE` parameter, whose key starts after
+/// the last `?` or at the start: the key's end and the value.
+fn password_param(segment: &str) -> Option<(usize, &str)> {
+    let (head, value) = segment.split_once('=')?;
+    let key = head.rsplit_once('?').map_or(head, |(_, k)| k);
+    key.to_ascii_lowercase()
+        .contains("password")
+        .then_some((head.len(), value))
 }
 
 /// Replaces every occurrence of `secret_url`'s credentials in `text` (for messages of other
@@ -72,20 +83,16 @@ pub(crate) fn in_text(text: &str, raw_url: &str) -> String {
 fn secrets(raw_url: &str) -> Vec<String> {
     let mut found = Vec::new();
     let rest = raw_url.split_once("://").map_or(raw_url, |(_, r)| r);
-    let rest = match rest.rsplit_once('@') {
-        Some((userinfo, r)) => {
-            let password = userinfo.split_once(':').map_or(userinfo, |(_, p)| p);
-            if !password.is_empty() {
-                found.push(password.to_string());
-            }
-            r
+    if let Some((userinfo, _)) = rest.rsplit_once('@') {
+        let password = userinfo.split_once(':').map_or(userinfo, |(_, p)| p);
+        if !password.is_empty() {
+            found.push(password.to_string());
         }
-        None => rest,
-    };
-    let query = rest.split_once('?').map(|(_, q)| q);
-    for p in query.into_iter().flat_map(|q| q.split('&')) {
-        if let Some((k, v)) = p.split_once('=') {
-            if k.to_ascii_lowercase().contains("password") && !v.is_empty() {
+    }
+    // Wherever they stand (see `url` for an `@` in the query).
+    for p in raw_url.split('&') {
+        if let Some((_, v)) = password_param(p) {
+            if !v.is_empty() {
                 found.push(v.to_string());
             }
         }
@@ -116,6 +123,10 @@ mod tests {
                 "redis://app:a/b#c@h:6379/0?x=1",
                 "redis://app:***@h:6379/0?x=1",
             ),
+            (
+                "redis-sentinel://h:1?sentinelServiceName=m&sentinelUsername=ops@corp&sentinelPassword=zz9",
+                "redis-sentinel://h:***@corp&sentinelPassword=***",
+            ),
         ] {
             assert_eq!(super::url(raw), want, "{raw}");
         }
@@ -128,5 +139,10 @@ mod tests {
         let out = super::in_text(&text, raw);
         assert!(!out.contains("s3cret") && !out.contains("zz9"), "{out}");
         assert!(out.contains("app:***@h:6379"), "{out}");
+
+        // An `@` in the query, before the password parameter (found by review).
+        let raw = "redis-sentinel://h:1?sentinelServiceName=m&sentinelUsername=ops@corp&sentinelPassword=zz9";
+        let out = super::in_text(&format!("{raw}: wrong password zz9"), raw);
+        assert!(!out.contains("zz9"), "{out}");
     }
 }
