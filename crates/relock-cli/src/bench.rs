@@ -8,7 +8,10 @@ use std::time::{Duration, Instant};
 
 use fred::interfaces::{ClientLike, LuaInterface};
 
-use crate::stats::{ms, percentile};
+use crate::plot::{BenchPlot, PlotFile};
+use crate::progress::Phase;
+use crate::report::{out, outln, JsonTo, Text};
+use crate::stats::{as_ms, ms, Latencies};
 use crate::{CliError, Target};
 
 /// Options of `relock bench`.
@@ -35,33 +38,114 @@ pub(crate) struct Args {
     /// Skip the redis-benchmark ceilings.
     #[arg(long)]
     no_baseline: bool,
+    /// Run the redis-benchmark ceilings even when the URL has credentials, by passing them on
+    /// redis-benchmark's command line (`--user`, `-a`): while it runs, every user of this
+    /// machine can read them (`ps`). relock's own output never shows them.
+    #[arg(long)]
+    baseline_password_in_argv: bool,
     /// Send every lock operation on its own (`ClientBuilder::coalesce(false)`).
     #[arg(long)]
     no_coalesce: bool,
+    /// Also write the results as JSON to FILE (`-`: stdout, the text report then goes to
+    /// stderr).
+    #[arg(long, value_name = "FILE", value_parser = JsonTo::from_arg)]
+    json: Option<JsonTo>,
+    /// Also draw the handoff latency histograms and pairs/s per lock kind to FILE (.svg or .png).
+    #[arg(long, value_name = "FILE", value_parser = PlotFile::from_arg)]
+    plot: Option<PlotFile>,
+}
+
+/// What `--json` writes: every figure, its unit in its name.
+#[derive(serde::Serialize)]
+struct Report {
+    /// The server, its password hidden.
+    redis: String,
+    seconds_per_case: u64,
+    uncontended: UncontendedReport,
+    contended: ContendedReport,
+    /// The redis-benchmark ceilings, when measured.
+    baselines: Option<Ceilings>,
+    /// Why the ceilings were not measured, when they were not.
+    baselines_skipped: Option<&'static str>,
+}
+
+#[derive(serde::Serialize)]
+struct UncontendedReport {
+    tasks: usize,
+    connections: usize,
+    coalesce: bool,
+    pairs_per_s: f64,
+    /// pairs/s ÷ the redis-benchmark ceiling (half its acquire scripts/s).
+    ratio_to_ceiling: Option<f64>,
+    /// The same against the pipelined (`-P 16`) ceiling.
+    ratio_to_pipelined_ceiling: Option<f64>,
+}
+
+#[derive(serde::Serialize)]
+struct ContendedReport {
+    workers: usize,
+    clients: usize,
+    hold_ms: u64,
+    plain: Case,
+    fair: Case,
+}
+
+/// One contended (H-wait) case.
+#[derive(serde::Serialize)]
+struct Case {
+    handoffs: u64,
+    handoffs_per_s: f64,
+    acquisitions: u64,
+    pairs_per_s: f64,
+    handoff_p50_ms: f64,
+    handoff_p90_ms: f64,
+    handoff_p99_ms: f64,
+    handoff_max_ms: f64,
+    acquisitions_timed_out: u64,
+    /// Script calls on the server per acquisition (`INFO commandstats`), when it could be read.
+    server_script_calls_per_handoff: Option<f64>,
+    /// Handoff p50 ÷ redis-benchmark's PING p50, when measured.
+    p50_ratio_to_ping_p50: Option<f64>,
+    /// Handoff p50 ÷ the plain lock's (the fair case only).
+    p50_ratio_to_plain_p50: Option<f64>,
 }
 
 pub(crate) async fn run(args: Args) -> Result<(), CliError> {
+    if let Some(plot) = &args.plot {
+        plot.prepare()?;
+    }
+    let text = Text::new(args.json.as_ref());
     let target = Target::new(args.redis.clone())?;
     let secs = Duration::from_secs(args.seconds);
-    println!(
+    outln!(
+        text,
         "relock bench on {} ({} s per case)\n",
         relock::redacted_url(&target.url),
         args.seconds
     );
 
     // redis-benchmark takes a password only on its command line (`-a`), where every user of
-    // the machine can read it: with credentials in the URL the baselines are skipped.
-    let has_credentials = target
-        .url
-        .split_once("://")
-        .is_some_and(|(_, rest)| rest.contains('@'));
-    if has_credentials && !args.no_baseline {
-        println!("(redis-benchmark baselines skipped: the URL has credentials, which redis-benchmark would take on its command line)\n");
-    }
-    let ceilings = if args.no_baseline || has_credentials {
-        None
+    // the machine can read it: with credentials in the URL the baselines are skipped unless
+    // that is asked for.
+    let has_credentials = has_credentials(&target.url)?;
+    let skipped = if args.no_baseline {
+        Some("--no-baseline")
+    } else if has_credentials && !args.baseline_password_in_argv {
+        outln!(text, "(redis-benchmark baselines skipped: the URL has credentials, which redis-benchmark would take on its command line; --baseline-password-in-argv runs them anyway)\n");
+        Some("the URL has credentials (see --baseline-password-in-argv)")
     } else {
-        Some(baselines(&target, args.tasks).await?)
+        None
+    };
+    let ceilings = match skipped {
+        Some(_) => None,
+        None => {
+            let mut endpoint = Endpoint::parse(&target.url)?;
+            if has_credentials {
+                outln!(text, "(redis-benchmark baselines take the URL's credentials on their command line: --baseline-password-in-argv)\n");
+                endpoint = endpoint.with_credentials_in_argv();
+            }
+            Some(baselines(&target, &endpoint, args.tasks, args.seconds).await?)
+        }
     };
 
     let pairs = uncontended(
@@ -70,34 +154,45 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         Some(args.connections),
         !args.no_coalesce,
         secs,
+        "uncontended",
     )
     .await?;
-    println!(
+    outln!(
+        text,
         "uncontended: {} tasks, own keys, {} connections",
-        args.tasks, args.connections
+        args.tasks,
+        args.connections
     );
-    println!("  relock lock+unlock            {:>9.0} pairs/s", pairs);
+    outln!(
+        text,
+        "  relock lock+unlock            {:>9.0} pairs/s",
+        pairs
+    );
     if let Some(c) = &ceilings {
-        println!(
+        outln!(
+            text,
             "  redis-benchmark acquire -c {} {:>9.0} scripts/s -> {:.0} pairs/s ceiling; relock = {:.2} x",
             args.tasks,
-            c.acquire_rps,
-            c.acquire_rps / 2.0,
-            pairs / (c.acquire_rps / 2.0)
+            c.acquire_scripts_per_s,
+            c.ceiling_pairs_per_s,
+            pairs / c.ceiling_pairs_per_s
         );
-        println!(
+        outln!(
+            text,
             "  same, pipelined -P 16         {:>9.0} scripts/s -> {:.0} pairs/s; relock = {:.2} x",
-            c.acquire_rps_pipelined,
-            c.acquire_rps_pipelined / 2.0,
-            pairs / (c.acquire_rps_pipelined / 2.0)
+            c.pipelined_acquire_scripts_per_s,
+            c.pipelined_ceiling_pairs_per_s,
+            pairs / c.pipelined_ceiling_pairs_per_s
         );
     }
 
-    println!(
+    outln!(
+        text,
         "\ncontended (H-wait): {} workers in 2 clients, one key, hold {} ms, re-ask only after another worker holds it",
-        args.workers, args.hold_ms
+        args.workers,
+        args.hold_ms
     );
-    let mut plain_p50 = None;
+    let mut cases: Vec<(Case, Contended)> = Vec::new();
     for fair in [false, true] {
         let calls_before = evalsha_calls(&target.url).await;
         let h = contended(
@@ -109,59 +204,139 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         )
         .await?;
         let calls_after = evalsha_calls(&target.url).await;
-        let mut lat = h.latencies;
-        let (p50, p99) = (percentile(&mut lat, 50.0), percentile(&mut lat, 99.0));
-        println!("  {} lock", if fair { "fair" } else { "plain" });
-        println!(
+        let lat = &h.latencies;
+        let (p50, p99) = (lat.percentile(50.0), lat.percentile(99.0));
+        let plain_p50 = cases.first().map(|c| c.0.handoff_p50_ms);
+        outln!(text, "  {} lock", if fair { "fair" } else { "plain" });
+        outln!(
+            text,
             "    handoffs                    {:>9.0} /s ({} in {} s)",
             lat.len() as f64 / secs.as_secs_f64(),
             lat.len(),
             args.seconds
         );
-        print!(
+        out!(
+            text,
             "    handoff latency             p50 {}  p99 {}",
             ms(p50),
             ms(p99)
         );
-        match plain_p50 {
-            None => {
-                plain_p50 = Some(p50);
-                println!();
-            }
-            Some(plain) => println!(
-                "  (p50 = {:.2} x the plain lock's)",
-                p50.as_secs_f64() / Duration::as_secs_f64(&plain).max(1e-9)
-            ),
+        let p50_ratio_to_plain_p50 = plain_p50.map(|plain| as_ms(p50) / plain.max(1e-6));
+        match p50_ratio_to_plain_p50 {
+            None => outln!(text),
+            Some(r) => outln!(text, "  (p50 = {r:.2} x the plain lock's)"),
         }
-        println!("    lock acquisitions timed out {}", h.lost_wakeups);
-        if let (Some(b), Some(a)) = (calls_before, calls_after) {
-            // Every acquire attempt, release (one per acquisition) and fair heartbeat is one
-            // script call.
-            let per = (a - b) as f64 / h.acquisitions.max(1) as f64;
-            println!(
+        outln!(text, "    lock acquisitions timed out {}", h.lost_wakeups);
+        // Every acquire attempt, release (one per acquisition) and fair heartbeat is one script
+        // call.
+        let per = match (calls_before, calls_after) {
+            (Some(b), Some(a)) => Some((a - b) as f64 / h.acquisitions.max(1) as f64),
+            _ => None,
+        };
+        if let Some(per) = per {
+            outln!(
+                text,
                 "    server script calls/handoff {per:.2}: {:.2} acquire attempts (+ heartbeats) and 1 release",
                 per - 1.0
             );
         }
-        if let Some(c) = &ceilings {
-            println!(
-                "    redis-benchmark PING -c 1   p50 {}; handoff p50 = {:.1} x PING p50",
-                ms(c.ping_p50),
-                p50.as_secs_f64() / c.ping_p50.as_secs_f64().max(1e-9)
+        let p50_ratio_to_ping_p50 = ceilings
+            .as_ref()
+            .map(|c| as_ms(p50) / c.ping_p50_ms.max(1e-6));
+        if let (Some(c), Some(r)) = (&ceilings, p50_ratio_to_ping_p50) {
+            outln!(
+                text,
+                "    redis-benchmark PING -c 1   p50 {:.3} ms; handoff p50 = {r:.1} x PING p50",
+                c.ping_p50_ms
             );
         }
+        let case = Case {
+            handoffs: lat.len(),
+            handoffs_per_s: lat.len() as f64 / secs.as_secs_f64(),
+            acquisitions: h.acquisitions,
+            pairs_per_s: h.acquisitions as f64 / secs.as_secs_f64(),
+            handoff_p50_ms: as_ms(p50),
+            handoff_p90_ms: as_ms(lat.percentile(90.0)),
+            handoff_p99_ms: as_ms(p99),
+            handoff_max_ms: as_ms(lat.max()),
+            acquisitions_timed_out: h.lost_wakeups,
+            server_script_calls_per_handoff: per,
+            p50_ratio_to_ping_p50,
+            p50_ratio_to_plain_p50,
+        };
+        cases.push((case, h));
+    }
+    let (fair, fair_h) = cases.pop().expect("two cases");
+    let (plain, plain_h) = cases.pop().expect("two cases");
+
+    if let Some(file) = &args.plot {
+        let mut rates = vec![
+            ("plain, uncontended".to_string(), pairs),
+            ("plain, contended".to_string(), plain.pairs_per_s),
+            ("fair, contended".to_string(), fair.pairs_per_s),
+        ];
+        if let Some(c) = &ceilings {
+            rates.push((
+                format!("redis-benchmark ceiling -c {}", c.concurrency),
+                c.ceiling_pairs_per_s,
+            ));
+        }
+        BenchPlot {
+            handoffs: vec![("plain", &plain_h.latencies), ("fair", &fair_h.latencies)],
+            rates,
+        }
+        .write(file)?;
+    }
+    if let Some(json) = &args.json {
+        json.write(&Report {
+            redis: relock::redacted_url(&target.url),
+            seconds_per_case: args.seconds,
+            uncontended: UncontendedReport {
+                tasks: args.tasks,
+                connections: args.connections,
+                coalesce: !args.no_coalesce,
+                pairs_per_s: pairs,
+                ratio_to_ceiling: ceilings.as_ref().map(|c| pairs / c.ceiling_pairs_per_s),
+                ratio_to_pipelined_ceiling: ceilings
+                    .as_ref()
+                    .map(|c| pairs / c.pipelined_ceiling_pairs_per_s),
+            },
+            contended: ContendedReport {
+                workers: args.workers,
+                clients: 2,
+                hold_ms: args.hold_ms,
+                plain,
+                fair,
+            },
+            baselines: ceilings,
+            baselines_skipped: skipped,
+        })?;
     }
     Ok(())
 }
 
+/// What redis-benchmark measured on the same server.
+#[derive(serde::Serialize)]
 struct Ceilings {
-    acquire_rps: f64,
-    acquire_rps_pipelined: f64,
-    ping_p50: Duration,
+    /// Its connections (`-c`), as many as relock's uncontended tasks.
+    concurrency: usize,
+    acquire_scripts_per_s: f64,
+    /// Half the scripts/s: a pair is an acquire and a release.
+    ceiling_pairs_per_s: f64,
+    pipelined_acquire_scripts_per_s: f64,
+    pipelined_ceiling_pairs_per_s: f64,
+    ping_p50_ms: f64,
 }
 
 /// redis-benchmark on the same server: the acquire script on random keys, and PING latency.
-async fn baselines(target: &Target, concurrency: usize) -> Result<Ceilings, CliError> {
+/// Its request counts follow `seconds` (100k, 400k and 20k at the default 3 s), so that a
+/// short run is short throughout.
+async fn baselines(
+    target: &Target,
+    endpoint: &Endpoint,
+    concurrency: usize,
+    seconds: u64,
+) -> Result<Ceilings, CliError> {
     let url = &target.url;
     let client = fred_client(url).await?;
     let sha: String = client
@@ -169,8 +344,9 @@ async fn baselines(target: &Target, concurrency: usize) -> Result<Ceilings, CliE
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
     let _ = client.quit().await;
-    let (host, port) = host_port(url)?;
     let c = concurrency.to_string();
+    let n = |at_3_s: u64| (at_3_s * seconds.max(1) / 3).to_string();
+    let (n_acquire, n_pipelined, n_ping) = (n(100_000), n(400_000), n(20_000));
     // Short leases so the keys the benchmark creates expire by themselves.
     let script = [
         "EVALSHA",
@@ -182,56 +358,69 @@ async fn baselines(target: &Target, concurrency: usize) -> Result<Ceilings, CliE
         "owner:1",
         "1000",
     ];
-    let acquire_rps = redis_benchmark(
-        &host,
-        &port,
-        &["-c", &c, "-n", "100000", "-r", "10000000"],
+    let acquire = redis_benchmark(
+        endpoint,
+        &["-c", &c, "-n", &n_acquire, "-r", "10000000"],
         &script,
     )?
     .0;
-    let acquire_rps_pipelined = redis_benchmark(
-        &host,
-        &port,
-        &["-c", &c, "-P", "16", "-n", "400000", "-r", "10000000"],
+    let pipelined = redis_benchmark(
+        endpoint,
+        &["-c", &c, "-P", "16", "-n", &n_pipelined, "-r", "10000000"],
         &script,
     )?
     .0;
-    let ping_p50 = redis_benchmark(&host, &port, &["-c", "1", "-n", "20000"], &["PING"])?.1;
+    let ping_p50 = redis_benchmark(endpoint, &["-c", "1", "-n", &n_ping], &["PING"])?.1;
     if target.server.is_some() {
         flush(url).await?;
     }
     Ok(Ceilings {
-        acquire_rps,
-        acquire_rps_pipelined,
-        ping_p50,
+        concurrency,
+        acquire_scripts_per_s: acquire,
+        ceiling_pairs_per_s: acquire / 2.0,
+        pipelined_acquire_scripts_per_s: pipelined,
+        pipelined_ceiling_pairs_per_s: pipelined / 2.0,
+        ping_p50_ms: as_ms(ping_p50),
     })
 }
 
 /// Runs redis-benchmark in CSV mode; returns (requests/s, p50 latency).
 pub(crate) fn redis_benchmark(
-    host: &str,
-    port: &str,
+    endpoint: &Endpoint,
     opts: &[&str],
     command: &[&str],
 ) -> Result<(f64, Duration), CliError> {
-    let out = Command::new("redis-benchmark")
-        .args(["-h", host, "-p", port, "--csv"])
-        .args(opts)
-        .args(command)
-        .output()
-        .map_err(|e| {
-            CliError::Failed(format!(
-                "running redis-benchmark (install redis-tools): {e}"
-            ))
-        })?;
-    let text = String::from_utf8_lossy(&out.stdout);
+    let mut cmd = Command::new("redis-benchmark");
+    cmd.args([
+        "-h",
+        &endpoint.host,
+        "-p",
+        &endpoint.port.to_string(),
+        "--csv",
+    ]);
+    if endpoint.credentials_in_argv {
+        if let Some(user) = &endpoint.user {
+            cmd.args(["--user", user]);
+        }
+        if let Some(password) = &endpoint.password {
+            cmd.args(["-a", password]);
+        }
+    }
+    let out = cmd.args(opts).args(command).output().map_err(|e| {
+        CliError::Failed(format!(
+            "running redis-benchmark (install redis-tools): {e}"
+        ))
+    })?;
+    // Its messages could quote what it was given: never pass the password on.
+    let hide = |t: &[u8]| endpoint.hide_password(&String::from_utf8_lossy(t));
+    let text = hide(&out.stdout);
     let row = text
         .lines()
         .rfind(|l| !l.starts_with("\"test\""))
         .ok_or_else(|| {
             CliError::Failed(format!(
                 "redis-benchmark printed nothing: {}",
-                String::from_utf8_lossy(&out.stderr)
+                hide(&out.stderr)
             ))
         })?;
     let cols: Vec<f64> = row
@@ -247,13 +436,84 @@ pub(crate) fn redis_benchmark(
     }
 }
 
-pub(crate) fn host_port(url: &str) -> Result<(String, String), CliError> {
-    let rest = url.split("://").nth(1).unwrap_or(url);
-    let hostport = rest.split('/').next().unwrap_or(rest);
-    let hostport = hostport.rsplit('@').next().unwrap_or(hostport);
-    match hostport.rsplit_once(':') {
-        Some((h, p)) => Ok((h.to_string(), p.to_string())),
-        None => Ok((hostport.to_string(), "6379".to_string())),
+/// `url` parsed, or an error naming it with its password hidden.
+fn parse_url(url: &str) -> Result<url::Url, CliError> {
+    url::Url::parse(url).map_err(|e| {
+        CliError::Failed(format!(
+            "{}: not a valid URL: {e}",
+            relock::redacted_url(url)
+        ))
+    })
+}
+
+/// Whether `url` holds credentials: a user name, a password, or a `...password=` parameter.
+pub(crate) fn has_credentials(url: &str) -> Result<bool, CliError> {
+    let u = parse_url(url)?;
+    Ok(!u.username().is_empty()
+        || u.password().is_some()
+        || u.query_pairs()
+            .any(|(k, _)| k.to_ascii_lowercase().contains("password")))
+}
+
+/// Where redis-benchmark connects, from a Redis URL.
+pub(crate) struct Endpoint {
+    host: String,
+    port: u16,
+    user: Option<String>,
+    password: Option<String>,
+    /// Whether `user` and `password` go on redis-benchmark's command line (where every local
+    /// user can read them): only when asked for.
+    credentials_in_argv: bool,
+}
+
+impl Endpoint {
+    /// The host and port of `url` (6379 when it names none) and its credentials, decoded.
+    pub(crate) fn parse(url: &str) -> Result<Endpoint, CliError> {
+        let u = parse_url(url)?;
+        let fail = |what: &str| CliError::Failed(format!("{}: {what}", relock::redacted_url(url)));
+        let host = match u.host() {
+            Some(url::Host::Domain(d)) => d.to_string(),
+            Some(url::Host::Ipv4(a)) => a.to_string(),
+            // redis-benchmark takes the address without the URL's brackets.
+            Some(url::Host::Ipv6(a)) => a.to_string(),
+            None => return Err(fail("no host for redis-benchmark to connect to")),
+        };
+        let decode = |s: &str, what: &str| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8()
+                .map(|s| s.into_owned())
+                .map_err(|_| fail(&format!("the {what} is not UTF-8 once decoded")))
+        };
+        let user = match u.username() {
+            "" => None,
+            name => Some(decode(name, "user name")?),
+        };
+        let password = match u.password() {
+            None | Some("") => None,
+            Some(p) => Some(decode(p, "password")?),
+        };
+        Ok(Endpoint {
+            host,
+            port: u.port().unwrap_or(6379),
+            user,
+            password,
+            credentials_in_argv: false,
+        })
+    }
+
+    /// Lets redis-benchmark take the credentials, on its command line.
+    pub(crate) fn with_credentials_in_argv(self) -> Endpoint {
+        Endpoint {
+            credentials_in_argv: true,
+            ..self
+        }
+    }
+
+    fn hide_password(&self, text: &str) -> String {
+        match &self.password {
+            Some(p) => text.replace(p.as_str(), "***"),
+            None => text.to_string(),
+        }
     }
 }
 
@@ -295,12 +555,15 @@ async fn evalsha_calls(url: &str) -> Option<u64> {
     Some(calls("evalsha")? + calls("eval").unwrap_or(0))
 }
 
+/// Uncontended lock+unlock pairs per second: `tasks` tasks, each on its own key, for `secs`,
+/// shown as the progress phase `label`.
 pub(crate) async fn uncontended(
     url: &str,
     tasks: usize,
     connections: Option<usize>,
     coalesce: bool,
     secs: Duration,
+    label: &str,
 ) -> Result<f64, CliError> {
     let mut builder = relock::Client::builder().url(url).coalesce(coalesce);
     if let Some(n) = connections {
@@ -308,9 +571,10 @@ pub(crate) async fn uncontended(
     }
     let client = builder.build().await?;
     crate::signals::register(&client);
-    let done = Arc::new(AtomicU64::new(0));
     // Warm up the connections and the script cache.
     client.lock("bench:u:warm").lock().await?.unlock().await?;
+    let phase = Phase::start(label, secs, "pairs");
+    let done = phase.counter();
     let start = Instant::now();
     let deadline = start + secs;
     let mut handles = Vec::new();
@@ -328,12 +592,13 @@ pub(crate) async fn uncontended(
         h.await.map_err(|e| CliError::Failed(e.to_string()))??;
     }
     let pairs = done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
+    phase.finish().await;
     client.shutdown().await;
     Ok(pairs)
 }
 
 pub(crate) struct Contended {
-    pub(crate) latencies: Vec<Duration>,
+    pub(crate) latencies: Latencies,
     pub(crate) acquisitions: u64,
     pub(crate) lost_wakeups: u64,
 }
@@ -357,8 +622,14 @@ pub(crate) async fn contended(
     let (holder_tx, _) = tokio::sync::watch::channel(usize::MAX);
     let holder_tx = Arc::new(holder_tx);
     let last_release: Arc<Mutex<Option<(Instant, usize)>>> = Arc::default();
-    let latencies: Arc<Mutex<Vec<Duration>>> = Arc::default();
-    let acquisitions = Arc::new(AtomicU64::new(0));
+    let latencies: Arc<Mutex<Latencies>> = Arc::default();
+    let label = if fair {
+        "contended fair"
+    } else {
+        "contended plain"
+    };
+    let phase = Phase::start(label, secs, "pairs");
+    let acquisitions = phase.counter();
     let timeouts = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + secs;
     let mut handles = Vec::new();
@@ -385,7 +656,7 @@ pub(crate) async fn contended(
                 holder_tx.send_replace(id);
                 if let Some((at, by)) = *last_release.lock().unwrap() {
                     if by != id {
-                        latencies.lock().unwrap().push(got - at);
+                        latencies.lock().unwrap().record(got - at);
                     }
                 }
                 tokio::time::sleep(hold).await;
@@ -404,6 +675,7 @@ pub(crate) async fn contended(
     for h in handles {
         h.await.map_err(|e| CliError::Failed(e.to_string()))??;
     }
+    phase.finish().await;
     for c in &clients {
         c.shutdown().await;
     }
@@ -413,4 +685,42 @@ pub(crate) async fn contended(
         acquisitions: acquisitions.load(Ordering::Relaxed),
         lost_wakeups: timeouts.load(Ordering::Relaxed),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endpoint_is_the_urls_host_port_and_decoded_credentials() {
+        let e = Endpoint::parse("redis://app:p%40ss@db.example:6380/0").unwrap();
+        assert_eq!((e.host.as_str(), e.port), ("db.example", 6380));
+        assert_eq!(e.user.as_deref(), Some("app"));
+        assert_eq!(e.password.as_deref(), Some("p@ss"));
+        assert!(!e.credentials_in_argv);
+        assert!(e.with_credentials_in_argv().credentials_in_argv);
+
+        let e = Endpoint::parse("redis://:pw@[::1]").unwrap();
+        assert_eq!((e.host.as_str(), e.port), ("::1", 6379));
+        assert_eq!((e.user, e.password.as_deref()), (None, Some("pw")));
+
+        let e = Endpoint::parse("redis://127.0.0.1:7000").unwrap();
+        assert_eq!((e.user, e.password), (None, None));
+    }
+
+    #[test]
+    fn credentials_are_told_apart_and_never_shown_in_errors() {
+        assert!(has_credentials("redis://:pw@h:1").unwrap());
+        assert!(has_credentials("redis://user@h:1").unwrap());
+        assert!(has_credentials("redis-sentinel://h:1?sentinelPassword=x").unwrap());
+        assert!(!has_credentials("redis://h:1/0").unwrap());
+        for bad in [
+            "redis://:hunter2@h:99999",
+            "redis://:hunter2@h:x",
+            "unix://:hunter2@/tmp/redis.sock",
+        ] {
+            let e = Endpoint::parse(bad).err().expect(bad).to_string();
+            assert!(!e.contains("hunter2") && e.contains(":***@"), "{e}");
+        }
+    }
 }

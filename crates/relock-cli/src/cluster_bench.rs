@@ -35,6 +35,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         Some(args.connections),
         true,
         secs,
+        "one master",
     )
     .await?;
     println!("  one master                 {one:>9.0} pairs/s");
@@ -44,6 +45,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         Some(args.connections),
         true,
         secs,
+        "3-master cluster",
     )
     .await?;
     println!(

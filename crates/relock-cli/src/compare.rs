@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use fred::interfaces::ClientLike;
 use relock_testkit::{RedisMasters, RedisServer};
 
-use crate::bench::{contended, flush, fred_client, host_port, redis_benchmark, uncontended};
+use crate::bench::{contended, flush, fred_client, redis_benchmark, uncontended, Endpoint};
 use crate::quorum_bench::{serial, timed_pair, Figures};
-use crate::stats::{ms, percentile};
+use crate::stats::{ms, Latencies};
 use crate::CliError;
 
 /// Options of `relock bench-compare`.
@@ -65,8 +65,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     // One server for U and H-wait.
     let server = RedisServer::start()?;
     let url = server.url();
-    let (host, port) = host_port(&url)?;
-    let bench_ping = redis_benchmark(&host, &port, &["-c", "1", "-n", "20000"], &["PING"])?.1;
+    let endpoint = Endpoint::parse(&url)?;
+    let bench_ping = redis_benchmark(&endpoint, &["-c", "1", "-n", "20000"], &["PING"])?.1;
     // What a tokio client pays for one round trip: the baseline a handoff is held to (two
     // round trips and a pub/sub message, in the same runtime and client library).
     let ping_p50 = fred_ping_p50(&url).await?;
@@ -78,7 +78,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
 
     // U: relock, then each peer, on the same server.
     let before = server_calls(&url).await?;
-    let relock_u = uncontended(&url, args.tasks, args.connections, true, secs).await?;
+    let relock_u = uncontended(&url, args.tasks, args.connections, true, secs, "U relock").await?;
     let calls = (server_calls(&url).await? - before) as f64;
     // The warm-up pair and the two INFO calls are in the count too: negligible.
     let per_pair = calls / (relock_u * secs.as_secs_f64()).max(1.0);
@@ -134,8 +134,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     // H-wait, plain then fair.
     for fair in [false, true] {
         let h = contended(&url, 16, Duration::from_millis(5), secs, fair).await?;
-        let mut lat = h.latencies;
-        let (p50, p99) = (percentile(&mut lat, 50.0), percentile(&mut lat, 99.0));
+        let lat = h.latencies;
+        let (p50, p99) = (lat.percentile(50.0), lat.percentile(99.0));
         let kind = if fair { "fair" } else { "plain" };
         println!(
             "H-wait {kind}: {} handoffs, p50 {} p99 {}, {} timed out",
@@ -175,7 +175,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let qlock = quorum.lock("bench:q");
     let pair = || timed_pair(&qlock);
     pair().await?;
-    let q = serial(secs, pair).await?;
+    let q = serial("Q", secs, pair).await?;
     println!(
         "Q relock: p50 {} p99 {} ({} pairs)",
         ms(q.p50),
@@ -183,7 +183,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         q.pairs
     );
     m[args.nodes / 2].pause()?;
-    let paused = serial(secs, pair).await;
+    let paused = serial("Q-paused", secs, pair).await;
     m[args.nodes / 2].resume()?;
     let paused = paused?;
     println!("Q-paused relock: p50 {}", ms(paused.p50));
@@ -200,13 +200,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             let out: Vec<&str> = out.iter().map(String::as_str).collect();
             match out.as_slice() {
                 [name, "q", pairs, p50, p99, rate, stuck] => {
-                    let f = |s: &str| s.parse::<f64>().unwrap_or(f64::NAN);
-                    let fig = Figures {
-                        pairs: pairs.parse().unwrap_or(0),
-                        p50: Duration::from_secs_f64((f(p50) / 1000.0).max(0.0)),
-                        p99: Duration::from_secs_f64((f(p99) / 1000.0).max(0.0)),
-                        rate: f(rate),
-                    };
+                    let fig = Figures::of_peer(pairs, p50, p99, rate);
                     println!(
                         "Q {name}: p50 {} p99 {} ({stuck} stuck)",
                         ms(fig.p50),
@@ -301,15 +295,15 @@ async fn server_calls(url: &str) -> Result<u64, CliError> {
 /// p50 of 5000 serial PINGs from a fred client on this runtime.
 async fn fred_ping_p50(url: &str) -> Result<Duration, CliError> {
     let client = fred_client(url).await?;
-    let mut lat = Vec::with_capacity(5000);
+    let mut lat = Latencies::new();
     for _ in 0..5000 {
         let t = Instant::now();
         let _: String = client
             .ping(None)
             .await
             .map_err(|e| CliError::Failed(e.to_string()))?;
-        lat.push(t.elapsed());
+        lat.record(t.elapsed());
     }
     let _ = client.quit().await;
-    Ok(percentile(&mut lat, 50.0))
+    Ok(lat.percentile(50.0))
 }

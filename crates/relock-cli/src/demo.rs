@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use fred::interfaces::KeysInterface;
 
-use crate::stats::{ms, percentile};
+use crate::stats::{ms, Latencies};
 use crate::{CliError, Target};
 
 /// Options of `relock demo`.
@@ -38,7 +38,7 @@ struct Shared {
     token_regressions: AtomicU64,
     /// (highest token seen, (release start, releasing worker)).
     last: Mutex<(u64, Option<(Instant, usize)>)>,
-    handoffs: Mutex<Vec<Duration>>,
+    handoffs: Mutex<Latencies>,
 }
 
 pub(crate) async fn run(args: Args) -> Result<(), CliError> {
@@ -121,7 +121,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let acquisitions = shared.acquisitions.load(Ordering::SeqCst);
     let max_inside = shared.max_inside.load(Ordering::SeqCst);
     let regressions = shared.token_regressions.load(Ordering::SeqCst);
-    let mut handoffs = std::mem::take(&mut *shared.handoffs.lock().unwrap());
+    let handoffs = std::mem::take(&mut *shared.handoffs.lock().unwrap());
     let ok = counter == acquisitions && max_inside == 1 && regressions == 0;
     println!("\nsummary");
     println!("  acquisitions            {acquisitions}");
@@ -137,8 +137,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     println!(
         "  handoffs                {} (release -> another worker's acquire) p50 {} p99 {}",
         handoffs.len(),
-        ms(percentile(&mut handoffs, 50.0)),
-        ms(percentile(&mut handoffs, 99.0))
+        ms(handoffs.percentile(50.0)),
+        ms(handoffs.percentile(99.0))
     );
     println!(
         "  fencing tokens          {}",
@@ -178,7 +178,7 @@ async fn worker_step(
         last.0 = last.0.max(guard.fencing_token());
         if let Some((released, by)) = last.1 {
             if by != id {
-                shared.handoffs.lock().unwrap().push(got - released);
+                shared.handoffs.lock().unwrap().record(got - released);
             }
         }
     }

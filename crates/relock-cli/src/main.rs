@@ -1,6 +1,7 @@
 //! `relock`: distributed locks on Redis from the command line.
 //!
 //! - `relock run NAME -- CMD`: runs a command while holding a lock (flock across machines).
+//! - `relock status NAME`, `relock watch NAME`, `relock force-unlock NAME`: inspect and repair.
 //! - `relock demo`: workers in two clients contend for one lock and prove mutual exclusion.
 //! - `relock bench`: uncontended and contended figures beside `redis-benchmark` ceilings.
 //! - `relock bench-compare`: every performance target as a ratio to a same-run baseline.
@@ -14,10 +15,14 @@ mod bench;
 mod cluster_bench;
 mod compare;
 mod demo;
+mod plot;
+mod progress;
 mod quorum_bench;
+mod report;
 mod run;
 mod stats;
 mod status;
+mod watch;
 mod watchdog_bench;
 
 use clap::{Parser, Subcommand};
@@ -39,6 +44,9 @@ enum Command {
     Status(status::StatusArgs),
     /// Deletes a lock whoever holds it (and wakes its waiters); prints what it deleted.
     ForceUnlock(status::ForceUnlockArgs),
+    /// Shows each change of a lock as it happens (acquired, released, expired, the fair
+    /// line), from its release channel and keyspace notifications, not by polling.
+    Watch(watch::Args),
     /// Workers in two clients contend for one lock and increment a non-atomic counter in Redis;
     /// prints progress and a summary (exact count, one holder at a time, handoff latency,
     /// strictly increasing fencing tokens).
@@ -75,11 +83,12 @@ async fn main() -> std::process::ExitCode {
         Command::Status(args) => return exit(status::status(args).await, 2),
         Command::ForceUnlock(args) => return exit(status::force_unlock(args).await, 1),
         Command::Run(args) => return exit(run::run(args).await, 1),
+        Command::Watch(args) => return exit(watch::watch(args).await, 1),
         other => other,
     };
     let work = async {
         match command {
-            Command::Run(_) | Command::Status(_) | Command::ForceUnlock(_) => {
+            Command::Run(_) | Command::Status(_) | Command::ForceUnlock(_) | Command::Watch(_) => {
                 unreachable!("handled above")
             }
             Command::Demo(args) => demo::run(args).await,

@@ -9,6 +9,11 @@ use crate::{say, CliError};
 #[command(after_help = "Examples:
   relock status nightly-report            # exit 0 if held, 1 if free, 2 if it cannot tell
   relock status --json jobs:a jobs:b
+  relock status --quorum redis://a:6379,redis://b:6379,redis://c:6379 backup
+
+With --quorum each master is read on its own: the lock is held when one owner field is on a
+majority of them, free when no field can reach a majority even counting the masters that did
+not answer, and unknown (exit 2) otherwise.
 
 A fair lock's line is shown too. An owner field is labelled relock or redisson by its shape
 (<client id>:<n> with a large n, or <uuid>:<thread id>).")]
@@ -19,6 +24,13 @@ pub(crate) struct StatusArgs {
     /// Redis URL; else RELOCK_URL, else REDIS_URL, else redis://127.0.0.1:6379.
     #[arg(long)]
     url: Option<String>,
+    /// Read the lock on each of these independent masters (a `relock run --quorum` or
+    /// QuorumClient lock): one argument, the URLs separated by commas.
+    #[arg(long, value_delimiter = ',', conflicts_with = "url")]
+    quorum: Vec<String>,
+    /// How long to wait for each master (connect and each read) with --quorum.
+    #[arg(long, value_parser = humantime::parse_duration, default_value = "2s", requires = "quorum")]
+    node_timeout: std::time::Duration,
     /// One JSON object per lock, in an array.
     #[arg(long)]
     json: bool,
@@ -143,6 +155,9 @@ fn print(s: &relock::LockStatus) {
 
 /// `relock status`: exit 0 if every lock named is held, 1 otherwise.
 pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
+    if !args.quorum.is_empty() {
+        return quorum::status(&args).await;
+    }
     let client = relock::Client::connect(resolve_url(args.url)).await?;
     let mut all = Vec::new();
     let mut held = true;
@@ -216,4 +231,192 @@ pub(crate) async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, CliError> 
     .await;
     client.shutdown().await;
     Ok(r?)
+}
+
+/// `relock status --quorum`: the lock on each master, and the verdict of a majority.
+mod quorum {
+    use std::time::Duration;
+
+    use super::{json, Json, StatusArgs};
+    use crate::CliError;
+
+    /// What a majority of the masters say about one lock.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+    #[serde(rename_all = "lowercase")]
+    enum Verdict {
+        /// One owner field is on a majority.
+        Held,
+        /// No field can reach a majority, even on the masters that did not answer.
+        Free,
+        /// Too many masters did not answer to tell.
+        Unknown,
+    }
+
+    #[derive(serde::Serialize)]
+    struct QuorumJson {
+        name: String,
+        verdict: Verdict,
+        /// The field on a majority, when held.
+        holder: Option<String>,
+        masters: usize,
+        majority: usize,
+        /// Masters that answered and hold the majority's field (or, when not held, the most
+        /// common field).
+        held_on: usize,
+        unreachable: usize,
+        nodes: Vec<NodeJson>,
+    }
+
+    #[derive(serde::Serialize)]
+    struct NodeJson {
+        /// The master's URL, without credentials.
+        url: String,
+        /// What it holds, when it answered.
+        status: Option<Json>,
+        /// Why it did not answer.
+        error: Option<String>,
+    }
+
+    /// Reads one lock on one master, within `limit` for the connection and the reads.
+    async fn read(url: &str, name: &str, limit: Duration) -> Result<relock::LockStatus, String> {
+        let client = relock::Client::builder()
+            .url(url)
+            .connect_timeout(limit)
+            .command_timeout(limit)
+            .connections(1)
+            .build()
+            .await
+            .map_err(|e| e.to_string())?;
+        let s = tokio::time::timeout(limit * 4, client.fair_lock(name).status()).await;
+        client.shutdown().await;
+        match s {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("no answer within {limit:?}")),
+        }
+    }
+
+    /// The verdict on one lock from its per-master reads: the field with the most masters,
+    /// and how many hold it.
+    fn verdict(
+        reads: &[Result<relock::LockStatus, String>],
+    ) -> (Verdict, Option<String>, usize, usize) {
+        let majority = reads.len() / 2 + 1;
+        let unreachable = reads.iter().filter(|r| r.is_err()).count();
+        let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+        for s in reads.iter().flatten() {
+            for h in &s.holders {
+                *counts.entry(h.field.as_str()).or_default() += 1;
+            }
+        }
+        let best = counts
+            .iter()
+            .max_by_key(|(_, n)| **n)
+            .map(|(f, n)| (*f, *n));
+        let most = best.map_or(0, |(_, n)| n);
+        let verdict = if most >= majority {
+            Verdict::Held
+        } else if most + unreachable < majority {
+            Verdict::Free
+        } else {
+            Verdict::Unknown
+        };
+        let holder = (verdict == Verdict::Held).then(|| best.map(|(f, _)| f.to_string()));
+        (verdict, holder.flatten(), most, unreachable)
+    }
+
+    pub(super) async fn status(args: &StatusArgs) -> Result<u8, CliError> {
+        let mut all = Vec::new();
+        let mut code = 0u8;
+        for name in &args.names {
+            let reads = read_all(&args.quorum, name, args.node_timeout).await;
+            let (verdict, holder, held_on, unreachable) = verdict(&reads);
+            code = code.max(match verdict {
+                Verdict::Held => 0,
+                Verdict::Free => 1,
+                Verdict::Unknown => 2,
+            });
+            all.push(QuorumJson {
+                name: name.clone(),
+                verdict,
+                holder,
+                masters: reads.len(),
+                majority: reads.len() / 2 + 1,
+                held_on,
+                unreachable,
+                nodes: args
+                    .quorum
+                    .iter()
+                    .zip(&reads)
+                    .map(|(url, r)| NodeJson {
+                        url: relock::redacted_url(url),
+                        status: r.as_ref().ok().map(json),
+                        error: r.as_ref().err().cloned(),
+                    })
+                    .collect(),
+            });
+        }
+        if args.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&all).map_err(|e| CliError::Failed(e.to_string()))?
+            );
+        } else {
+            all.iter().for_each(print);
+        }
+        Ok(code)
+    }
+
+    fn print(q: &QuorumJson) {
+        let head = match (q.verdict, &q.holder) {
+            (Verdict::Held, Some(h)) => format!("held by {h}"),
+            (Verdict::Held, None) | (Verdict::Free, _) => "free".into(),
+            (Verdict::Unknown, _) => "unknown (too many masters did not answer)".into(),
+        };
+        println!(
+            "{}: {head} — on {} of {} masters (majority {}), {} did not answer",
+            q.name, q.held_on, q.masters, q.majority, q.unreachable
+        );
+        for n in &q.nodes {
+            match (&n.status, &n.error) {
+                (Some(s), _) if s.holders.is_empty() => println!("  {}: free", n.url),
+                (Some(s), _) => {
+                    for h in &s.holders {
+                        println!(
+                            "  {}: holder {} ({}), count {}, {} ms left{}",
+                            n.url,
+                            h.field,
+                            h.layout,
+                            h.count,
+                            s.pttl_ms.unwrap_or(-2),
+                            s.counter
+                                .map_or(String::new(), |c| format!(", counter {c}"))
+                        );
+                    }
+                }
+                (None, Some(e)) => println!("  {}: did not answer: {e}", n.url),
+                (None, None) => println!("  {}: did not answer", n.url),
+            }
+        }
+    }
+
+    /// Reads `name` on every master at once, in the order of `urls`: a master that does not
+    /// answer costs one timeout, not one per master.
+    async fn read_all(
+        urls: &[String],
+        name: &str,
+        limit: Duration,
+    ) -> Vec<Result<relock::LockStatus, String>> {
+        let tasks: Vec<_> = urls
+            .iter()
+            .map(|url| {
+                let (url, name) = (url.clone(), name.to_string());
+                tokio::spawn(async move { read(&url, &name, limit).await })
+            })
+            .collect();
+        let mut out = Vec::with_capacity(tasks.len());
+        for t in tasks {
+            out.push(t.await.unwrap_or_else(|e| Err(format!("read failed: {e}"))));
+        }
+        out
+    }
 }

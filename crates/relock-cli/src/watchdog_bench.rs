@@ -21,13 +21,14 @@ pub(crate) struct Args {
     periods: u32,
 }
 
-/// This process's CPU time (user + system), from /proc/self/stat (clock ticks of 10 ms).
+/// This process's CPU time (user + system) from `getrusage(RUSAGE_SELF)`: microsecond
+/// resolution, whatever the kernel's clock tick.
 fn cpu_time() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let after = stat.rsplit_once(')')?.1;
-    let f: Vec<&str> = after.split_whitespace().collect();
-    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
+    use nix::sys::resource::{getrusage, UsageWho};
+    use nix::sys::time::TimeValLike;
+    let usage = getrusage(UsageWho::RUSAGE_SELF).ok()?;
+    let us = usage.user_time().num_microseconds() + usage.system_time().num_microseconds();
+    Some(Duration::from_micros(u64::try_from(us).ok()?))
 }
 
 pub(crate) async fn run(args: Args) -> Result<(), CliError> {

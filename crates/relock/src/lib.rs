@@ -125,6 +125,8 @@ pub mod lua {
     pub const BATCH: &str = script!("batch.lua", "mint", "acquire", "release");
     /// The watchdog's batch renewal.
     pub const RENEW: &str = script!("renew.lua", "extend");
+    /// One consistent read of a lock: holders, lease, counter, fair line (reads only).
+    pub const STATUS: &str = script!("status.lua");
     /// Delete whoever holds it and publish.
     pub const FORCE_UNLOCK: &str = script!("force_unlock.lua", "queue");
     /// Fair lock: take it when free and first in line, or join the queue.
@@ -148,7 +150,7 @@ pub use quorum::{QuorumClient, QuorumClientBuilder};
 pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;
 pub use reentry::Reentrancy;
-pub use status::{Holder, LockStatus, OwnerLayout, Waiter};
+pub use status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
 
 /// `url` with its password (and any `…password=` query parameter) replaced by `***`, as relock
 /// shows URLs in its errors, `Debug` output and traces; for tools that print URLs of their own.

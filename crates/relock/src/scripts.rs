@@ -97,6 +97,8 @@ pub(crate) static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new("renew", crate::lua::RENEW));
 pub(crate) static FORCE_UNLOCK: LazyLock<Script> =
     LazyLock::new(|| Script::new("force_unlock", crate::lua::FORCE_UNLOCK));
+pub(crate) static STATUS: LazyLock<Script> =
+    LazyLock::new(|| Script::new("status", crate::lua::STATUS));
 pub(crate) static FAIR_ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new("fair_acquire", crate::lua::FAIR_ACQUIRE));
 pub(crate) static FAIR_HEARTBEAT: LazyLock<Script> =
@@ -122,6 +124,7 @@ mod tests {
             &*super::BATCH,
             &*super::RENEW,
             &*super::FORCE_UNLOCK,
+            &*super::STATUS,
             &*super::FAIR_ACQUIRE,
             &*super::FAIR_HEARTBEAT,
             &*super::FAIR_LEAVE,

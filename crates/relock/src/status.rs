@@ -1,13 +1,13 @@
 //! [`Lock::status`]: what Redis holds for a lock, for operators (`relock status`).
 
-use fred::interfaces::{HashesInterface, KeysInterface, SortedSetsInterface};
+use fred::types::Value;
 
 use crate::error::Result;
 use crate::lock::Lock;
+use crate::scripts;
 
 /// A snapshot of a lock as Redis holds it: its holders, its lease, its fencing counter and, for
-/// a fair lock, its line. The reads are separate commands, so a lock that changes meanwhile can
-/// show a mix of before and after.
+/// a fair lock, its line, all read at one moment (one script).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct LockStatus {
@@ -57,6 +57,23 @@ pub enum OwnerLayout {
     Unknown,
 }
 
+/// The Redis names of one lock, for tools that watch it (`relock watch` subscribes to the
+/// channel and to keyspace notifications of the keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyNames {
+    /// The lock hash (the lock's name itself).
+    pub lock: String,
+    /// Where releases are published (Redisson's `redisson_lock__channel:{name}`); a sharded
+    /// channel (`SPUBLISH`) on a Redis Cluster.
+    pub channel: String,
+    /// The fencing counter.
+    pub counter: String,
+    /// A fair lock's waiting line (sorted set of owner fields by ticket); `None` for a plain
+    /// lock.
+    pub queue: Option<String>,
+}
+
 /// A fair-lock waiter in line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -71,6 +88,11 @@ pub struct Waiter {
     pub deadline_ms: Option<i64>,
 }
 
+/// A number from a script's reply, whether it came as an integer or as a string.
+fn num<T: std::str::FromStr>(v: &Value) -> Option<T> {
+    v.as_string()?.parse().ok()
+}
+
 fn layout(field: &str) -> OwnerLayout {
     match field.rsplit_once(':').map(|(_, n)| n.parse::<u64>()) {
         Some(Ok(n)) if n >= 1 << 32 => OwnerLayout::Relock,
@@ -80,6 +102,28 @@ fn layout(field: &str) -> OwnerLayout {
 }
 
 impl Lock {
+    /// The Redis keys and channel of this lock.
+    ///
+    /// ```
+    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// let names = client.fair_lock("jobs:nightly").key_names()?;
+    /// assert_eq!(names.channel, "redisson_lock__channel:{jobs:nightly}");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a name whose keys could not share a
+    /// cluster slot, as for every operation on the lock.
+    pub fn key_names(&self) -> Result<KeyNames> {
+        let keys = self.keys()?;
+        Ok(KeyNames {
+            lock: keys.lock.clone(),
+            channel: keys.channel.clone(),
+            counter: keys.token.clone(),
+            queue: keys.queue.as_ref().map(|q| q.queue.clone()),
+        })
+    }
+
     /// A snapshot of this lock on the server: holders, lease, fencing counter, and the fair
     /// line. For operators and tooling (`relock status`); a program that wants the lock should
     /// take it, not look first.
@@ -103,52 +147,59 @@ impl Lock {
     pub async fn status(&self) -> Result<LockStatus> {
         let keys = self.keys()?;
         let inner = &self.inner;
-        let conn = inner.pool.next();
-        let raw: std::collections::HashMap<String, String> = conn
-            .hgetall(keys.lock.as_str())
+        let mut script_keys = vec![keys.lock.clone(), keys.token.clone()];
+        if let Some(q) = &keys.queue {
+            script_keys.extend([q.queue.clone(), q.alive.clone()]);
+        }
+        // One script, so that the holders, lease, counter and line are of one moment (a watch
+        // that reads them apart sees a holder still there beside a line it has already left).
+        let reply: Value = scripts::STATUS
+            .run(inner.pool.next(), script_keys, vec!["0".into()])
             .await
-            .map_err(|e| inner.error("hgetall", &keys.lock, e))?;
+            .map_err(|e| inner.error("status", &keys.lock, e))?;
+        let wrong = || crate::Error::WrongType {
+            key: keys.lock.clone(),
+        };
+        let Value::Array(mut parts) = reply else {
+            return Err(wrong());
+        };
+        if parts.len() != 5 {
+            return Err(wrong());
+        }
+        let line = parts.pop().unwrap_or(Value::Null);
+        let counter_pttl = parts.pop().and_then(|v| num::<i64>(&v)).unwrap_or(-2);
+        let counter = parts.pop().and_then(|v| num::<u64>(&v));
+        let pttl = parts.pop().and_then(|v| num::<i64>(&v)).unwrap_or(-2);
+        let raw = match parts.pop() {
+            Some(Value::Array(raw)) => raw,
+            _ => return Err(wrong()),
+        };
         // A lock hash maps owner fields to hold counts; any other hash is not a lock (a
         // Redisson read-write lock has a `mode` field, for one).
-        let mut fields = Vec::with_capacity(raw.len());
-        for (field, count) in raw {
+        let mut fields = Vec::with_capacity(raw.len() / 2);
+        for pair in raw.chunks(2) {
+            let (Some(field), Some(count)) = (
+                pair.first().and_then(|v| v.as_string()),
+                pair.get(1).and_then(|v| v.as_string()),
+            ) else {
+                return Err(wrong());
+            };
             match count.parse::<i64>() {
                 Ok(n) => fields.push((field, n)),
-                Err(_) => {
-                    return Err(crate::Error::WrongType {
-                        key: keys.lock.clone(),
-                    })
-                }
+                Err(_) => return Err(wrong()),
             }
         }
-        let pttl: i64 = conn
-            .pttl(keys.lock.as_str())
-            .await
-            .map_err(|e| inner.error("pttl", &keys.lock, e))?;
-        let counter: Option<u64> = conn
-            .get(keys.token.as_str())
-            .await
-            .map_err(|e| inner.error("get", &keys.token, e))?;
-        let counter_pttl: i64 = conn
-            .pttl(keys.token.as_str())
-            .await
-            .map_err(|e| inner.error("pttl", &keys.token, e))?;
         let mut queue = Vec::new();
-        if let Some(q) = &keys.queue {
-            let line: Vec<(String, f64)> = conn
-                .zrange(q.queue.as_str(), 0, -1, None, false, None, true)
-                .await
-                .map_err(|e| inner.error("zrange", &q.queue, e))?;
-            for (position, (field, ticket)) in line.into_iter().enumerate() {
-                let deadline: Option<f64> = conn
-                    .zscore(q.alive.as_str(), field.as_str())
-                    .await
-                    .map_err(|e| inner.error("zscore", &q.alive, e))?;
+        if let Value::Array(line) = line {
+            for (position, w) in line.chunks(3).enumerate() {
+                let Some(field) = w.first().and_then(|v| v.as_string()) else {
+                    return Err(wrong());
+                };
                 queue.push(Waiter {
                     field,
                     position,
-                    ticket: ticket as u64,
-                    deadline_ms: deadline.map(|d| d as i64),
+                    ticket: w.get(1).and_then(num::<f64>).unwrap_or(0.0) as u64,
+                    deadline_ms: w.get(2).and_then(num::<f64>).map(|d| d as i64),
                 });
             }
         }
