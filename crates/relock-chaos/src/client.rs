@@ -77,6 +77,15 @@ impl Locks {
 }
 
 pub fn main(args: ClientArgs) -> i32 {
+    // RELOCK_CHAOS_LOG (an env filter, e.g. `relock=debug`) logs the client's relock to its
+    // client-N.log, for finding out why a verdict failed.
+    if let Ok(filter) = tracing_subscriber::EnvFilter::try_from_env("RELOCK_CHAOS_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(filter)
+            .with_ansi(false)
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

@@ -127,7 +127,9 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     // redis-benchmark takes a password only on its command line (`-a`), where every user of
     // the machine can read it: with credentials in the URL the baselines are skipped unless
     // that is asked for.
-    let has_credentials = has_credentials(&target.url)?;
+    // Only asked when baselines are wanted: a multi-host URL (Cluster, Sentinel) is no URL to
+    // the `url` crate, and --no-baseline must still measure it.
+    let has_credentials = !args.no_baseline && has_credentials(&target.url)?;
     let skipped = if args.no_baseline {
         Some("--no-baseline")
     } else if has_credentials && !args.baseline_password_in_argv {
@@ -268,25 +270,11 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     }
     let (fair, fair_h) = cases.pop().expect("two cases");
     let (plain, plain_h) = cases.pop().expect("two cases");
+    let (plain_rate, fair_rate) = (plain.pairs_per_s, fair.pairs_per_s);
+    let ceiling = ceilings
+        .as_ref()
+        .map(|c| (c.concurrency, c.ceiling_pairs_per_s));
 
-    if let Some(file) = &args.plot {
-        let mut rates = vec![
-            ("plain, uncontended".to_string(), pairs),
-            ("plain, contended".to_string(), plain.pairs_per_s),
-            ("fair, contended".to_string(), fair.pairs_per_s),
-        ];
-        if let Some(c) = &ceilings {
-            rates.push((
-                format!("redis-benchmark ceiling -c {}", c.concurrency),
-                c.ceiling_pairs_per_s,
-            ));
-        }
-        BenchPlot {
-            handoffs: vec![("plain", &plain_h.latencies), ("fair", &fair_h.latencies)],
-            rates,
-        }
-        .write(file)?;
-    }
     if let Some(json) = &args.json {
         json.write(&Report {
             redis: relock::redacted_url(&target.url),
@@ -311,6 +299,22 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             baselines: ceilings,
             baselines_skipped: skipped,
         })?;
+    }
+    // The plot last: a plot that cannot be written must not cost the JSON.
+    if let Some(file) = &args.plot {
+        let mut rates = vec![
+            ("plain, uncontended".to_string(), pairs),
+            ("plain, contended".to_string(), plain_rate),
+            ("fair, contended".to_string(), fair_rate),
+        ];
+        if let Some((concurrency, rate)) = ceiling {
+            rates.push((format!("redis-benchmark ceiling -c {concurrency}"), rate));
+        }
+        BenchPlot {
+            handoffs: vec![("plain", &plain_h.latencies), ("fair", &fair_h.latencies)],
+            rates,
+        }
+        .write(file)?;
     }
     Ok(())
 }
@@ -413,7 +417,9 @@ pub(crate) fn redis_benchmark(
     })?;
     // Its messages could quote what it was given: never pass the password on.
     let hide = |t: &[u8]| endpoint.hide_password(&String::from_utf8_lossy(t));
-    let text = hide(&out.stdout);
+    // Parsed as printed (a short password could match digits of the figures), hidden only in
+    // what is shown.
+    let text = String::from_utf8_lossy(&out.stdout);
     let row = text
         .lines()
         .rfind(|l| !l.starts_with("\"test\""))
@@ -431,7 +437,8 @@ pub(crate) fn redis_benchmark(
     match cols.as_slice() {
         [rps, _avg, _min, p50, ..] => Ok((*rps, Duration::from_secs_f64(p50 / 1000.0))),
         _ => Err(CliError::Failed(format!(
-            "unexpected redis-benchmark output: {row}"
+            "unexpected redis-benchmark output: {}",
+            endpoint.hide_password(row)
         ))),
     }
 }
@@ -507,6 +514,11 @@ impl Endpoint {
             credentials_in_argv: true,
             ..self
         }
+    }
+
+    /// `host:port`, lower-cased: one server's address whatever the URL's other parts.
+    pub(crate) fn address(&self) -> String {
+        format!("{}:{}", self.host.to_ascii_lowercase(), self.port)
     }
 
     fn hide_password(&self, text: &str) -> String {

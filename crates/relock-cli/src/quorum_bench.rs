@@ -269,23 +269,6 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         }
     }
 
-    if let Some(file) = &args.plot {
-        let mut cdfs = Vec::new();
-        for (name, f) in std::iter::once((&q_name, &q)).chain(measured.iter().map(|m| (&m.0, &m.3)))
-        {
-            if let Some(l) = &f.latencies {
-                cdfs.push((name.clone(), l));
-            }
-        }
-        QuorumPlot {
-            cdfs,
-            points: peers
-                .iter()
-                .map(|(name, _, f, _)| (name.clone(), f.p50, f.p99))
-                .collect(),
-        }
-        .write(file)?;
-    }
     if let Some(json) = &args.json {
         let mut configurations = vec![Configuration::new(&q_name, "quorum", n, &q, None)];
         for (name, kind, nodes, f) in &measured {
@@ -304,6 +287,24 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             configurations,
             keys_left_after_release: left,
         })?;
+    }
+    // The plot last: a plot that cannot be written must not cost the JSON.
+    if let Some(file) = &args.plot {
+        let mut cdfs = Vec::new();
+        for (name, f) in std::iter::once((&q_name, &q)).chain(measured.iter().map(|m| (&m.0, &m.3)))
+        {
+            if let Some(l) = &f.latencies {
+                cdfs.push((name.clone(), l));
+            }
+        }
+        QuorumPlot {
+            cdfs,
+            points: peers
+                .iter()
+                .map(|(name, _, f, _)| (name.clone(), f.p50, f.p99))
+                .collect(),
+        }
+        .write(file)?;
     }
     Ok(())
 }

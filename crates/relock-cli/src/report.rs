@@ -42,6 +42,9 @@ impl JsonTo {
 
 /// An error unless the folder `path` would be written in exists.
 pub(crate) fn check_folder(path: &Path) -> Result<(), String> {
+    if path.is_dir() {
+        return Err(format!("{} is a folder, not a file", path.display()));
+    }
     match path.parent() {
         Some(dir) if !dir.as_os_str().is_empty() && !dir.is_dir() => {
             Err(format!("{}: no such folder", dir.display()))

@@ -287,7 +287,8 @@ mod quorum {
             .build()
             .await
             .map_err(|e| e.to_string())?;
-        let s = tokio::time::timeout(limit * 4, client.fair_lock(name).status()).await;
+        let s =
+            tokio::time::timeout(limit.saturating_mul(4), client.fair_lock(name).status()).await;
         client.shutdown().await;
         match s {
             Ok(r) => r.map_err(|e| e.to_string()),
@@ -324,7 +325,38 @@ mod quorum {
         (verdict, holder.flatten(), most, unreachable)
     }
 
+    /// The same checks as `relock run --quorum`: at least 3 masters, none twice (one server
+    /// listed twice would count its vote twice), a timeout above zero.
+    fn validate(args: &StatusArgs) -> Result<(), CliError> {
+        let urls: Vec<&str> = args.quorum.iter().map(|u| u.trim()).collect();
+        if urls.len() < 3 || urls.iter().any(|u| u.is_empty()) {
+            return Err(CliError::Failed(format!(
+                "--quorum needs at least 3 master URLs separated by commas, got {:?}",
+                urls.iter()
+                    .map(|u| relock::redacted_url(u))
+                    .collect::<Vec<_>>()
+            )));
+        }
+        let mut seen = std::collections::HashSet::new();
+        for u in &urls {
+            let key = crate::bench::Endpoint::parse(u)
+                .map(|e| e.address())
+                .unwrap_or_else(|_| u.to_ascii_lowercase());
+            if !seen.insert(key) {
+                return Err(CliError::Failed(format!(
+                    "--quorum lists {} twice: each master may vote once",
+                    relock::redacted_url(u)
+                )));
+            }
+        }
+        if args.node_timeout.is_zero() {
+            return Err(CliError::Failed("--node-timeout must be above 0".into()));
+        }
+        Ok(())
+    }
+
     pub(super) async fn status(args: &StatusArgs) -> Result<u8, CliError> {
+        validate(args)?;
         let mut all = Vec::new();
         let mut code = 0u8;
         for name in &args.names {
@@ -393,7 +425,7 @@ mod quorum {
                         );
                     }
                 }
-                (None, Some(e)) => println!("  {}: did not answer: {e}", n.url),
+                (None, Some(e)) => println!("  {}: no reading: {e}", n.url),
                 (None, None) => println!("  {}: did not answer", n.url),
             }
         }

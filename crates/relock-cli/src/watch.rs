@@ -15,6 +15,7 @@ use std::time::{Duration, SystemTime};
 
 use fred::interfaces::{ClientLike, EventInterface, PubsubInterface};
 use fred::types::{ClusterHash, CustomCommand};
+use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
 use crate::run::resolve_url;
@@ -54,25 +55,52 @@ pub(crate) struct Args {
 /// The keyspace event classes the watch reads: generic (del, expire), hash, expired, sorted set.
 const NEEDED: [char; 4] = ['g', 'h', 'x', 'z'];
 
-/// What woke the watch, strongest last: it names the change that the read then finds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Cause {
-    /// The holder's lease should have run out (the one timer).
-    LeaseTimer,
-    /// A message on the release channel.
-    Channel,
-    /// A keyspace event on the lock or its line; `taken` when it was a write that takes or
-    /// re-enters a hold (hincrby, hset).
-    Keyspace { taken: bool },
-    /// The lock hash was deleted (force-unlock, DEL); a release's HDEL that empties the hash
-    /// also sends `del`, after `hdel`, so it only names the change when no `hdel` came.
-    Deleted,
+/// What one batch of messages said happened, before the read that follows it.
+#[derive(Debug, Default, Clone, Copy)]
+struct Batch {
+    /// `0` on the release channel: Redisson's unlock message, sent by every plain release.
+    unlock_message: bool,
+    /// A field of the lock hash was set or incremented (`hset`, `hincrby`): a take, a
+    /// re-entry, or Redisson's decrement before its `del`.
+    take: bool,
+    /// A field of the lock hash was removed (`hdel`): relock's release.
+    hdel: bool,
+    /// The lock hash was deleted (`del`): after a release's last field, or by force-unlock.
+    del: bool,
     /// The lock hash expired.
-    Expired,
-    /// A hold's field was removed (`hdel`): a release.
-    Released,
+    expired: bool,
+    /// The lease last seen should have run out (the one timer).
+    lease_timer: bool,
     /// The connection came back: anything may have happened meanwhile.
-    Reconnected,
+    reconnected: bool,
+}
+
+impl Batch {
+    fn keyspace(&mut self, e: &fred::types::KeyspaceEvent, lock: &str) {
+        if e.key.as_str() != Some(lock) {
+            return; // the fair line: the read shows it
+        }
+        match e.operation.as_str() {
+            "hset" | "hincrby" | "hincrbyfloat" => self.take = true,
+            "hdel" => self.hdel = true,
+            "del" => self.del = true,
+            "expired" => self.expired = true,
+            _ => {}
+        }
+    }
+
+    /// The word for a holder that the read no longer finds.
+    fn gone(&self) -> &'static str {
+        if self.reconnected {
+            "gone" // while disconnected: released, expired or lost with the server's data
+        } else if self.del && !self.take && !self.hdel {
+            "deleted" // a DEL with no field change before it: force-unlock
+        } else if (self.expired || self.lease_timer) && !self.hdel && !self.del {
+            "expired"
+        } else {
+            "released"
+        }
+    }
 }
 
 #[derive(serde::Serialize)]
@@ -116,13 +144,19 @@ impl<'a> Event<'a> {
         self
     }
 
-    fn print(&self, json: bool) {
-        if json {
-            if let Ok(s) = serde_json::to_string(self) {
-                println!("{s}");
-            }
-            return;
-        }
+    /// Prints the line; false when stdout is closed (unlike `println!`, never panics).
+    fn print(&self, json: bool) -> bool {
+        use std::io::Write;
+        let text = if json {
+            serde_json::to_string(self).unwrap_or_default()
+        } else {
+            self.text()
+        };
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{text}").and_then(|()| out.flush()).is_ok()
+    }
+
+    fn text(&self) -> String {
         let mut out = format!("{} {:<9}", self.at, self.event);
         if let Some(f) = self.field {
             out.push_str(&format!(" {f} ({})", self.layout.unwrap_or("unknown")));
@@ -145,7 +179,7 @@ impl<'a> Event<'a> {
                 out.push_str(&format!(" {} waiting: {}", line.len(), line.join(", ")));
             }
         }
-        println!("{out}");
+        out
     }
 }
 
@@ -157,21 +191,16 @@ fn layout(l: relock::OwnerLayout) -> &'static str {
     }
 }
 
-/// The lines for the change from `before` to `now`, found by a read that `cause` prompted.
+/// The lines for the change from `before` to `now`, found by the read after `batch`.
 fn changes<'a>(
     before: &'a relock::LockStatus,
     now: &'a relock::LockStatus,
-    cause: Cause,
+    batch: &Batch,
 ) -> Vec<Event<'a>> {
     let mut out = Vec::new();
     for h in &before.holders {
         if !now.holders.iter().any(|n| n.field == h.field) {
-            let what = match cause {
-                Cause::Expired | Cause::LeaseTimer => "expired",
-                Cause::Deleted => "deleted",
-                _ => "released",
-            };
-            let mut e = Event::new(what);
+            let mut e = Event::new(batch.gone());
             e.field = Some(&h.field);
             e.layout = Some(layout(h.layout));
             out.push(e);
@@ -192,14 +221,45 @@ fn changes<'a>(
         e.line = Some(is);
         out.push(e);
     }
-    // A hold taken and let go between two reads leaves no holder to compare; the message that
-    // woke the watch still says it happened.
-    if before.holders.is_empty() && now.holders.is_empty() {
-        if let Cause::Keyspace { taken: true } | Cause::Channel | Cause::Released = cause {
-            out.insert(0, Event::new("passed"));
-        }
-    }
     out
+}
+
+/// Holds taken and let go between two reads: the messages say so, though no read saw them.
+/// The messages of one script can arrive in two batches, so a take seen without its holder is
+/// kept until a release comes.
+#[derive(Debug, Default)]
+struct Unseen {
+    take: bool,
+}
+
+impl Unseen {
+    /// Whether a hold passed unseen, given the batch, whether the read showed any holder
+    /// change, and whether keyspace notifications are on.
+    fn passed(
+        &mut self,
+        batch: &Batch,
+        was_free: bool,
+        is_free: bool,
+        seen: bool,
+        ks: bool,
+    ) -> bool {
+        if seen {
+            self.take = false;
+            return false;
+        }
+        let released = batch.hdel || batch.del || batch.unlock_message;
+        let passed = was_free
+            && is_free
+            && if ks {
+                // A take and a release, in this batch or across two.
+                (self.take || batch.take) && (batch.hdel || batch.del)
+            } else {
+                // Only releases are seen: each is one unlock message.
+                released && batch.unlock_message
+            };
+        self.take = !passed && (self.take || batch.take);
+        passed
+    }
 }
 
 /// `relock watch`: prints changes until `--count`, `--for`, SIGINT or SIGTERM; exit 0.
@@ -211,7 +271,8 @@ pub(crate) async fn watch(args: Args) -> Result<u8, CliError> {
         .build()
         .await?;
     let r = watch_with(&client, &args).await;
-    client.shutdown().await;
+    // It holds nothing, so there is nothing to wait for when the server is gone.
+    let _ = tokio::time::timeout(Duration::from_secs(1), client.shutdown()).await;
     r
 }
 
@@ -268,49 +329,86 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
         };
         subscribed.map_err(|e| CliError::Failed(format!("subscribing: {e}")))?;
         // Subscribed first, read second: a change in between is in a message.
-        let mut seen = lock.status().await?;
-        snapshot(&seen, args.json);
-        let stop_at = args.duration.map(|d| Instant::now() + d);
+        let mut stop = std::pin::pin!(crate::signals::received());
+        let mut seen = tokio::select! {
+            r = lock.status() => r?,
+            _ = &mut stop => return Ok(0),
+        };
+        if !snapshot(&seen, args.json) {
+            return Ok(0);
+        }
+        let stop_at = args.duration.and_then(|d| Instant::now().checked_add(d));
         let mut changed = 0u64;
+        let mut unseen = Unseen::default();
+        let mut errors = sub.error_rx();
         loop {
             if args.count.is_some_and(|n| changed >= n) {
                 return Ok(0);
             }
             let lease_end = lease_end(&seen);
-            let cause = tokio::select! {
+            let mut batch = Batch::default();
+            tokio::select! {
                 m = messages.recv() => match m {
-                    Ok(_) => Cause::Channel,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Cause::Reconnected,
+                    Ok(m) => batch.unlock_message |= is_unlock(&m),
+                    Err(RecvError::Lagged(_)) => batch.reconnected = true,
                     Err(_) => return Err(CliError::Failed("the subscription ended".into())),
                 },
                 e = keyspace.recv() => match e {
-                    Ok(e) => keyspace_cause(&e.operation),
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => Cause::Reconnected,
+                    Ok(e) => batch.keyspace(&e, &names.lock),
+                    Err(RecvError::Lagged(_)) => batch.reconnected = true,
                     Err(_) => return Err(CliError::Failed("the subscription ended".into())),
                 },
-                _ = reconnects.recv() => Cause::Reconnected,
-                _ = sleep_until(lease_end) => Cause::LeaseTimer,
+                _ = reconnects.recv() => batch.reconnected = true,
+                e = errors.recv() => {
+                    if let Ok((e, _)) = e {
+                        say(format_args!("connection trouble ({e}); the view resumes when it is back"));
+                    }
+                    continue;
+                }
+                _ = sleep_until(lease_end) => batch.lease_timer = true,
                 _ = sleep_until(stop_at) => return Ok(0),
-                _ = crate::signals::received() => return Ok(0),
+                _ = &mut stop => return Ok(0),
             };
-            // Everything else already delivered is folded into the same read.
-            let mut cause = cause;
-            while let Ok(m) = messages.try_recv() {
-                let _ = m;
-                cause = cause.max(Cause::Channel);
+            // The rest of what one script sent comes in the same burst: gather it (until a
+            // quiet 2 ms, at most 50 ms) into the same read.
+            let gather = Instant::now() + Duration::from_millis(50);
+            loop {
+                tokio::select! {
+                    Ok(m) = messages.recv() => batch.unlock_message |= is_unlock(&m),
+                    Ok(e) = keyspace.recv() => batch.keyspace(&e, &names.lock),
+                    _ = tokio::time::sleep(Duration::from_millis(2)) => break,
+                    _ = tokio::time::sleep_until(gather) => break,
+                }
             }
-            while let Ok(e) = keyspace.try_recv() {
-                cause = cause.max(keyspace_cause(&e.operation));
-            }
-            let now = match lock.status().await {
+            let now = tokio::select! {
+                r = lock.status() => r,
+                _ = &mut stop => return Ok(0),
+            };
+            let now = match now {
                 Ok(s) => s,
                 Err(e) => {
                     say(format_args!("reading `{}`: {e}", args.name));
                     continue;
                 }
             };
-            for e in changes(&seen, &now, cause) {
-                e.print(args.json);
+            let mut events = changes(&seen, &now, &batch);
+            let holders_changed = events.iter().any(|e| e.event != "line");
+            if unseen.passed(
+                &batch,
+                !seen.is_held(),
+                !now.is_held(),
+                holders_changed,
+                notifications,
+            ) {
+                events.insert(0, Event::new("passed"));
+            }
+            for e in events {
+                if args.count.is_some_and(|n| changed >= n) {
+                    break;
+                }
+                if !e.print(args.json) {
+                    return Ok(0); // stdout closed (`| head`): nobody is reading
+                }
                 changed += 1;
             }
             seen = now;
@@ -318,18 +416,14 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
     }
     .await;
     manager.abort();
-    let _ = sub.quit().await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), sub.quit()).await;
     r
 }
 
-fn keyspace_cause(operation: &str) -> Cause {
-    match operation {
-        "expired" => Cause::Expired,
-        "del" => Cause::Deleted,
-        "hdel" => Cause::Released,
-        "hincrby" | "hset" => Cause::Keyspace { taken: true },
-        _ => Cause::Keyspace { taken: false },
-    }
+/// Whether a release-channel message is Redisson's unlock message (`0`), which every plain
+/// release sends (a fair lock's names the waiter it wakes).
+fn is_unlock(m: &fred::types::Message) -> bool {
+    m.value.as_string().as_deref() == Some("0")
 }
 
 /// When the lease of what `s` shows runs out (a few ms after, so that the read finds it gone).
@@ -349,20 +443,23 @@ async fn sleep_until(t: Option<Instant>) {
     }
 }
 
-fn snapshot(s: &relock::LockStatus, json: bool) {
+/// Prints the state at start; false when stdout is closed.
+fn snapshot(s: &relock::LockStatus, json: bool) -> bool {
+    let mut printed = true;
     if s.holders.is_empty() {
         let mut e = Event::new("free");
         e.counter = s.counter;
-        e.print(json);
+        printed &= e.print(json);
     }
     for h in &s.holders {
-        Event::new("held").holder(h, s).print(json);
+        printed &= Event::new("held").holder(h, s).print(json);
     }
     if !s.queue.is_empty() {
         let mut e = Event::new("line");
         e.line = Some(s.queue.iter().map(|w| w.field.as_str()).collect());
-        e.print(json);
+        printed &= e.print(json);
     }
+    printed
 }
 
 /// Whether keyspace notifications of the classes the watch needs are on; turns them on when

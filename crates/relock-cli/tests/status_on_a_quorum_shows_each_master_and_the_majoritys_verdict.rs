@@ -87,5 +87,13 @@ async fn status_on_a_quorum_shows_each_master_and_the_majoritys_verdict() {
     assert_eq!(code, Some(2), "{text}");
     assert_eq!(s["verdict"], "unknown", "{text}");
     assert_eq!(s["unreachable"].as_u64(), Some(2), "{text}");
+    // One server listed twice would vote twice: refused, as by `relock run --quorum`.
+    let twice = format!("{},{},{}", m.urls()[0], m.urls()[1], m.urls()[0]);
+    let out = Command::new(RELOCK)
+        .args(["status", "--quorum", &twice, "cli-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("twice"));
     quorum.shutdown().await;
 }

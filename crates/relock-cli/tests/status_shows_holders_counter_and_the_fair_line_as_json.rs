@@ -95,6 +95,24 @@ async fn status_shows_holders_counter_and_the_fair_line_as_json() {
     }
     server.cmd(&["DEL", "st-rw"]).unwrap();
 
+    // A counter of another type: the error names the counter, not the (absent) lock.
+    server
+        .cmd(&["HSET", "redisson_lock_token:{st-ct}", "x", "1"])
+        .unwrap();
+    let out = Command::new(RELOCK)
+        .args(["status", "st-ct", "--url", &server.url()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("redisson_lock_token:{st-ct}"), "{err}");
+
+    // A read only: it answers while writes are paused (as during a failover).
+    server.cmd(&["CLIENT", "PAUSE", "3000", "WRITE"]).unwrap();
+    let (code, v) = status(&server, &["st-plain"]);
+    server.cmd(&["CLIENT", "UNPAUSE"]).unwrap();
+    assert_eq!(code, Some(0), "{v}");
+
     plain.unlock().await.unwrap();
     fair.unlock().await.unwrap();
     waiter.await.unwrap().unwrap();

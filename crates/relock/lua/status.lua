@@ -1,6 +1,8 @@
+#!lua flags=no-writes
 -- status: one consistent read of a lock for operators (`Lock::status`, `relock status`,
 -- `relock watch`): a script runs alone, so the holders, the lease, the counter and the line
--- are all from one moment. Reads only.
+-- are all from one moment. Reads only, and flagged so (the shebang line): Redis then runs it
+-- during a CLIENT PAUSE WRITE (a failover) instead of holding it back.
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the fencing counter
@@ -9,8 +11,20 @@
 --
 -- Returns {fields, pttl, counter, counter_pttl, line}: fields is HGETALL of the lock (field,
 -- count, ...), pttl and counter_pttl are PTTLs (-2: no key), counter is the counter's value
--- (false: none), line is {field, ticket, deadline or false, ...} in queue order. A lock key
--- that is not a hash fails with WRONGTYPE.
+-- (false: none), line is {field, ticket, deadline or false, ...} in queue order.
+-- Or {'wrongtype', key} when a key has another type than a lock's (or the counter is not a
+-- number), naming that key.
+local kinds = {'hash', 'string', 'zset', 'zset'}
+for i, key in ipairs(KEYS) do
+  local t = redis.call('type', key)['ok']
+  if t ~= 'none' and t ~= kinds[i] then
+    return {'wrongtype', key}
+  end
+end
+local counter = redis.call('get', KEYS[2])
+if counter and not tonumber(counter) then
+  return {'wrongtype', KEYS[2]}
+end
 local fields = redis.call('hgetall', KEYS[1])
 local line = {}
 if KEYS[3] then
@@ -21,5 +35,4 @@ if KEYS[3] then
     line[#line + 1] = redis.call('zscore', KEYS[4], queue[i]) or false
   end
 end
-return {fields, redis.call('pttl', KEYS[1]), redis.call('get', KEYS[2]) or false,
-  redis.call('pttl', KEYS[2]), line}
+return {fields, redis.call('pttl', KEYS[1]), counter or false, redis.call('pttl', KEYS[2]), line}

@@ -163,6 +163,13 @@ impl Lock {
         let Value::Array(mut parts) = reply else {
             return Err(wrong());
         };
+        if let [tag, key] = parts.as_slice() {
+            if tag.as_str().as_deref() == Some("wrongtype") {
+                return Err(crate::Error::WrongType {
+                    key: key.as_string().unwrap_or_default(),
+                });
+            }
+        }
         if parts.len() != 5 {
             return Err(wrong());
         }
