@@ -71,6 +71,8 @@ async fn a_node_restarted_empty_is_kept_out_by_the_quarantine() {
                     }) if matches!(votes[0].vote, Vote::Quarantined { .. }) => {
                         Some((granted, votes, hint))
                     }
+                    // Before B sees the restart, node 1 must not vote for it either.
+                    Ok(Some(_)) => panic!("B got the lock while A holds it"),
                     _ => None,
                 }
             }

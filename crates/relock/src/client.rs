@@ -52,6 +52,11 @@ pub(crate) struct Settings {
     pub(crate) reentrancy: Reentrancy,
     pub(crate) tls: TlsSettings,
     pub(crate) cluster_pubsub: ClusterPubSub,
+    /// Whether the command connections reconnect by themselves. A quorum node's do not: a
+    /// connection then belongs to one server instance for its whole life, so a vote that it
+    /// carries comes from the instance whose run id and uptime were checked on it (a
+    /// reconnect could reach a server that restarted empty, before anyone noticed).
+    pub(crate) auto_reconnect: bool,
 }
 
 /// Which pub/sub a Redis Cluster client uses for lock channels. Set with
@@ -157,12 +162,19 @@ impl Default for ClientBuilder {
                 reentrancy: Reentrancy::Scoped,
                 tls: TlsSettings::default(),
                 cluster_pubsub: ClusterPubSub::Sharded,
+                auto_reconnect: true,
             },
         }
     }
 }
 
 impl ClientBuilder {
+    /// Whether the command connections reconnect by themselves (see `Settings`).
+    pub(crate) fn auto_reconnect(mut self, on: bool) -> Self {
+        self.settings.auto_reconnect = on;
+        self
+    }
+
     /// The Redis URL: `redis://[user:password@]host:port[/db]` for one server,
     /// `redis-cluster://host:port[,host:port...]` for a Redis Cluster,
     /// `redis-sentinel://host:port[,host:port...]?sentinelServiceName=NAME` for Sentinel, and
@@ -429,10 +441,14 @@ impl ClientBuilder {
     pub async fn build(self) -> Result<Client> {
         let fred_config = self.check()?;
         let s = self.settings;
-        let builder = fred_builder(fred_config, &s);
-        let pool = builder
-            .build_pool(s.connections)
-            .map_err(|e| connection_error(&s, e.to_string()))?;
+        let builder = fred_builder(fred_config.clone(), &s);
+        let pool = if s.auto_reconnect {
+            builder.build_pool(s.connections)
+        } else {
+            // fred's default policy: never reconnect.
+            fred_command_settings(Builder::from_config(fred_config), &s).build_pool(s.connections)
+        }
+        .map_err(|e| connection_error(&s, e.to_string()))?;
         let subscriber = builder
             .build_subscriber_client()
             .map_err(|e| connection_error(&s, e.to_string()))?;
@@ -482,8 +498,13 @@ impl ClientBuilder {
 /// never time out; both are wrong for locks.
 fn fred_builder(config: FredConfig, s: &Settings) -> Builder {
     let mut builder = Builder::from_config(config);
+    builder.set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2));
+    fred_command_settings(builder, s)
+}
+
+/// relock's timeouts and single command attempt on a fred builder.
+fn fred_command_settings(mut builder: Builder, s: &Settings) -> Builder {
     builder
-        .set_policy(ReconnectPolicy::new_exponential(0, 50, 2_000, 2))
         .with_connection_config(|c| {
             c.connection_timeout = s.connect_timeout;
             c.internal_command_timeout = s.command_timeout;
@@ -1178,6 +1199,8 @@ impl Inner {
             return;
         }
         let (pool, sub) = (self.pool.clone(), self.pubsub.clone());
+        // A quorum node's connections are never moved to another server instance.
+        let auto_reconnect = self.settings.auto_reconnect;
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             self.rediscovering.store(false, Ordering::SeqCst);
             return;
@@ -1187,7 +1210,9 @@ impl Inner {
             tracing::warn!(
                 "a master refused writes (READONLY): reconnecting to find the current one"
             );
-            let _ = pool.force_reconnection().await;
+            if auto_reconnect {
+                let _ = pool.force_reconnection().await;
+            }
             let _ = sub.subscriber.force_reconnection().await;
             sub.wake_all();
             done.store(false, Ordering::SeqCst);

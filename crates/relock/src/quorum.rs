@@ -186,7 +186,11 @@ impl QuorumClientBuilder {
             .watchdog_lease(self.watchdog_lease)
             .connect_timeout(self.connect_timeout)
             // Calls are bounded by the node timeout; this only bounds fred's own bookkeeping.
-            .command_timeout(self.connect_timeout.max(Duration::from_secs(1)));
+            .command_timeout(self.connect_timeout.max(Duration::from_secs(1)))
+            // A node's connections never reconnect by themselves: each stays with the server
+            // instance it reached, whose run id and uptime are checked on it before it may
+            // vote. A lost connection is replaced whole (`replace_dead`), and checked again.
+            .auto_reconnect(false);
         // Validate every URL before connecting to any.
         for url in &self.urls {
             if crate::client::deployment(url) != crate::client::Deployment::Single {
@@ -270,8 +274,13 @@ impl QuorumClientBuilder {
         // node timeout: on a busy machine an INFO right after connecting can take longer than
         // a vote, and a node whose uptime is unknown cannot vote until the next check.
         inner
-            .check_uptimes(inner.builder.connect_timeout_setting())
+            .check_uptimes(inner.builder.connect_timeout_setting(), true)
             .await;
+        for (i, node) in inner.nodes.iter().enumerate() {
+            if let Some(conn) = node.conn() {
+                spawn_connection_watch(&inner, i, &conn);
+            }
+        }
         for (i, _) in failures {
             spawn_reconnect(Arc::downgrade(&inner), i, shutdown_rx.clone());
         }
@@ -568,11 +577,11 @@ impl QuorumInner {
     }
 
     /// Checks every connected node's uptime and run id (INFO server) and sets when it may vote.
-    async fn check_uptimes(self: &Arc<Self>, limit: Duration) {
+    async fn check_uptimes(self: &Arc<Self>, limit: Duration, every_connection: bool) {
         let mut checks = JoinSet::new();
         for i in 0..self.nodes.len() {
             let this = self.clone();
-            checks.spawn(async move { this.check_uptime(i, limit).await });
+            checks.spawn(async move { this.check_uptime_on(i, limit, every_connection).await });
         }
         while checks.join_next().await.is_some() {}
     }
@@ -582,37 +591,74 @@ impl QuorumInner {
         self.node_timeout.max(Duration::from_millis(200))
     }
 
-    async fn check_uptime(&self, i: usize, limit: Duration) {
+    /// Reads the uptime and run id of node `i` (INFO server) and sets when it may vote. With
+    /// `every_connection` (a new set of connections), each connection is asked, and they must
+    /// all have reached the same instance. A node with a dead connection is replaced whole.
+    async fn check_uptime_on(self: &Arc<Self>, i: usize, limit: Duration, every_connection: bool) {
         let node = &self.nodes[i];
         let Some(conn) = node.conn() else { return };
         let quarantine = self.quarantine();
-        let info = tokio::time::timeout(
-            limit,
-            conn.pool
-                .next()
-                .info::<String>(Some(fred::types::InfoKind::Server)),
-        )
-        .await;
-        let Ok(Ok(info)) = info else {
-            node.suspect();
+        let asked: Vec<&fred::clients::Client> = if every_connection {
+            conn.pool.clients().iter().collect()
+        } else {
+            vec![conn.pool.next()]
+        };
+        let mut answers = Vec::with_capacity(asked.len());
+        for c in asked {
+            let info =
+                tokio::time::timeout(limit, c.info::<String>(Some(fred::types::InfoKind::Server)))
+                    .await;
+            let info = match info {
+                Ok(Ok(info)) => info,
+                Ok(Err(e)) => {
+                    // The connection is gone (fred's state is not a reliable sign of that once
+                    // it has stopped): replace the set. Any other error gets the same, which
+                    // costs a reconnect and a check, never a vote.
+                    tracing::debug!(node = %node.name, error = %e, "uptime check failed");
+
+                    node.suspect();
+                    self.replace_dead(i, &conn);
+                    return;
+                }
+                Err(_) => {
+                    // Slow or paused: its connections may still be good; it votes again once
+                    // a check answers.
+                    node.suspect();
+                    return;
+                }
+            };
+            let field = |name: &str| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(|v| v.trim().to_string())
+            };
+            let uptime = field("uptime_in_seconds:").and_then(|v| v.parse::<u64>().ok());
+            let (Some(uptime), Some(run_id)) = (uptime, field("run_id:")) else {
+                node.suspect();
+                return;
+            };
+            answers.push((uptime, run_id));
+        }
+        let Some((uptime, run_id)) = answers.iter().min_by_key(|(u, _)| *u).cloned() else {
             return;
         };
-        let field = |name: &str| {
-            info.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .map(|v| v.trim().to_string())
-        };
-        let uptime = field("uptime_in_seconds:").and_then(|v| v.parse::<u64>().ok());
-        let run_id = field("run_id:");
-        let Some(uptime) = uptime else {
+        if answers.iter().any(|(_, r)| *r != run_id) {
+            // The server restarted while the connections were being made: start again.
             node.suspect();
+            self.replace_dead(i, &conn);
             return;
-        };
+        }
+        // Never with the state locked: `replace_dead` takes the connection's lock, then the
+        // state's.
+        let current = node.conn();
+        if !current.is_some_and(|c| Arc::ptr_eq(&c, &conn)) {
+            return; // replaced meanwhile: the new connections get their own check
+        }
         let mut state = node.state.lock().unwrap();
-        if state.run_id.is_some() && state.run_id != run_id {
+        if state.run_id.is_some() && state.run_id.as_deref() != Some(run_id.as_str()) {
             tracing::warn!(node = %node.name, "node restarted (new run id); quarantined");
         }
-        state.run_id = run_id;
+        state.run_id = Some(run_id);
         // Whole seconds, rounded down: the quarantine ends no earlier than it should.
         let wait = quarantine.saturating_sub(Duration::from_secs(uptime));
         let at = Instant::now() + wait;
@@ -623,10 +669,29 @@ impl QuorumInner {
         });
     }
 
+    /// Node `i`'s connections (`dead`, one of them failed) can never come back to the same
+    /// server instance (they do not reconnect by themselves): the node stops voting, they are
+    /// closed, and a new set is made and checked (`spawn_reconnect`).
+    fn replace_dead(self: &Arc<Self>, i: usize, dead: &Arc<Inner>) {
+        let node = &self.nodes[i];
+        {
+            let mut conn = node.conn.write().unwrap();
+            if !conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, dead)) {
+                return; // already replaced
+            }
+            node.suspect();
+            *conn = None;
+        }
+        tracing::debug!(node = %node.name, "connection lost; reconnecting, then checking the node's run id before it votes");
+        let old = dead.clone();
+        tokio::spawn(async move { crate::Client { inner: old }.shutdown().await });
+        spawn_reconnect(Arc::downgrade(self), i, self.shutdown.subscribe());
+    }
+
     /// Runs `release.lua` for `field` on every node at once (including the ones that may not
     /// vote); returns each node's reply.
     pub(crate) async fn release_everywhere(
-        &self,
+        self: &Arc<Self>,
         keys: &LockKeys,
         field: &str,
         all: bool,
@@ -640,18 +705,57 @@ impl QuorumInner {
             let Some(conn) = node.conn() else { continue };
             let (keys, field) = (keys.release_keys(), field.to_string());
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
+            let q = Arc::downgrade(self);
             self.tracker.spawn(async move {
-                let call = scripts::RELEASE.run::<Option<i64>>(
-                    pinned(&conn, &name),
-                    keys,
-                    vec![field, mode.into(), "publish".into()],
-                );
-                let r = match tokio::time::timeout(limit, call).await {
-                    Ok(Ok(r)) => Ok(r),
-                    Ok(Err(e)) => Err(e.to_string()),
-                    Err(_) => Err(format!("no answer within {limit:?}")),
+                let once = |conn: Arc<Inner>| {
+                    let (keys, field, name) = (keys.clone(), field.clone(), name.clone());
+                    async move {
+                        let call = scripts::RELEASE.run::<Option<i64>>(
+                            pinned(&conn, &name),
+                            keys,
+                            vec![field, mode.into(), "publish".into()],
+                        );
+                        match tokio::time::timeout(limit, call).await {
+                            Ok(Ok(r)) => Ok(r),
+                            Ok(Err(e)) => Err(e.to_string()),
+                            Err(_) => Err(format!("no answer within {limit:?}")),
+                        }
+                    }
                 };
+                let r = once(conn).await;
+                let failed = r.is_err();
                 let _ = tx.send((i, r));
+                // The caller waits for a majority's answers or for every sender to go: the
+                // retries below must not keep it waiting.
+                drop(tx);
+                // A whole hold's release that got no answer may not have run (its connection
+                // broke with it on the way): the hold would then stay on this node for its
+                // lease, and with one node down or in quarantine no majority could form for
+                // anyone meanwhile. Ask again, on the node's connections of the moment (a
+                // broken set is replaced), until it answers, the longest lease in use has
+                // passed (the hold is gone by then), or the client shuts down. It names only
+                // this hold's field, so a repeat is harmless (nil).
+                if failed && mode == "all" {
+                    let started = Instant::now();
+                    let mut wait = limit * 2;
+                    loop {
+                        tokio::time::sleep(wait).await;
+                        // Short waits: shutdown waits for this task, and it stops at its start.
+                        wait = (wait * 2).min(Duration::from_millis(250));
+                        let Some(q) = q.upgrade() else { return };
+                        let lease = Duration::from_millis(q.max_lease_ms.load(Ordering::SeqCst));
+                        if q.shutting_down.load(Ordering::SeqCst) || started.elapsed() > lease {
+                            return;
+                        }
+                        let Some(conn) = q.nodes[i].conn() else {
+                            continue;
+                        };
+                        drop(q);
+                        if once(conn).await.is_ok() {
+                            return;
+                        }
+                    }
+                }
             });
         }
         drop(tx);
@@ -734,10 +838,50 @@ fn spawn_reconnect(q: Weak<QuorumInner>, i: usize, mut shutdown: watch::Receiver
             let Some(inner) = q.upgrade() else { return };
             let builder = inner.builder.clone().url(inner.nodes[i].url.clone());
             if let Ok(c) = builder.build().await {
+                if *shutdown.borrow() {
+                    c.shutdown().await; // the client shut down meanwhile: nothing to keep
+                    return;
+                }
+                inner.nodes[i].suspect();
+                spawn_connection_watch(&inner, i, &c.inner);
                 *inner.nodes[i].conn.write().unwrap() = Some(c.inner);
-                inner.check_uptime(i, inner.uptime_check_limit()).await;
+                // Every new connection is asked: each must have reached the same instance.
+                inner
+                    .check_uptime_on(i, inner.uptime_check_limit(), true)
+                    .await;
                 return;
             }
+        }
+    });
+}
+
+/// Replaces node `i`'s connections as soon as one of them fails: they do not reconnect by
+/// themselves, and fred's connection state does not say that one has stopped. Ends when the
+/// connections are replaced or the client shuts down.
+fn spawn_connection_watch(q: &Arc<QuorumInner>, i: usize, conn: &Arc<Inner>) {
+    let (weak, conn) = (Arc::downgrade(q), conn.clone());
+    let mut shutdown = q.shutdown.subscribe();
+    use fred::interfaces::EventInterface;
+    let mut errors: Vec<_> = conn.pool.clients().iter().map(|c| c.error_rx()).collect();
+    tokio::spawn(async move {
+        let failed = async {
+            let mut any = JoinSet::new();
+            for mut rx in errors.drain(..) {
+                any.spawn(async move { rx.recv().await.is_ok() });
+            }
+            while let Some(r) = any.join_next().await {
+                if r.unwrap_or(false) {
+                    return;
+                }
+            }
+            std::future::pending::<()>().await
+        };
+        tokio::select! {
+            _ = failed => {}
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+        if let Some(q) = weak.upgrade() {
+            q.replace_dead(i, &conn);
         }
     });
 }
@@ -750,7 +894,7 @@ fn spawn_uptime_checks(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>
                 _ = shutdown.wait_for(|s| *s) => return,
             }
             let Some(inner) = q.upgrade() else { return };
-            inner.check_uptimes(inner.uptime_check_limit()).await;
+            inner.check_uptimes(inner.uptime_check_limit(), false).await;
         }
     });
 }
