@@ -4,6 +4,24 @@
 use crate::run::resolve_url;
 use crate::{say, CliError};
 
+/// `println!` that never panics on a closed stdout (`relock status … | head -c0`): what was
+/// asked (a read, or a deletion) has happened, and nobody reads the rest.
+macro_rules! println {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// A PTTL in words: "N ms left", "no expiry" (-1), or "gone".
+fn lease_text(pttl_ms: Option<i64>) -> String {
+    match pttl_ms {
+        Some(-1) => "no expiry".to_string(),
+        Some(ms) => format!("{ms} ms left"),
+        None => "gone".to_string(),
+    }
+}
+
 /// Options of `relock status`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
@@ -121,11 +139,7 @@ fn print(s: &relock::LockStatus) {
     if !s.is_held() {
         println!("{}: free", s.name);
     } else {
-        let lease = match s.pttl_ms {
-            Some(-1) => "no expiry".to_string(),
-            Some(ms) => format!("{ms} ms left"),
-            None => "gone".to_string(),
-        };
+        let lease = lease_text(s.pttl_ms);
         println!("{}: held, {lease}", s.name);
         for h in &s.holders {
             println!(
@@ -137,10 +151,7 @@ fn print(s: &relock::LockStatus) {
         }
     }
     if let Some(c) = s.counter {
-        println!(
-            "  fencing counter {c} ({} ms left)",
-            s.counter_pttl_ms.unwrap_or(-2)
-        );
+        println!("  fencing counter {c} ({})", lease_text(s.counter_pttl_ms));
     }
     for w in &s.queue {
         println!(
@@ -237,7 +248,7 @@ pub(crate) async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, CliError> 
 mod quorum {
     use std::time::Duration;
 
-    use super::{json, Json, StatusArgs};
+    use super::{json, lease_text, Json, StatusArgs};
     use crate::CliError;
 
     /// What a majority of the masters say about one lock.
@@ -412,14 +423,14 @@ mod quorum {
             match (&n.status, &n.error) {
                 (Some(s), _) if s.holders.is_empty() => println!("  {}: free", n.url),
                 (Some(s), _) => {
+                    let lease = lease_text(s.pttl_ms);
                     for h in &s.holders {
                         println!(
-                            "  {}: holder {} ({}), count {}, {} ms left{}",
+                            "  {}: holder {} ({}), count {}, {lease}{}",
                             n.url,
                             h.field,
                             h.layout,
                             h.count,
-                            s.pttl_ms.unwrap_or(-2),
                             s.counter
                                 .map_or(String::new(), |c| format!(", counter {c}"))
                         );

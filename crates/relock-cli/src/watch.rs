@@ -58,8 +58,10 @@ const NEEDED: [char; 4] = ['g', 'h', 'x', 'z'];
 /// What one batch of messages said happened, before the read that follows it.
 #[derive(Debug, Default, Clone, Copy)]
 struct Batch {
-    /// `0` on the release channel: Redisson's unlock message, sent by every plain release.
-    unlock_message: bool,
+    /// Messages on the release channel: one per release (Redisson's `0`, or for a fair lock
+    /// the field of the waiter it wakes) and per force-unlock. (A fair line's eviction also
+    /// wakes its new first waiter; those are rare.)
+    unlock_messages: u64,
     /// A field of the lock hash was set or incremented (`hset`, `hincrby`): a take, a
     /// re-entry, or Redisson's decrement before its `del`.
     take: bool,
@@ -67,6 +69,12 @@ struct Batch {
     hdel: bool,
     /// The lock hash was deleted (`del`): after a release's last field, or by force-unlock.
     del: bool,
+    /// A `del` not right after a field's removal (`hdel`, or Redisson's `hincrby -1`):
+    /// force-unlock. Decided on the order of the events, across batches.
+    bare_del: bool,
+    /// The last event on the lock hash removed or decremented a field (so a `del` right after
+    /// it is that release's); carried from one batch to the next.
+    after_release_op: bool,
     /// The lock hash expired.
     expired: bool,
     /// The lease last seen should have run out (the one timer).
@@ -80,20 +88,26 @@ impl Batch {
         if e.key.as_str() != Some(lock) {
             return; // the fair line: the read shows it
         }
-        match e.operation.as_str() {
+        let op = e.operation.as_str();
+        match op {
             "hset" | "hincrby" | "hincrbyfloat" => self.take = true,
             "hdel" => self.hdel = true,
-            "del" => self.del = true,
+            "del" => {
+                self.bare_del |= !self.after_release_op;
+                self.del = true;
+            }
             "expired" => self.expired = true,
             _ => {}
         }
+        // `hincrby` is a take or Redisson's decrement before its `del`: both may precede one.
+        self.after_release_op = matches!(op, "hdel" | "hincrby");
     }
 
     /// The word for a holder that the read no longer finds.
     fn gone(&self) -> &'static str {
         if self.reconnected {
             "gone" // while disconnected: released, expired or lost with the server's data
-        } else if self.del && !self.take && !self.hdel {
+        } else if self.bare_del {
             "deleted" // a DEL with no field change before it: force-unlock
         } else if (self.expired || self.lease_timer) && !self.hdel && !self.del {
             "expired"
@@ -144,16 +158,24 @@ impl<'a> Event<'a> {
         self
     }
 
-    /// Prints the line; false when stdout is closed (unlike `println!`, never panics).
-    fn print(&self, json: bool) -> bool {
-        use std::io::Write;
-        let text = if json {
+    /// The line to print, ending with a newline.
+    fn line(&self, json: bool) -> String {
+        let mut text = if json {
             serde_json::to_string(self).unwrap_or_default()
         } else {
             self.text()
         };
+        text.push('\n');
+        text
+    }
+
+    /// Prints the line; false when stdout is closed (unlike `println!`, never panics).
+    fn print(&self, json: bool) -> bool {
+        use std::io::Write;
         let mut out = std::io::stdout().lock();
-        writeln!(out, "{text}").and_then(|()| out.flush()).is_ok()
+        out.write_all(self.line(json).as_bytes())
+            .and_then(|()| out.flush())
+            .is_ok()
     }
 
     fn text(&self) -> String {
@@ -224,41 +246,30 @@ fn changes<'a>(
     out
 }
 
-/// Holds taken and let go between two reads: the messages say so, though no read saw them.
-/// The messages of one script can arrive in two batches, so a take seen without its holder is
-/// kept until a release comes.
+/// Holds taken and let go between two reads: every release and force-unlock sends one message
+/// on the lock's channel, so the messages that the reads did not account for (as `released` or
+/// `deleted` lines) are holds nobody saw. The messages of one script can come before or after
+/// the read that shows its release, so this is a running balance.
 #[derive(Debug, Default)]
 struct Unseen {
-    take: bool,
+    balance: i64,
 }
 
 impl Unseen {
-    /// Whether a hold passed unseen, given the batch, whether the read showed any holder
-    /// change, and whether keyspace notifications are on.
-    fn passed(
-        &mut self,
-        batch: &Batch,
-        was_free: bool,
-        is_free: bool,
-        seen: bool,
-        ks: bool,
-    ) -> bool {
-        if seen {
-            self.take = false;
-            return false;
+    /// How many holds passed unseen, given the batch and the releases its read showed.
+    fn passed(&mut self, batch: &Batch, shown_releases: usize) -> u64 {
+        if batch.reconnected {
+            self.balance = 0; // messages may have been lost with the connection
+            return 0;
         }
-        let released = batch.hdel || batch.del || batch.unlock_message;
-        let passed = was_free
-            && is_free
-            && if ks {
-                // A take and a release, in this batch or across two.
-                (self.take || batch.take) && (batch.hdel || batch.del)
-            } else {
-                // Only releases are seen: each is one unlock message.
-                released && batch.unlock_message
-            };
-        self.take = !passed && (self.take || batch.take);
-        passed
+        self.balance += batch.unlock_messages as i64 - shown_releases as i64;
+        if self.balance > 0 {
+            let n = self.balance as u64;
+            self.balance = 0;
+            n
+        } else {
+            0
+        }
     }
 }
 
@@ -341,15 +352,20 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
         let mut changed = 0u64;
         let mut unseen = Unseen::default();
         let mut errors = sub.error_rx();
+        let mut troubled = false;
+        let mut after_release_op = false;
         loop {
             if args.count.is_some_and(|n| changed >= n) {
                 return Ok(0);
             }
             let lease_end = lease_end(&seen);
-            let mut batch = Batch::default();
+            let mut batch = Batch {
+                after_release_op,
+                ..Batch::default()
+            };
             tokio::select! {
                 m = messages.recv() => match m {
-                    Ok(m) => batch.unlock_message |= is_unlock(&m),
+                    Ok(_) => batch.unlock_messages += 1,
                     Err(RecvError::Lagged(_)) => batch.reconnected = true,
                     Err(_) => return Err(CliError::Failed("the subscription ended".into())),
                 },
@@ -360,8 +376,10 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
                 },
                 _ = reconnects.recv() => batch.reconnected = true,
                 e = errors.recv() => {
-                    if let Ok((e, _)) = e {
+                    // Once per outage, not once per reconnect attempt.
+                    if let (Ok((e, _)), false) = (e, troubled) {
                         say(format_args!("connection trouble ({e}); the view resumes when it is back"));
+                        troubled = true;
                     }
                     continue;
                 }
@@ -369,15 +387,15 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
                 _ = sleep_until(stop_at) => return Ok(0),
                 _ = &mut stop => return Ok(0),
             };
-            // The rest of what one script sent comes in the same burst: gather it (until a
-            // quiet 2 ms, at most 50 ms) into the same read.
-            let gather = Instant::now() + Duration::from_millis(50);
+            // Whatever else has already arrived goes into the same read (never waiting for
+            // more: a short hold would be over before the read).
             loop {
-                tokio::select! {
-                    Ok(m) = messages.recv() => batch.unlock_message |= is_unlock(&m),
-                    Ok(e) = keyspace.recv() => batch.keyspace(&e, &names.lock),
-                    _ = tokio::time::sleep(Duration::from_millis(2)) => break,
-                    _ = tokio::time::sleep_until(gather) => break,
+                if messages.try_recv().is_ok() {
+                    batch.unlock_messages += 1;
+                } else if let Ok(e) = keyspace.try_recv() {
+                    batch.keyspace(&e, &names.lock);
+                } else {
+                    break;
                 }
             }
             let now = tokio::select! {
@@ -385,28 +403,36 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
                 _ = &mut stop => return Ok(0),
             };
             let now = match now {
-                Ok(s) => s,
+                Ok(s) => {
+                    troubled = false;
+                    s
+                }
                 Err(e) => {
                     say(format_args!("reading `{}`: {e}", args.name));
                     continue;
                 }
             };
+            after_release_op = batch.after_release_op;
             let mut events = changes(&seen, &now, &batch);
-            let holders_changed = events.iter().any(|e| e.event != "line");
-            if unseen.passed(
-                &batch,
-                !seen.is_held(),
-                !now.is_held(),
-                holders_changed,
-                notifications,
-            ) {
+            let shown = events
+                .iter()
+                .filter(|e| e.event == "released" || e.event == "deleted")
+                .count();
+            for _ in 0..unseen.passed(&batch, shown) {
                 events.insert(0, Event::new("passed"));
             }
             for e in events {
                 if args.count.is_some_and(|n| changed >= n) {
                     break;
                 }
-                if !e.print(args.json) {
+                // Written without blocking the loop: a reader that stops reading (a full pipe)
+                // must not keep a SIGTERM from ending the watch.
+                let line = e.line(args.json);
+                let written = tokio::select! {
+                    r = write_line(line) => r,
+                    _ = &mut stop => return Ok(0),
+                };
+                if !written {
                     return Ok(0); // stdout closed (`| head`): nobody is reading
                 }
                 changed += 1;
@@ -418,12 +444,6 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
     manager.abort();
     let _ = tokio::time::timeout(Duration::from_secs(1), sub.quit()).await;
     r
-}
-
-/// Whether a release-channel message is Redisson's unlock message (`0`), which every plain
-/// release sends (a fair lock's names the waiter it wakes).
-fn is_unlock(m: &fred::types::Message) -> bool {
-    m.value.as_string().as_deref() == Some("0")
 }
 
 /// When the lease of what `s` shows runs out (a few ms after, so that the read finds it gone).
@@ -444,6 +464,13 @@ async fn sleep_until(t: Option<Instant>) {
 }
 
 /// Prints the state at start; false when stdout is closed.
+/// Writes `line` to stdout; false when stdout is closed.
+async fn write_line(line: String) -> bool {
+    use tokio::io::AsyncWriteExt;
+    let mut out = tokio::io::stdout();
+    out.write_all(line.as_bytes()).await.is_ok() && out.flush().await.is_ok()
+}
+
 fn snapshot(s: &relock::LockStatus, json: bool) -> bool {
     let mut printed = true;
     if s.holders.is_empty() {

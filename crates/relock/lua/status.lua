@@ -22,7 +22,8 @@ for i, key in ipairs(KEYS) do
   end
 end
 local counter = redis.call('get', KEYS[2])
-if counter and not tonumber(counter) then
+-- INCR's own rule: a counter is a decimal integer (no sign, fraction, exponent or hex here).
+if counter and (not string.match(counter, '^%d+$') or #counter > 19) then
   return {'wrongtype', KEYS[2]}
 end
 local fields = redis.call('hgetall', KEYS[1])

@@ -276,6 +276,22 @@ impl QuorumClientBuilder {
         inner
             .check_uptimes(inner.builder.connect_timeout_setting(), true)
             .await;
+        // Two URLs for one server (an alias, another database number) would count its vote
+        // twice: one server could then make a "majority". Its run id tells.
+        let mut seen: std::collections::HashMap<String, usize> = Default::default();
+        for (i, node) in inner.nodes.iter().enumerate() {
+            let Some(run_id) = node.state.lock().unwrap().run_id.clone() else {
+                continue;
+            };
+            if let Some(first) = seen.insert(run_id, i) {
+                let why = format!(
+                    "`{}` and `{}` are the same server (one run id): each master may vote once",
+                    inner.nodes[first].name, node.name
+                );
+                QuorumClient { inner }.shutdown().await;
+                return Err(Error::invalid("urls", why));
+            }
+        }
         for (i, node) in inner.nodes.iter().enumerate() {
             if let Some(conn) = node.conn() {
                 spawn_connection_watch(&inner, i, &conn);

@@ -73,6 +73,36 @@ impl Script {
         }
     }
 
+    /// Runs a read-only script (flagged `no-writes`) with `EVALSHA_RO`, and `EVAL_RO` on
+    /// NOSCRIPT. Unlike `EVALSHA`, an `EVALSHA_RO` of a script the server has not cached is
+    /// answered (NOSCRIPT) at once during a `CLIENT PAUSE WRITE` (a failover), instead of at
+    /// the end of the pause.
+    pub(crate) async fn run_read_only<R: FromValue>(
+        &self,
+        client: &FredClient,
+        keys: Vec<String>,
+        args: Vec<String>,
+    ) -> Result<R, fred::error::Error> {
+        let slot = keys
+            .first()
+            .map(|k| fred::util::redis_keyslot(k.as_bytes()));
+        let hash = slot.map_or(ClusterHash::Random, ClusterHash::Custom);
+        let mut call: Vec<Value> = Vec::with_capacity(2 + keys.len() + args.len());
+        call.push(self.sha1.as_str().into());
+        call.push((keys.len() as i64).into());
+        call.extend(keys.into_iter().map(Value::from));
+        call.extend(args.into_iter().map(Value::from));
+        let evalsha = CustomCommand::new_static("EVALSHA_RO", hash.clone(), false);
+        match client.custom(evalsha, call.clone()).await {
+            Err(e) if is_noscript(&e) => {
+                call[0] = self.lua.as_ref().into();
+                let eval = CustomCommand::new_static("EVAL_RO", hash, false);
+                client.custom(eval, call).await
+            }
+            other => other,
+        }
+    }
+
     #[cfg(test)]
     pub(crate) fn sha1(&self) -> &str {
         &self.sha1
