@@ -588,6 +588,29 @@ async fn start(
     cluster: bool,
     owns_pool: bool,
 ) -> Result<Client> {
+    // Without reconnects (a quorum node), a failed connection never comes back: say so for the
+    // owner to replace the set. Subscribed before `init`, so that no failure passes unseen; as
+    // state, so that one that came before anyone looked is still there.
+    let pool_failed = watch::channel(false);
+    if !s.auto_reconnect {
+        use fred::interfaces::EventInterface;
+        for c in pool.clients() {
+            let (mut errors, failed) = (c.error_rx(), pool_failed.0.clone());
+            // Ends with the client (its sender closes) or at the first connection failure;
+            // an error reply (NOPERM, BUSY) is the server's answer, not a broken connection.
+            tokio::spawn(async move {
+                while let Ok((e, _)) = errors.recv().await {
+                    if matches!(
+                        e.kind(),
+                        fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
+                    ) {
+                        failed.send_replace(true);
+                        return;
+                    }
+                }
+            });
+        }
+    }
     {
         let closer = CloseOnDrop {
             pool: (!pool.is_connected()).then(|| pool.clone()),
@@ -629,6 +652,7 @@ async fn start(
     let batcher = (s.coalesce && !cluster && s.sync_replicas.is_none())
         .then(|| crate::batch::Batcher::spawn(pool.clone(), pool.size()));
     let inner = Arc::new(Inner {
+        pool_failed: pool_failed.1,
         batcher,
         id: reentry::next_client_id(),
         fields: FieldMaker::new(&s.client_id),
@@ -883,6 +907,9 @@ impl std::fmt::Debug for Client {
 
 #[derive(Debug)]
 pub(crate) struct Inner {
+    /// Becomes true when a command connection fails, for a client whose connections do not
+    /// reconnect by themselves (a quorum node): the set must be replaced.
+    pub(crate) pool_failed: watch::Receiver<bool>,
     /// Coalesces plain acquires and releases (none on a cluster, or when turned off).
     pub(crate) batcher: Option<crate::batch::Batcher>,
     /// Process-unique id of this client (scopes re-enter only this client's holds).

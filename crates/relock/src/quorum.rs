@@ -213,6 +213,7 @@ impl QuorumClientBuilder {
             .urls
             .iter()
             .map(|u| Node {
+                reconnecting: Mutex::new(None),
                 url: u.clone(),
                 name: crate::redact::url(u),
                 conn: RwLock::new(None),
@@ -298,7 +299,12 @@ impl QuorumClientBuilder {
             }
         }
         for (i, _) in failures {
-            spawn_reconnect(Arc::downgrade(&inner), i, shutdown_rx.clone());
+            spawn_reconnect(
+                Arc::downgrade(&inner),
+                i,
+                shutdown_rx.clone(),
+                Duration::from_secs(1),
+            );
         }
         spawn_uptime_checks(Arc::downgrade(&inner), shutdown_rx.clone());
         spawn_watchdog(Arc::downgrade(&inner), shutdown_rx);
@@ -452,6 +458,10 @@ pub(crate) struct Node {
     pub(crate) name: String,
     conn: RwLock<Option<Arc<Inner>>>,
     state: Mutex<NodeState>,
+    /// Since when a new set of connections is on its way (its set broke: a vote or check got
+    /// a connection error, or fred said so), until its first attempt fails or it is checked:
+    /// a waiter waits for it rather than give up (see `is_reconnecting`).
+    reconnecting: Mutex<Option<Instant>>,
 }
 
 #[derive(Debug, Default)]
@@ -460,6 +470,9 @@ struct NodeState {
     run_id: Option<String>,
     /// When it may vote; `None` until its uptime is known (after connecting or an error).
     eligible_at: Option<Instant>,
+    /// When its connections were last replaced, and the wait before the next set.
+    replaced_at: Option<Instant>,
+    replace_delay: Duration,
 }
 
 impl std::fmt::Debug for Node {
@@ -480,8 +493,33 @@ pub(crate) enum Eligibility {
 }
 
 impl Node {
+    /// Whether a new set of connections is on its way (see `reconnecting`).
+    pub(crate) fn is_reconnecting(&self) -> bool {
+        // Bounded: a set that never comes back does not keep a waiter waiting.
+        const AT_MOST: Duration = Duration::from_secs(5);
+        self.reconnecting
+            .lock()
+            .unwrap()
+            .is_some_and(|since| since.elapsed() < AT_MOST)
+            // Failed, and about to be replaced.
+            || self.conn().is_some_and(|c| *c.pool_failed.borrow())
+    }
+
+    /// The node's set broke (or is being replaced): see `reconnecting`.
+    pub(crate) fn mark_reconnecting(&self, on: bool) {
+        let mut r = self.reconnecting.lock().unwrap();
+        *r = match (on, *r) {
+            (true, Some(since)) => Some(since),
+            (true, None) => Some(Instant::now()),
+            (false, _) => None,
+        };
+    }
+
     pub(crate) fn eligibility(&self) -> Eligibility {
         let Some(conn) = self.conn.read().unwrap().clone() else {
+            if self.reconnecting.lock().unwrap().is_some() {
+                return Eligibility::Unavailable("reconnecting".into());
+            }
             return Eligibility::Unavailable("not connected yet".into());
         };
         match self.state.lock().unwrap().eligible_at {
@@ -627,13 +665,16 @@ impl QuorumInner {
             let info = match info {
                 Ok(Ok(info)) => info,
                 Ok(Err(e)) => {
-                    // The connection is gone (fred's state is not a reliable sign of that once
-                    // it has stopped): replace the set. Any other error gets the same, which
-                    // costs a reconnect and a check, never a vote.
                     tracing::debug!(node = %node.name, error = %e, "uptime check failed");
-
                     node.suspect();
-                    self.replace_dead(i, &conn);
+                    // A broken connection never comes back: replace the set. A refusal (an
+                    // ACL without INFO, BUSY) is the server's answer: the node waits.
+                    if matches!(
+                        e.kind(),
+                        fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
+                    ) {
+                        self.replace_dead(i, &conn);
+                    }
                     return;
                 }
                 Err(_) => {
@@ -664,10 +705,10 @@ impl QuorumInner {
             self.replace_dead(i, &conn);
             return;
         }
-        // Never with the state locked: `replace_dead` takes the connection's lock, then the
-        // state's.
-        let current = node.conn();
-        if !current.is_some_and(|c| Arc::ptr_eq(&c, &conn)) {
+        // The connection's lock, then the state's (as `replace_dead`): the set cannot be
+        // replaced between this check and the update.
+        let current = node.conn.read().unwrap();
+        if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
             return; // replaced meanwhile: the new connections get their own check
         }
         let mut state = node.state.lock().unwrap();
@@ -696,12 +737,29 @@ impl QuorumInner {
                 return; // already replaced
             }
             node.suspect();
+            node.mark_reconnecting(true);
             *conn = None;
         }
         tracing::debug!(node = %node.name, "connection lost; reconnecting, then checking the node's run id before it votes");
         let old = dead.clone();
         tokio::spawn(async move { crate::Client { inner: old }.shutdown().await });
-        spawn_reconnect(Arc::downgrade(self), i, self.shutdown.subscribe());
+        // A set that fails again soon after it was made waits longer each time (a server
+        // that drops every new connection must not get a connection storm).
+        let delay = {
+            let mut st = node.state.lock().unwrap();
+            let now = Instant::now();
+            let soon = st
+                .replaced_at
+                .is_some_and(|t| now - t < Duration::from_secs(2));
+            st.replace_delay = if soon {
+                (st.replace_delay * 2).clamp(Duration::from_millis(50), Duration::from_secs(1))
+            } else {
+                Duration::ZERO
+            };
+            st.replaced_at = Some(now);
+            st.replace_delay
+        };
+        spawn_reconnect(Arc::downgrade(self), i, self.shutdown.subscribe(), delay);
     }
 
     /// Runs `release.lua` for `field` on every node at once (including the ones that may not
@@ -723,6 +781,13 @@ impl QuorumInner {
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
             let q = Arc::downgrade(self);
             self.tracker.spawn(async move {
+                // The outcome of one call: answered, refused (an error reply), or unknown
+                // (no answer in time, or the connection broke).
+                enum Sent {
+                    Answered(Option<i64>),
+                    Refused(String),
+                    Unknown(String),
+                }
                 let once = |conn: Arc<Inner>| {
                     let (keys, field, name) = (keys.clone(), field.clone(), name.clone());
                     async move {
@@ -732,44 +797,79 @@ impl QuorumInner {
                             vec![field, mode.into(), "publish".into()],
                         );
                         match tokio::time::timeout(limit, call).await {
-                            Ok(Ok(r)) => Ok(r),
-                            Ok(Err(e)) => Err(e.to_string()),
-                            Err(_) => Err(format!("no answer within {limit:?}")),
+                            Ok(Ok(r)) => Sent::Answered(r),
+                            Ok(Err(e))
+                                if matches!(
+                                    e.kind(),
+                                    fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
+                                ) =>
+                            {
+                                Sent::Unknown(e.to_string())
+                            }
+                            Ok(Err(e)) => Sent::Refused(e.to_string()),
+                            Err(_) => Sent::Unknown(format!("no answer within {limit:?}")),
                         }
                     }
                 };
-                let r = once(conn).await;
-                let failed = r.is_err();
-                let _ = tx.send((i, r));
-                // The caller waits for a majority's answers or for every sender to go: the
-                // retries below must not keep it waiting.
+                let mut sent_on = conn.clone();
+                let first = once(conn).await;
+                let unknown = matches!(first, Sent::Unknown(_));
+                let _ = tx.send((
+                    i,
+                    match first {
+                        Sent::Answered(r) => Ok(r),
+                        Sent::Refused(e) | Sent::Unknown(e) => Err(e),
+                    },
+                ));
+                // The caller waits for a majority's answers or for every sender to go: what
+                // follows must not keep it waiting.
                 drop(tx);
-                // A whole hold's release that got no answer may not have run (its connection
-                // broke with it on the way): the hold would then stay on this node for its
-                // lease, and with one node down or in quarantine no majority could form for
-                // anyone meanwhile. Ask again, on the node's connections of the moment (a
-                // broken set is replaced), until it answers, the longest lease in use has
-                // passed (the hold is gone by then), or the client shuts down. It names only
-                // this hold's field, so a repeat is harmless (nil).
-                if failed && mode == "all" {
-                    let started = Instant::now();
-                    let mut wait = limit * 2;
-                    loop {
-                        tokio::time::sleep(wait).await;
-                        // Short waits: shutdown waits for this task, and it stops at its start.
-                        wait = (wait * 2).min(Duration::from_millis(250));
-                        let Some(q) = q.upgrade() else { return };
-                        let lease = Duration::from_millis(q.max_lease_ms.load(Ordering::SeqCst));
-                        if q.shutting_down.load(Ordering::SeqCst) || started.elapsed() > lease {
-                            return;
-                        }
-                        let Some(conn) = q.nodes[i].conn() else {
-                            continue;
-                        };
-                        drop(q);
-                        if once(conn).await.is_ok() {
-                            return;
-                        }
+                // A whole hold's release with no known outcome: on connections that are still
+                // up it runs in its turn (they never reconnect), but if they broke with it on
+                // the way, the hold would stay on this node for its lease, and with another
+                // node down or quarantined no majority could form for anyone meanwhile. So
+                // once the node's set has been replaced, it is sent again on the new one, until
+                // it answers, the longest lease in use has passed, or the client shuts down. It
+                // names only this hold's field, so a repeat is harmless (nil).
+                if !(unknown && mode == "all") {
+                    return;
+                }
+                // Did the set break? fred notices a dead connection within its command
+                // timeout; a set that stays up runs the release in its turn.
+                let notice =
+                    Instant::now() + sent_on.settings.command_timeout + Duration::from_secs(1);
+                loop {
+                    if *sent_on.pool_failed.borrow() {
+                        break;
+                    }
+                    // In short steps: shutdown waits for this task, and it stops at its start.
+                    let stopping = q
+                        .upgrade()
+                        .is_none_or(|q| q.shutting_down.load(Ordering::SeqCst));
+                    if stopping || Instant::now() >= notice {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                let started = Instant::now();
+                loop {
+                    // Only waiting for the node's new set (no call): cheap however long.
+                    tokio::time::sleep(limit.max(Duration::from_millis(20))).await;
+                    let Some(q) = q.upgrade() else { return };
+                    let lease = Duration::from_millis(q.max_lease_ms.load(Ordering::SeqCst));
+                    if q.shutting_down.load(Ordering::SeqCst) || started.elapsed() > lease {
+                        return;
+                    }
+                    let Some(current) = q.nodes[i].conn() else {
+                        continue;
+                    };
+                    if Arc::ptr_eq(&current, &sent_on) {
+                        continue;
+                    }
+                    drop(q);
+                    sent_on = current.clone();
+                    if !matches!(once(current).await, Sent::Unknown(_)) {
+                        return;
                     }
                 }
             });
@@ -844,29 +944,60 @@ pub(crate) async fn release(
     }
 }
 
-fn spawn_reconnect(q: Weak<QuorumInner>, i: usize, mut shutdown: watch::Receiver<bool>) {
+fn spawn_reconnect(
+    q: Weak<QuorumInner>,
+    i: usize,
+    mut shutdown: watch::Receiver<bool>,
+    delay: Duration,
+) {
     tokio::spawn(async move {
-        loop {
+        if !delay.is_zero() {
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                _ = tokio::time::sleep(delay) => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
+        }
+        // At once, then less and less often: a blip costs a reconnect, not a second.
+        let mut backoff = Duration::from_millis(50);
+        loop {
             let Some(inner) = q.upgrade() else { return };
             let builder = inner.builder.clone().url(inner.nodes[i].url.clone());
-            if let Ok(c) = builder.build().await {
-                if *shutdown.borrow() {
-                    c.shutdown().await; // the client shut down meanwhile: nothing to keep
+            let built = tokio::select! {
+                b = builder.build() => b,
+                _ = shutdown.wait_for(|s| *s) => return,
+            };
+            match built {
+                Ok(c) => {
+                    let node = &inner.nodes[i];
+                    node.suspect();
+                    spawn_connection_watch(&inner, i, &c.inner);
+                    {
+                        let mut conn = node.conn.write().unwrap();
+                        // Installed under the lock that shutdown takes the sets with: a set
+                        // made while it ran is not kept.
+                        if inner.shutting_down.load(Ordering::SeqCst) {
+                            drop(conn);
+                            c.shutdown().await;
+                            return;
+                        }
+                        *conn = Some(c.inner);
+                    }
+                    // Every new connection is asked: each must have reached the same instance.
+                    // Reconnecting until then: the node votes (or is quarantined) right after.
+                    inner
+                        .check_uptime_on(i, inner.uptime_check_limit(), true)
+                        .await;
+                    node.mark_reconnecting(false);
                     return;
                 }
-                inner.nodes[i].suspect();
-                spawn_connection_watch(&inner, i, &c.inner);
-                *inner.nodes[i].conn.write().unwrap() = Some(c.inner);
-                // Every new connection is asked: each must have reached the same instance.
-                inner
-                    .check_uptime_on(i, inner.uptime_check_limit(), true)
-                    .await;
-                return;
+                Err(_) => inner.nodes[i].mark_reconnecting(false),
             }
+            drop(inner);
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(1));
         }
     });
 }
@@ -877,23 +1008,17 @@ fn spawn_reconnect(q: Weak<QuorumInner>, i: usize, mut shutdown: watch::Receiver
 fn spawn_connection_watch(q: &Arc<QuorumInner>, i: usize, conn: &Arc<Inner>) {
     let (weak, conn) = (Arc::downgrade(q), conn.clone());
     let mut shutdown = q.shutdown.subscribe();
-    use fred::interfaces::EventInterface;
-    let mut errors: Vec<_> = conn.pool.clients().iter().map(|c| c.error_rx()).collect();
+    let mut failed = conn.pool_failed.clone();
+    let mut stopping = conn.stopping.subscribe();
     tokio::spawn(async move {
-        let failed = async {
-            let mut any = JoinSet::new();
-            for mut rx in errors.drain(..) {
-                any.spawn(async move { rx.recv().await.is_ok() });
-            }
-            while let Some(r) = any.join_next().await {
-                if r.unwrap_or(false) {
+        tokio::select! {
+            r = failed.wait_for(|f| *f) => {
+                if r.is_err() {
                     return;
                 }
             }
-            std::future::pending::<()>().await
-        };
-        tokio::select! {
-            _ = failed => {}
+            // Replaced for another reason (a failed check) and shut down, or the client is.
+            _ = stopping.wait_for(|s| *s) => return,
             _ = shutdown.wait_for(|s| *s) => return,
         }
         if let Some(q) = weak.upgrade() {

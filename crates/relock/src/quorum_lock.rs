@@ -177,6 +177,12 @@ impl QuorumLock {
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let mut subs: Option<Vec<Subscription>> = None;
         let mut warned = false;
+        // Wake-ups that led nowhere in a row: a failed attempt's own clean-up publishes a
+        // release on a node, which wakes this very waiter (and a holder missing from one node
+        // makes every attempt fail there). Each such round waits a little longer first.
+        let mut idle_wake = Duration::ZERO;
+        // Rounds waited for nodes coming back (bounded: 5 s at 50 ms a round).
+        let mut waited_for_nodes = 0u32;
         loop {
             // Every attempt asks under a field of its own: a failed attempt is released
             // everywhere under its field, and that release, however late it lands, cannot
@@ -209,6 +215,27 @@ impl QuorumLock {
             );
             let available = self.q.nodes.len() - failure.unavailable();
             if available < self.q.quorum {
+                // A node whose connections are being made again after a blip is back within
+                // a connect: a waiter waits for it, within its deadline.
+                // Or that is back already, since the attempt: then try again.
+                let reconnecting = self.q.nodes.iter().any(|n| n.is_reconnecting())
+                    || self
+                        .q
+                        .nodes
+                        .iter()
+                        .filter(|n| matches!(n.eligibility(), crate::quorum::Eligibility::Yes(_)))
+                        .count()
+                        >= self.q.quorum;
+                let now = Instant::now();
+                if reconnecting && waited_for_nodes < 100 && deadline.is_none_or(|d| now < d) {
+                    waited_for_nodes += 1;
+                    let mut pause = Duration::from_millis(50);
+                    if let Some(d) = deadline {
+                        pause = pause.min(d - now);
+                    }
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
                 // Too many nodes down or in quarantine: waiting for a release cannot help.
                 return Err(self.not_reached(failure));
             }
@@ -249,7 +276,17 @@ impl QuorumLock {
                 // No node's release message can reach us: look again soon.
                 sleep = sleep.min(Duration::from_millis(100));
             }
-            let _ = tokio::time::timeout(sleep, any_notified(subs_ref)).await;
+            if !idle_wake.is_zero() {
+                tokio::time::sleep(idle_wake.min(sleep)).await;
+            }
+            let woken = tokio::time::timeout(sleep, any_notified(subs_ref))
+                .await
+                .is_ok();
+            idle_wake = if woken && held_elsewhere {
+                (idle_wake * 2).clamp(Duration::from_millis(1), Duration::from_millis(50))
+            } else {
+                Duration::ZERO
+            };
             self.q.check_running()?;
         }
     }
@@ -473,6 +510,8 @@ impl QuorumLock {
                             fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
                         ) {
                             q.nodes[i].suspect();
+                            // Its set is dead and about to be replaced.
+                            q.nodes[i].mark_reconnecting(true);
                         }
                         Vote::Error(e.to_string())
                     }
