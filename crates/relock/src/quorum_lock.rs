@@ -271,6 +271,13 @@ impl QuorumLock {
             if let Some(d) = deadline {
                 sleep = sleep.min(d - now);
             }
+            tracing::debug!(
+                lock = %keys.lock,
+                held_elsewhere,
+                ?sleep,
+                votes = ?failure.votes.iter().map(|v| format!("{:?}", v.vote)).collect::<Vec<_>>(),
+                "quorum attempt failed; waiting"
+            );
             let subs_ref = subs.as_deref().unwrap_or_default();
             if !subs_ref.iter().any(Subscription::is_connected) {
                 // No node's release message can reach us: look again soon.
