@@ -240,7 +240,13 @@ pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
             _ => return Err("failover needs a cluster or sentinel".into()),
         },
     }
-    let heal = now();
+    let mut heal = now();
+    if n == Nemesis::KillRestart && t.kind == Kind::Quorum {
+        // The restarted master may not vote until its restart quarantine ends (the lease,
+        // counted in whole seconds of its uptime: up to one more second): until then a
+        // three-master quorum runs on the other two alone, and the fault is not over.
+        heal += (t.lease + Duration::from_secs(1)).as_nanos() as i64;
+    }
     Ok(Window {
         nemesis: n.name().to_owned(),
         start,
