@@ -71,8 +71,21 @@ async fn status_on_a_quorum_shows_each_master_and_the_majoritys_verdict() {
     );
     m[2].resume().unwrap();
 
-    // Released: free everywhere.
+    // Released: free everywhere, once each master has had the release (unlock returns when a
+    // majority answered).
     guard.unlock().await.unwrap();
+    relock_testkit::wait_until(
+        std::time::Duration::from_secs(5),
+        "the release on every master",
+        || async {
+            m.servers().iter().all(|s| {
+                s.cmd(&["EXISTS", "cli-q"])
+                    .is_ok_and(|v| v.as_int() == Some(0))
+            })
+        },
+    )
+    .await
+    .unwrap();
     let (code, s, text) = status(&urls);
     assert_eq!(code, Some(1), "{text}");
     assert_eq!(s["verdict"], "free", "{text}");
