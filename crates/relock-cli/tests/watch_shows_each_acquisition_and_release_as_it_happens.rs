@@ -3,66 +3,24 @@
 //! `--enable-notifications` turns on) and the release channel; it reads nothing while nothing
 //! happens, and `--count` ends it.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
 
 use relock_testkit::{wait_until, RedisServer};
-use serde_json::Value;
 
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
-
-/// The next line the watch prints, as JSON, within 10 s.
-fn next(lines: &mpsc::Receiver<String>) -> Value {
-    let line = lines
-        .recv_timeout(Duration::from_secs(10))
-        .expect("a line from relock watch within 10 s");
-    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-}
-
-/// The server's notify-keyspace-events flags.
-fn flags(server: &RedisServer) -> String {
-    match server
-        .cmd(&["CONFIG", "GET", "notify-keyspace-events"])
-        .unwrap()
-    {
-        relock_testkit::Value::Array(Some(v)) => match v.get(1) {
-            Some(relock_testkit::Value::Bulk(Some(b))) => String::from_utf8_lossy(b).into(),
-            other => panic!("unexpected reply {other:?}"),
-        },
-        other => panic!("unexpected reply {other:?}"),
-    }
-}
+mod common;
 
 // Multi-threaded: the test blocks its thread reading the watch's lines while the clients' tasks
 // (a waiter, the pub/sub listener) must go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_shows_each_acquisition_and_release_as_it_happens() {
     let server = RedisServer::start().expect("start redis-server");
-    let mut watch = Command::new(RELOCK)
-        .args(["watch", "cli-watch", "--url", &server.url()])
-        .args([
-            "--enable-notifications",
-            "--json",
-            "--count",
-            "4",
-            "--for",
-            "25s",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let (tx, lines) = mpsc::channel();
-    let stdout = watch.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    assert_eq!(next(&lines)["event"], "free");
-    let f = flags(&server);
+    let mut watch = common::Watch::start(
+        &server.url(),
+        "cli-watch",
+        &["--enable-notifications", "--count", "4", "--for", "25s"],
+    );
+    assert_eq!(watch.next()["event"], "free");
+    let f = common::flags(&server);
     assert!(
         f.contains('K') && f.contains('h') && f.contains('g'),
         "notifications on: {f}"
@@ -73,7 +31,7 @@ async fn watch_shows_each_acquisition_and_release_as_it_happens() {
     let lock = |c: &relock::Client| c.lock("cli-watch").with_lease(Duration::from_secs(10));
 
     let g1 = lock(&a).lock().await.unwrap();
-    let e = next(&lines);
+    let e = watch.next();
     assert_eq!(
         (
             e["event"].as_str(),
@@ -105,7 +63,7 @@ async fn watch_shows_each_acquisition_and_release_as_it_happens() {
 
     let owner1 = g1.owner().to_string();
     g1.unlock().await.unwrap();
-    let e = next(&lines);
+    let e = watch.next();
     assert_eq!(
         (e["event"].as_str(), e["field"].as_str()),
         (Some("released"), Some(owner1.as_str())),
@@ -113,7 +71,7 @@ async fn watch_shows_each_acquisition_and_release_as_it_happens() {
     );
 
     let g2 = lock(&b).lock().await.unwrap();
-    let e = next(&lines);
+    let e = watch.next();
     assert_eq!(
         (e["event"].as_str(), e["field"].as_str()),
         (Some("acquired"), Some(g2.owner())),
@@ -121,7 +79,7 @@ async fn watch_shows_each_acquisition_and_release_as_it_happens() {
     );
     let owner2 = g2.owner().to_string();
     g2.unlock().await.unwrap();
-    let e = next(&lines);
+    let e = watch.next();
     assert_eq!(
         (e["event"].as_str(), e["field"].as_str()),
         (Some("released"), Some(owner2.as_str())),
@@ -129,14 +87,12 @@ async fn watch_shows_each_acquisition_and_release_as_it_happens() {
     );
 
     // Four changes: it exits by itself, with 0, and leaves no subscription behind.
-    let status = watch.wait().unwrap();
-    assert_eq!(status.code(), Some(0));
+    let (code, err) = watch.wait();
+    assert_eq!(code, Some(0));
     assert!(
-        lines.recv_timeout(Duration::from_secs(1)).is_err(),
+        watch.quiet_for(Duration::from_secs(1)),
         "no line after the 4th"
     );
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut watch.stderr.take().unwrap(), &mut err).unwrap();
     assert!(err.contains("keyspace notifications turned on"), "{err}");
     wait_until(
         Duration::from_secs(5),

@@ -2,15 +2,14 @@
 //! force-unlock (`del`, publish, no field change) as a deletion, and prints one line per
 //! change, never a `passed` for a hold it saw.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
 use relock_testkit::RedisServer;
-use serde_json::Value;
 
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
+mod common;
+
+use common::RELOCK;
 const OWNER: &str = "7d0c51e2-93b4-4f7a-8c2e-5a6b7c8d9e0f:61";
 /// Redisson's RLock unlock script (RedissonLock.unlockInnerAsync), as it runs.
 const REDISSON_UNLOCK: &str = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0) then return nil; end; \
@@ -18,44 +17,21 @@ const REDISSON_UNLOCK: &str = "if (redis.call('hexists', KEYS[1], ARGV[3]) == 0)
     if (counter > 0) then redis.call('pexpire', KEYS[1], ARGV[2]); return 0; \
     else redis.call('del', KEYS[1]); redis.call('publish', KEYS[2], ARGV[1]); return 1; end; return nil;";
 
-fn next(lines: &mpsc::Receiver<String>) -> Value {
-    let line = lines
-        .recv_timeout(Duration::from_secs(10))
-        .expect("a line from relock watch within 10 s");
-    serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
-}
-
 #[test]
 fn watch_tells_a_redisson_unlock_from_a_force_unlock() {
     let server = RedisServer::start().expect("start redis-server");
-    let mut watch = Command::new(RELOCK)
-        .args(["watch", "cli-rl", "--url", &server.url()])
-        .args([
-            "--enable-notifications",
-            "--json",
-            "--count",
-            "4",
-            "--for",
-            "25s",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let (tx, lines) = mpsc::channel();
-    let stdout = watch.stdout.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    assert_eq!(next(&lines)["event"], "free");
+    let mut watch = common::Watch::start(
+        &server.url(),
+        "cli-rl",
+        &["--enable-notifications", "--count", "4", "--for", "25s"],
+    );
+    assert_eq!(watch.next()["event"], "free");
     let take = || {
         server.cmd(&["HSET", "cli-rl", OWNER, "1"]).unwrap();
         server.cmd(&["PEXPIRE", "cli-rl", "30000"]).unwrap();
     };
     take();
-    let e = next(&lines);
+    let e = watch.next();
     assert_eq!(
         (e["event"].as_str(), e["layout"].as_str()),
         (Some("acquired"), Some("redisson")),
@@ -74,7 +50,7 @@ fn watch_tells_a_redisson_unlock_from_a_force_unlock() {
         ])
         .unwrap();
     assert_eq!(unlocked.as_int(), Some(1));
-    let e = next(&lines);
+    let e = watch.next();
     assert_eq!(
         (e["event"].as_str(), e["field"].as_str()),
         (Some("released"), Some(OWNER)),
@@ -82,21 +58,21 @@ fn watch_tells_a_redisson_unlock_from_a_force_unlock() {
     );
 
     take();
-    assert_eq!(next(&lines)["event"], "acquired");
+    assert_eq!(watch.next()["event"], "acquired");
     let out = Command::new(RELOCK)
         .args(["force-unlock", "--yes", "cli-rl", "--url", &server.url()])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    let e = next(&lines);
+    let e = watch.next();
     assert_eq!(
         (e["event"].as_str(), e["field"].as_str()),
         (Some("deleted"), Some(OWNER)),
         "{e}"
     );
-    assert_eq!(watch.wait().unwrap().code(), Some(0));
+    assert_eq!(watch.wait().0, Some(0));
     assert!(
-        lines.recv_timeout(Duration::from_millis(300)).is_err(),
+        watch.quiet_for(Duration::from_millis(300)),
         "nothing after the 4th"
     );
 }
