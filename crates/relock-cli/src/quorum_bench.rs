@@ -225,8 +225,15 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     measured.push((p_name, "quorum_one_paused", n, p));
     quorum.shutdown().await;
     // Keys left behind once the paused node has caught up (the counter's 1 s grace aside).
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let left: i64 = m.servers().iter().map(|s| s.dbsize().unwrap_or(-1)).sum();
+    // Until nothing is left, for at most 10 s: the paused node's connections may have been
+    // replaced, and a release that was on the way is then sent again on the new ones.
+    let count = || -> i64 { m.servers().iter().map(|s| s.dbsize().unwrap_or(-1)).sum() };
+    let mut left = count();
+    let until = Instant::now() + Duration::from_secs(10);
+    while left != 0 && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        left = count();
+    }
     outln!(
         text,
         "    keys left on all nodes after release and resume: {left}"
