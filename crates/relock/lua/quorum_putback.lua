@@ -12,17 +12,13 @@
 -- or 0 (the lock is not free here any more: left alone).
 local lease = tonumber(ARGV[1])
 local counter_ttl = tonumber(ARGV[2])
-local result = {}
-for i = 1, #KEYS / 2 do
+return each(#KEYS / 2, function(i)
   local lock, counter = KEYS[2 * i - 1], KEYS[2 * i]
-  local field, token = ARGV[1 + 2 * i], tonumber(ARGV[2 + 2 * i])
-  if redis.call('exists', lock) == 0 then
-    redis.call('hset', lock, field, 1)
-    redis.call('pexpire', lock, lease)
-    fence(counter, token, counter_ttl)
-    result[i] = 1
-  else
-    result[i] = 0
+  if redis.call('exists', lock) ~= 0 then
+    return 0
   end
-end
-return result
+  redis.call('hset', lock, ARGV[1 + 2 * i], 1)
+  redis.call('pexpire', lock, lease)
+  fence(counter, tonumber(ARGV[2 + 2 * i]), counter_ttl)
+  return 1
+end)

@@ -12,19 +12,14 @@
 -- Nothing is created: only a real renewal counts towards the hold's majority.
 local lease = tonumber(ARGV[1])
 local counter_ttl = tonumber(ARGV[2])
-local result = {}
-for i = 1, #KEYS / 2 do
+return each(#KEYS / 2, function(i)
   local lock, counter = KEYS[2 * i - 1], KEYS[2 * i]
-  local field, token = ARGV[1 + 2 * i], tonumber(ARGV[2 + 2 * i])
-  local held = redis.pcall('hexists', lock, field)
-  if held == 1 then
+  if redis.pcall('hexists', lock, ARGV[1 + 2 * i]) == 1 then
     extend(lock, lease)
-    fence(counter, token, counter_ttl)
-    result[i] = 1
+    fence(counter, tonumber(ARGV[2 + 2 * i]), counter_ttl)
+    return 1
   elseif redis.call('exists', lock) == 0 then
-    result[i] = 2
-  else
-    result[i] = 0
+    return 2
   end
-end
-return result
+  return 0
+end)

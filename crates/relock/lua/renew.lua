@@ -10,15 +10,10 @@
 -- keeps its own). The fencing counter is left alone: it need not outlive the hold (see
 -- `mint` in lib/mint.lua).
 local lease = tonumber(ARGV[1])
-local result = {}
-for i = 1, #KEYS do
-  local lock = KEYS[i]
-  local held = redis.pcall('hexists', lock, ARGV[1 + i])
-  if held == 1 then
-    extend(lock, lease)
-    result[i] = 1
-  else
-    result[i] = 0
+return each(#KEYS, function(i)
+  if redis.pcall('hexists', KEYS[i], ARGV[1 + i]) == 1 then
+    extend(KEYS[i], lease)
+    return 1
   end
-end
-return result
+  return 0
+end)

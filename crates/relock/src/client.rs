@@ -4,7 +4,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use dashmap::DashMap;
 use fred::clients::{Pool, SubscriberClient};
 use fred::interfaces::ClientLike;
 use fred::types::config::{Config as FredConfig, ReconnectPolicy};
@@ -12,13 +11,12 @@ use fred::types::Builder;
 use tokio::sync::watch;
 
 use crate::error::{Error, Result};
-use crate::fair::QueueEntry;
-use crate::holds::{FieldMaker, Holds};
+use crate::holds::FieldMaker;
 use crate::keys::LockKeys;
-use crate::lock::Lock;
 use crate::pubsub::PubSub;
 use crate::reentry::Reentrancy;
-use crate::{fair, reentry, scripts, watchdog};
+use crate::tls::TlsSettings;
+use crate::{reentry, scripts, watchdog};
 
 /// Longest lease accepted: PEXPIRE takes milliseconds, and tokens are µs in a Lua double.
 const MAX_LEASE: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 30);
@@ -77,33 +75,6 @@ pub enum ClusterPubSub {
     /// `PUBLISH` / `SUBSCRIBE`: a release is broadcast to every node. Matches Redisson before
     /// 3.29.0, or with `shardedSubscriptionMode: OFF`.
     Classic,
-}
-
-/// TLS options for `rediss://` URLs. Its `Debug` never shows the key.
-#[derive(Clone, Default)]
-pub(crate) struct TlsSettings {
-    /// PEM certificates to trust instead of the system's roots.
-    pub(crate) ca_pem: Option<Vec<u8>>,
-    /// PEM certificate chain and private key to present (mutual TLS).
-    pub(crate) client: Option<(Vec<u8>, Vec<u8>)>,
-    /// Accept any server certificate (tests only).
-    pub(crate) insecure: bool,
-}
-
-impl TlsSettings {
-    fn is_set(&self) -> bool {
-        self.ca_pem.is_some() || self.client.is_some() || self.insecure
-    }
-}
-
-impl std::fmt::Debug for TlsSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TlsSettings")
-            .field("custom_ca", &self.ca_pem.is_some())
-            .field("client_cert", &self.client.is_some())
-            .field("insecure_skip_verify", &self.insecure)
-            .finish()
-    }
 }
 
 impl std::fmt::Debug for Settings {
@@ -224,7 +195,7 @@ impl ClientBuilder {
         self
     }
 
-    /// The lease of locks taken without [`Lock::with_lease`]; the watchdog renews them every
+    /// The lease of locks taken without [`Lock::with_lease`](crate::Lock::with_lease); the watchdog renews them every
     /// lease/3. Default: 30 s.
     pub fn watchdog_lease(mut self, lease: Duration) -> Self {
         self.settings.watchdog_lease = lease;
@@ -307,7 +278,7 @@ impl ClientBuilder {
 
     /// How `lock()` calls re-enter holds. Default: [`Reentrancy::Scoped`], re-entry only
     /// inside a hold's scope ([`LockGuard::scope`](crate::LockGuard::scope),
-    /// [`Lock::with`]) or an [`Owner::scope`](crate::Owner::scope), so that concurrent
+    /// [`Lock::with`](crate::Lock::with)) or an [`Owner::scope`](crate::Owner::scope), so that concurrent
     /// futures exclude each other as with `tokio::sync::Mutex`.
     ///
     /// [`Reentrancy::PerTask`] makes the current task the owner, as Redisson makes the thread.
@@ -654,14 +625,13 @@ async fn start(
     let inner = Arc::new(Inner {
         pool_failed: pool_failed.1,
         batcher,
-        id: reentry::next_client_id(),
+        shared: crate::backend::Shared::new(reentry::next_client_id()),
         fields: FieldMaker::new(&s.client_id),
         settings: s,
         pool,
         pubsub,
-        holds: Holds::default(),
-        queue: DashMap::new(),
-        tracker: tokio_util::task::TaskTracker::new(),
+        line: crate::line::Line::default(),
+        heartbeats: std::sync::Once::new(),
         owns_pool,
         parked: AtomicUsize::new(0),
         rediscovering: Arc::new(AtomicBool::new(false)),
@@ -670,7 +640,6 @@ async fn start(
         shutdown: shutdown_tx,
     });
     watchdog::spawn(Arc::downgrade(&inner), shutdown_rx.clone());
-    fair::spawn_heartbeats(Arc::downgrade(&inner), shutdown_rx);
     tracing::debug!(url = %inner.server(), client_id = %inner.settings.client_id, "relock client connected");
     Ok(Client { inner })
 }
@@ -912,19 +881,17 @@ pub(crate) struct Inner {
     pub(crate) pool_failed: watch::Receiver<bool>,
     /// Coalesces plain acquires and releases (none on a cluster, or when turned off).
     pub(crate) batcher: Option<crate::batch::Batcher>,
-    /// Process-unique id of this client (scopes re-enter only this client's holds).
-    pub(crate) id: u64,
+    /// Its id, its holds and its background work.
+    pub(crate) shared: crate::backend::Shared,
     /// Makes every hold's own field.
     pub(crate) fields: FieldMaker,
     pub(crate) settings: Settings,
     pub(crate) pool: Pool,
     pub(crate) pubsub: Arc<PubSub>,
-    pub(crate) holds: Holds,
     /// Fair-lock waiters of this client, by field.
-    pub(crate) queue: DashMap<String, Arc<QueueEntry>>,
-    /// Every acquire attempt, re-entry, release and leave of the line runs here, so that
-    /// shutdown can wait for what is in flight before it releases what is held.
-    pub(crate) tracker: tokio_util::task::TaskTracker,
+    pub(crate) line: crate::line::Line,
+    /// Started with the first fair waiter (`fair::join_queue`).
+    pub(crate) heartbeats: std::sync::Once,
     /// Whether the pool is ours to close (not one given to `build_with_pool`).
     owns_pool: bool,
     /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.
@@ -934,7 +901,7 @@ pub(crate) struct Inner {
     pub(crate) shutting_down: AtomicBool,
     /// Turns true when `shutdown()` begins (work in flight makes its last attempts).
     pub(crate) stopping: watch::Sender<bool>,
-    shutdown: watch::Sender<bool>,
+    pub(crate) shutdown: watch::Sender<bool>,
 }
 
 impl Client {
@@ -952,32 +919,6 @@ impl Client {
     /// A builder for a client with non-default settings.
     pub fn builder() -> ClientBuilder {
         ClientBuilder::default()
-    }
-
-    /// A handle to the reentrant lock called `name`. Cheap; nothing is sent until it is used.
-    /// A bad name is reported by the first operation, as [`Error::InvalidArgument`].
-    pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.inner.clone(), name.into(), false)
-    }
-
-    /// A handle to the fair lock called `name`: first come, first served across all clients.
-    ///
-    /// The same methods and guard as [`lock`](Client::lock) (reentrancy, watchdog, fencing
-    /// tokens); waiters form a line on the server and each release wakes only the first.
-    /// `try_lock` never joins the line and never jumps it. A waiter that dies stops holding up
-    /// the line after [`ClientBuilder::fair_heartbeat`] (5 s). Use one kind per name: a plain
-    /// lock on the same name does not see the line.
-    ///
-    /// ```no_run
-    /// # async fn f() -> relock::Result<()> {
-    /// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
-    /// let lock = client.fair_lock("printer");
-    /// let guard = lock.lock().await?; // served in arrival order
-    /// guard.unlock().await?;
-    /// # Ok(()) }
-    /// ```
-    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.inner.clone(), name.into(), true)
     }
 
     /// The client's command connections, for the application's own commands on the same
@@ -1009,7 +950,7 @@ impl Client {
 
     /// How many locks this client holds right now (distinct lock and owner pairs).
     pub fn held_locks(&self) -> usize {
-        self.inner.holds.held()
+        self.inner.shared.holds.held()
     }
 
     /// Acquire calls of this client (plain or fair) asleep right now, waiting for a release,
@@ -1020,7 +961,7 @@ impl Client {
 
     /// Fair-lock waiters of this client that may be in a line right now.
     pub fn queued_waiters(&self) -> usize {
-        self.inner.queued_count()
+        self.inner.line.queued_count()
     }
 
     /// Lock channels this client is subscribed to right now (one per lock with local waiters).
@@ -1047,9 +988,9 @@ impl Client {
         }
         inner.stopping.send_replace(true);
         inner.pubsub.wake_all();
-        inner.tracker.close();
+        inner.shared.tracker.close();
         let settle = inner.settings.command_timeout + Duration::from_millis(100);
-        if tokio::time::timeout(settle, inner.tracker.wait())
+        if tokio::time::timeout(settle, inner.shared.tracker.wait())
             .await
             .is_err()
         {
@@ -1057,7 +998,7 @@ impl Client {
         }
         // Release every hold and leave every line at once, not one round trip after another.
         let mut work = tokio::task::JoinSet::new();
-        let first = inner.holds.all();
+        let first = inner.shared.holds.all();
         for hold in first.iter().cloned() {
             hold.mark_ended();
             let inner = inner.clone();
@@ -1067,14 +1008,20 @@ impl Client {
                 }
             });
         }
-        for entry in inner.queue.iter().map(|e| e.value().clone()) {
+        for entry in inner.line.all() {
             let inner = inner.clone();
             work.spawn(async move {
                 // After any attempt in flight, which could put us back in line.
                 let _gate = entry.gate.lock().await;
                 if entry.queued.swap(false, Ordering::SeqCst) {
-                    if let Err(e) = inner.leave_queue(&entry).await {
-                        tracing::warn!(lock = %entry.keys.lock, error = %e, "leaving the line at shutdown failed; the heartbeat deadline will evict us");
+                    let leave = crate::line::leave(inner.pool.next(), &entry, inner.publish_cmd());
+                    let error = match tokio::time::timeout(inner.settings.command_timeout, leave).await {
+                        Ok(Ok(())) => None,
+                        Ok(Err(e)) => Some(crate::redact::in_text(&e.to_string(), &inner.settings.url)),
+                        Err(_) => Some(format!("no reply within {:?}", inner.settings.command_timeout)),
+                    };
+                    if let Some(error) = error {
+                        tracing::warn!(lock = %entry.keys.lock, %error, "leaving the line at shutdown failed; the heartbeat deadline will evict us");
                     }
                 }
             });
@@ -1082,8 +1029,9 @@ impl Client {
         while work.join_next().await.is_some() {}
         // An attempt that passed its running check just before the flag was set may have been
         // granted meanwhile: release whatever holds appeared after the first list was taken.
-        let _ = tokio::time::timeout(settle, inner.tracker.wait()).await;
+        let _ = tokio::time::timeout(settle, inner.shared.tracker.wait()).await;
         let stragglers: Vec<_> = inner
+            .shared
             .holds
             .all()
             .into_iter()
@@ -1095,7 +1043,7 @@ impl Client {
                 tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
             }
         }
-        inner.holds.clear();
+        inner.shared.holds.clear();
         inner.pubsub.wake_all();
         let _ = inner.shutdown.send(true);
         let _ = inner.pubsub.subscriber.quit().await;
@@ -1296,6 +1244,7 @@ impl Drop for Inner {
         // The last handle went without `shutdown()` (for example `main` returned and the
         // runtime dropped the release tasks): say what is left to expire on the server.
         let left: Vec<String> = self
+            .shared
             .holds
             .all()
             .iter()

@@ -13,45 +13,28 @@
 //! its old ticket, so it keeps its place.
 
 use std::pin::pin;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use tokio::sync::{watch, Mutex as AsyncMutex, Notify};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
-use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::attempt::{attempt, Attempt, Fresh, Mode, NO_TTL_RECHECK};
 use crate::client::Inner;
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::keys::LockKeys;
-use crate::lock::{Attempt, Fresh, Lock, Mode, NO_TTL_RECHECK};
+use crate::line::QueueEntry;
 use crate::reentry;
 use crate::scripts;
+use crate::wait::{self, Start};
 
 /// First re-check when the lock is free but another waiter is first; doubled each time.
 const BEHIND_FIRST_CHECK: Duration = Duration::from_millis(10);
 /// Longest re-check interval in that state.
 const BEHIND_MAX_CHECK: Duration = Duration::from_secs(1);
-
-/// One waiter in a line, as this client knows it.
-#[derive(Debug)]
-pub(crate) struct QueueEntry {
-    pub(crate) keys: Arc<LockKeys>,
-    pub(crate) field: String,
-    /// The ticket the server gave us (0: none yet), sent back so that a waiter evicted while
-    /// alive rejoins at its old place.
-    pub(crate) ticket: AtomicI64,
-    /// Whether the server may have us in line (set before every "wait" attempt, cleared when
-    /// an attempt is granted or we have left).
-    pub(crate) queued: AtomicBool,
-    /// Held by an attempt in flight and by the leave, so a leave never overtakes an attempt
-    /// that would put us back in line.
-    pub(crate) gate: Arc<AsyncMutex<()>>,
-    /// Woken by a message naming us, or by the heartbeat when we should try now.
-    pub(crate) wake: Arc<Notify>,
-}
 
 /// A waiter's registration in the line; leaving is done on drop.
 #[derive(Debug)]
@@ -60,65 +43,36 @@ pub(crate) struct Waiting {
     pub(crate) entry: Arc<QueueEntry>,
 }
 
-impl Inner {
-    /// Registers a waiter under `field` on a fair lock, with the ticket it had (0 if none).
-    pub(crate) fn join_queue(
-        self: &Arc<Self>,
-        keys: Arc<LockKeys>,
-        field: String,
-        ticket: i64,
-    ) -> Waiting {
-        let entry = Arc::new(QueueEntry {
-            keys,
-            field: field.clone(),
-            ticket: AtomicI64::new(ticket),
-            queued: AtomicBool::new(false),
-            gate: Arc::new(AsyncMutex::new(())),
-            wake: Arc::new(Notify::new()),
-        });
-        self.queue.insert(field, entry.clone());
-        Waiting {
-            inner: self.clone(),
-            entry,
-        }
+/// Registers a waiter under `field` on a fair lock, with the ticket it had (0 if none), and
+/// starts the client's heartbeat scheduler if this is its first waiter.
+pub(crate) fn join_queue(
+    inner: &Arc<Inner>,
+    keys: Arc<LockKeys>,
+    field: String,
+    ticket: i64,
+) -> Waiting {
+    inner
+        .heartbeats
+        .call_once(|| spawn_heartbeats(Arc::downgrade(inner), inner.shutdown.subscribe()));
+    let entry = Arc::new(QueueEntry::new(keys, field, ticket));
+    inner.line.insert(entry.clone());
+    Waiting {
+        inner: inner.clone(),
+        entry,
     }
+}
 
-    /// Fields of this client's waiters on `lock` (for inspection).
-    pub(crate) fn queued_fields(&self, lock: &str) -> Vec<String> {
-        self.queue
-            .iter()
-            .filter(|e| e.keys.lock == lock)
-            .map(|e| e.field.clone())
-            .collect()
-    }
-
-    /// Fair waiters registered on this client that may be in a line (for inspection).
-    pub(crate) fn queued_count(&self) -> usize {
-        self.queue
-            .iter()
-            .filter(|e| e.queued.load(Ordering::SeqCst))
-            .count()
-    }
-
-    /// Runs `fair_leave.lua` for `entry`, bounded by the command timeout.
-    pub(crate) async fn leave_queue(&self, entry: &QueueEntry) -> Result<()> {
-        let Some(group) = entry.keys.queue_group() else {
-            return Ok(());
-        };
-        let call = scripts::FAIR_LEAVE.run::<i64>(
-            self.pool.next(),
-            group.to_vec(),
-            vec![entry.field.clone(), self.publish_cmd().into()],
-        );
-        match tokio::time::timeout(self.settings.command_timeout, call).await {
-            Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(self.error("fair_leave", &entry.keys.lock, e)),
-            Err(_) => Err(crate::Error::Timeout {
-                operation: "fair_leave",
-                server: self.server(),
-                timeout: self.settings.command_timeout,
-            }),
-        }
+/// Runs `fair_leave.lua` for `entry`, bounded by the command timeout.
+pub(crate) async fn leave_queue(inner: &Inner, entry: &QueueEntry) -> Result<()> {
+    let call = crate::line::leave(inner.pool.next(), entry, inner.publish_cmd());
+    match tokio::time::timeout(inner.settings.command_timeout, call).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(inner.error("fair_leave", &entry.keys.lock, e)),
+        Err(_) => Err(crate::Error::Timeout {
+            operation: "fair_leave",
+            server: inner.server(),
+            timeout: inner.settings.command_timeout,
+        }),
     }
 }
 
@@ -130,21 +84,19 @@ impl Drop for Waiting {
             // After any attempt in flight, which could put us back in line.
             let _gate = entry.gate.clone().lock_owned().await;
             if entry.queued.swap(false, Ordering::SeqCst) {
-                if let Err(e) = inner.leave_queue(&entry).await {
+                if let Err(e) = leave_queue(&inner, &entry).await {
                     tracing::debug!(error = %e, "could not leave the queue; the heartbeat deadline will evict us");
                 }
             }
-            inner.queue.remove_if(&entry.field, |_, e| Arc::ptr_eq(e, &entry));
+            inner.line.remove(&entry);
         }
         .instrument(span);
         if tokio::runtime::Handle::try_current().is_ok() {
-            self.inner.tracker.spawn(leave);
+            self.inner.shared.tracker.spawn(leave);
         } else {
             // No runtime: the heartbeat stops, and the deadline evicts us.
             let entry = &self.entry;
-            self.inner
-                .queue
-                .remove_if(&entry.field, |_, e| Arc::ptr_eq(e, entry));
+            self.inner.line.remove(entry);
         }
     }
 }
@@ -152,7 +104,7 @@ impl Drop for Waiting {
 /// Starts the client's heartbeat scheduler: every heartbeat deadline / 5 it refreshes the
 /// deadline of each queued waiter (100 per script call), which also evicts dead waiters and
 /// tells us which of ours should try now.
-pub(crate) fn spawn_heartbeats(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
+fn spawn_heartbeats(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
     tokio::spawn(async move {
         let period = match inner.upgrade() {
             Some(i) => i.settings.fair_heartbeat / 5,
@@ -170,12 +122,7 @@ pub(crate) fn spawn_heartbeats(inner: Weak<Inner>, mut shutdown: watch::Receiver
 }
 
 async fn beat_all(inner: &Arc<Inner>) {
-    let entries: Vec<Arc<QueueEntry>> = inner
-        .queue
-        .iter()
-        .filter(|e| e.queued.load(Ordering::SeqCst))
-        .map(|e| e.value().clone())
-        .collect();
+    let entries = inner.line.queued();
     if entries.is_empty() {
         return;
     }
@@ -221,94 +168,66 @@ async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
     }
 }
 
-impl Lock {
-    /// The fair acquire loop: a first attempt that never joins the line, then subscribe, join
-    /// the line and sleep until a message names us, the holder's lease ends, the heartbeat
-    /// says to try, or the caller's deadline.
-    pub(crate) async fn acquire_fair(
-        &self,
-        keys: Arc<LockKeys>,
-        mut fresh: Fresh,
-        wait: Option<Duration>,
-    ) -> Result<Option<LockGuard>> {
-        let inner = self.inner();
-        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
-        let expired = |now: Instant| deadline.is_some_and(|d| now >= d);
-        // With local waiters already subscribed the lock is most likely taken: join the line
-        // straight away (one round trip fewer per handoff).
-        let joining = wait != Some(Duration::ZERO) && inner.pubsub.is_subscribed(&keys.channel);
-        if !joining {
-            loop {
-                match self.attempt(&keys, &fresh, Mode::FairTry).await {
-                    Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
-                    Ok(_) => {
-                        fresh.refused("held");
-                        break;
-                    }
-                    Err(e) => fresh.after_error(inner, e).await?,
-                }
+/// The fair acquire loop: a first attempt that never joins the line, then subscribe, join
+/// the line and sleep until a message names us, the holder's lease ends, the heartbeat
+/// says to try, or the caller's deadline.
+pub(crate) async fn acquire_fair(
+    inner: &Arc<Inner>,
+    keys: Arc<LockKeys>,
+    mut fresh: Fresh,
+    wait: Option<Duration>,
+) -> Result<Option<LockGuard>> {
+    // Subscribed before joining the line, so the message naming us cannot pass us by.
+    let (sub, deadline) = match wait::start(inner, &keys, &mut fresh, Mode::FairTry, wait).await? {
+        Start::Acquired(g) => return Ok(Some(g)),
+        Start::GaveUp => return Ok(None),
+        Start::Wait { sub, deadline, .. } => (sub, deadline),
+    };
+    let mut waiting = join_queue(inner, keys.clone(), fresh.field.clone(), 0);
+    let mut named = sub.name_waiter(&fresh.field, waiting.entry.wake.clone());
+    let mut backoff = BEHIND_FIRST_CHECK;
+    let mut warned = false;
+    loop {
+        let wake = waiting.entry.wake.clone();
+        let mut woken = pin!(wake.notified());
+        woken.as_mut().enable();
+        let mode = Mode::FairWait(waiting.entry.clone());
+        let sleep = match attempt(inner, &keys, &fresh, mode).await {
+            Err(e) => {
+                // The outcome is unknown: the field is retired (its clean-up ran). Wait on
+                // under a new field, keeping our ticket so we keep our place; the old
+                // registration leaves the line in the background.
+                let ticket = waiting.entry.ticket.load(Ordering::SeqCst);
+                let r = fresh.after_error(inner, e).await;
+                waiting = join_queue(inner, keys.clone(), fresh.field.clone(), ticket);
+                named = sub.name_waiter(&fresh.field, waiting.entry.wake.clone());
+                r?;
+                continue;
             }
-            if expired(Instant::now()) || wait == Some(Duration::ZERO) {
-                return Ok(None);
+            Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
+            Ok(Attempt::Held(p)) if p > 0 => {
+                fresh.succeeded();
+                fresh.refused("held");
+                backoff = BEHIND_FIRST_CHECK;
+                Duration::from_millis(p as u64 + 1)
             }
-        }
-        // Subscribe before joining the line, so the message naming us cannot pass us by.
-        let channel = crate::pubsub::mutated_channel(&keys.channel);
-        let subscribe = inner.pubsub.subscribe(&channel);
-        let sub = match deadline {
-            Some(d) => match tokio::time::timeout_at(d, subscribe).await {
-                Ok(r) => r,
-                Err(_) => return Ok(None),
-            },
-            None => subscribe.await,
-        }
-        .map_err(|e| inner.error("subscribe", &keys.channel, e))?;
-        let mut waiting = inner.join_queue(keys.clone(), fresh.field.clone(), 0);
-        let mut named = sub.name_waiter(&fresh.field, waiting.entry.wake.clone());
-        let mut backoff = BEHIND_FIRST_CHECK;
-        let mut warned = false;
-        loop {
-            let wake = waiting.entry.wake.clone();
-            let mut woken = pin!(wake.notified());
-            woken.as_mut().enable();
-            let mode = Mode::FairWait(waiting.entry.clone());
-            let sleep = match self.attempt(&keys, &fresh, mode).await {
-                Err(e) => {
-                    // The outcome is unknown: the field is retired (its clean-up ran). Wait on
-                    // under a new field, keeping our ticket so we keep our place; the old
-                    // registration leaves the line in the background.
-                    let ticket = waiting.entry.ticket.load(Ordering::SeqCst);
-                    let r = fresh.after_error(inner, e).await;
-                    waiting = inner.join_queue(keys.clone(), fresh.field.clone(), ticket);
-                    named = sub.name_waiter(&fresh.field, waiting.entry.wake.clone());
-                    r?;
-                    continue;
-                }
-                Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
-                Ok(Attempt::Held(p)) if p > 0 => {
-                    fresh.succeeded();
-                    fresh.refused("held");
-                    backoff = BEHIND_FIRST_CHECK;
-                    Duration::from_millis(p as u64 + 1)
-                }
-                Ok(Attempt::Held(-1)) => NO_TTL_RECHECK,
-                // The lock is free and the first waiter is about to take it (it was woken by
-                // the same lease end as we were), or it is dead. Nobody tells us which, nor
-                // the new holder's lease: look again soon, then less and less often, and never
-                // later than its heartbeat deadline.
-                Ok(Attempt::Behind(p)) if p > 0 => {
-                    fresh.succeeded();
-                    let sleep = backoff.min(Duration::from_millis(p as u64));
-                    backoff = (backoff * 2).min(BEHIND_MAX_CHECK);
-                    sleep
-                }
-                Ok(Attempt::Held(_) | Attempt::Behind(_)) => continue,
-            };
-            reentry::warn_if_waiting_on_own_task(&inner.holds, &keys.lock, &mut warned);
-            if inner.park(sleep, deadline, woken).await?.is_none() {
-                drop(named);
-                return Ok(None);
+            Ok(Attempt::Held(-1)) => NO_TTL_RECHECK,
+            // The lock is free and the first waiter is about to take it (it was woken by
+            // the same lease end as we were), or it is dead. Nobody tells us which, nor
+            // the new holder's lease: look again soon, then less and less often, and never
+            // later than its heartbeat deadline.
+            Ok(Attempt::Behind(p)) if p > 0 => {
+                fresh.succeeded();
+                let sleep = backoff.min(Duration::from_millis(p as u64));
+                backoff = (backoff * 2).min(BEHIND_MAX_CHECK);
+                sleep
             }
+            Ok(Attempt::Held(_) | Attempt::Behind(_)) => continue,
+        };
+        reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);
+        if inner.park(sleep, deadline, woken).await?.is_none() {
+            drop(named);
+            return Ok(None);
         }
     }
 }

@@ -6,12 +6,10 @@ use std::task::Poll;
 use std::time::Duration;
 
 use tokio::time::Instant;
-use tracing::Instrument;
 
-use crate::client::Inner;
+use crate::backend::Backend;
 use crate::error::{Error, Result};
-use crate::holds::{Hold, Holds};
-use crate::quorum::QuorumInner;
+use crate::holds::Hold;
 
 /// One hold of a distributed lock. The lock is released when the guard is unlocked or dropped
 /// (and, for a re-entered hold, when the last guard of the hold goes).
@@ -28,7 +26,7 @@ use crate::quorum::QuorumInner;
 #[must_use = "if unused the lock will immediately unlock"]
 #[clippy::has_significant_drop]
 pub struct LockGuard {
-    backend: Backend,
+    backend: Arc<dyn Backend>,
     hold: Arc<Hold>,
     watchdog: bool,
     released: bool,
@@ -48,62 +46,10 @@ impl std::fmt::Debug for LockGuard {
     }
 }
 
-/// Where a guard's hold lives: one Redis server, or a quorum of independent masters.
-#[derive(Debug, Clone)]
-pub(crate) enum Backend {
-    Single(Arc<Inner>),
-    Quorum(Arc<QuorumInner>),
-}
-
-impl Backend {
-    /// Releases one guard's worth of `hold` on the server(s): `remaining` guards are left.
-    async fn release(self, hold: Arc<Hold>, remaining: u32, lost: bool) -> Result<()> {
-        match self {
-            Backend::Single(inner) => release(inner, hold, remaining, lost).await,
-            Backend::Quorum(q) => crate::quorum::release(q, hold, remaining, lost).await,
-        }
-    }
-
-    fn client_id(&self) -> u64 {
-        match self {
-            Backend::Single(inner) => inner.id,
-            Backend::Quorum(q) => q.id,
-        }
-    }
-
-    fn holds(&self) -> &Holds {
-        match self {
-            Backend::Single(inner) => &inner.holds,
-            Backend::Quorum(q) => &q.holds,
-        }
-    }
-
-    /// Spawns `fut` on the backend's task tracker, which shutdown waits for.
-    fn spawn<F>(&self, fut: F) -> tokio::task::JoinHandle<F::Output>
-    where
-        F: Future + Send + 'static,
-        F::Output: Send + 'static,
-    {
-        match self {
-            Backend::Single(inner) => inner.tracker.spawn(fut),
-            Backend::Quorum(q) => q.tracker.spawn(fut),
-        }
-    }
-}
-
 impl LockGuard {
-    pub(crate) fn new(inner: Arc<Inner>, hold: Arc<Hold>, watchdog: bool) -> Self {
+    pub(crate) fn new(backend: Arc<dyn Backend>, hold: Arc<Hold>, watchdog: bool) -> Self {
         LockGuard {
-            backend: Backend::Single(inner),
-            hold,
-            watchdog,
-            released: false,
-        }
-    }
-
-    pub(crate) fn quorum(q: Arc<QuorumInner>, hold: Arc<Hold>, watchdog: bool) -> Self {
-        LockGuard {
-            backend: Backend::Quorum(q),
+            backend,
             hold,
             watchdog,
             released: false,
@@ -185,7 +131,7 @@ impl LockGuard {
     /// # Cancel safety
     /// Dropping the returned future drops `future`; nothing else happens.
     pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
-        crate::reentry::scope(self.backend.client_id(), self.hold.clone(), future)
+        crate::reentry::scope(self.backend.shared().id, self.hold.clone(), future)
     }
 
     /// Releases this guard's count of the hold (the whole hold if it is the last) and reports
@@ -205,7 +151,7 @@ impl LockGuard {
             .backend
             .clone()
             .release(self.hold.clone(), remaining, lost);
-        match self.backend.spawn(fut).await {
+        match self.backend.shared().tracker.spawn(fut).await {
             Ok(r) => r,
             Err(_) => Err(Error::Shutdown),
         }
@@ -225,7 +171,7 @@ impl Drop for LockGuard {
                 .backend
                 .clone()
                 .release(self.hold.clone(), remaining, lost);
-            self.backend.spawn(async move {
+            self.backend.shared().tracker.spawn(async move {
                 if let Err(e) = fut.await {
                     if !matches!(e, Error::LockLost { .. } | Error::Shutdown) {
                         tracing::warn!(error = %e, "background release failed; retrying until the lease would end");
@@ -237,128 +183,8 @@ impl Drop for LockGuard {
             // it) and let its lease end it on the server.
             tracing::warn!(lock = %self.hold.keys.lock, "guard dropped outside a tokio runtime; the lock expires with its lease");
             self.hold.mark_ended();
-            self.backend.holds().remove(&self.hold);
+            self.backend.shared().holds.remove(&self.hold);
         }
-    }
-}
-
-/// Releases one guard's worth of `hold` on one server, `remaining` guards being left.
-pub(crate) async fn release(
-    inner: Arc<Inner>,
-    hold: Arc<Hold>,
-    remaining: u32,
-    lost: bool,
-) -> Result<()> {
-    let span = tracing::debug_span!(
-        "release",
-        lock = %hold.keys.lock,
-        field = %hold.field,
-        remaining,
-        outcome = tracing::field::Empty
-    );
-    let r = release_hold(inner, hold, remaining, lost)
-        .instrument(span.clone())
-        .await;
-    span.record(
-        "outcome",
-        match &r {
-            Ok(()) => "released",
-            Err(Error::LockLost { .. }) => "lost",
-            Err(e) => crate::meter::cause(e),
-        },
-    );
-    r
-}
-
-async fn release_hold(
-    inner: Arc<Inner>,
-    hold: Arc<Hold>,
-    remaining: u32,
-    lost: bool,
-) -> Result<()> {
-    let lost_error = || Error::LockLost {
-        name: hold.keys.lock.clone(),
-    };
-    if remaining > 0 {
-        // A nested guard: one count off. Only this hold's field is touched.
-        if lost {
-            return Err(lost_error());
-        }
-        return match inner.run_release(&hold.keys, &hold.field, false).await {
-            Ok(Some(_)) => Ok(()),
-            // The hold's final release got there first: nothing left to do.
-            Ok(None) if hold.is_releasing() => Ok(()),
-            Ok(None) => {
-                hold.mark_lost(
-                    "a release found the hold gone (expired, deleted or force-unlocked)",
-                );
-                Err(lost_error())
-            }
-            Err(e) => Err(inner.error("release", &hold.keys.lock, e)),
-        };
-    }
-    // The last guard: remove the hold's field whatever its count. Safe even if the hold was
-    // lost meanwhile: the field is this hold's alone, so a lock that now belongs to someone
-    // else (another field) is left alone.
-    let result = match inner.run_release(&hold.keys, &hold.field, true).await {
-        Ok(Some(_)) if !lost => Ok(()),
-        Ok(Some(_)) => Err(lost_error()),
-        Ok(None) => {
-            hold.mark_lost(
-                "the final release found the hold gone (expired, deleted or force-unlocked)",
-            );
-            Err(lost_error())
-        }
-        Err(e) => {
-            let err = inner.error("release", &hold.keys.lock, e);
-            if err.is_transient() {
-                inner
-                    .tracker
-                    .spawn(retry_release(inner.clone(), hold.clone()));
-            }
-            Err(err)
-        }
-    };
-    inner.holds.remove(&hold);
-    crate::meter::released(hold.kind, hold.granted_at.elapsed());
-    result
-}
-
-/// Retries a final release that failed (timed out, connection lost) until it gets a reply or
-/// the hold's lease has ended on the local clock (the server has dropped it by then). When
-/// shutdown begins it makes one last attempt at once (shutdown waits for it). Safe to repeat,
-/// and safe to land late: it names only this hold's field.
-async fn retry_release(inner: Arc<Inner>, hold: Arc<Hold>) {
-    let mut stopping = inner.stopping.subscribe();
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = stopping.wait_for(|s| *s) => {}
-        }
-        if Instant::now() >= hold.valid_until() {
-            return;
-        }
-        if *stopping.borrow() {
-            // Shutdown waits about one command timeout for us: keep trying (a connection may
-            // still be reconnecting) until then.
-            let until = Instant::now() + inner.settings.command_timeout;
-            loop {
-                match inner.run_release(&hold.keys, &hold.field, true).await {
-                    Ok(_) => return,
-                    Err(e) if Instant::now() + Duration::from_millis(50) >= until => {
-                        tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
-                        return;
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-                }
-            }
-        }
-        match inner.run_release(&hold.keys, &hold.field, true).await {
-            Ok(_) => return,
-            Err(e) => tracing::debug!(lock = %hold.keys.lock, error = %e, "release retry failed"),
-        }
-        backoff = (backoff * 2).min(Duration::from_secs(1));
     }
 }
 

@@ -23,7 +23,24 @@ use tokio::time::Instant;
 use crate::keys::LockKeys;
 use crate::meter::{self, Kind};
 use crate::owner::Owner;
-use crate::reentry::Caller;
+
+/// The code that calls `lock()`: its tokio task, or outside any task (inside `block_on`) its
+/// thread. Recorded on each hold to answer "held by the current task" and to warn about a task
+/// waiting on its own hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Caller {
+    Task(tokio::task::Id),
+    Thread(std::thread::ThreadId),
+}
+
+impl Caller {
+    pub(crate) fn current() -> Self {
+        match tokio::task::try_id() {
+            Some(id) => Caller::Task(id),
+            None => Caller::Thread(std::thread::current().id()),
+        }
+    }
+}
 
 #[derive(Debug)]
 pub(crate) struct Hold {

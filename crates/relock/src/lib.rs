@@ -49,28 +49,44 @@
 //! (a late release, a renewal, a clean-up) can affect another: `docs/safety.md`.
 //!
 //! # Layout
+//! Every lock kind is its scripts plus a small adaptor over shared parts; no shared module
+//! depends on a kind (`docs/architecture.md` has the diagram, and a unit test fails on an
+//! import cycle).
+//!
+//! Shared parts:
 //! - `client`: [`Client`] and [`ClientBuilder`]: connections (fred, with explicit reconnect
 //!   and timeouts), settings, shutdown.
-//! - `lock`: [`Lock`], the acquire and wait loop.
-//! - `fair`: the fair lock's line: queued waiters, their heartbeats, leaving, the fair wait.
-//! - `guard`: [`LockGuard`] and release.
-//! - `holds`: the client's record of what it holds (one entry and one server field per hold),
-//!   shared by guards and the watchdog.
+//! - `backend`: where holds live (one server, or a quorum of masters): what the guard
+//!   releases through and the watchdog renews through, and the state every backend keeps.
+//! - `single`: the one-server backend (standalone, Cluster, Sentinel): release with retries,
+//!   batch renewal.
+//! - `guard`: [`LockGuard`], written once over any backend.
+//! - `holds`: the client's record of what it holds (one entry and one server field per hold).
 //! - `reentry`: which hold a `lock()` re-enters (scopes, owners, the per-task mode).
-//! - `watchdog`: one task per client that renews holds in batches.
+//! - `watchdog`: one task per client that renews holds in batches, through its backend.
+//! - `attempt`: one acquire script call for a fresh hold, in its own task.
+//! - `wait`: the start of every wait: first attempts, then the subscription before the retry.
 //! - `pubsub`: one subscriber per client; refcounted subscriptions; wakes waiters.
+//! - `raw`: [`DistributedLock`], and the acquiring methods written once for every kind.
 //! - `scripts`: the embedded Lua scripts (`lua/*.lua`), EVALSHA with NOSCRIPT fallback.
 //! - `batch`: coalesces concurrent plain acquires and releases into one script call.
 //! - `keys`: key and channel names (Redisson's `{name}` hash-tag rule).
 //! - `owner`: [`Owner`], an explicit owner whose scope re-enters its holds.
-//! - `quorum`: [`QuorumClient`]: the nodes, restart quarantine, quorum watchdog and release.
-//! - `quorum_lock`: [`QuorumLock`]: the Redlock acquire algorithm and the wait loop.
-//! - `raw`: [`DistributedLock`], the trait every lock kind implements.
 //! - `status`: [`Lock::status`], a snapshot of a lock for operators.
+//!
+//! Kinds:
+//! - `lock`: [`Lock`] (plain and fair), its handle and the plain wait loop.
+//! - `fair` and `line`: the fair lock's wait loop, its waiters' heartbeats, and this client's
+//!   registry of waiters in lines.
+//! - `quorum`: [`QuorumClient`], the quorum backend: nodes, restart quarantine, release and
+//!   renewal on every node.
+//! - `quorum_lock`: [`QuorumLock`]: the Redlock acquire algorithm and its wait loop.
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms, rustdoc::broken_intra_doc_links)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
+mod attempt;
+mod backend;
 mod batch;
 mod client;
 mod error;
@@ -78,6 +94,9 @@ mod fair;
 mod guard;
 mod holds;
 mod keys;
+#[cfg(test)]
+mod layers;
+mod line;
 mod lock;
 mod meter;
 #[cfg(feature = "chaos-mutants")]
@@ -90,8 +109,10 @@ mod raw;
 mod redact;
 mod reentry;
 mod scripts;
+mod single;
 mod status;
 mod tls;
+mod wait;
 mod watchdog;
 
 pub use client::{Client, ClientBuilder, ClusterPubSub};
@@ -124,7 +145,7 @@ pub mod lua {
     /// Several plain acquires and releases in one call (coalesced by the client).
     pub const BATCH: &str = script!("batch.lua", "mint", "acquire", "release");
     /// The watchdog's batch renewal.
-    pub const RENEW: &str = script!("renew.lua", "extend");
+    pub const RENEW: &str = script!("renew.lua", "each", "extend");
     /// One consistent read of a lock: holders, lease, counter, fair line (reads only).
     pub const STATUS: &str = script!("status.lua");
     /// Delete whoever holds it and publish.
@@ -138,9 +159,9 @@ pub mod lua {
     /// Quorum lock: raise a node's fencing counter to the acquisition's token.
     pub const QUORUM_FENCE: &str = script!("quorum_fence.lua", "fence");
     /// Quorum lock: renew on one node; reports where the lock is free.
-    pub const QUORUM_RENEW: &str = script!("quorum_renew.lua", "extend", "fence");
+    pub const QUORUM_RENEW: &str = script!("quorum_renew.lua", "each", "extend", "fence");
     /// Quorum lock: put a hold back on a node of a minority that lost it.
-    pub const QUORUM_PUTBACK: &str = script!("quorum_putback.lua", "fence");
+    pub const QUORUM_PUTBACK: &str = script!("quorum_putback.lua", "each", "fence");
 }
 pub use error::{Error, NodeVote, Result, Vote};
 pub use guard::LockGuard;

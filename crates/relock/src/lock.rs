@@ -6,23 +6,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fred::interfaces::{HashesInterface, KeysInterface, SortedSetsInterface};
-use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::{validate_lease, Inner};
+use crate::attempt::{
+    attempt, await_local_release, record_acquire, Attempt, Fresh, Mode, NO_TTL_RECHECK,
+};
+use crate::client::{validate_lease, Client, Inner};
 use crate::error::{Error, Result};
-use crate::fair::QueueEntry;
 use crate::guard::LockGuard;
 use crate::holds::Hold;
 use crate::keys::LockKeys;
-use crate::owner::Owner;
 use crate::reentry::{self, Target};
 use crate::scripts;
-
-/// How long a waiter sleeps when the holder's key has no TTL (a foreign holder), between
-/// checks. Release messages still wake it at once.
-pub(crate) const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
+use crate::wait::{self, Start};
 
 /// A distributed lock, wire-compatible with Redisson's `RLock`.
 ///
@@ -74,112 +71,32 @@ pub struct Lock {
     fair: bool,
 }
 
-pub(crate) enum Attempt {
-    Acquired(LockGuard),
-    /// Held by someone else; their remaining lease in ms (-1: no expiry, -2: just vanished).
-    Held(i64),
-    /// Fair lock: free, but another waiter is first; it has this many ms to take it.
-    Behind(i64),
-}
-
-/// Which acquire script an attempt runs, and how.
-#[derive(Debug, Clone)]
-pub(crate) enum Mode {
-    /// `acquire.lua`: the plain lock.
-    Plain,
-    /// `fair_acquire.lua` without joining the line (`try_lock`, and the first attempt).
-    FairTry,
-    /// `fair_acquire.lua`, joining the line (or staying in it) if not granted.
-    FairWait(Arc<QueueEntry>),
-}
-
-/// A fresh acquisition in progress: the field it asks for, and who will own the hold.
-#[derive(Debug)]
-pub(crate) struct Fresh {
-    /// The field this acquisition asks for. Retired (replaced by a new one) after any attempt
-    /// whose outcome is unknown, so that the clean-up of that attempt, wherever and whenever
-    /// it lands, can only remove what that attempt took.
-    pub(crate) field: String,
-    pub(crate) owner: Option<Owner>,
-    /// The task that called `lock()` (the attempt runs in a task of its own).
-    pub(crate) task: crate::reentry::Caller,
-    /// When `lock()` was called, for the wait-time metric.
-    pub(crate) started: Instant,
-    /// Acquire script calls made so far, for the `acquire` span.
-    pub(crate) attempts: Arc<std::sync::atomic::AtomicU32>,
-    /// The lock kind, for metrics.
-    pub(crate) kind: crate::meter::Kind,
-    retry: Retry,
-}
-
-impl Fresh {
-    pub(crate) fn new(inner: &Inner, owner: Option<Owner>, fair: bool) -> Self {
-        Fresh {
-            field: inner.fields.next(),
-            owner,
-            task: crate::reentry::Caller::current(),
-            started: Instant::now(),
-            attempts: Arc::default(),
-            kind: if fair {
-                crate::meter::Kind::Fair
-            } else {
-                crate::meter::Kind::Plain
-            },
-            retry: Retry::default(),
-        }
+/// The lock kinds of this module, made by the client.
+impl Client {
+    /// A handle to the reentrant lock called `name`. Cheap; nothing is sent until it is used.
+    /// A bad name is reported by the first operation, as [`Error::InvalidArgument`].
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.inner.clone(), name.into(), false)
     }
 
-    /// Counts an attempt that did not grant, by cause.
-    pub(crate) fn refused(&self, cause: &'static str) {
-        crate::meter::failed_attempt(self.kind, cause);
-    }
-
-    /// After a failed attempt: retires the field, then waits a backoff and returns `Ok` to
-    /// try again, or returns the error once retrying is pointless or the budget (one command
-    /// timeout from the first error in a row) is spent.
-    pub(crate) async fn after_error(&mut self, inner: &Inner, e: Error) -> Result<()> {
-        crate::meter::failed_attempt(self.kind, crate::meter::cause(&e));
-        self.field = inner.fields.next();
-        self.retry.after(inner, e).await
-    }
-
-    pub(crate) fn succeeded(&mut self) {
-        self.retry = Retry::default();
-    }
-}
-
-/// Backoff for transient errors: a stale connection after a Redis restart, a timeout.
-#[derive(Debug)]
-struct Retry {
-    give_up: Option<Instant>,
-    backoff: Duration,
-}
-
-impl Default for Retry {
-    fn default() -> Self {
-        Retry {
-            give_up: None,
-            backoff: Duration::from_millis(5),
-        }
-    }
-}
-
-impl Retry {
-    async fn after(&mut self, inner: &Inner, e: Error) -> Result<()> {
-        if !e.is_transient() {
-            return Err(e);
-        }
-        let now = Instant::now();
-        let give_up = *self
-            .give_up
-            .get_or_insert(now + inner.settings.command_timeout);
-        if now + self.backoff >= give_up {
-            return Err(e);
-        }
-        tracing::debug!(error = %e, "acquire failed; retrying under a new field");
-        tokio::time::sleep(self.backoff).await;
-        self.backoff = (self.backoff * 2).min(Duration::from_millis(200));
-        inner.check_running()
+    /// A handle to the fair lock called `name`: first come, first served across all clients.
+    ///
+    /// The same methods and guard as [`lock`](Client::lock) (reentrancy, watchdog, fencing
+    /// tokens); waiters form a line on the server and each release wakes only the first.
+    /// `try_lock` never joins the line and never jumps it. A waiter that dies stops holding up
+    /// the line after [`ClientBuilder::fair_heartbeat`](crate::ClientBuilder::fair_heartbeat) (5 s). Use one kind per name: a plain
+    /// lock on the same name does not see the line.
+    ///
+    /// ```no_run
+    /// # async fn f() -> relock::Result<()> {
+    /// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+    /// let lock = client.fair_lock("printer");
+    /// let guard = lock.lock().await?; // served in arrival order
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.inner.clone(), name.into(), true)
     }
 }
 
@@ -193,10 +110,6 @@ impl Lock {
             lease: None,
             fair,
         }
-    }
-
-    pub(crate) fn inner(&self) -> &Arc<Inner> {
-        &self.inner
     }
 
     /// Whether this is a fair lock (made by [`Client::fair_lock`](crate::Client::fair_lock)).
@@ -231,73 +144,6 @@ impl Lock {
         }
     }
 
-    /// Acquires the lock, waiting as long as it takes; inside the scope of a hold of this lock,
-    /// re-enters it instead.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for a bad name or lease, [`Error::WrongType`] if the key
-    /// holds something else, connection errors, [`Error::Shutdown`], and [`Error::LockLost`]
-    /// when called inside the scope of a hold that has ended.
-    ///
-    /// # Cancel safety
-    /// Cancel safe: if the future is dropped, any acquisition that was already granted is
-    /// released, and its subscription is dropped. Like `tokio::sync::Mutex::lock`, you lose
-    /// your chance at the lock.
-    pub async fn lock(&self) -> Result<LockGuard> {
-        loop {
-            if let Some(g) = self.acquire(None).await? {
-                return Ok(g);
-            }
-        }
-    }
-
-    /// Acquires the lock if it is free (or re-enters it inside its scope); never waits.
-    /// `Ok(None)` means someone else holds it.
-    ///
-    /// # Errors
-    /// As [`lock`](Lock::lock).
-    ///
-    /// # Cancel safety
-    /// As [`lock`](Lock::lock).
-    pub async fn try_lock(&self) -> Result<Option<LockGuard>> {
-        self.acquire(Some(Duration::ZERO)).await
-    }
-
-    /// Acquires the lock, waiting at most about `wait`. `Ok(None)` means it was still held.
-    ///
-    /// # Errors
-    /// As [`lock`](Lock::lock).
-    ///
-    /// # Cancel safety
-    /// As [`lock`](Lock::lock).
-    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        self.acquire(Some(wait)).await
-    }
-
-    /// Acquires the lock, runs `f` inside the hold's scope (so nested `lock()` calls on this
-    /// lock re-enter it), and releases it before returning, also when `f` returns an error or
-    /// panics (the panic is resumed after the release).
-    ///
-    /// ```no_run
-    /// # async fn f(lock: relock::Lock) -> relock::Result<()> {
-    /// let token = lock.with(async |guard| {
-    ///     nested(&lock).await;        // re-enters instead of waiting for itself
-    ///     guard.fencing_token()
-    /// }).await?;
-    /// # Ok(()) }
-    /// # async fn nested(lock: &relock::Lock) { drop(lock.lock().await); }
-    /// ```
-    ///
-    /// # Errors
-    /// As [`lock`](Lock::lock); and [`Error::LockLost`] (with `f`'s output dropped) if the
-    /// hold was lost before the release: `f` may have overlapped another holder.
-    ///
-    /// # Cancel safety
-    /// If dropped, `f` is dropped and the hold is released in the background.
-    pub async fn with<T>(&self, f: impl AsyncFnOnce(&LockGuard) -> T) -> Result<T> {
-        crate::guard::run_within(self.lock().await?, f).await
-    }
-
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
         self.inner.check_running()?;
         let keys = self.keys()?;
@@ -306,9 +152,9 @@ impl Lock {
         }
         let inner = &self.inner;
         match reentry::resolve(
-            inner.id,
+            inner.shared.id,
             inner.settings.reentrancy,
-            &inner.holds,
+            &inner.shared.holds,
             &keys.lock,
         )? {
             Target::Reenter(hold) => {
@@ -325,14 +171,14 @@ impl Lock {
                     token = Empty,
                     attempts = Empty
                 );
-                let fresh = Fresh::new(inner, owner, self.fair);
+                let fresh = Fresh::new(inner, owner, self.fair, self.lease);
                 let (started, attempts) = (fresh.started, fresh.attempts.clone());
                 let r = if self.fair {
-                    self.acquire_fair(keys, fresh, wait)
+                    crate::fair::acquire_fair(inner, keys, fresh, wait)
                         .instrument(span.clone())
                         .await
                 } else {
-                    self.acquire_plain(keys, fresh, wait)
+                    Self::acquire_plain(inner, keys, fresh, wait)
                         .instrument(span.clone())
                         .await
                 };
@@ -346,7 +192,7 @@ impl Lock {
     /// up still becomes a guard, whose drop takes the count off again).
     async fn reenter(&self, keys: Arc<LockKeys>, hold: Arc<Hold>) -> Result<LockGuard> {
         let (inner, lease) = (self.inner.clone(), self.lease);
-        let task = self.inner.tracker.spawn(async move {
+        let task = self.inner.shared.tracker.spawn(async move {
             let watchdog = lease.is_none();
             let lease = lease.unwrap_or(inner.settings.watchdog_lease);
             let sent = Instant::now();
@@ -378,45 +224,25 @@ impl Lock {
         task.await.map_err(|_| Error::Shutdown)?
     }
 
+    /// The plain lock's acquire loop: after `wait::start`, park until a release message or
+    /// the holder's lease end, then try again.
     async fn acquire_plain(
-        &self,
+        inner: &Arc<Inner>,
         keys: Arc<LockKeys>,
         mut fresh: Fresh,
         wait: Option<Duration>,
     ) -> Result<Option<LockGuard>> {
-        let inner = &self.inner;
-        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
-        let expired = |now: Instant| deadline.is_some_and(|d| now >= d);
         await_local_release(inner, &keys.lock).await;
-        let joining = wait != Some(Duration::ZERO) && inner.pubsub.is_subscribed(&keys.channel);
-        if !joining {
-            // The uncontended path: one round trip, no subscription.
-            loop {
-                match self.attempt(&keys, &fresh, Mode::Plain).await {
-                    Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
-                    Ok(_) => {
-                        fresh.refused("held");
-                        break;
-                    }
-                    Err(e) => fresh.after_error(inner, e).await?,
-                }
-            }
-            if expired(Instant::now()) || wait == Some(Duration::ZERO) {
-                return Ok(None);
-            }
-        }
-        // Subscribe before retrying, so a release between our attempt and our sleep still
-        // wakes us (Redisson #1763). Joining an existing subscription costs no round trip.
-        let channel = crate::pubsub::mutated_channel(&keys.channel);
-        let subscribe = inner.pubsub.subscribe(&channel);
-        let sub = match deadline {
-            Some(d) => match tokio::time::timeout_at(d, subscribe).await {
-                Ok(r) => r,
-                Err(_) => return Ok(None),
-            },
-            None => subscribe.await,
-        }
-        .map_err(|e| inner.error("subscribe", &keys.channel, e))?;
+        let (sub, joining, deadline) =
+            match wait::start(inner, &keys, &mut fresh, Mode::Plain, wait).await? {
+                Start::Acquired(g) => return Ok(Some(g)),
+                Start::GaveUp => return Ok(None),
+                Start::Wait {
+                    sub,
+                    joining,
+                    deadline,
+                } => (sub, joining, deadline),
+            };
         // Other local waiters already know the lock is held, and until when: park first
         // instead of asking Redis again (one fewer script call per handoff).
         let mut known = if joining { sub.known_held_for() } else { None };
@@ -427,7 +253,7 @@ impl Lock {
             woken.as_mut().enable();
             let sleep = match known.take() {
                 Some(held_for) => held_for,
-                None => match self.attempt(&keys, &fresh, Mode::Plain).await {
+                None => match attempt(inner, &keys, &fresh, Mode::Plain).await {
                     Err(e) => {
                         woken_by_message = false;
                         fresh.after_error(inner, e).await?;
@@ -452,7 +278,7 @@ impl Lock {
                     Ok(Attempt::Held(_) | Attempt::Behind(_)) => continue,
                 },
             };
-            reentry::warn_if_waiting_on_own_task(&inner.holds, &keys.lock, &mut warned);
+            reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);
             match inner.park(sleep, deadline, woken).await? {
                 None => return Ok(None),
                 Some(w) => woken_by_message = w,
@@ -460,61 +286,24 @@ impl Lock {
         }
     }
 
-    /// One acquire script call for `fresh`. It runs in its own task, so that a reply arriving
-    /// after the caller gave up still becomes a guard, and that guard's drop releases it.
-    /// Errors are returned as they are; the caller retires the field and decides whether to
-    /// try again.
-    pub(crate) async fn attempt(
-        &self,
-        keys: &Arc<LockKeys>,
-        fresh: &Fresh,
-        mode: Mode,
-    ) -> Result<Attempt> {
-        // Nothing new is sent once shutdown has begun: it could be granted after shutdown
-        // took its list of holds to release.
-        self.inner.check_running()?;
-        fresh.attempts.fetch_add(1, Ordering::Relaxed);
-        // A leave of the line must not overtake this attempt (it would put us back).
-        let gate = match &mode {
-            Mode::FairWait(e) => Some(e.gate.clone().lock_owned().await),
-            _ => None,
-        };
-        let task = attempt_task(AttemptArgs {
-            inner: self.inner.clone(),
-            keys: keys.clone(),
-            field: fresh.field.clone(),
-            owner: fresh.owner.clone(),
-            task: fresh.task,
-            started: fresh.started,
-            kind: fresh.kind,
-            fixed_lease: self.lease,
-            mode,
-            _gate: gate,
-        });
-        self.inner
-            .tracker
-            .spawn(task)
-            .await
-            .map_err(|_| Error::Shutdown)?
-    }
-
     /// The hold the calling code would re-enter or holds: the enclosing scope's, the explicit
     /// (or per-task) owner's, else a live hold taken by the current task.
     fn current_hold(&self, keys: &LockKeys) -> Option<Arc<Hold>> {
         let inner = &self.inner;
-        if let Some(h) = reentry::scoped_hold(inner.id, &keys.lock) {
+        if let Some(h) = reentry::scoped_hold(inner.shared.id, &keys.lock) {
             return Some(h);
         }
         if let Ok(Target::Reenter(h)) = reentry::resolve(
-            inner.id,
+            inner.shared.id,
             inner.settings.reentrancy,
-            &inner.holds,
+            &inner.shared.holds,
             &keys.lock,
         ) {
             return Some(h);
         }
         let caller = crate::reentry::Caller::current();
         inner
+            .shared
             .holds
             .find(&keys.lock, |h| h.task == caller && h.is_live())
     }
@@ -539,7 +328,7 @@ impl Lock {
     }
 
     /// Whether the calling code holds the lock: inside a hold's scope, as the owner of a hold
-    /// ([`Owner::scope`], or per-task mode), or as the task that took a live hold.
+    /// ([`Owner::scope`](crate::Owner::scope), or per-task mode), or as the task that took a live hold.
     ///
     /// # Errors
     /// As [`is_locked`](Lock::is_locked).
@@ -632,7 +421,7 @@ impl Lock {
         let Some(q) = &keys.queue else {
             return Ok(None);
         };
-        let fields = self.inner.queued_fields(&keys.lock);
+        let fields = self.inner.line.fields_of(&keys.lock);
         let mut best: Option<usize> = None;
         for field in fields {
             let rank: Option<usize> = self
@@ -670,240 +459,15 @@ impl Lock {
             )
             .await
             .map_err(|e| self.inner.error("force_unlock", &keys.lock, e))?;
-        for h in self.inner.holds.of_lock(&keys.lock) {
+        for h in self.inner.shared.holds.of_lock(&keys.lock) {
             h.mark_lost("force-unlocked by this client");
         }
         Ok(r == 1)
     }
 }
 
-/// Records how an acquisition ended on its `acquire` span: outcome (`acquired`, `timed_out`,
-/// or the error's cause), wait time, token and the number of script calls.
-pub(crate) fn record_acquire(
-    span: &tracing::Span,
-    r: &Result<Option<LockGuard>>,
-    started: Instant,
-    attempts: u32,
-) {
-    span.record("wait_ms", started.elapsed().as_secs_f64() * 1000.0);
-    span.record("attempts", attempts);
-    match r {
-        Ok(Some(g)) => {
-            span.record("outcome", "acquired");
-            span.record("token", g.fencing_token());
-        }
-        Ok(None) => {
-            span.record("outcome", "timed_out");
-        }
-        Err(e) => {
-            span.record("outcome", crate::meter::cause(e));
-        }
-    }
-}
-
-/// Waits (bounded by the command timeout) while a release of this lock by this client is in
-/// flight: the lock is about to be free, and trying before the release lands would only cost
-/// a round trip and a wake-up. (Not needed for safety: a fresh acquisition has its own field,
-/// which no release of an older hold can touch.)
-async fn await_local_release(inner: &Inner, lock: &str) {
-    let Some(hold) = inner.holds.find(lock, |h| h.is_releasing()) else {
-        return;
-    };
-    let mut gone = pin!(hold.gone.notified());
-    gone.as_mut().enable();
-    if inner.holds.contains(&hold) {
-        let _ = tokio::time::timeout(inner.settings.command_timeout, gone).await;
-    }
-}
-
-struct AttemptArgs {
-    inner: Arc<Inner>,
-    keys: Arc<LockKeys>,
-    field: String,
-    owner: Option<Owner>,
-    task: crate::reentry::Caller,
-    started: Instant,
-    kind: crate::meter::Kind,
-    fixed_lease: Option<Duration>,
-    mode: Mode,
-    _gate: Option<OwnedMutexGuard<()>>,
-}
-
-async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
-    let AttemptArgs {
-        inner,
-        keys,
-        field,
-        owner,
-        task,
-        started,
-        kind,
-        fixed_lease,
-        mode,
-        _gate,
-    } = a;
-    let watchdog = fixed_lease.is_none();
-    let lease = fixed_lease.unwrap_or(inner.settings.watchdog_lease);
-    let mut args = vec![
-        lease.as_millis().to_string(),
-        field.clone(),
-        inner.grace_ms().to_string(),
-    ];
-    let (script, script_keys) = match (&mode, keys.queue_group()) {
-        (Mode::FairTry | Mode::FairWait(_), Some([lock, channel, queue, alive, seq])) => {
-            let (join, ticket) = match &mode {
-                Mode::FairWait(e) => {
-                    // Set before sending: if the reply is lost we may be in line.
-                    e.queued.store(true, Ordering::SeqCst);
-                    ("wait", e.ticket.load(Ordering::SeqCst))
-                }
-                _ => ("try", 0),
-            };
-            args.extend([
-                inner.settings.fair_heartbeat.as_millis().to_string(),
-                join.to_string(),
-                ticket.to_string(),
-                inner.publish_cmd().to_string(),
-            ]);
-            let k = vec![lock, keys.token.clone(), channel, queue, alive, seq];
-            (&*scripts::FAIR_ACQUIRE, k)
-        }
-        _ => (
-            &*scripts::ACQUIRE,
-            vec![keys.lock.clone(), keys.token.clone()],
-        ),
-    };
-    let sent = Instant::now();
-    let conn = inner.pool.next();
-    let reply = match (&inner.batcher, script_keys.len()) {
-        (Some(b), 2) => {
-            let op = crate::batch::Op::Acquire {
-                keys: [script_keys[0].clone(), script_keys[1].clone()],
-                args: [args[0].clone(), args[1].clone(), args[2].clone()],
-            };
-            b.run::<Vec<i64>>(op).await
-        }
-        _ => script.run::<Vec<i64>>(conn, script_keys, args).await,
-    };
-    if let (Mode::FairWait(e), Ok(r)) = (&mode, &reply) {
-        match r.as_slice() {
-            [0, _, ticket, _, _] => e.ticket.store(*ticket, Ordering::SeqCst),
-            // Granted: the script took us out of the line.
-            _ => e.queued.store(false, Ordering::SeqCst),
-        }
-    }
-    let reply = match reply {
-        Ok(r) => r,
-        Err(e) => {
-            let err = inner.error("acquire", &keys.lock, e);
-            // A WRONGTYPE reply means the script ran and changed nothing.
-            if !matches!(err, Error::WrongType { .. }) {
-                clean_up_unknown_outcome(&inner, &keys, &field).await;
-            }
-            return Err(err);
-        }
-    };
-    match reply.as_slice() {
-        [1, token] => {
-            if let Some((wanted, timeout)) = inner.settings.sync_replicas {
-                // Before anyone relies on it, the grant must be on `wanted` replicas.
-                let acked = wait_replicas(conn, &keys.lock, wanted, timeout).await;
-                if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
-                    clean_up_unknown_outcome(&inner, &keys, &field).await;
-                    return Err(match acked {
-                        Ok(acked) => Error::ReplicationFailed {
-                            name: keys.lock.clone(),
-                            acked: acked.max(0) as u32,
-                            wanted,
-                            timeout,
-                        },
-                        Err(e) => inner.error("wait", &keys.lock, e),
-                    });
-                }
-            }
-            let valid_until = sent + lease;
-            let hold = Arc::new(Hold::new(
-                keys.clone(),
-                field,
-                mutated_token(*token as u64),
-                owner,
-                task,
-                kind,
-                valid_until,
-            ));
-            if !hold.add_guard(watchdog, valid_until) {
-                // The reply took longer than the lease: the grant may already have expired
-                // and been taken by someone else. Drop it (under its own field); the caller
-                // retires the field and tries again.
-                clean_up_unknown_outcome(&inner, &keys, &hold.field).await;
-                return Err(Error::Timeout {
-                    operation: "acquire",
-                    server: inner.server(),
-                    timeout: lease,
-                });
-            }
-            // Shutdown waits for this task before it releases every recorded hold, so this
-            // one is released (and reported lost) too if the client is shutting down.
-            inner.holds.insert(hold.clone());
-            crate::meter::acquired(kind, started.elapsed());
-            Ok(Attempt::Acquired(LockGuard::new(
-                inner.clone(),
-                hold,
-                watchdog,
-            )))
-        }
-        [0, pttl] | [0, pttl, _, _, 0] => Ok(Attempt::Held(*pttl)),
-        [0, bound, _, _, 1] => Ok(Attempt::Behind(*bound)),
-        other => Err(Error::Redis {
-            operation: "acquire",
-            server: inner.server(),
-            source: fred::error::Error::new(
-                fred::error::ErrorKind::Protocol,
-                format!("unexpected acquire reply {other:?}"),
-            ),
-        }),
-    }
-}
-
-/// `WAIT wanted timeout` on the connection that ran the acquire (on a cluster, to the node
-/// that owns the lock's slot): how many replicas acknowledged every write sent before it.
-async fn wait_replicas(
-    conn: &fred::clients::Client,
-    lock: &str,
-    wanted: u32,
-    timeout: Duration,
-) -> std::result::Result<i64, fred::error::Error> {
-    use fred::interfaces::{ClusterInterface, ServerInterface};
-    let ms = timeout.as_millis() as i64;
-    let slot = fred::types::Key::from(lock).cluster_hash();
-    match conn
-        .cached_cluster_state()
-        .and_then(|s| s.get_server(slot).cloned())
-    {
-        Some(node) => {
-            conn.with_cluster_node(node)
-                .wait(i64::from(wanted), ms)
-                .await
-        }
-        None => conn.wait(i64::from(wanted), ms).await,
-    }
-}
-
-/// An acquire whose reply never came may have been granted: remove that hold now rather than
-/// let it block others until its lease ends. It names the attempt's own field, which the
-/// caller then retires, so this clean-up can never touch another hold, whenever it lands. If
-/// the acquire itself lands after this clean-up (a connection that delayed it), it leaves a
-/// hold nobody renews, which expires with its lease.
-async fn clean_up_unknown_outcome(inner: &Inner, keys: &LockKeys, field: &str) {
-    if let Err(e) = inner.run_release(keys, field, true).await {
-        tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; the lease will expire it");
-    }
-}
-
-/// The token a new hold carries: the script's, unless a chaos mutant (`relock::mutant`)
-/// breaks that.
-fn mutated_token(token: u64) -> u64 {
-    #[cfg(feature = "chaos-mutants")]
-    let token = crate::mutant::token(token);
-    token
-}
+crate::raw::lock_methods!(
+    Lock,
+    errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) if the key holds something else, connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold that has ended.",
+    cancel: "Cancel safe: if the future is dropped, any acquisition that was already granted is released, and its subscription is dropped. Like `tokio::sync::Mutex::lock`, you lose your chance at the lock."
+);

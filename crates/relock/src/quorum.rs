@@ -20,9 +20,8 @@ use tokio::time::Instant;
 
 use crate::client::{validate_lease, ClientBuilder, Inner};
 use crate::error::{Error, Result};
-use crate::holds::{FieldMaker, Hold, Holds};
+use crate::holds::{FieldMaker, Hold};
 use crate::keys::LockKeys;
-use crate::quorum_lock::QuorumLock;
 use crate::reentry::{self, Reentrancy};
 use crate::scripts;
 
@@ -253,10 +252,9 @@ impl QuorumClientBuilder {
         }
         let (shutdown_tx, shutdown_rx) = watch::channel(false);
         let inner = Arc::new(QuorumInner {
-            id: reentry::next_client_id(),
+            shared: crate::backend::Shared::new(reentry::next_client_id()),
             fields: FieldMaker::new(&self.client_id),
             reentrancy: self.reentrancy,
-            tracker: tokio_util::task::TaskTracker::new(),
             nodes,
             quorum,
             client_id: self.client_id,
@@ -266,7 +264,6 @@ impl QuorumClientBuilder {
             max_lease_ms: AtomicU64::new(self.watchdog_lease.as_millis() as u64),
             counter_grace: Duration::from_secs(1),
             connections: builder.connection_count(),
-            holds: Holds::default(),
             shutting_down: AtomicBool::new(false),
             shutdown: shutdown_tx,
             builder,
@@ -307,7 +304,7 @@ impl QuorumClientBuilder {
             );
         }
         spawn_uptime_checks(Arc::downgrade(&inner), shutdown_rx.clone());
-        spawn_watchdog(Arc::downgrade(&inner), shutdown_rx);
+        crate::watchdog::spawn(Arc::downgrade(&inner), shutdown_rx);
         Ok(QuorumClient { inner })
     }
 }
@@ -366,11 +363,6 @@ impl QuorumClient {
         QuorumClientBuilder::default()
     }
 
-    /// A handle to the quorum lock called `name`. Cheap; nothing is sent until it is used.
-    pub fn lock(&self, name: impl Into<String>) -> QuorumLock {
-        QuorumLock::new(self.inner.clone(), name.into())
-    }
-
     /// This client's id, the `<client_id>` of its holds' fields on every node.
     pub fn client_id(&self) -> &str {
         &self.inner.client_id
@@ -388,7 +380,7 @@ impl QuorumClient {
 
     /// How many locks this client holds right now.
     pub fn held_locks(&self) -> usize {
-        self.inner.holds.held()
+        self.inner.shared.holds.held()
     }
 
     /// Releases every held lock on every node, stops the background tasks and closes the
@@ -405,16 +397,16 @@ impl QuorumClient {
         if inner.shutting_down.swap(true, Ordering::SeqCst) {
             return;
         }
-        inner.tracker.close();
+        inner.shared.tracker.close();
         let settle = inner.node_timeout * 8 + Duration::from_millis(200);
-        if tokio::time::timeout(settle, inner.tracker.wait())
+        if tokio::time::timeout(settle, inner.shared.tracker.wait())
             .await
             .is_err()
         {
             tracing::warn!("shutdown: work in flight did not finish within {settle:?}; releasing what is held anyway");
         }
         let mut work = JoinSet::new();
-        let first = inner.holds.all();
+        let first = inner.shared.holds.all();
         for hold in first.iter().cloned() {
             hold.mark_ended();
             let inner = inner.clone();
@@ -428,8 +420,8 @@ impl QuorumClient {
         // The per-node releases those spawned run to their end before the nodes close; and an
         // attempt that passed its running check just before the flag may have been granted
         // meanwhile: release holds that appeared after the first list was taken.
-        let _ = tokio::time::timeout(settle, inner.tracker.wait()).await;
-        for hold in inner.holds.all() {
+        let _ = tokio::time::timeout(settle, inner.shared.tracker.wait()).await;
+        for hold in inner.shared.holds.all() {
             if first.iter().any(|f| Arc::ptr_eq(f, &hold)) {
                 continue;
             }
@@ -438,8 +430,8 @@ impl QuorumClient {
                 .release_everywhere(&hold.keys, &hold.field, true)
                 .await;
         }
-        let _ = tokio::time::timeout(settle, inner.tracker.wait()).await;
-        inner.holds.clear();
+        let _ = tokio::time::timeout(settle, inner.shared.tracker.wait()).await;
+        inner.shared.holds.clear();
         let _ = inner.shutdown.send(true);
         let mut closing = JoinSet::new();
         for node in &inner.nodes {
@@ -561,14 +553,11 @@ fn pin_index(name: &str, connections: usize) -> usize {
 
 #[derive(Debug)]
 pub(crate) struct QuorumInner {
-    /// Process-unique id of this client (scopes re-enter only this client's holds).
-    pub(crate) id: u64,
+    /// Its id, its holds and its background work (every node's part of a release too).
+    pub(crate) shared: crate::backend::Shared,
     /// Makes every hold's own field.
     pub(crate) fields: FieldMaker,
     pub(crate) reentrancy: Reentrancy,
-    /// Attempts, re-entries, releases and every node's part of a release run here, so that
-    /// shutdown can wait for them.
-    pub(crate) tracker: tokio_util::task::TaskTracker,
     pub(crate) nodes: Vec<Node>,
     pub(crate) quorum: usize,
     pub(crate) client_id: String,
@@ -580,7 +569,6 @@ pub(crate) struct QuorumInner {
     pub(crate) counter_grace: Duration,
     /// Connections per node (every node's pool has as many).
     connections: usize,
-    pub(crate) holds: Holds,
     pub(crate) shutting_down: AtomicBool,
     shutdown: watch::Sender<bool>,
     builder: ClientBuilder,
@@ -780,7 +768,7 @@ impl QuorumInner {
             let (keys, field) = (keys.release_keys(), field.to_string());
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
             let q = Arc::downgrade(self);
-            self.tracker.spawn(async move {
+            self.shared.tracker.spawn(async move {
                 // The outcome of one call: answered, refused (an error reply), or unknown
                 // (no answer in time, or the connection broke).
                 enum Sent {
@@ -886,6 +874,35 @@ impl QuorumInner {
     }
 }
 
+/// A quorum's holds are released and renewed on every node (see [`release`] and the renewal
+/// rounds below); the watchdog itself is the shared one.
+impl crate::backend::Backend for QuorumInner {
+    fn shared(&self) -> &crate::backend::Shared {
+        &self.shared
+    }
+
+    fn release(
+        self: Arc<Self>,
+        hold: Arc<Hold>,
+        remaining: u32,
+        lost: bool,
+    ) -> crate::backend::BoxFuture<Result<()>> {
+        Box::pin(release(self, hold, remaining, lost))
+    }
+
+    fn renew_period(&self) -> Duration {
+        self.watchdog_lease / 3
+    }
+
+    fn renewal_batches(&self, holds: Vec<Arc<Hold>>) -> Vec<Vec<Arc<Hold>>> {
+        renewal_batches(self, holds)
+    }
+
+    fn renew_batch(self: Arc<Self>, batch: Vec<Arc<Hold>>) -> crate::backend::BoxFuture<bool> {
+        Box::pin(async move { renew_batch(&self, batch).await })
+    }
+}
+
 /// Releases one guard's worth of a quorum hold, `remaining` guards being left: one count on
 /// every node, or the whole hold (its own field only) with the last guard.
 pub(crate) async fn release(
@@ -908,7 +925,7 @@ pub(crate) async fn release(
         .release_everywhere(&hold.keys, &hold.field, remaining == 0)
         .await;
     if remaining == 0 {
-        q.holds.remove(&hold);
+        q.shared.holds.remove(&hold);
         crate::meter::released(hold.kind, hold.granted_at.elapsed());
     }
     let held = replies.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
@@ -1040,45 +1057,6 @@ fn spawn_uptime_checks(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>
     });
 }
 
-/// The quorum watchdog: every lease/3, renews each watchdog hold on every node at once. A
-/// round that reaches a quorum within the hold's validity extends it; otherwise it is retried
-/// sooner until the validity runs out, and then the hold is lost.
-fn spawn_watchdog(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
-    tokio::spawn(async move {
-        let Some(period) = q.upgrade().map(|i| i.watchdog_lease / 3) else {
-            return;
-        };
-        let mut delay = period;
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-            let Some(inner) = q.upgrade() else { return };
-            let holds: Vec<Arc<Hold>> = inner
-                .holds
-                .all()
-                .into_iter()
-                .filter(|h| h.wants_renewal())
-                .collect();
-            let mut rounds = JoinSet::new();
-            for batch in renewal_batches(&inner, holds) {
-                let inner = inner.clone();
-                rounds.spawn(async move { renew_batch(&inner, batch).await });
-            }
-            let mut ok = true;
-            while let Some(r) = rounds.join_next().await {
-                ok &= r.unwrap_or(false);
-            }
-            delay = if ok {
-                period
-            } else {
-                (period / 4).max(Duration::from_millis(10))
-            };
-        }
-    });
-}
-
 /// Groups holds by the connection their lock is pinned to (the same index on every node), in
 /// batches of up to 100: one script call per batch per node, on the connection that also
 /// carries the lock's acquire and release, so their order on each node is kept.
@@ -1140,7 +1118,7 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
     let mut renewed = vec![0usize; holds.len()];
     let mut not_here = vec![0usize; holds.len()];
     let mut free_on: Vec<Vec<(usize, Arc<Inner>)>> = vec![Vec::new(); holds.len()];
-    race(&q.tracker, calls, |(i, conn, reply)| {
+    race(&q.shared.tracker, calls, |(i, conn, reply)| {
         if let Some(r) = reply.filter(|r| r.len() == renewed.len()) {
             for (h, v) in r.into_iter().enumerate() {
                 match v {
@@ -1200,7 +1178,7 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
             let _ = tokio::time::timeout(limit, call).await;
         }));
     }
-    race(&q.tracker, repairs, |()| false).await;
+    race(&q.shared.tracker, repairs, |()| false).await;
     drop(gates);
     ok
 }

@@ -80,6 +80,14 @@ impl Failure {
     }
 }
 
+/// The lock kind of this module, made by the quorum client.
+impl crate::QuorumClient {
+    /// A handle to the quorum lock called `name`. Cheap; nothing is sent until it is used.
+    pub fn lock(&self, name: impl Into<String>) -> QuorumLock {
+        QuorumLock::new(self.inner.clone(), name.into())
+    }
+}
+
 impl QuorumLock {
     pub(crate) fn new(q: Arc<QuorumInner>, name: String) -> Self {
         QuorumLock {
@@ -105,61 +113,6 @@ impl QuorumLock {
         LockKeys::new(&self.name, false).map(Arc::new)
     }
 
-    /// Acquires, runs `f` inside the hold's scope (nested `lock()` calls re-enter it), and
-    /// releases before returning, also on error or panic. As
-    /// [`Lock::with`](crate::Lock::with).
-    ///
-    /// # Errors
-    /// As [`lock`](QuorumLock::lock); [`Error::LockLost`] if the hold was lost before the
-    /// release.
-    ///
-    /// # Cancel safety
-    /// If dropped, `f` is dropped and the hold is released in the background.
-    pub async fn with<T>(&self, f: impl AsyncFnOnce(&LockGuard) -> T) -> Result<T> {
-        crate::guard::run_within(self.lock().await?, f).await
-    }
-
-    /// Acquires the lock, waiting as long as it takes.
-    ///
-    /// # Errors
-    /// [`Error::QuorumNotReached`] (naming every node and its answer) when too many nodes are
-    /// down or in restart quarantine for a majority to be possible; [`Error::InvalidArgument`];
-    /// [`Error::Shutdown`].
-    ///
-    /// # Cancel safety
-    /// Cancel safe: every vote runs in its own task, and an attempt that is abandoned releases
-    /// on every node (or, if it had succeeded, becomes a guard that is dropped and released).
-    pub async fn lock(&self) -> Result<LockGuard> {
-        loop {
-            if let Some(g) = self.acquire(None).await? {
-                return Ok(g);
-            }
-        }
-    }
-
-    /// One attempt. `Ok(None)`: another owner holds it on enough nodes.
-    ///
-    /// # Errors
-    /// As [`lock`](QuorumLock::lock); also when the votes split with no majority for anyone.
-    ///
-    /// # Cancel safety
-    /// As [`lock`](QuorumLock::lock).
-    pub async fn try_lock(&self) -> Result<Option<LockGuard>> {
-        self.acquire(Some(Duration::ZERO)).await
-    }
-
-    /// Acquires, waiting at most about `wait`. `Ok(None)`: still held by another owner.
-    ///
-    /// # Errors
-    /// As [`lock`](QuorumLock::lock); [`Error::QuorumNotReached`] when the budget ran out
-    /// without any owner holding a majority (nodes failing or split votes).
-    ///
-    /// # Cancel safety
-    /// As [`lock`](QuorumLock::lock).
-    pub async fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        self.acquire(Some(wait)).await
-    }
-
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
         self.q.check_running()?;
         let keys = self.keys()?;
@@ -168,8 +121,12 @@ impl QuorumLock {
         }
         let lease = self.lease.unwrap_or(self.q.watchdog_lease);
         self.q.note_lease(lease);
-        let owner = match reentry::resolve(self.q.id, self.q.reentrancy, &self.q.holds, &keys.lock)?
-        {
+        let owner = match reentry::resolve(
+            self.q.shared.id,
+            self.q.reentrancy,
+            &self.q.shared.holds,
+            &keys.lock,
+        )? {
             Target::Reenter(hold) => return self.reenter(keys, hold, lease).await.map(Some),
             Target::Fresh { owner } => owner,
         };
@@ -195,6 +152,7 @@ impl QuorumLock {
                 let (this, keys, owner) = (self.clone(), keys.clone(), owner.clone());
                 let task = crate::reentry::Caller::current();
                 self.q
+                    .shared
                     .tracker
                     .spawn(async move { this.attempt(&keys, field, (owner, task), lease).await })
             };
@@ -257,7 +215,7 @@ impl QuorumLock {
                 continue;
             }
             if held_elsewhere {
-                reentry::warn_if_waiting_on_own_task(&self.q.holds, &keys.lock, &mut warned);
+                reentry::warn_if_waiting_on_own_task(&self.q.shared.holds, &keys.lock, &mut warned);
             }
             // After a split vote, wait a random while so that contenders fall out of step;
             // when someone holds it, until a release message or the shortest lease reported.
@@ -308,7 +266,7 @@ impl QuorumLock {
     ) -> Result<LockGuard> {
         let q = self.q.clone();
         let (name, watchdog) = (self.name.clone(), self.lease.is_none());
-        let task = self.q.tracker.spawn(async move {
+        let task = self.q.shared.tracker.spawn(async move {
             let start = Instant::now();
             let n = q.nodes.len();
             let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
@@ -326,7 +284,7 @@ impl QuorumLock {
                 }));
             }
             let (mut yes, mut gone, mut no) = (0usize, 0usize, n - calls.len());
-            race(&q.tracker, calls, |(i, r)| {
+            race(&q.shared.tracker, calls, |(i, r)| {
                 votes[i] = match r {
                     Ok(Ok(Some(_))) => {
                         yes += 1;
@@ -355,7 +313,7 @@ impl QuorumLock {
             if yes >= q.quorum {
                 let valid_until = start + lease.saturating_sub(drift(lease));
                 return if hold.add_guard(watchdog, valid_until) {
-                    Ok(LockGuard::quorum(q.clone(), hold, watchdog))
+                    Ok(LockGuard::new(q.clone(), hold, watchdog))
                 } else {
                     Err(lost())
                 };
@@ -441,10 +399,10 @@ impl QuorumLock {
         let field = field.as_str();
         // A release of this lock by this client is in flight: the lock is about to be free,
         // so let it land first (an optimisation only: it cannot touch this attempt's field).
-        if let Some(h) = q.holds.find(&keys.lock, |h| h.is_releasing()) {
+        if let Some(h) = q.shared.holds.find(&keys.lock, |h| h.is_releasing()) {
             let mut gone = std::pin::pin!(h.gone.notified());
             gone.as_mut().enable();
-            if q.holds.contains(&h) {
+            if q.shared.holds.contains(&h) {
                 let _ = tokio::time::timeout(q.node_timeout * 4, gone).await;
             }
         }
@@ -487,7 +445,7 @@ impl QuorumLock {
         let mut min_pttl: Option<Duration> = None;
         let mut clean_up = false;
         if no + q.quorum <= n {
-            race(&q.tracker, calls, |(i, r)| {
+            race(&q.shared.tracker, calls, |(i, r)| {
                 votes[i] = match r {
                     Ok(Ok(reply)) => match reply.as_slice() {
                         [1, token] => {
@@ -565,43 +523,34 @@ impl QuorumLock {
             ok = self.write_back(keys, token).await && !validity(Instant::now()).is_zero();
         }
         let watchdog = self.lease.is_none();
-        if !ok {
-            if granted > 0 || clean_up || pending > granted + held {
-                q.release_everywhere(keys, field, true).await;
+        if ok {
+            let valid_until = start + lease.saturating_sub(drift(lease));
+            let hold = Arc::new(Hold::new(
+                keys.clone(),
+                field.to_string(),
+                token,
+                owner,
+                task,
+                crate::meter::Kind::Quorum,
+                valid_until,
+            ));
+            // False if the validity ran out between the check above and now.
+            if hold.add_guard(watchdog, valid_until) {
+                q.shared.holds.insert(hold.clone());
+                return Ok(Outcome::Acquired(LockGuard::new(q.clone(), hold, watchdog)));
             }
-            return Ok(Outcome::Failed(Failure {
-                votes,
-                granted,
-                held,
-                min_pttl,
-            }));
         }
-        let valid_until = start + lease.saturating_sub(drift(lease));
-        let hold = Arc::new(Hold::new(
-            keys.clone(),
-            field.to_string(),
-            token,
-            owner,
-            task,
-            crate::meter::Kind::Quorum,
-            valid_until,
-        ));
-        if !hold.add_guard(watchdog, valid_until) {
-            // Validity ran out between the check above and now.
+        // Not acquired: take back whatever this attempt may have been granted, under its own
+        // field (nothing to take back if every node answered, and none granted).
+        if ok || granted > 0 || clean_up || pending > granted + held {
             q.release_everywhere(keys, field, true).await;
-            return Ok(Outcome::Failed(Failure {
-                votes,
-                granted,
-                held,
-                min_pttl,
-            }));
         }
-        q.holds.insert(hold.clone());
-        Ok(Outcome::Acquired(LockGuard::quorum(
-            q.clone(),
-            hold,
-            watchdog,
-        )))
+        Ok(Outcome::Failed(Failure {
+            votes,
+            granted,
+            held,
+            min_pttl,
+        }))
     }
 
     /// Raises the counter to `token` on every reachable node at once; true once a majority
@@ -633,7 +582,7 @@ impl QuorumLock {
             }));
         }
         let mut acks = 0;
-        race(&q.tracker, calls, |ok| {
+        race(&q.shared.tracker, calls, |ok| {
             acks += usize::from(ok);
             acks >= q.quorum
         })
@@ -720,7 +669,7 @@ impl QuorumLock {
                 &keys,
             )
             .await;
-        for h in self.q.holds.of_lock(&keys.lock) {
+        for h in self.q.shared.holds.of_lock(&keys.lock) {
             h.mark_lost("force-unlocked by this client");
         }
         Ok(replies.contains(&Some(1)))
@@ -729,14 +678,17 @@ impl QuorumLock {
     /// As `Lock::current_hold`.
     fn current_hold(&self, keys: &LockKeys) -> Option<Arc<Hold>> {
         let q = &self.q;
-        if let Some(h) = reentry::scoped_hold(q.id, &keys.lock) {
+        if let Some(h) = reentry::scoped_hold(q.shared.id, &keys.lock) {
             return Some(h);
         }
-        if let Ok(Target::Reenter(h)) = reentry::resolve(q.id, q.reentrancy, &q.holds, &keys.lock) {
+        if let Ok(Target::Reenter(h)) =
+            reentry::resolve(q.shared.id, q.reentrancy, &q.shared.holds, &keys.lock)
+        {
             return Some(h);
         }
         let caller = crate::reentry::Caller::current();
-        q.holds
+        q.shared
+            .holds
             .find(&keys.lock, |h| h.task == caller && h.is_live())
     }
 
@@ -784,3 +736,9 @@ async fn any_notified(subs: &[Subscription]) {
     })
     .await
 }
+
+crate::raw::lock_methods!(
+    QuorumLock,
+    errors: "[`Error::QuorumNotReached`](crate::Error::QuorumNotReached) (naming every node and its answer) when too many nodes are down or in restart quarantine for a majority to be possible, or (from `try_lock` and `try_lock_for`) when the votes split or the budget ran out without any owner holding a majority; [`Error::InvalidArgument`](crate::Error::InvalidArgument); [`Error::Shutdown`](crate::Error::Shutdown).",
+    cancel: "Cancel safe: every vote runs in its own task, and an attempt that is abandoned releases on every node (or, if it had succeeded, becomes a guard that is dropped and released)."
+);

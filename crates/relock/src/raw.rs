@@ -36,40 +36,107 @@ pub trait DistributedLock: Send + Sync {
     async fn is_locked(&self) -> Result<bool>;
 }
 
-#[async_trait]
-impl DistributedLock for crate::Lock {
-    async fn lock(&self) -> Result<LockGuard> {
-        crate::Lock::lock(self).await
-    }
-    async fn try_lock(&self) -> Result<Option<LockGuard>> {
-        crate::Lock::try_lock(self).await
-    }
-    async fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        crate::Lock::try_lock_for(self, wait).await
-    }
-    async fn force_unlock(&self) -> Result<bool> {
-        crate::Lock::force_unlock(self).await
-    }
-    async fn is_locked(&self) -> Result<bool> {
-        crate::Lock::is_locked(self).await
-    }
-}
+/// The acquiring methods every lock kind offers, written once (as lock_api writes its guards
+/// once over a raw lock): `lock`, `try_lock`, `try_lock_for` and `with`, on top of the kind's
+/// own `async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>>`
+/// (`None`: wait as long as it takes; `Some(ZERO)`: never wait). `$errors` documents the
+/// errors of `lock`, and the kind's [`DistributedLock`] implementation comes with them.
+macro_rules! lock_methods {
+    ($kind:ident, errors: $errors:literal, cancel: $cancel:literal) => {
+        impl $kind {
+            /// Acquires the lock, waiting as long as it takes; inside the scope of a hold of
+            /// this lock, re-enters it instead.
+            ///
+            /// # Errors
+            #[doc = $errors]
+            ///
+            /// # Cancel safety
+            #[doc = $cancel]
+            pub async fn lock(&self) -> $crate::Result<$crate::LockGuard> {
+                loop {
+                    if let Some(g) = self.acquire(None).await? {
+                        return Ok(g);
+                    }
+                }
+            }
 
-#[async_trait]
-impl DistributedLock for crate::QuorumLock {
-    async fn lock(&self) -> Result<LockGuard> {
-        crate::QuorumLock::lock(self).await
-    }
-    async fn try_lock(&self) -> Result<Option<LockGuard>> {
-        crate::QuorumLock::try_lock(self).await
-    }
-    async fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>> {
-        crate::QuorumLock::try_lock_for(self, wait).await
-    }
-    async fn force_unlock(&self) -> Result<bool> {
-        crate::QuorumLock::force_unlock(self).await
-    }
-    async fn is_locked(&self) -> Result<bool> {
-        crate::QuorumLock::is_locked(self).await
-    }
+            /// Acquires the lock if it is free (or re-enters it inside its scope); never
+            /// waits. `Ok(None)` means someone else holds it.
+            ///
+            /// # Errors
+            #[doc = concat!("As [`lock`](", stringify!($kind), "::lock).")]
+            ///
+            /// # Cancel safety
+            #[doc = concat!("As [`lock`](", stringify!($kind), "::lock).")]
+            pub async fn try_lock(&self) -> $crate::Result<Option<$crate::LockGuard>> {
+                self.acquire(Some(std::time::Duration::ZERO)).await
+            }
+
+            /// Acquires the lock, waiting at most about `wait`. `Ok(None)` means it was still
+            /// held.
+            ///
+            /// # Errors
+            #[doc = concat!("As [`lock`](", stringify!($kind), "::lock).")]
+            ///
+            /// # Cancel safety
+            #[doc = concat!("As [`lock`](", stringify!($kind), "::lock).")]
+            pub async fn try_lock_for(
+                &self,
+                wait: std::time::Duration,
+            ) -> $crate::Result<Option<$crate::LockGuard>> {
+                self.acquire(Some(wait)).await
+            }
+
+            /// Acquires the lock, runs `f` inside the hold's scope (so nested `lock()` calls on
+            /// this lock re-enter it), and releases it before returning, also when `f` returns
+            /// an error or panics (the panic is resumed after the release).
+            ///
+            /// ```no_run
+            #[doc = concat!("# async fn f(lock: relock::", stringify!($kind), ") -> relock::Result<()> {")]
+            /// let token = lock.with(async |guard| {
+            ///     nested(&lock).await;        // re-enters instead of waiting for itself
+            ///     guard.fencing_token()
+            /// }).await?;
+            /// # Ok(()) }
+            #[doc = concat!("# async fn nested(lock: &relock::", stringify!($kind), ") { drop(lock.lock().await); }")]
+            /// ```
+            ///
+            /// # Errors
+            #[doc = concat!("As [`lock`](", stringify!($kind), "::lock); and [`Error::LockLost`](crate::Error::LockLost)")]
+            /// (with `f`'s output dropped) if the hold was lost before the release: `f` may
+            /// have overlapped another holder.
+            ///
+            /// # Cancel safety
+            /// If dropped, `f` is dropped and the hold is released in the background.
+            pub async fn with<T>(
+                &self,
+                f: impl AsyncFnOnce(&$crate::LockGuard) -> T,
+            ) -> $crate::Result<T> {
+                $crate::guard::run_within(self.lock().await?, f).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::DistributedLock for $kind {
+            async fn lock(&self) -> $crate::Result<$crate::LockGuard> {
+                $kind::lock(self).await
+            }
+            async fn try_lock(&self) -> $crate::Result<Option<$crate::LockGuard>> {
+                $kind::try_lock(self).await
+            }
+            async fn try_lock_for(
+                &self,
+                wait: std::time::Duration,
+            ) -> $crate::Result<Option<$crate::LockGuard>> {
+                $kind::try_lock_for(self, wait).await
+            }
+            async fn force_unlock(&self) -> $crate::Result<bool> {
+                $kind::force_unlock(self).await
+            }
+            async fn is_locked(&self) -> $crate::Result<bool> {
+                $kind::is_locked(self).await
+            }
+        }
+    };
 }
+pub(crate) use lock_methods;

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
+pub(crate) use crate::holds::Caller;
 use crate::holds::{Hold, Holds};
 use crate::owner::Owner;
 
@@ -33,24 +34,6 @@ pub struct Scoped {
 }
 
 static NEXT_CLIENT: AtomicU64 = AtomicU64::new(1);
-
-/// The code that calls `lock()`: its tokio task, or outside any task (inside `block_on`) its
-/// thread. Recorded on each hold to answer "held by the current task" and to warn about a task
-/// waiting on its own hold.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Caller {
-    Task(tokio::task::Id),
-    Thread(std::thread::ThreadId),
-}
-
-impl Caller {
-    pub(crate) fn current() -> Self {
-        match tokio::task::try_id() {
-            Some(id) => Caller::Task(id),
-            None => Caller::Thread(std::thread::current().id()),
-        }
-    }
-}
 
 /// A process-unique id for a client (single-server or quorum), so a scope re-enters only holds
 /// of the client that took them.

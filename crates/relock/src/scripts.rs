@@ -4,9 +4,9 @@
 use std::sync::LazyLock;
 
 use fred::clients::Client as FredClient;
-use fred::interfaces::{ClientLike, LuaInterface};
+use fred::interfaces::ClientLike;
 use fred::types::{ClusterHash, CustomCommand};
-use fred::types::{FromValue, MultipleKeys, Value};
+use fred::types::{FromValue, Value};
 
 /// One embedded script.
 #[derive(Debug)]
@@ -34,43 +34,7 @@ impl Script {
         keys: Vec<String>,
         args: Vec<String>,
     ) -> Result<R, fred::error::Error> {
-        // fred marks its own EVALSHA as not pipelinable, so concurrent scripts on one
-        // connection would each wait for the one before to be answered. As a custom command
-        // (routed by the first key's slot, like fred's own) they are pipelined: many lock
-        // operations share one connection's round trips. A NOSCRIPT reply means that one
-        // script did not run, whatever else was in flight, so the fallback below stays safe.
-        let slot = keys
-            .first()
-            .map(|k| fred::util::redis_keyslot(k.as_bytes()));
-        let nkeys = keys.len();
-        // The strings move into the values (no copy); cloning a value for the NOSCRIPT
-        // fallback only counts a reference.
-        let mut call: Vec<Value> = Vec::with_capacity(2 + nkeys + args.len());
-        call.push(self.sha1.as_str().into());
-        call.push((nkeys as i64).into());
-        call.extend(keys.into_iter().map(Value::from));
-        call.extend(args.into_iter().map(Value::from));
-        let evalsha = CustomCommand::new_static(
-            "EVALSHA",
-            slot.map_or(ClusterHash::Random, ClusterHash::Custom),
-            false,
-        );
-        match client.custom(evalsha, call.clone()).await {
-            Err(e) if is_noscript(&e) => {
-                tracing::debug!(script = self.name, "NOSCRIPT; sending the script body");
-                let mut rest = call.split_off(2);
-                let args = rest.split_off(nkeys);
-                let keys: MultipleKeys = rest
-                    .into_iter()
-                    .filter_map(|v| v.as_bytes_str().map(|s| s.to_string()))
-                    .collect::<Vec<_>>()
-                    .into();
-                client
-                    .eval(self.lua.as_ref(), keys, Value::Array(args))
-                    .await
-            }
-            other => other,
-        }
+        self.send(client, keys, args, ["EVALSHA", "EVAL"]).await
     }
 
     /// Runs a read-only script (flagged `no-writes`) with `EVALSHA_RO`, and `EVAL_RO` on
@@ -83,21 +47,43 @@ impl Script {
         keys: Vec<String>,
         args: Vec<String>,
     ) -> Result<R, fred::error::Error> {
-        let slot = keys
-            .first()
-            .map(|k| fred::util::redis_keyslot(k.as_bytes()));
-        let hash = slot.map_or(ClusterHash::Random, ClusterHash::Custom);
+        self.send(client, keys, args, ["EVALSHA_RO", "EVAL_RO"])
+            .await
+    }
+
+    /// Sends `by_sha` (the script's SHA1), and `by_body` (the script itself) if the server
+    /// answers NOSCRIPT: that one script did not run, whatever else was in flight, so the
+    /// fallback is safe.
+    ///
+    /// fred marks its own EVALSHA as not pipelinable, so concurrent scripts on one connection
+    /// would each wait for the one before to be answered. As custom commands (routed by the
+    /// first key's slot, like fred's own) they are pipelined: many lock operations share one
+    /// connection's round trips.
+    async fn send<R: FromValue>(
+        &self,
+        client: &FredClient,
+        keys: Vec<String>,
+        args: Vec<String>,
+        [by_sha, by_body]: [&'static str; 2],
+    ) -> Result<R, fred::error::Error> {
+        let hash = keys.first().map_or(ClusterHash::Random, |k| {
+            ClusterHash::Custom(fred::util::redis_keyslot(k.as_bytes()))
+        });
+        // The strings move into the values (no copy); cloning a value for the NOSCRIPT
+        // fallback only counts a reference.
         let mut call: Vec<Value> = Vec::with_capacity(2 + keys.len() + args.len());
         call.push(self.sha1.as_str().into());
         call.push((keys.len() as i64).into());
         call.extend(keys.into_iter().map(Value::from));
         call.extend(args.into_iter().map(Value::from));
-        let evalsha = CustomCommand::new_static("EVALSHA_RO", hash.clone(), false);
-        match client.custom(evalsha, call.clone()).await {
+        let sha = CustomCommand::new_static(by_sha, hash.clone(), false);
+        match client.custom(sha, call.clone()).await {
             Err(e) if is_noscript(&e) => {
+                tracing::debug!(script = self.name, "NOSCRIPT; sending the script body");
                 call[0] = self.lua.as_ref().into();
-                let eval = CustomCommand::new_static("EVAL_RO", hash, false);
-                client.custom(eval, call).await
+                client
+                    .custom(CustomCommand::new_static(by_body, hash, false), call)
+                    .await
             }
             other => other,
         }

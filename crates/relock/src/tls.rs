@@ -10,8 +10,34 @@ use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
-use crate::client::TlsSettings;
 use crate::error::{Error, Result};
+
+/// TLS options for `rediss://` URLs. Its `Debug` never shows the key.
+#[derive(Clone, Default)]
+pub(crate) struct TlsSettings {
+    /// PEM certificates to trust instead of the system's roots.
+    pub(crate) ca_pem: Option<Vec<u8>>,
+    /// PEM certificate chain and private key to present (mutual TLS).
+    pub(crate) client: Option<(Vec<u8>, Vec<u8>)>,
+    /// Accept any server certificate (tests only).
+    pub(crate) insecure: bool,
+}
+
+impl TlsSettings {
+    pub(crate) fn is_set(&self) -> bool {
+        self.ca_pem.is_some() || self.client.is_some() || self.insecure
+    }
+}
+
+impl std::fmt::Debug for TlsSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TlsSettings")
+            .field("custom_ca", &self.ca_pem.is_some())
+            .field("client_cert", &self.client.is_some())
+            .field("insecure_skip_verify", &self.insecure)
+            .finish()
+    }
+}
 
 /// fred's TLS configuration for `settings`.
 ///

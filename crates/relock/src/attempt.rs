@@ -1,0 +1,414 @@
+//! One acquire script call for a fresh hold of a single-server lock (plain or fair), run in a
+//! task of its own, and the state a fresh acquisition carries between its calls.
+//!
+//! The call runs in its own task so that a reply arriving after the caller gave up still
+//! becomes a guard, whose drop releases it; and an attempt whose outcome is unknown is
+//! cleaned up under its own field, which the caller then retires.
+
+use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::OwnedMutexGuard;
+use tokio::time::Instant;
+
+use crate::client::Inner;
+use crate::error::{Error, Result};
+use crate::guard::LockGuard;
+use crate::holds::Hold;
+use crate::keys::LockKeys;
+use crate::line::QueueEntry;
+use crate::owner::Owner;
+use crate::scripts;
+
+/// How long a waiter sleeps when the holder's key has no TTL (a foreign holder), between
+/// checks. Release messages still wake it at once.
+pub(crate) const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
+
+pub(crate) enum Attempt {
+    Acquired(LockGuard),
+    /// Held by someone else; their remaining lease in ms (-1: no expiry, -2: just vanished).
+    Held(i64),
+    /// Fair lock: free, but another waiter is first; it has this many ms to take it.
+    Behind(i64),
+}
+
+/// Which acquire script an attempt runs, and how.
+#[derive(Debug, Clone)]
+pub(crate) enum Mode {
+    /// `acquire.lua`: the plain lock.
+    Plain,
+    /// `fair_acquire.lua` without joining the line (`try_lock`, and the first attempt).
+    FairTry,
+    /// `fair_acquire.lua`, joining the line (or staying in it) if not granted.
+    FairWait(Arc<QueueEntry>),
+}
+
+/// A fresh acquisition in progress: the field it asks for, and who will own the hold.
+#[derive(Debug)]
+pub(crate) struct Fresh {
+    /// The field this acquisition asks for. Retired (replaced by a new one) after any attempt
+    /// whose outcome is unknown, so that the clean-up of that attempt, wherever and whenever
+    /// it lands, can only remove what that attempt took.
+    pub(crate) field: String,
+    pub(crate) owner: Option<Owner>,
+    /// The task that called `lock()` (the attempt runs in a task of its own).
+    pub(crate) task: crate::holds::Caller,
+    /// When `lock()` was called, for the wait-time metric.
+    pub(crate) started: Instant,
+    /// Acquire script calls made so far, for the `acquire` span.
+    pub(crate) attempts: Arc<std::sync::atomic::AtomicU32>,
+    /// The lock kind, for metrics.
+    pub(crate) kind: crate::meter::Kind,
+    /// The fixed lease asked for, or `None` for the watchdog's.
+    pub(crate) lease: Option<Duration>,
+    retry: Retry,
+}
+
+impl Fresh {
+    pub(crate) fn new(
+        inner: &Inner,
+        owner: Option<Owner>,
+        fair: bool,
+        lease: Option<Duration>,
+    ) -> Self {
+        Fresh {
+            field: inner.fields.next(),
+            owner,
+            task: crate::holds::Caller::current(),
+            started: Instant::now(),
+            attempts: Arc::default(),
+            kind: if fair {
+                crate::meter::Kind::Fair
+            } else {
+                crate::meter::Kind::Plain
+            },
+            lease,
+            retry: Retry::default(),
+        }
+    }
+
+    /// Counts an attempt that did not grant, by cause.
+    pub(crate) fn refused(&self, cause: &'static str) {
+        crate::meter::failed_attempt(self.kind, cause);
+    }
+
+    /// After a failed attempt: retires the field, then waits a backoff and returns `Ok` to
+    /// try again, or returns the error once retrying is pointless or the budget (one command
+    /// timeout from the first error in a row) is spent.
+    pub(crate) async fn after_error(&mut self, inner: &Inner, e: Error) -> Result<()> {
+        crate::meter::failed_attempt(self.kind, crate::meter::cause(&e));
+        self.field = inner.fields.next();
+        self.retry.after(inner, e).await
+    }
+
+    pub(crate) fn succeeded(&mut self) {
+        self.retry = Retry::default();
+    }
+}
+
+/// Backoff for transient errors: a stale connection after a Redis restart, a timeout.
+#[derive(Debug)]
+struct Retry {
+    give_up: Option<Instant>,
+    backoff: Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            give_up: None,
+            backoff: Duration::from_millis(5),
+        }
+    }
+}
+
+impl Retry {
+    async fn after(&mut self, inner: &Inner, e: Error) -> Result<()> {
+        if !e.is_transient() {
+            return Err(e);
+        }
+        let now = Instant::now();
+        let give_up = *self
+            .give_up
+            .get_or_insert(now + inner.settings.command_timeout);
+        if now + self.backoff >= give_up {
+            return Err(e);
+        }
+        tracing::debug!(error = %e, "acquire failed; retrying under a new field");
+        tokio::time::sleep(self.backoff).await;
+        self.backoff = (self.backoff * 2).min(Duration::from_millis(200));
+        inner.check_running()
+    }
+}
+
+/// One acquire script call for `fresh`. It runs in its own task, so that a reply arriving
+/// after the caller gave up still becomes a guard, and that guard's drop releases it.
+/// Errors are returned as they are; the caller retires the field and decides whether to
+/// try again.
+pub(crate) async fn attempt(
+    inner: &Arc<Inner>,
+    keys: &Arc<LockKeys>,
+    fresh: &Fresh,
+    mode: Mode,
+) -> Result<Attempt> {
+    // Nothing new is sent once shutdown has begun: it could be granted after shutdown
+    // took its list of holds to release.
+    inner.check_running()?;
+    fresh.attempts.fetch_add(1, Ordering::Relaxed);
+    // A leave of the line must not overtake this attempt (it would put us back).
+    let gate = match &mode {
+        Mode::FairWait(e) => Some(e.gate.clone().lock_owned().await),
+        _ => None,
+    };
+    let task = attempt_task(AttemptArgs {
+        inner: inner.clone(),
+        keys: keys.clone(),
+        field: fresh.field.clone(),
+        owner: fresh.owner.clone(),
+        task: fresh.task,
+        started: fresh.started,
+        kind: fresh.kind,
+        fixed_lease: fresh.lease,
+        mode,
+        _gate: gate,
+    });
+    inner
+        .shared
+        .tracker
+        .spawn(task)
+        .await
+        .map_err(|_| Error::Shutdown)?
+}
+
+/// Records how an acquisition ended on its `acquire` span: outcome (`acquired`, `timed_out`,
+/// or the error's cause), wait time, token and the number of script calls.
+pub(crate) fn record_acquire(
+    span: &tracing::Span,
+    r: &Result<Option<LockGuard>>,
+    started: Instant,
+    attempts: u32,
+) {
+    span.record("wait_ms", started.elapsed().as_secs_f64() * 1000.0);
+    span.record("attempts", attempts);
+    match r {
+        Ok(Some(g)) => {
+            span.record("outcome", "acquired");
+            span.record("token", g.fencing_token());
+        }
+        Ok(None) => {
+            span.record("outcome", "timed_out");
+        }
+        Err(e) => {
+            span.record("outcome", crate::meter::cause(e));
+        }
+    }
+}
+
+/// Waits (bounded by the command timeout) while a release of this lock by this client is in
+/// flight: the lock is about to be free, and trying before the release lands would only cost
+/// a round trip and a wake-up. (Not needed for safety: a fresh acquisition has its own field,
+/// which no release of an older hold can touch.)
+pub(crate) async fn await_local_release(inner: &Inner, lock: &str) {
+    let Some(hold) = inner.shared.holds.find(lock, |h| h.is_releasing()) else {
+        return;
+    };
+    let mut gone = pin!(hold.gone.notified());
+    gone.as_mut().enable();
+    if inner.shared.holds.contains(&hold) {
+        let _ = tokio::time::timeout(inner.settings.command_timeout, gone).await;
+    }
+}
+
+struct AttemptArgs {
+    inner: Arc<Inner>,
+    keys: Arc<LockKeys>,
+    field: String,
+    owner: Option<Owner>,
+    task: crate::holds::Caller,
+    started: Instant,
+    kind: crate::meter::Kind,
+    fixed_lease: Option<Duration>,
+    mode: Mode,
+    _gate: Option<OwnedMutexGuard<()>>,
+}
+
+async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
+    let AttemptArgs {
+        inner,
+        keys,
+        field,
+        owner,
+        task,
+        started,
+        kind,
+        fixed_lease,
+        mode,
+        _gate,
+    } = a;
+    let watchdog = fixed_lease.is_none();
+    let lease = fixed_lease.unwrap_or(inner.settings.watchdog_lease);
+    let mut args = vec![
+        lease.as_millis().to_string(),
+        field.clone(),
+        inner.grace_ms().to_string(),
+    ];
+    let (script, script_keys) = match (&mode, keys.queue_group()) {
+        (Mode::FairTry | Mode::FairWait(_), Some([lock, channel, queue, alive, seq])) => {
+            let (join, ticket) = match &mode {
+                Mode::FairWait(e) => {
+                    // Set before sending: if the reply is lost we may be in line.
+                    e.queued.store(true, Ordering::SeqCst);
+                    ("wait", e.ticket.load(Ordering::SeqCst))
+                }
+                _ => ("try", 0),
+            };
+            args.extend([
+                inner.settings.fair_heartbeat.as_millis().to_string(),
+                join.to_string(),
+                ticket.to_string(),
+                inner.publish_cmd().to_string(),
+            ]);
+            let k = vec![lock, keys.token.clone(), channel, queue, alive, seq];
+            (&*scripts::FAIR_ACQUIRE, k)
+        }
+        _ => (
+            &*scripts::ACQUIRE,
+            vec![keys.lock.clone(), keys.token.clone()],
+        ),
+    };
+    let sent = Instant::now();
+    let conn = inner.pool.next();
+    let reply = match (&inner.batcher, script_keys.len()) {
+        (Some(b), 2) => {
+            let op = crate::batch::Op::Acquire {
+                keys: [script_keys[0].clone(), script_keys[1].clone()],
+                args: [args[0].clone(), args[1].clone(), args[2].clone()],
+            };
+            b.run::<Vec<i64>>(op).await
+        }
+        _ => script.run::<Vec<i64>>(conn, script_keys, args).await,
+    };
+    if let (Mode::FairWait(e), Ok(r)) = (&mode, &reply) {
+        match r.as_slice() {
+            [0, _, ticket, _, _] => e.ticket.store(*ticket, Ordering::SeqCst),
+            // Granted: the script took us out of the line.
+            _ => e.queued.store(false, Ordering::SeqCst),
+        }
+    }
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => {
+            let err = inner.error("acquire", &keys.lock, e);
+            // A WRONGTYPE reply means the script ran and changed nothing.
+            if !matches!(err, Error::WrongType { .. }) {
+                clean_up_unknown_outcome(&inner, &keys, &field).await;
+            }
+            return Err(err);
+        }
+    };
+    match reply.as_slice() {
+        [1, token] => {
+            if let Some((wanted, timeout)) = inner.settings.sync_replicas {
+                // Before anyone relies on it, the grant must be on `wanted` replicas.
+                let acked = wait_replicas(conn, &keys.lock, wanted, timeout).await;
+                if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
+                    clean_up_unknown_outcome(&inner, &keys, &field).await;
+                    return Err(match acked {
+                        Ok(acked) => Error::ReplicationFailed {
+                            name: keys.lock.clone(),
+                            acked: acked.max(0) as u32,
+                            wanted,
+                            timeout,
+                        },
+                        Err(e) => inner.error("wait", &keys.lock, e),
+                    });
+                }
+            }
+            let valid_until = sent + lease;
+            let hold = Arc::new(Hold::new(
+                keys.clone(),
+                field,
+                mutated_token(*token as u64),
+                owner,
+                task,
+                kind,
+                valid_until,
+            ));
+            if !hold.add_guard(watchdog, valid_until) {
+                // The reply took longer than the lease: the grant may already have expired
+                // and been taken by someone else. Drop it (under its own field); the caller
+                // retires the field and tries again.
+                clean_up_unknown_outcome(&inner, &keys, &hold.field).await;
+                return Err(Error::Timeout {
+                    operation: "acquire",
+                    server: inner.server(),
+                    timeout: lease,
+                });
+            }
+            // Shutdown waits for this task before it releases every recorded hold, so this
+            // one is released (and reported lost) too if the client is shutting down.
+            inner.shared.holds.insert(hold.clone());
+            crate::meter::acquired(kind, started.elapsed());
+            Ok(Attempt::Acquired(LockGuard::new(
+                inner.clone(),
+                hold,
+                watchdog,
+            )))
+        }
+        [0, pttl] | [0, pttl, _, _, 0] => Ok(Attempt::Held(*pttl)),
+        [0, bound, _, _, 1] => Ok(Attempt::Behind(*bound)),
+        other => Err(Error::Redis {
+            operation: "acquire",
+            server: inner.server(),
+            source: fred::error::Error::new(
+                fred::error::ErrorKind::Protocol,
+                format!("unexpected acquire reply {other:?}"),
+            ),
+        }),
+    }
+}
+
+/// `WAIT wanted timeout` on the connection that ran the acquire (on a cluster, to the node
+/// that owns the lock's slot): how many replicas acknowledged every write sent before it.
+async fn wait_replicas(
+    conn: &fred::clients::Client,
+    lock: &str,
+    wanted: u32,
+    timeout: Duration,
+) -> std::result::Result<i64, fred::error::Error> {
+    use fred::interfaces::{ClusterInterface, ServerInterface};
+    let ms = timeout.as_millis() as i64;
+    let slot = fred::types::Key::from(lock).cluster_hash();
+    match conn
+        .cached_cluster_state()
+        .and_then(|s| s.get_server(slot).cloned())
+    {
+        Some(node) => {
+            conn.with_cluster_node(node)
+                .wait(i64::from(wanted), ms)
+                .await
+        }
+        None => conn.wait(i64::from(wanted), ms).await,
+    }
+}
+
+/// An acquire whose reply never came may have been granted: remove that hold now rather than
+/// let it block others until its lease ends. It names the attempt's own field, which the
+/// caller then retires, so this clean-up can never touch another hold, whenever it lands. If
+/// the acquire itself lands after this clean-up (a connection that delayed it), it leaves a
+/// hold nobody renews, which expires with its lease.
+async fn clean_up_unknown_outcome(inner: &Inner, keys: &LockKeys, field: &str) {
+    if let Err(e) = inner.run_release(keys, field, true).await {
+        tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; the lease will expire it");
+    }
+}
+
+/// The token a new hold carries: the script's, unless a chaos mutant (`relock::mutant`)
+/// breaks that.
+fn mutated_token(token: u64) -> u64 {
+    #[cfg(feature = "chaos-mutants")]
+    let token = crate::mutant::token(token);
+    token
+}

@@ -1,0 +1,63 @@
+//! [`Backend`]: where holds live (one server, or a quorum of masters). The guard releases
+//! through it and the shared watchdog renews through it, so neither knows which it is; a new
+//! place for holds is one more implementation of this trait.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::task::TaskTracker;
+
+use crate::error::Result;
+use crate::holds::{Hold, Holds};
+
+/// A boxed, sendable future: what the trait's async operations return (the trait is used as
+/// `dyn Backend` by guards).
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What every backend keeps, whatever it talks to.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    /// The process-unique id of the client, so that a scope re-enters only its own holds.
+    pub(crate) id: u64,
+    /// The client's record of its holds.
+    pub(crate) holds: Holds,
+    /// Every attempt, re-entry, release and leave of a line runs here, so that shutdown can
+    /// wait for what is in flight before it releases what is held.
+    pub(crate) tracker: TaskTracker,
+}
+
+impl Shared {
+    pub(crate) fn new(id: u64) -> Self {
+        Shared {
+            id,
+            holds: Holds::default(),
+            tracker: TaskTracker::new(),
+        }
+    }
+}
+
+pub(crate) trait Backend: Send + Sync + std::fmt::Debug + 'static {
+    /// The state every backend keeps.
+    fn shared(&self) -> &Shared;
+
+    /// Releases one guard's worth of `hold`: one count, or (with `remaining == 0`) the whole
+    /// hold under its own field. `lost`: the hold was already lost locally.
+    fn release(
+        self: Arc<Self>,
+        hold: Arc<Hold>,
+        remaining: u32,
+        lost: bool,
+    ) -> BoxFuture<Result<()>>;
+
+    /// How often the watchdog renews: a third of the watchdog lease.
+    fn renew_period(&self) -> Duration;
+
+    /// The renewal script calls for `holds`: groups that one call can carry.
+    fn renewal_batches(&self, holds: Vec<Arc<Hold>>) -> Vec<Vec<Arc<Hold>>>;
+
+    /// Renews one batch; marks holds found gone (or out of lease) lost. False if the call
+    /// failed, so that the watchdog tries again sooner.
+    fn renew_batch(self: Arc<Self>, batch: Vec<Arc<Hold>>) -> BoxFuture<bool>;
+}

@@ -1,0 +1,109 @@
+//! The fair lock's waiting line as this client knows it: one [`QueueEntry`] per waiting
+//! `lock()` call, by the field its hold will have if granted. The fair wait loop (`fair`)
+//! registers and retires entries; the heartbeat refreshes them; shutdown leaves them all.
+
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::Arc;
+
+use dashmap::DashMap;
+use tokio::sync::{Mutex as AsyncMutex, Notify};
+
+use crate::keys::LockKeys;
+use crate::scripts;
+
+/// One waiter in a line, as this client knows it.
+#[derive(Debug)]
+pub(crate) struct QueueEntry {
+    pub(crate) keys: Arc<LockKeys>,
+    pub(crate) field: String,
+    /// The ticket the server gave us (0: none yet), sent back so that a waiter evicted while
+    /// alive rejoins at its old place.
+    pub(crate) ticket: AtomicI64,
+    /// Whether the server may have us in line (set before every "wait" attempt, cleared when
+    /// an attempt is granted or we have left).
+    pub(crate) queued: AtomicBool,
+    /// Held by an attempt in flight and by the leave, so a leave never overtakes an attempt
+    /// that would put us back in line.
+    pub(crate) gate: Arc<AsyncMutex<()>>,
+    /// Woken by a message naming us, or by the heartbeat when we should try now.
+    pub(crate) wake: Arc<Notify>,
+}
+
+impl QueueEntry {
+    pub(crate) fn new(keys: Arc<LockKeys>, field: String, ticket: i64) -> Self {
+        QueueEntry {
+            keys,
+            field,
+            ticket: AtomicI64::new(ticket),
+            queued: AtomicBool::new(false),
+            gate: Arc::new(AsyncMutex::new(())),
+            wake: Arc::new(Notify::new()),
+        }
+    }
+}
+
+/// This client's waiters in fair lines, by field.
+#[derive(Debug, Default)]
+pub(crate) struct Line(DashMap<String, Arc<QueueEntry>>);
+
+impl Line {
+    pub(crate) fn insert(&self, entry: Arc<QueueEntry>) {
+        self.0.insert(entry.field.clone(), entry);
+    }
+
+    /// Removes `entry` (not a newer entry under the same field).
+    pub(crate) fn remove(&self, entry: &Arc<QueueEntry>) {
+        self.0.remove_if(&entry.field, |_, e| Arc::ptr_eq(e, entry));
+    }
+
+    /// Every registered entry.
+    pub(crate) fn all(&self) -> Vec<Arc<QueueEntry>> {
+        self.0.iter().map(|e| e.value().clone()).collect()
+    }
+
+    /// The entries that may be in a line on the server (for the heartbeat).
+    pub(crate) fn queued(&self) -> Vec<Arc<QueueEntry>> {
+        self.0
+            .iter()
+            .filter(|e| e.queued.load(Ordering::SeqCst))
+            .map(|e| e.value().clone())
+            .collect()
+    }
+
+    /// How many entries may be in a line (for inspection).
+    pub(crate) fn queued_count(&self) -> usize {
+        self.0
+            .iter()
+            .filter(|e| e.queued.load(Ordering::SeqCst))
+            .count()
+    }
+
+    /// Fields of the waiters on `lock` (for inspection).
+    pub(crate) fn fields_of(&self, lock: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|e| e.keys.lock == lock)
+            .map(|e| e.field.clone())
+            .collect()
+    }
+}
+
+/// Takes `entry` out of its line on the server (`fair_leave.lua`), telling the next waiter if
+/// it was first. Unbounded: callers bound it.
+pub(crate) async fn leave(
+    conn: &fred::clients::Client,
+    entry: &QueueEntry,
+    publish: &str,
+) -> std::result::Result<(), fred::error::Error> {
+    let Some(group) = entry.keys.queue_group() else {
+        return Ok(());
+    };
+    scripts::FAIR_LEAVE
+        .run::<i64>(
+            conn,
+            group.to_vec(),
+            vec![entry.field.clone(), publish.into()],
+        )
+        .await
+        .map(drop)
+}
