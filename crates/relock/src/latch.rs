@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::keys::validate_name;
 use crate::pubsub::ChannelKind;
 use crate::scripts;
-use crate::semaphore::{parse_count, validate_count, Recheck};
+use crate::semaphore::{parse_count, validate_count, Recheck, Transient};
 
 /// The Redis names of one latch.
 #[derive(Debug)]
@@ -218,7 +218,8 @@ impl CountDownLatch {
     /// Waits until the count is 0 (the latch is open); returns at once if it is.
     ///
     /// # Errors
-    /// [`Error::WrongType`] if the key is not a count; connection errors;
+    /// [`Error::WrongType`] if the key is not a count; connection errors and timeouts once
+    /// they have lasted one command timeout (a waiter retries them until then);
     /// [`Error::Shutdown`] (also when the client shuts down while waiting); a bad name.
     ///
     /// # Cancel safety
@@ -265,11 +266,15 @@ impl CountDownLatch {
         inner.check_running()?;
         let names = self.names()?;
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
-        if self.read(&names).await? == 0 {
-            return Ok(true);
+        let mut errors = Transient::default();
+        match self.read(&names).await {
+            Ok(0) => return Ok(true),
+            Ok(_) => {}
+            Err(e) if wait == Some(Duration::ZERO) => return Err(e),
+            Err(e) => errors.after(inner, e)?,
         }
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(false);
+            return errors.timed_out();
         }
         // Subscribe before reading again: an opening between our read and our sleep still
         // wakes us.
@@ -279,7 +284,7 @@ impl CountDownLatch {
         let sub = match deadline {
             Some(d) => match tokio::time::timeout_at(d, subscribe).await {
                 Ok(r) => r,
-                Err(_) => return Ok(false),
+                Err(_) => return errors.timed_out(),
             },
             None => subscribe.await,
         }
@@ -288,11 +293,13 @@ impl CountDownLatch {
         loop {
             let mut woken = pin!(sub.notified());
             woken.as_mut().enable();
-            if self.read(&names).await? == 0 {
-                return Ok(true);
+            match self.read(&names).await {
+                Ok(0) => return Ok(true),
+                Ok(_) => errors.ok(),
+                Err(e) => errors.after(inner, e)?,
             }
             match inner.park(recheck.period(), deadline, woken).await? {
-                None => return Ok(false),
+                None => return errors.timed_out(),
                 Some(woken) => recheck.after(woken),
             }
         }

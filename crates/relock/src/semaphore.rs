@@ -50,6 +50,46 @@ impl Recheck {
     }
 }
 
+/// A waiter's run of consecutive transient errors (a connection blip, a failover, a timeout):
+/// each is retried after the waiter's next bounded sleep, until the run has lasted one command
+/// timeout; then the error is returned. Other errors are returned at once. A deadline that
+/// passes during a run returns its last error, not "not acquired".
+#[derive(Debug, Default)]
+pub(crate) struct Transient {
+    since: Option<Instant>,
+    last: Option<Error>,
+}
+
+impl Transient {
+    /// `Ok` to retry after the next sleep, or the error to return.
+    pub(crate) fn after(&mut self, inner: &Inner, e: Error) -> Result<()> {
+        if !e.is_transient() {
+            return Err(e);
+        }
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= inner.settings.command_timeout {
+            return Err(e);
+        }
+        tracing::debug!(error = %e, "a waiter's call failed; retrying after its next sleep");
+        self.last = Some(e);
+        Ok(())
+    }
+
+    /// A call succeeded: the run is over.
+    pub(crate) fn ok(&mut self) {
+        self.since = None;
+        self.last = None;
+    }
+
+    /// The deadline passed: `Ok(false)`, or the error of a run still going on.
+    pub(crate) fn timed_out(self) -> Result<bool> {
+        match self.last {
+            Some(e) => Err(e),
+            None => Ok(false),
+        }
+    }
+}
+
 /// Rejects a permit or count argument of 0 or above [`MAX_COUNT`].
 pub(crate) fn validate_count(name: &'static str, n: u64, what: &str) -> Result<()> {
     if n == 0 {
@@ -253,8 +293,8 @@ impl Semaphore {
     /// # Errors
     /// [`Error::InvalidArgument`] for `n` = 0 or above 10^15, or a bad name;
     /// [`Error::WrongType`] if the key holds something else than a count; connection errors
-    /// and [`Error::Timeout`] (the attempt's outcome is unknown: see *Cancel safety*);
-    /// [`Error::Shutdown`].
+    /// and [`Error::Timeout`] (the attempt's outcome is unknown: see *Cancel safety*) once they
+    /// have lasted one command timeout (a waiter retries them until then); [`Error::Shutdown`].
     ///
     /// # Cancel safety
     /// Cancel safe in what the caller can observe: if the future is dropped, either it took no
@@ -332,11 +372,15 @@ impl Semaphore {
         validate_count("n", n, "permits")?;
         let inner = &self.inner;
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
-        if self.attempt(&names, n).await? {
-            return Ok(true);
+        let mut errors = Transient::default();
+        match self.attempt(&names, n).await {
+            Ok(true) => return Ok(true),
+            Ok(false) => {}
+            Err(e) if wait == Some(Duration::ZERO) => return Err(e),
+            Err(e) => errors.after(inner, e)?,
         }
         if wait == Some(Duration::ZERO) || deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(false);
+            return errors.timed_out();
         }
         // Subscribe before retrying: a release between our attempt and our sleep still wakes
         // us (Redisson #1763).
@@ -346,7 +390,7 @@ impl Semaphore {
         let sub = match deadline {
             Some(d) => match tokio::time::timeout_at(d, subscribe).await {
                 Ok(r) => r,
-                Err(_) => return Ok(false),
+                Err(_) => return errors.timed_out(),
             },
             None => subscribe.await,
         }
@@ -357,14 +401,18 @@ impl Semaphore {
             // Registered before the attempt: a release published while it runs wakes us.
             let mut woken = pin!(sub.notified());
             woken.as_mut().enable();
-            if self.attempt(&names, n).await? {
-                return Ok(true);
-            }
-            if std::mem::take(&mut woken_by_message) {
-                crate::meter::wasted_wakeup();
+            match self.attempt(&names, n).await {
+                Ok(true) => return Ok(true),
+                Ok(false) => {
+                    errors.ok();
+                    if std::mem::take(&mut woken_by_message) {
+                        crate::meter::wasted_wakeup();
+                    }
+                }
+                Err(e) => errors.after(inner, e)?,
             }
             match inner.park(recheck.period(), deadline, woken).await? {
-                None => return Ok(false),
+                None => return errors.timed_out(),
                 Some(woken) => {
                     recheck.after(woken);
                     woken_by_message = woken;
