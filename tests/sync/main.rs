@@ -14,6 +14,7 @@ mod s50_dropped_acquires_leave_the_permit_count_exact_and_no_subscription;
 mod s60_drain_add_and_try_set_permits_leave_exact_counts_and_keys;
 mod s70_bad_input_and_keys_of_another_type_get_typed_errors;
 mod s80_semaphores_and_latches_wake_waiters_across_three_cluster_masters;
+mod s90_shutdown_ends_semaphore_and_latch_waits_with_shutdown;
 
 use relock_tests::RedisServer;
 
