@@ -144,6 +144,12 @@ impl CountDownLatch {
     pub async fn try_set_count(&self, n: u64) -> Result<bool> {
         self.inner.check_running()?;
         let names = self.names()?;
+        if n == 0 {
+            return Err(Error::invalid(
+                "n",
+                "a count of 0 is an open latch, which has no key to set; pass at least 1 (or call `delete` to open a latch)",
+            ));
+        }
         validate_count("n", n, "as a count")?;
         let set: i64 = scripts::LATCH_SET
             .run(
