@@ -141,7 +141,10 @@ struct Names {
 ///   call it at start-up) or [`add_permits`](Semaphore::add_permits).
 /// - **No guard**: [`acquire`](Semaphore::acquire) takes permits, and the caller must
 ///   [`release`](Semaphore::release) them.
-/// - **Not fair**: any waiter (or a newcomer) may take released permits first.
+/// - **Not fair**: any waiter (or a newcomer) may take released permits first. A message
+///   wakes waiters without knowing how many permits each wants: a waiter for several permits
+///   woken by a smaller release goes back to sleep, and a waiter for fewer behind it may then
+///   wait for its next re-check (at most 1 s) although permits are free.
 /// - **Waking**: a release publishes the new count `k` on `redisson_sc:{<name>}`; each client
 ///   wakes at most `k` of its waiters on that semaphore, not all of them. Pub/sub may lose a
 ///   message (a reconnect, a failover), so a waiter also looks again on its own after 50 ms,
