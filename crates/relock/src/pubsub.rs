@@ -61,6 +61,9 @@ struct Channel {
     subscribed: AsyncMutex<SubState>,
     /// Fair-lock waiters by owner field: (their wake-up, how many registrations).
     named: Mutex<HashMap<String, (Arc<Notify>, usize)>>,
+    /// Semaphore messages received so far: a waiter passes a wake-up on at most once per
+    /// message (see [`Subscription::pass_on`]).
+    messages: std::sync::atomic::AtomicU64,
 }
 
 /// How far a channel's subscription got on the server.
@@ -291,6 +294,7 @@ impl PubSub {
                         refs: Mutex::new(0),
                         subscribed: AsyncMutex::new(SubState::None),
                         named: Mutex::new(HashMap::new()),
+                        messages: std::sync::atomic::AtomicU64::new(0),
                     })
                 })
                 .clone();
@@ -506,6 +510,8 @@ impl Channel {
                 // The new count of available permits: wake as many local waiters as could take
                 // one, and no more (a waiter that wants several and finds too few parks again).
                 // Anything else than a number (not sent by relock nor Redisson): wake everyone.
+                self.messages
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Ok(available) = payload.trim().parse::<i64>() else {
                     crate::meter::wakeup();
                     self.notify.notify_waiters();
@@ -556,6 +562,21 @@ impl Subscription {
         Named {
             channel: self.channel.clone(),
             field: field.to_string(),
+        }
+    }
+
+    /// A semaphore waiter woken for permits that were too few for it: passes the wake-up on
+    /// to the next local waiter (who may want fewer), at most once per message received, so
+    /// that waiters who all want more than there is cannot hand it round for ever.
+    /// `passed` is the waiter's own record of the last message it passed on.
+    pub(crate) fn pass_on(&self, passed: &mut u64) {
+        let seen = self
+            .channel
+            .messages
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if seen != *passed {
+            *passed = seen;
+            self.channel.notify.notify_one();
         }
     }
 

@@ -143,8 +143,8 @@ struct Names {
 ///   [`release`](Semaphore::release) them.
 /// - **Not fair**: any waiter (or a newcomer) may take released permits first. A message
 ///   wakes waiters without knowing how many permits each wants: a waiter for several permits
-///   woken by a smaller release goes back to sleep, and a waiter for fewer behind it may then
-///   wait for its next re-check (at most 1 s) although permits are free.
+///   woken by a smaller release passes the wake-up on to the next local waiter (once per
+///   message), who may want fewer.
 /// - **Waking**: a release publishes the new count `k` on `redisson_sc:{<name>}`; each client
 ///   wakes at most `k` of its waiters on that semaphore, not all of them. Pub/sub may lose a
 ///   message (a reconnect, a failover), so a waiter also looks again on its own after 50 ms,
@@ -203,6 +203,15 @@ impl Client {
             names,
         }
     }
+}
+
+/// What one acquire attempt found.
+#[derive(Debug)]
+enum Attempt {
+    /// The permits are the caller's.
+    Taken,
+    /// Fewer than wanted were available: this many (nothing was taken).
+    TooFew(i64),
 }
 
 /// Permits an acquire script took for a caller that may be gone: unless the caller claims
@@ -377,8 +386,8 @@ impl Semaphore {
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let mut errors = Transient::default();
         match self.attempt(&names, n).await {
-            Ok(true) => return Ok(true),
-            Ok(false) => {}
+            Ok(Attempt::Taken) => return Ok(true),
+            Ok(Attempt::TooFew(_)) => {}
             Err(e) if wait == Some(Duration::ZERO) => return Err(e),
             Err(e) => errors.after(inner, e)?,
         }
@@ -400,16 +409,21 @@ impl Semaphore {
         .map_err(|e| inner.error("subscribe", &names.channel, e))?;
         let mut recheck = Recheck::new();
         let mut woken_by_message = false;
+        let mut passed = 0;
         loop {
             // Registered before the attempt: a release published while it runs wakes us.
             let mut woken = pin!(sub.notified());
             woken.as_mut().enable();
             match self.attempt(&names, n).await {
-                Ok(true) => return Ok(true),
-                Ok(false) => {
+                Ok(Attempt::Taken) => return Ok(true),
+                Ok(Attempt::TooFew(available)) => {
                     errors.ok();
                     if std::mem::take(&mut woken_by_message) {
                         crate::meter::wasted_wakeup();
+                        if available > 0 {
+                            // Woken for permits too few for us: another waiter may want fewer.
+                            sub.pass_on(&mut passed);
+                        }
                     }
                 }
                 Err(e) => errors.after(inner, e)?,
@@ -427,12 +441,12 @@ impl Semaphore {
     /// One acquire script call, in a task of its own: if the caller is gone when the reply
     /// says the permits were taken, the reply's [`Taken`] is dropped there, which gives them
     /// back.
-    async fn attempt(&self, names: &Arc<Names>, n: u64) -> Result<bool> {
+    async fn attempt(&self, names: &Arc<Names>, n: u64) -> Result<Attempt> {
         // Nothing new is sent once shutdown has begun.
         self.inner.check_running()?;
         let (inner, names) = (self.inner.clone(), names.clone());
         let task = self.inner.tracker.spawn(async move {
-            let taken: i64 = scripts::SEMAPHORE_ACQUIRE
+            let reply: Vec<i64> = scripts::SEMAPHORE_ACQUIRE
                 .run(
                     inner.pool.next(),
                     vec![names.key.clone()],
@@ -440,19 +454,23 @@ impl Semaphore {
                 )
                 .await
                 .map_err(|e| inner.error("semaphore acquire", &names.key, e))?;
-            Ok::<_, Error>((taken == 1).then(|| Taken {
-                inner: inner.clone(),
-                names,
-                n,
-                claimed: false,
-            }))
+            match reply.as_slice() {
+                [1, _] => Ok(Ok(Taken {
+                    inner: inner.clone(),
+                    names,
+                    n,
+                    claimed: false,
+                })),
+                [0, available] => Ok(Err(*available)),
+                other => Err(unexpected("semaphore acquire", &inner, other)),
+            }
         });
         match task.await {
-            Ok(Ok(Some(taken))) => {
+            Ok(Ok(Ok(taken))) => {
                 taken.claim();
-                Ok(true)
+                Ok(Attempt::Taken)
             }
-            Ok(Ok(None)) => Ok(false),
+            Ok(Ok(Err(available))) => Ok(Attempt::TooFew(available)),
             Ok(Err(e)) => Err(e),
             Err(_) => Err(Error::Shutdown),
         }
