@@ -953,8 +953,8 @@ impl Client {
         self.inner.shared.holds.held()
     }
 
-    /// Acquire calls of this client (plain or fair) asleep right now, waiting for a release,
-    /// the holder's lease, or their deadline.
+    /// Acquire calls of this client (plain or fair locks, semaphores) and latch waits asleep
+    /// right now, waiting for a message, the holder's lease, a re-check, or their deadline.
     pub fn parked_waiters(&self) -> usize {
         self.inner.parked.load(Ordering::SeqCst)
     }
@@ -964,7 +964,8 @@ impl Client {
         self.inner.line.queued_count()
     }
 
-    /// Lock channels this client is subscribed to right now (one per lock with local waiters).
+    /// Channels this client is subscribed to right now (one per lock, semaphore or latch with
+    /// local waiters).
     pub fn subscribed_channels(&self) -> usize {
         self.inner.pubsub.channel_count()
     }

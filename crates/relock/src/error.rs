@@ -42,9 +42,9 @@ pub enum Error {
         /// The lock name.
         name: String,
     },
-    /// A key of the lock (its hash, fencing counter or fair line) holds something relock does
-    /// not keep there.
-    #[error("key `{key}` exists but does not hold what relock keeps there (a lock hash of hold counts, its fencing counter, or its fair line); pick another lock name or delete the key")]
+    /// A key of the lock (its hash, fencing counter or fair line), or of a semaphore or latch
+    /// (its count), holds something relock does not keep there.
+    #[error("key `{key}` exists but does not hold what relock keeps there (a lock hash of hold counts, its fencing counter, or its fair line; a semaphore's or latch's integer count); pick another name or delete the key")]
     WrongType {
         /// The key.
         key: String,

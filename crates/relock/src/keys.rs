@@ -76,7 +76,7 @@ pub(crate) fn prefixed(prefix: &str, name: &str) -> String {
 }
 
 /// Rejects names whose derived keys could not share a cluster slot.
-fn validate_name(name: &str) -> Result<()> {
+pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("name", "a lock name must not be empty"));
     }

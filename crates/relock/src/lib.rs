@@ -89,11 +89,13 @@ mod attempt;
 mod backend;
 mod batch;
 mod client;
+mod counter;
 mod error;
 mod fair;
 mod guard;
 mod holds;
 mod keys;
+mod latch;
 #[cfg(test)]
 mod layers;
 mod line;
@@ -109,6 +111,7 @@ mod raw;
 mod redact;
 mod reentry;
 mod scripts;
+mod semaphore;
 mod single;
 mod status;
 mod tls;
@@ -162,15 +165,31 @@ pub mod lua {
     pub const QUORUM_RENEW: &str = script!("quorum_renew.lua", "each", "extend", "fence");
     /// Quorum lock: put a hold back on a node of a minority that lost it.
     pub const QUORUM_PUTBACK: &str = script!("quorum_putback.lua", "each", "fence");
+    /// Semaphore: take n permits if that many are available.
+    pub const SEMAPHORE_ACQUIRE: &str = script!("semaphore_acquire.lua");
+    /// Semaphore: add n permits (a release) and publish the new count.
+    pub const SEMAPHORE_ADD: &str = script!("semaphore_add.lua");
+    /// Semaphore: create it with n permits if it does not exist.
+    pub const SEMAPHORE_SET: &str = script!("semaphore_set.lua");
+    /// Semaphore: take every available permit.
+    pub const SEMAPHORE_DRAIN: &str = script!("semaphore_drain.lua");
+    /// Count-down latch: set the count if the latch has none.
+    pub const LATCH_SET: &str = script!("latch_set.lua");
+    /// Count-down latch: one count down; open it (and publish) at 0.
+    pub const LATCH_COUNT_DOWN: &str = script!("latch_count_down.lua");
+    /// Count-down latch: delete it (it is then open) and publish.
+    pub const LATCH_DELETE: &str = script!("latch_delete.lua");
 }
 pub use error::{Error, NodeVote, Result, Vote};
 pub use guard::LockGuard;
+pub use latch::CountDownLatch;
 pub use lock::Lock;
 pub use owner::Owner;
 pub use quorum::{QuorumClient, QuorumClientBuilder};
 pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;
 pub use reentry::Reentrancy;
+pub use semaphore::Semaphore;
 pub use status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
 
 /// `url` with its password (and any `…password=` query parameter) replaced by `***`, as relock

@@ -11,8 +11,8 @@
 //! | `relock_renewals_total` | counter | `kind` | holds renewed by the watchdog |
 //! | `relock_renewal_failures_total` | counter | `kind` | holds whose renewal failed (they are retried) |
 //! | `relock_locks_lost_total` | counter | `kind` | holds lost while a guard had them |
-//! | `relock_wakeups_total` | counter | — | release messages that woke a waiter of this client |
-//! | `relock_wakeups_wasted_total` | counter | — | waiters woken early (by a release message, a reconnect or the 100 ms re-check while the subscriber is down) that found the lock held again |
+//! | `relock_wakeups_total` | counter | — | wake-ups of this client's waiters by messages: one per lock release message, one per waiter a semaphore's message wakes (at most its count), one per latch opening |
+//! | `relock_wakeups_wasted_total` | counter | — | waiters woken early (by a release message, a reconnect or the 100 ms re-check while the subscriber is down) that found the lock held again; for a semaphore, waiters woken by a message that found too few permits |
 //! | `relock_subscriptions` | gauge | — | lock channels this client is subscribed to |
 //! | `relock_quorum_votes_total` | counter | `vote` | quorum votes: `granted`, `held`, `timeout`, `error`, `quarantined`, `unavailable` |
 //!

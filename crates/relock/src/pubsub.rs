@@ -7,6 +7,11 @@
 //! field, which contains a `:`); only that waiter is woken, and only by the client it is on.
 //! Pub/sub is at-most-once, so waiters also bound every sleep by the holder's TTL; and on a
 //! reconnect or a lagging receiver every waiter is woken to retry.
+//!
+//! Other synchronizers' channels carry other messages, so each channel has a [`ChannelKind`],
+//! chosen by its first subscriber: a semaphore's message is the new number of available
+//! permits `k` and wakes up to `k` local waiters; a latch's `0` (opened) wakes all of them and
+//! its `1` (count set) none.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -30,8 +35,22 @@ pub(crate) struct PubSub {
     channels: Mutex<HashMap<String, Arc<Channel>>>,
 }
 
+/// What a channel's messages mean, and so whom a message wakes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ChannelKind {
+    /// A lock's release channel: `0` wakes one waiter, a message with `:` names a fair waiter.
+    Lock,
+    /// A semaphore's channel: the message is the new count of available permits `k`; it wakes
+    /// `min(k, local waiters)` waiters (none for `k <= 0`).
+    Semaphore,
+    /// A count-down latch's channel: `0` (the latch opened) wakes every waiter, `1` (a count
+    /// was set) none.
+    Latch,
+}
+
 #[derive(Debug)]
 struct Channel {
+    kind: ChannelKind,
     notify: Notify,
     /// When the holder's lease ends, as last reported to a local waiter; cleared by a release
     /// message. Lets a newly arriving waiter park without asking Redis first.
@@ -42,6 +61,9 @@ struct Channel {
     subscribed: AsyncMutex<SubState>,
     /// Fair-lock waiters by owner field: (their wake-up, how many registrations).
     named: Mutex<HashMap<String, (Arc<Notify>, usize)>>,
+    /// Semaphore messages received so far: a waiter passes a wake-up on at most once per
+    /// message (see [`Subscription::pass_on`]).
+    messages: std::sync::atomic::AtomicU64,
 }
 
 /// How far a channel's subscription got on the server.
@@ -246,20 +268,37 @@ impl PubSub {
         self: &Arc<Self>,
         name: &str,
     ) -> Result<Subscription, fred::error::Error> {
+        self.subscribe_as(name, ChannelKind::Lock).await
+    }
+
+    /// [`subscribe`](Self::subscribe) to a channel whose messages mean what `kind` says. The
+    /// kind is fixed by the channel's first local user (the kinds' channel names never
+    /// collide: each has its own prefix).
+    ///
+    /// # Cancel safety
+    /// As [`subscribe`](Self::subscribe).
+    pub(crate) async fn subscribe_as(
+        self: &Arc<Self>,
+        name: &str,
+        kind: ChannelKind,
+    ) -> Result<Subscription, fred::error::Error> {
         let channel = {
             let mut map = self.channels.lock().unwrap();
             let c = map
                 .entry(name.to_string())
                 .or_insert_with(|| {
                     Arc::new(Channel {
+                        kind,
                         notify: Notify::new(),
                         held_until: Mutex::new(None),
                         refs: Mutex::new(0),
                         subscribed: AsyncMutex::new(SubState::None),
                         named: Mutex::new(HashMap::new()),
+                        messages: std::sync::atomic::AtomicU64::new(0),
                     })
                 })
                 .clone();
+            debug_assert_eq!(c.kind, kind, "channel `{name}` used by two kinds");
             *c.refs.lock().unwrap() += 1;
             crate::meter::subscriptions(map.len());
             c
@@ -463,8 +502,39 @@ impl PubSub {
 }
 
 impl Channel {
-    /// Routes one message: a fair lock's names its waiter, a plain lock's wakes any one.
+    /// Routes one message as its channel's kind says.
     fn deliver(&self, payload: &str) {
+        match self.kind {
+            ChannelKind::Lock => self.deliver_release(payload),
+            ChannelKind::Semaphore => {
+                // The new count of available permits: wake as many local waiters as could take
+                // one, and no more (a waiter that wants several and finds too few parks again).
+                // Anything else than a number (not sent by relock nor Redisson): wake everyone.
+                self.messages
+                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Ok(available) = payload.trim().parse::<i64>() else {
+                    crate::meter::wakeup();
+                    self.notify.notify_waiters();
+                    return;
+                };
+                let users = *self.refs.lock().unwrap() as i64;
+                for _ in 0..available.min(users).max(0) {
+                    crate::meter::wakeup();
+                    self.notify.notify_one();
+                }
+            }
+            ChannelKind::Latch => {
+                // `1` only says a count was set: nobody can pass yet.
+                if payload != "1" {
+                    crate::meter::wakeup();
+                    self.notify.notify_waiters();
+                }
+            }
+        }
+    }
+
+    /// A lock's release: a fair lock's names its waiter, a plain lock's wakes any one.
+    fn deliver_release(&self, payload: &str) {
         if payload.contains(':') {
             // For one fair waiter, on whichever client it is: wake it if it is ours.
             if let Some((n, _)) = self.named.lock().unwrap().get(payload) {
@@ -492,6 +562,21 @@ impl Subscription {
         Named {
             channel: self.channel.clone(),
             field: field.to_string(),
+        }
+    }
+
+    /// A semaphore waiter woken for permits that were too few for it: passes the wake-up on
+    /// to the next local waiter (who may want fewer), at most once per message received, so
+    /// that waiters who all want more than there is cannot hand it round for ever.
+    /// `passed` is the waiter's own record of the last message it passed on.
+    pub(crate) fn pass_on(&self, passed: &mut u64) {
+        let seen = self
+            .channel
+            .messages
+            .load(std::sync::atomic::Ordering::SeqCst);
+        if seen != *passed {
+            *passed = seen;
+            self.channel.notify.notify_one();
         }
     }
 

@@ -127,6 +127,20 @@ pub(crate) static QUORUM_RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new("quorum_renew", crate::lua::QUORUM_RENEW));
 pub(crate) static QUORUM_PUTBACK: LazyLock<Script> =
     LazyLock::new(|| Script::new("quorum_putback", crate::lua::QUORUM_PUTBACK));
+pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("semaphore_acquire", crate::lua::SEMAPHORE_ACQUIRE));
+pub(crate) static SEMAPHORE_ADD: LazyLock<Script> =
+    LazyLock::new(|| Script::new("semaphore_add", crate::lua::SEMAPHORE_ADD));
+pub(crate) static SEMAPHORE_SET: LazyLock<Script> =
+    LazyLock::new(|| Script::new("semaphore_set", crate::lua::SEMAPHORE_SET));
+pub(crate) static SEMAPHORE_DRAIN: LazyLock<Script> =
+    LazyLock::new(|| Script::new("semaphore_drain", crate::lua::SEMAPHORE_DRAIN));
+pub(crate) static LATCH_SET: LazyLock<Script> =
+    LazyLock::new(|| Script::new("latch_set", crate::lua::LATCH_SET));
+pub(crate) static LATCH_COUNT_DOWN: LazyLock<Script> =
+    LazyLock::new(|| Script::new("latch_count_down", crate::lua::LATCH_COUNT_DOWN));
+pub(crate) static LATCH_DELETE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("latch_delete", crate::lua::LATCH_DELETE));
 
 #[cfg(test)]
 mod tests {
@@ -147,6 +161,13 @@ mod tests {
             &*super::QUORUM_FENCE,
             &*super::QUORUM_RENEW,
             &*super::QUORUM_PUTBACK,
+            &*super::SEMAPHORE_ACQUIRE,
+            &*super::SEMAPHORE_ADD,
+            &*super::SEMAPHORE_SET,
+            &*super::SEMAPHORE_DRAIN,
+            &*super::LATCH_SET,
+            &*super::LATCH_COUNT_DOWN,
+            &*super::LATCH_DELETE,
         ] {
             assert!(
                 s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     "),

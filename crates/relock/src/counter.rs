@@ -1,0 +1,285 @@
+//! The shared parts of the counting kinds ([`Semaphore`](crate::Semaphore) and
+//! [`CountDownLatch`](crate::CountDownLatch)): count arguments and replies, and their wait.
+//!
+//! Their waits have no lease to bound a sleep (a lock's waiter sleeps until the holder's lease
+//! ends), so a waiter subscribes before its next check, and parks until a message or a
+//! backing-off re-check period ([`Recheck`]): a message that never arrives (pub/sub is
+//! at-most-once) delays it by at most [`RECHECK_MAX`] plus a round trip.
+
+use std::future::Future;
+use std::pin::pin;
+use std::time::Duration;
+
+use fred::interfaces::KeysInterface;
+use fred::types::FromValue;
+use tokio::time::Instant;
+
+use crate::client::Inner;
+use crate::error::{Error, Result};
+use crate::pubsub::ChannelKind;
+use crate::scripts::Script;
+
+/// The most permits one call may take, release or set, and the most a semaphore may hold:
+/// the scripts compare counts as Lua numbers, which are exact only up to 2^53.
+pub(crate) const MAX_COUNT: u64 = 1_000_000_000_000_000;
+
+/// The first re-check period of a parked waiter on a semaphore or a latch.
+pub(crate) const RECHECK_FIRST: Duration = Duration::from_millis(50);
+/// The longest re-check period of a parked waiter on a semaphore or a latch: a message that
+/// never arrives (pub/sub is at-most-once) delays a waiter by at most this plus a round trip.
+pub(crate) const RECHECK_MAX: Duration = Duration::from_secs(1);
+
+/// How long a waiter on a synchronizer without a TTL may sleep before it looks again: 50 ms,
+/// doubling after each sleep that no message ended, up to 1 s. (A lock's waiter sleeps until
+/// the holder's lease ends instead; a semaphore or a latch has no lease to bound the sleep.)
+#[derive(Debug)]
+pub(crate) struct Recheck(Duration);
+
+impl Recheck {
+    pub(crate) fn new() -> Self {
+        Recheck(RECHECK_FIRST)
+    }
+
+    /// The next sleep.
+    pub(crate) fn period(&self) -> Duration {
+        self.0
+    }
+
+    /// After a sleep: a timer that ran out doubles the period (up to [`RECHECK_MAX`]); a
+    /// wake-up by a message leaves it.
+    pub(crate) fn after(&mut self, woken: bool) {
+        if !woken {
+            self.0 = (self.0 * 2).min(RECHECK_MAX);
+        }
+    }
+}
+
+/// A waiter's run of consecutive transient errors (a connection blip, a failover, a timeout):
+/// each is retried after the waiter's next bounded sleep, until the run has lasted one command
+/// timeout; then the error is returned. Other errors are returned at once. A deadline that
+/// passes during a run returns its last error, not "not acquired".
+#[derive(Debug, Default)]
+pub(crate) struct Transient {
+    since: Option<Instant>,
+    last: Option<Error>,
+}
+
+impl Transient {
+    /// `Ok` to retry after the next sleep, or the error to return.
+    pub(crate) fn after(&mut self, inner: &Inner, e: Error) -> Result<()> {
+        if !e.is_transient() {
+            return Err(e);
+        }
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if since.elapsed() >= inner.settings.command_timeout {
+            return Err(e);
+        }
+        tracing::debug!(error = %e, "a waiter's call failed; retrying after its next sleep");
+        self.last = Some(e);
+        Ok(())
+    }
+
+    /// A call succeeded: the run is over.
+    pub(crate) fn ok(&mut self) {
+        self.since = None;
+        self.last = None;
+    }
+
+    /// The deadline passed: `Ok(false)`, or the error of a run still going on.
+    pub(crate) fn timed_out(self) -> Result<bool> {
+        match self.last {
+            Some(e) => Err(e),
+            None => Ok(false),
+        }
+    }
+}
+
+/// Rejects a permit or count argument of 0 or above [`MAX_COUNT`].
+pub(crate) fn validate_count(name: &'static str, n: u64, what: &str) -> Result<()> {
+    if n == 0 {
+        return Err(Error::invalid(
+            name,
+            format!("0 {what} changes nothing; pass at least 1"),
+        ));
+    }
+    if n > MAX_COUNT {
+        return Err(Error::invalid(
+            name,
+            format!("{n} {what} is more than the 10^15 supported (counts must stay exact as Lua numbers); pass at most 1000000000000000"),
+        ));
+    }
+    Ok(())
+}
+
+/// Parses a count read with GET: missing = 0, negative = 0; not an integer → `WrongType`.
+pub(crate) fn parse_count(value: Option<String>, key: &str) -> Result<u64> {
+    match value {
+        None => Ok(0),
+        Some(v) => v
+            .parse::<i64>()
+            .map(|n| n.max(0) as u64)
+            .map_err(|_| Error::WrongType {
+                key: key.to_string(),
+            }),
+    }
+}
+
+/// The Redis names of one semaphore or latch: the string holding the count (the kind's name
+/// itself) and the channel its changes are published on.
+#[derive(Debug)]
+pub(crate) struct Names {
+    pub(crate) key: String,
+    pub(crate) channel: String,
+}
+
+impl Names {
+    /// Runs `script` with KEYS `[key, channel]` and ARGV `args` followed by the publish
+    /// command (`publish`, or `spublish` on a Cluster).
+    pub(crate) async fn run_publishing<R: FromValue>(
+        &self,
+        inner: &Inner,
+        script: &Script,
+        operation: &'static str,
+        mut args: Vec<String>,
+    ) -> Result<R> {
+        args.push(inner.publish_cmd().into());
+        let keys = vec![self.key.clone(), self.channel.clone()];
+        script
+            .run(inner.pool.next(), keys, args)
+            .await
+            .map_err(|e| inner.error(operation, &self.key, e))
+    }
+
+    /// The count (`GET`): missing = 0, negative = 0; not an integer is `WrongType`.
+    pub(crate) async fn read(&self, inner: &Inner) -> Result<u64> {
+        let value: Option<String> = inner
+            .pool
+            .next()
+            .get(self.key.as_str())
+            .await
+            .map_err(|e| inner.error("get", &self.key, e))?;
+        parse_count(value, &self.key)
+    }
+}
+
+/// What one check of a wait found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// The wait is over (permits taken, latch open).
+    Done,
+    /// Not yet: sleep until a message or the re-check period.
+    NotYet,
+    /// Not yet, and the message that woke us is likely for another local waiter (a semaphore
+    /// waiter woken for permits too few for it): pass the wake-up on, then sleep.
+    PassOn,
+}
+
+/// Waits until `check` says [`Check::Done`] (`Ok(true)`), or `wait` has passed (`Ok(false)`;
+/// `None`: no deadline). `check(woken)` is told whether a message woke this round.
+///
+/// One check first; if it is not done, subscribe to `channel` (as `kind`), then loop: arm the
+/// wake-up, check again, park. Transient errors are retried after the next sleep for up to
+/// one command timeout ([`Transient`]).
+///
+/// # Cancel safety
+/// Cancel safe if `check` is: the subscription is dropped with the future.
+pub(crate) async fn wait_until<Fut>(
+    inner: &Inner,
+    channel: &str,
+    kind: ChannelKind,
+    wait: Option<Duration>,
+    mut check: impl FnMut(bool) -> Fut,
+) -> Result<bool>
+where
+    Fut: Future<Output = Result<Check>>,
+{
+    let deadline = wait.and_then(|w| Instant::now().checked_add(w));
+    let mut errors = Transient::default();
+    match check(false).await {
+        Ok(Check::Done) => return Ok(true),
+        Ok(_) => {}
+        Err(e) if wait == Some(Duration::ZERO) => return Err(e),
+        Err(e) => errors.after(inner, e)?,
+    }
+    if wait == Some(Duration::ZERO) || deadline.is_some_and(|d| Instant::now() >= d) {
+        return errors.timed_out();
+    }
+    // Subscribe before checking again: a message between our check and our sleep still
+    // wakes us (Redisson #1763).
+    let subscribe = inner.pubsub.subscribe_as(channel, kind);
+    let sub = match deadline {
+        Some(d) => match tokio::time::timeout_at(d, subscribe).await {
+            Ok(r) => r,
+            Err(_) => return errors.timed_out(),
+        },
+        None => subscribe.await,
+    }
+    .map_err(|e| inner.error("subscribe", channel, e))?;
+    let mut recheck = Recheck::new();
+    let mut woken_by_message = false;
+    let mut passed = 0;
+    loop {
+        // Registered before the check: a message published while it runs wakes us.
+        let mut woken = pin!(sub.notified());
+        woken.as_mut().enable();
+        match check(std::mem::take(&mut woken_by_message)).await {
+            Ok(Check::Done) => return Ok(true),
+            Ok(Check::NotYet) => errors.ok(),
+            Ok(Check::PassOn) => {
+                errors.ok();
+                sub.pass_on(&mut passed);
+            }
+            Err(e) => errors.after(inner, e)?,
+        }
+        match inner.park(recheck.period(), deadline, woken).await? {
+            None => return errors.timed_out(),
+            Some(woken) => {
+                recheck.after(woken);
+                woken_by_message = woken;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_recheck_period_backs_off_to_a_second_and_a_message_keeps_it() {
+        let mut r = Recheck::new();
+        let mut seen = vec![r.period()];
+        for _ in 0..6 {
+            r.after(false);
+            seen.push(r.period());
+        }
+        let ms: Vec<u128> = seen.iter().map(Duration::as_millis).collect();
+        assert_eq!(ms, [50, 100, 200, 400, 800, 1000, 1000]);
+        r.after(true);
+        assert_eq!(r.period(), RECHECK_MAX);
+    }
+
+    #[test]
+    fn counts_of_zero_or_above_the_limit_are_rejected_naming_the_argument() {
+        for bad in [0, MAX_COUNT + 1, u64::MAX] {
+            let e = validate_count("n", bad, "permits").unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidArgument { name: "n", reason } if reason.contains("pass")),
+                "{e}"
+            );
+        }
+        validate_count("n", MAX_COUNT, "permits").unwrap();
+        validate_count("n", 1, "permits").unwrap();
+    }
+
+    #[test]
+    fn counts_read_as_missing_negative_or_not_a_number() {
+        assert_eq!(parse_count(None, "k").unwrap(), 0);
+        assert_eq!(parse_count(Some("-3".into()), "k").unwrap(), 0);
+        assert_eq!(parse_count(Some("7".into()), "k").unwrap(), 7);
+        assert!(matches!(
+            parse_count(Some("x".into()), "k"),
+            Err(Error::WrongType { key }) if key == "k"
+        ));
+    }
+}

@@ -1,0 +1,500 @@
+//! [`Semaphore`]: a counting semaphore on one Redis string, wire-compatible with Redisson's
+//! `RSemaphore`. Its wait is the counting kinds' shared one (`counter`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::{Client, Inner};
+use crate::counter::{validate_count, wait_until, Check, Names, MAX_COUNT};
+use crate::error::{Error, Result};
+use crate::keys::{prefixed, validate_name};
+use crate::pubsub::ChannelKind;
+use crate::scripts;
+
+/// A counting semaphore shared by every process on the same Redis, wire-compatible with
+/// Redisson's `RSemaphore`.
+///
+/// A cheap handle (`Clone + Send + Sync`) made by [`Client::semaphore`]. Compared with
+/// `tokio::sync::Semaphore`:
+/// - **Permits** are a number in Redis (the string key `<name>`), not owned by anyone: any
+///   handle anywhere may [`release`](Semaphore::release) them, and nothing gives them back if
+///   a process that took some dies. A **missing key is 0 permits**: create the semaphore with
+///   [`try_set_permits`](Semaphore::try_set_permits) (only if absent, so every process may
+///   call it at start-up) or [`add_permits`](Semaphore::add_permits).
+/// - **No guard**: [`acquire`](Semaphore::acquire) takes permits, and the caller must
+///   [`release`](Semaphore::release) them.
+/// - **Not fair**: any waiter (or a newcomer) may take released permits first. A message
+///   wakes waiters without knowing how many permits each wants: a waiter for several permits
+///   woken by a smaller release passes the wake-up on to the next local waiter (once per
+///   message), who may want fewer.
+/// - **Waking**: a release publishes the new count `k` on `redisson_sc:{<name>}`; each client
+///   wakes at most `k` of its waiters on that semaphore, not all of them. Pub/sub may lose a
+///   message (a reconnect, a failover), so a waiter also looks again on its own after 50 ms,
+///   then 100, 200, 400, 800 ms and from then on every second: **a lost message delays a
+///   waiter by at most about 1 s** (plus a round trip), never forever (Redisson's
+///   `acquire()` can wait forever on one: redisson#3573). While the client's pub/sub
+///   connection is down, waiters look every 100 ms, and every waiter looks at once after it
+///   reconnects.
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// use std::time::Duration;
+/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// let sem = client.semaphore("crawler:slots");
+/// sem.try_set_permits(3).await?;                 // only the first caller sets it
+///
+/// sem.acquire(1).await?;                         // waits for a permit
+/// // ... at most 3 of these run at once, across every process ...
+/// sem.release(1).await?;
+///
+/// if sem.try_acquire_for(2, Duration::from_secs(1)).await? {
+///     sem.release(2).await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Semaphore {
+    inner: Arc<Inner>,
+    name: Arc<str>,
+    names: Option<Arc<Names>>,
+}
+
+impl Client {
+    /// A handle to the counting semaphore called `name` (Redisson's `RSemaphore`). Cheap;
+    /// nothing is sent until it is used. A bad name is reported by the first operation, as
+    /// [`Error::InvalidArgument`].
+    ///
+    /// ```no_run
+    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// let sem = client.semaphore("uploads");
+    /// sem.add_permits(4).await?;
+    /// assert!(sem.try_acquire(4).await?);
+    /// # Ok(()) }
+    /// ```
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        let name: String = name.into();
+        let names = validate_name(&name).ok().map(|()| {
+            Arc::new(Names {
+                channel: prefixed("redisson_sc", &name),
+                key: name.clone(),
+            })
+        });
+        Semaphore {
+            inner: self.inner.clone(),
+            name: name.into(),
+            names,
+        }
+    }
+}
+
+/// What one acquire attempt found.
+#[derive(Debug)]
+enum Attempt {
+    /// The permits are the caller's.
+    Taken,
+    /// Fewer than wanted were available: this many (nothing was taken).
+    TooFew(i64),
+}
+
+/// Permits an acquire script took for a caller that may be gone: unless the caller claims
+/// them, they are put back (released) when this is dropped. An attempt runs in a task of its
+/// own and returns this, so a reply that arrives after the caller gave up (its future was
+/// dropped) still reaches this drop, which releases what the script took.
+#[derive(Debug)]
+struct Taken {
+    inner: Arc<Inner>,
+    names: Arc<Names>,
+    n: u64,
+    claimed: bool,
+}
+
+impl Taken {
+    fn claim(mut self) {
+        self.claimed = true;
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        if self.claimed {
+            return;
+        }
+        let (inner, names, n) = (self.inner.clone(), self.names.clone(), self.n);
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(semaphore = %names.key, permits = n, "an acquire was cancelled after it took permits, and no runtime is left to give them back: they are lost");
+            return;
+        };
+        tracing::debug!(semaphore = %names.key, permits = n, "acquire cancelled after it took permits; releasing them");
+        let put_back = async move {
+            if let Err(e) = add(&inner, &names, n as i64).await {
+                tracing::warn!(semaphore = %names.key, permits = n, error = %e, "could not give back the permits of a cancelled acquire: they are lost");
+            }
+        };
+        rt.spawn(self.inner.shared.tracker.track_future(put_back));
+    }
+}
+
+/// `semaphore_add.lua`: adds `n` (may be negative) and publishes the new count if above 0.
+/// Returns the new count, or `InvalidArgument` if it would go above [`MAX_COUNT`].
+async fn add(inner: &Inner, names: &Names, n: i64) -> Result<i64> {
+    let reply: Vec<i64> = names
+        .run_publishing(
+            inner,
+            &scripts::SEMAPHORE_ADD,
+            "semaphore add",
+            vec![n.to_string()],
+        )
+        .await?;
+    match reply.as_slice() {
+        [1, available] => Ok(*available),
+        [0, available] => Err(Error::invalid(
+            "n",
+            format!(
+                "adding {n} to the {available} available permits of `{}` would exceed the 10^15 supported; add fewer",
+                names.key
+            ),
+        )),
+        other => Err(unexpected("semaphore add", inner, other)),
+    }
+}
+
+fn unexpected(operation: &'static str, inner: &Inner, reply: &[i64]) -> Error {
+    Error::Redis {
+        operation,
+        server: inner.server(),
+        source: fred::error::Error::new(
+            fred::error::ErrorKind::Protocol,
+            format!("unexpected {operation} reply {reply:?}"),
+        ),
+    }
+}
+
+impl Semaphore {
+    /// The semaphore's name (also its key).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn names(&self) -> Result<Arc<Names>> {
+        match &self.names {
+            Some(n) => Ok(n.clone()),
+            None => Err(validate_name(&self.name).expect_err("the name failed before")),
+        }
+    }
+
+    /// Takes `n` permits, waiting as long as it takes for that many to be available.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `n` = 0 or above 10^15, or a bad name;
+    /// [`Error::WrongType`] if the key holds something else than a count; connection errors
+    /// and [`Error::Timeout`] (the attempt's outcome is unknown: see *Cancel safety*) once they
+    /// have lasted one command timeout (a waiter retries them until then); [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe in what the caller can observe: if the future is dropped, either it took no
+    /// permits, or the permits an attempt in flight took are released again as soon as its
+    /// reply arrives (each attempt runs in a task of its own). You lose your place, as with
+    /// `tokio::sync::Semaphore::acquire`. One case cannot be undone: an attempt whose reply
+    /// never arrives ([`Error::Timeout`] or a connection lost mid-command) may have taken the
+    /// permits on the server, and nobody knows to give them back. Redisson's `RSemaphore` has
+    /// the same limit (its `RPermitExpirableSemaphore` exists for that).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// sem.acquire(2).await?;
+    /// // ... work that needs two permits ...
+    /// sem.release(2).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire(&self, n: u64) -> Result<()> {
+        let acquired = self.acquire_within(n, None).await?;
+        debug_assert!(
+            acquired,
+            "an acquire without a deadline only returns once it got them"
+        );
+        Ok(())
+    }
+
+    /// Takes `n` permits if that many are available now; never waits. `Ok(false)` means
+    /// fewer were available (nothing was taken).
+    ///
+    /// # Errors
+    /// As [`acquire`](Semaphore::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Semaphore::acquire).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// if sem.try_acquire(1).await? {
+    ///     sem.release(1).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire(&self, n: u64) -> Result<bool> {
+        self.acquire_within(n, Some(Duration::ZERO)).await
+    }
+
+    /// Takes `n` permits, waiting at most about `wait` for that many to be available.
+    /// `Ok(false)` means they were not available in time (nothing was taken).
+    ///
+    /// # Errors
+    /// As [`acquire`](Semaphore::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Semaphore::acquire).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// use std::time::Duration;
+    /// if sem.try_acquire_for(1, Duration::from_millis(500)).await? {
+    ///     sem.release(1).await?;
+    /// } else {
+    ///     eprintln!("busy; try later");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<bool> {
+        self.acquire_within(n, Some(wait)).await
+    }
+
+    /// Takes `n` permits, waiting at most `wait` (`None`: as long as it takes) on the counting
+    /// kinds' wait (`counter::wait_until`).
+    async fn acquire_within(&self, n: u64, wait: Option<Duration>) -> Result<bool> {
+        self.inner.check_running()?;
+        let names = self.names()?;
+        validate_count("n", n, "permits")?;
+        let check = |woken: bool| self.check(&names, n, woken);
+        wait_until(
+            &self.inner,
+            &names.channel,
+            ChannelKind::Semaphore,
+            wait,
+            check,
+        )
+        .await
+    }
+
+    /// One attempt for the wait: taken, or not yet; a waiter woken for permits too few for it
+    /// passes the wake-up on, since another local waiter may want fewer.
+    async fn check(&self, names: &Arc<Names>, n: u64, woken: bool) -> Result<Check> {
+        Ok(match self.attempt(names, n).await? {
+            Attempt::Taken => Check::Done,
+            Attempt::TooFew(available) if woken => {
+                crate::meter::wasted_wakeup();
+                if available > 0 {
+                    Check::PassOn
+                } else {
+                    Check::NotYet
+                }
+            }
+            Attempt::TooFew(_) => Check::NotYet,
+        })
+    }
+
+    /// One acquire script call, in a task of its own: if the caller is gone when the reply
+    /// says the permits were taken, the reply's [`Taken`] is dropped there, which gives them
+    /// back.
+    async fn attempt(&self, names: &Arc<Names>, n: u64) -> Result<Attempt> {
+        // Nothing new is sent once shutdown has begun.
+        self.inner.check_running()?;
+        let (inner, names) = (self.inner.clone(), names.clone());
+        let task = self.inner.shared.tracker.spawn(async move {
+            let reply: Vec<i64> = scripts::SEMAPHORE_ACQUIRE
+                .run(
+                    inner.pool.next(),
+                    vec![names.key.clone()],
+                    vec![n.to_string()],
+                )
+                .await
+                .map_err(|e| inner.error("semaphore acquire", &names.key, e))?;
+            match reply.as_slice() {
+                [1, _] => Ok(Ok(Taken {
+                    inner: inner.clone(),
+                    names,
+                    n,
+                    claimed: false,
+                })),
+                [0, available] => Ok(Err(*available)),
+                other => Err(unexpected("semaphore acquire", &inner, other)),
+            }
+        });
+        match task.await {
+            Ok(Ok(Ok(taken))) => {
+                taken.claim();
+                Ok(Attempt::Taken)
+            }
+            Ok(Ok(Err(available))) => Ok(Attempt::TooFew(available)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(Error::Shutdown),
+        }
+    }
+
+    /// Gives back `n` permits, and wakes up to that many waiters (each client wakes at most
+    /// as many of its waiters as there are permits available then). Any handle may release,
+    /// also permits it never took: a semaphore does not know who holds its permits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `n` = 0 or above 10^15, or if the count would exceed
+    /// 10^15; [`Error::WrongType`]; connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// The release is sent from a task of its own as soon as the future is first polled:
+    /// dropping the future after that does not stop it (it still fails if Redis cannot be
+    /// reached). An [`Error::Timeout`] means its outcome is unknown: do not simply release
+    /// again, or a permit may be created twice.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// sem.acquire(1).await?;
+    /// sem.release(1).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(&self, n: u64) -> Result<()> {
+        validate_count("n", n, "permits")?;
+        self.add_in_task(n as i64).await.map(drop)
+    }
+
+    /// Adds `n` permits, or takes `-n` away if `n` is negative (the count may then go below
+    /// 0, as with Redisson's `addPermits`; it reads as 0 and nobody can acquire until enough
+    /// are released). Adding wakes waiters as [`release`](Semaphore::release) does.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `n` = 0 or `|n|` above 10^15, or if the count would
+    /// exceed 10^15; [`Error::WrongType`]; connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// As [`release`](Semaphore::release).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// sem.add_permits(10).await?;   // scale up
+    /// sem.add_permits(-5).await?;   // and down again
+    /// # Ok(()) }
+    /// ```
+    pub async fn add_permits(&self, n: i64) -> Result<()> {
+        validate_count("n", n.unsigned_abs(), "permits")?;
+        self.add_in_task(n).await.map(drop)
+    }
+
+    async fn add_in_task(&self, n: i64) -> Result<i64> {
+        self.inner.check_running()?;
+        let names = self.names()?;
+        let inner = self.inner.clone();
+        self.inner
+            .shared
+            .tracker
+            .spawn(async move { add(&inner, &names, n).await })
+            .await
+            .map_err(|_| Error::Shutdown)?
+    }
+
+    /// The number of permits available now (0 if the key is missing, or if `add_permits` took
+    /// it below 0).
+    ///
+    /// # Errors
+    /// [`Error::WrongType`] if the key is not a count; connection errors; a bad name.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// println!("{} permits free", sem.available().await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn available(&self) -> Result<u64> {
+        let names = self.names()?;
+        names.read(&self.inner).await
+    }
+
+    /// Creates the semaphore with `n` permits, only if it does not exist yet (so every process
+    /// may call it at start-up). Returns whether it was set. `n` may be 0 (the key then
+    /// exists, holding 0, and later calls return `false`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `n` above 10^15; [`Error::WrongType`] if the key holds
+    /// something else; connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// If dropped after the command was sent, the semaphore may or may not have been set;
+    /// calling it again is harmless.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// if sem.try_set_permits(5).await? {
+    ///     println!("created with 5 permits");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_set_permits(&self, n: u64) -> Result<bool> {
+        self.inner.check_running()?;
+        let names = self.names()?;
+        if n > MAX_COUNT {
+            validate_count("n", n, "permits")?;
+        }
+        let set: i64 = names
+            .run_publishing(
+                &self.inner,
+                &scripts::SEMAPHORE_SET,
+                "semaphore set",
+                vec![n.to_string()],
+            )
+            .await?;
+        Ok(set == 1)
+    }
+
+    /// Takes every available permit at once and returns how many that was. The key stays,
+    /// holding 0 (as with Redisson's `drainPermits`).
+    ///
+    /// # Errors
+    /// [`Error::WrongType`]; connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// If dropped after the command was sent, the permits may have been taken with nobody
+    /// told how many: as with an acquire whose reply was lost, they are gone.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// let n = sem.drain().await?;
+    /// // ... maintenance while nobody can acquire ...
+    /// sem.add_permits(n as i64).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn drain(&self) -> Result<u64> {
+        self.inner.check_running()?;
+        let names = self.names()?;
+        let n: i64 = scripts::SEMAPHORE_DRAIN
+            .run(
+                self.inner.pool.next(),
+                vec![names.key.clone()],
+                vec![String::new()],
+            )
+            .await
+            .map_err(|e| self.inner.error("semaphore drain", &names.key, e))?;
+        Ok(n.max(0) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync_static<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn handles_are_send_sync_static() {
+        send_sync_static::<Semaphore>();
+        send_sync_static::<crate::CountDownLatch>();
+    }
+
+    #[allow(dead_code)]
+    fn futures_are_send(sem: Semaphore, latch: crate::CountDownLatch) {
+        fn send<T: Send>(_: T) {}
+        send(sem.acquire(1));
+        send(sem.try_acquire_for(1, Duration::ZERO));
+        send(sem.release(1));
+        send(latch.wait());
+        send(latch.wait_for(Duration::ZERO));
+    }
+}

@@ -1,0 +1,41 @@
+//! Scenarios for the semaphore (`s*`) and the count-down latch (`l*`), on real redis-servers,
+//! one per file, each named as a sentence.
+
+mod l10_waiters_on_two_clients_open_when_the_count_reaches_zero;
+mod l20_wait_for_times_out_and_try_set_count_sets_only_if_absent;
+mod l30_a_latch_deleted_without_a_message_still_opens_a_waiter_within_a_second;
+mod l40_dropped_waits_leave_no_subscription;
+mod s10_two_clients_with_sixteen_tasks_each_never_use_more_than_three_permits;
+mod s20_try_acquire_for_gives_up_within_its_bound;
+mod s30_a_release_of_k_permits_wakes_k_waiters_promptly_not_all_of_them;
+mod s35_a_release_of_one_reaches_a_waiter_for_one_behind_waiters_for_two;
+mod s40_a_release_without_a_message_still_reaches_a_waiter_within_a_second;
+mod s45_a_waiter_survives_its_connections_being_killed;
+mod s50_dropped_acquires_leave_the_permit_count_exact_and_no_subscription;
+mod s60_drain_add_and_try_set_permits_leave_exact_counts_and_keys;
+mod s70_bad_input_and_keys_of_another_type_get_typed_errors;
+mod s80_semaphores_and_latches_wake_waiters_across_three_cluster_masters;
+mod s85_redisson_messages_written_by_hand_wake_relock_waiters;
+mod s90_shutdown_ends_semaphore_and_latch_waits_with_shutdown;
+
+use relock_tests::RedisServer;
+
+/// `GET key` on the server, as text (None: no key).
+pub(crate) fn get(server: &RedisServer, key: &str) -> Option<String> {
+    server.cmd(&["GET", key]).unwrap().as_string()
+}
+
+/// Waits (bounded) until none of `clients` has a subscription left: a waiter's subscription
+/// is released in the background once it returns.
+pub(crate) async fn no_subscriptions(clients: &[&relock::Client]) {
+    relock_tests::wait_until(
+        std::time::Duration::from_secs(3),
+        "every subscription released",
+        || async { clients.iter().all(|c| c.subscribed_channels() == 0) },
+    )
+    .await
+    .unwrap_or_else(|e| {
+        let left: Vec<usize> = clients.iter().map(|c| c.subscribed_channels()).collect();
+        panic!("{e}: {left:?}")
+    });
+}

@@ -1,0 +1,147 @@
+//! On a 3-master Redis Cluster, with sharded pub/sub: for a semaphore and a latch on each
+//! master, a parked waiter is woken by the release or count-down message itself (each one
+//! counted by `relock_wakeups_total`), through an SSUBSCRIBEd shard channel; a latch name
+//! whose Redisson channel would hash to another slot is refused; nothing is left.
+
+use std::time::Duration;
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use relock::Error;
+use relock_testkit::RedisCluster;
+use relock_tests::*;
+
+/// `relock_wakeups_total` since the last call: a snapshot of the debugging recorder resets its
+/// counters.
+fn wakeups(recorder: &DebuggingRecorder) -> u64 {
+    recorder
+        .snapshotter()
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .find(|(key, _, _, _)| key.key().name() == "relock_wakeups_total")
+        .map_or(0, |(_, _, _, v)| match v {
+            DebugValue::Counter(n) => n,
+            other => panic!("{other:?}"),
+        })
+}
+
+// A current-thread runtime: the local recorder sees what every task records.
+#[tokio::test]
+async fn semaphores_and_latches_wake_waiters_across_three_cluster_masters() {
+    let recorder = DebuggingRecorder::new();
+    let _local = metrics::set_default_local_recorder(&recorder);
+    let cluster = RedisCluster::start().unwrap();
+    let connect = || async {
+        relock::Client::builder()
+            .url(cluster.url())
+            .command_timeout(Duration::from_secs(2))
+            .build()
+            .await
+            .expect("connect to the cluster")
+    };
+    let (a, b) = (connect().await, connect().await);
+    // One name per master.
+    let mut names = Vec::new();
+    for i in 0.. {
+        let name = format!("s80:{i}");
+        let port = cluster.master_of(&name).unwrap().port();
+        if !names.iter().any(|(_, p)| *p == port) {
+            names.push((name, port));
+        }
+        if names.len() == 3 {
+            break;
+        }
+    }
+    for (name, _) in &names {
+        // Semaphore: b's release wakes a's waiter.
+        let sem = a.semaphore(name.clone());
+        let waiter = tokio::spawn(async move { sem.acquire(1).await });
+        let channel = format!("redisson_sc:{{{name}}}");
+        wait_until(
+            Duration::from_secs(5),
+            "the waiter to park on its shard channel",
+            || async { a.parked_waiters() == 1 && cluster.shard_channels().contains(&channel) },
+        )
+        .await
+        .unwrap();
+        wakeups(&recorder); // resets the counter
+        b.semaphore(name.clone()).release(1).await.unwrap();
+        bounded(Duration::from_secs(3), "the semaphore waiter", waiter)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(wakeups(&recorder), 1, "`{name}`: not woken by its message");
+        assert_eq!(b.semaphore(name.clone()).available().await.unwrap(), 0);
+
+        // Latch: b's count-down opens a's two waiters with one message.
+        let latch_name = format!("{name}:latch");
+        assert!(b
+            .count_down_latch(latch_name.clone())
+            .try_set_count(1)
+            .await
+            .unwrap());
+        let mut waiters = Vec::new();
+        for _ in 0..2 {
+            let latch = a.count_down_latch(latch_name.clone());
+            waiters.push(tokio::spawn(async move { latch.wait().await }));
+        }
+        let channel = format!("redisson_countdownlatch__channel__{{{latch_name}}}");
+        wait_until(
+            Duration::from_secs(5),
+            "the latch waiters to park",
+            || async { a.parked_waiters() == 2 && cluster.shard_channels().contains(&channel) },
+        )
+        .await
+        .unwrap();
+        wakeups(&recorder); // resets the counter
+        b.count_down_latch(latch_name.clone())
+            .count_down()
+            .await
+            .unwrap();
+        for w in waiters {
+            bounded(Duration::from_secs(3), "the latch waiters", w)
+                .await
+                .unwrap()
+                .unwrap();
+        }
+        assert_eq!(
+            wakeups(&recorder),
+            1,
+            "`{latch_name}`: not opened by its message"
+        );
+    }
+    // A tagged semaphore name keeps its tag; a latch name whose channel lands elsewhere is refused.
+    let tagged = a.semaphore("s80:{t}:x");
+    tagged.release(1).await.unwrap();
+    assert!(tagged.try_acquire(1).await.unwrap());
+    match a.count_down_latch("s80:{t}:latch").count().await {
+        Err(Error::InvalidArgument {
+            name: "name",
+            reason,
+        }) => {
+            assert!(reason.contains("different slots"), "{reason}")
+        }
+        other => panic!("{other:?}"),
+    }
+
+    let mut keys = cluster.keys();
+    keys.sort();
+    let mut expected: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
+    expected.push("s80:{t}:x".into());
+    expected.sort();
+    assert_eq!(
+        keys, expected,
+        "only the semaphores' counts (at 0) are left"
+    );
+    for k in &keys {
+        for m in cluster.masters() {
+            let _ = m.cmd(&["DEL", k]);
+        }
+    }
+    wait_until(Duration::from_secs(5), "no shard channels left", || async {
+        cluster.shard_channels().is_empty() && a.subscribed_channels() == 0
+    })
+    .await
+    .unwrap();
+    assert!(cluster.keys().is_empty());
+}
