@@ -1,10 +1,15 @@
-//! Scenarios for the semaphore (`s*`) and the count-down latch (`l*`), on real redis-servers,
+//! Scenarios for the read-write lock (`r*`), the semaphore (`s*`) and the count-down latch (`l*`), on real redis-servers,
 //! one per file, each named as a sentence.
 
 mod l10_waiters_on_two_clients_open_when_the_count_reaches_zero;
 mod l20_wait_for_times_out_and_try_set_count_sets_only_if_absent;
 mod l30_a_latch_deleted_without_a_message_still_opens_a_waiter_within_a_second;
 mod l40_dropped_waits_leave_no_subscription;
+mod r10_two_clients_of_readers_and_writers_never_overlap_a_writer;
+mod r20_a_writer_can_downgrade_but_a_reader_cannot_upgrade;
+mod r30_a_write_release_wakes_every_waiting_reader_and_a_read_release_wakes_a_writer;
+mod r40_an_expired_reader_is_cleaned_up_and_a_renewed_reader_is_not;
+mod r50_dropped_waits_and_bad_input_leave_nothing_behind;
 mod s10_two_clients_with_sixteen_tasks_each_never_use_more_than_three_permits;
 mod s20_try_acquire_for_gives_up_within_its_bound;
 mod s30_a_release_of_k_permits_wakes_k_waiters_promptly_not_all_of_them;

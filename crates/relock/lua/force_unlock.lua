@@ -4,6 +4,8 @@
 -- KEYS[2]  the release channel
 -- KEYS[3..5] (fair lock only) the queue, the heartbeats and the sequence
 -- ARGV[1]  the publish command: "publish" (or "spublish" on a cluster)
+-- ARGV[2]  (optional) the message for a non-fair lock's waiters: "0" (the default: wakes one
+--          per client) or "1" (a read-write lock: wakes every waiter)
 -- The fencing counter is not touched: it expires by itself (lib/mint.lua).
 --
 -- Returns 1 if a lock was deleted, 0 if there was none. A plain lock's waiters get "0"; a fair
@@ -20,6 +22,6 @@ if #KEYS >= 5 then
     redis.call(ARGV[1], KEYS[2], 0)
   end
 else
-  redis.call(ARGV[1], KEYS[2], 0)
+  redis.call(ARGV[1], KEYS[2], ARGV[2] or 0)
 end
 return 1

@@ -43,6 +43,11 @@ pub(crate) enum Mode {
     FairTry,
     /// `fair_acquire.lua`, joining the line (or staying in it) if not granted.
     FairWait(Arc<QueueEntry>),
+    /// `rw_read_acquire.lua`: a read hold; `writer` is the field of the caller's own write
+    /// hold of this lock ("" if none), which lets it read while it writes (a downgrade).
+    Read { writer: String },
+    /// `rw_write_acquire.lua`: a write hold.
+    Write,
 }
 
 /// A fresh acquisition in progress: the field it asks for, and who will own the hold.
@@ -70,20 +75,16 @@ impl Fresh {
     pub(crate) fn new(
         inner: &Inner,
         owner: Option<Owner>,
-        fair: bool,
+        kind: crate::meter::Kind,
         lease: Option<Duration>,
     ) -> Self {
         Fresh {
-            field: inner.fields.next(),
+            field: field_for(inner, kind),
             owner,
             task: crate::holds::Caller::current(),
             started: Instant::now(),
             attempts: Arc::default(),
-            kind: if fair {
-                crate::meter::Kind::Fair
-            } else {
-                crate::meter::Kind::Plain
-            },
+            kind,
             lease,
             retry: Retry::default(),
         }
@@ -99,12 +100,23 @@ impl Fresh {
     /// timeout from the first error in a row) is spent.
     pub(crate) async fn after_error(&mut self, inner: &Inner, e: Error) -> Result<()> {
         crate::meter::failed_attempt(self.kind, crate::meter::cause(&e));
-        self.field = inner.fields.next();
+        self.field = field_for(inner, self.kind);
         self.retry.after(inner, e).await
     }
 
     pub(crate) fn succeeded(&mut self) {
         self.retry = Retry::default();
+    }
+}
+
+/// A new field for a hold of `kind`: `<client_id>:<n>`, and for a write hold of a read-write
+/// lock `<client_id>:<n>:write` (Redisson's naming; its release tells it from readers by it).
+fn field_for(inner: &Inner, kind: crate::meter::Kind) -> String {
+    let field = inner.fields.next();
+    if kind == crate::meter::Kind::Write {
+        field + ":write"
+    } else {
+        field
     }
 }
 
@@ -273,6 +285,19 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             let k = vec![lock, keys.token.clone(), channel, queue, alive, seq];
             (&*scripts::FAIR_ACQUIRE, k)
         }
+        (Mode::Read { writer }, _) => {
+            args.push(writer.clone());
+            let k = vec![
+                keys.lock.clone(),
+                keys.token.clone(),
+                keys.read_timeout(&field),
+            ];
+            (&*scripts::RW_READ_ACQUIRE, k)
+        }
+        (Mode::Write, _) => (
+            &*scripts::RW_WRITE_ACQUIRE,
+            vec![keys.lock.clone(), keys.token.clone()],
+        ),
         _ => (
             &*scripts::ACQUIRE,
             vec![keys.lock.clone(), keys.token.clone()],
@@ -280,8 +305,8 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
     };
     let sent = Instant::now();
     let conn = inner.pool.next();
-    let reply = match (&inner.batcher, script_keys.len()) {
-        (Some(b), 2) => {
+    let reply = match (&inner.batcher, &mode) {
+        (Some(b), Mode::Plain) => {
             let op = crate::batch::Op::Acquire {
                 keys: [script_keys[0].clone(), script_keys[1].clone()],
                 args: [args[0].clone(), args[1].clone(), args[2].clone()],
@@ -411,4 +436,50 @@ fn mutated_token(token: u64) -> u64 {
     #[cfg(feature = "chaos-mutants")]
     let token = crate::mutant::token(token);
     token
+}
+
+/// One more guard on `hold`, in its own task (a reply that arrives after the caller gave
+/// up still becomes a guard, whose drop takes the count off again).
+pub(crate) async fn reenter(
+    inner: &Arc<Inner>,
+    keys: Arc<LockKeys>,
+    hold: Arc<Hold>,
+    lease: Option<Duration>,
+) -> Result<LockGuard> {
+    let inner = inner.clone();
+    let task = inner.shared.tracker.clone().spawn(async move {
+        let watchdog = lease.is_none();
+        let lease = lease.unwrap_or(inner.settings.watchdog_lease);
+        let sent = Instant::now();
+        // A read hold's own lease is its timeout key: lengthened with it.
+        let mut script_keys = vec![keys.lock.clone()];
+        if keys.rw == Some(crate::keys::Side::Read) {
+            script_keys.push(keys.read_timeout(&hold.field));
+        }
+        let reply: Option<i64> = scripts::REENTER
+            .run(
+                inner.pool.next(),
+                script_keys,
+                vec![lease.as_millis().to_string(), hold.field.clone()],
+            )
+            .await
+            .map_err(|e| inner.error("reenter", &keys.lock, e))?;
+        let lost = || Error::LockLost {
+            name: keys.lock.clone(),
+        };
+        match reply {
+            Some(_) if hold.add_guard(watchdog, sent + lease) => {
+                Ok(LockGuard::new(inner, hold, watchdog))
+            }
+            // The hold's last guard went meanwhile: its release removes this count too.
+            Some(_) => Err(lost()),
+            None => {
+                hold.mark_lost(
+                    "a re-entry found the hold gone (expired, deleted or force-unlocked)",
+                );
+                Err(lost())
+            }
+        }
+    });
+    task.await.map_err(|_| Error::Shutdown)?
 }

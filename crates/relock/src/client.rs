@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 use crate::error::{Error, Result};
 use crate::holds::FieldMaker;
-use crate::keys::LockKeys;
+use crate::keys::{LockKeys, Side};
 use crate::pubsub::PubSub;
 use crate::reentry::Reentrancy;
 use crate::tls::TlsSettings;
@@ -1109,6 +1109,20 @@ impl Inner {
         all: bool,
     ) -> std::result::Result<Option<i64>, fred::error::Error> {
         let mode = if all { "all" } else { "1" };
+        if let Some(side) = keys.rw {
+            let (script, mut script_keys) = match side {
+                Side::Read => (&scripts::RW_READ_RELEASE, vec![keys.read_timeout(field)]),
+                Side::Write => (&scripts::RW_WRITE_RELEASE, vec![]),
+            };
+            script_keys.splice(0..0, [keys.lock.clone(), keys.channel.clone()]);
+            let args = vec![
+                field.to_string(),
+                mode.into(),
+                self.publish_cmd().into(),
+                keys.hold_prefix(),
+            ];
+            return script.run(self.pool.next(), script_keys, args).await;
+        }
         let keys = keys.release_keys();
         let args = [field.to_string(), mode.into(), self.publish_cmd().into()];
         if keys.len() > 2 {

@@ -42,6 +42,15 @@ pub enum Error {
         /// The lock name.
         name: String,
     },
+    /// A write lock of a read-write lock was asked for by code that holds a read hold of it
+    /// (inside the read hold's scope, or as its owner): the write would wait for that read
+    /// hold, its own, for ever. Release the read hold first, or take the write lock first and
+    /// read under it (a downgrade is allowed).
+    #[error("read-write lock `{name}`: a read hold cannot be upgraded to a write hold (the write would wait for the caller's own read hold); release the read hold first, or take the write lock first and read under it")]
+    UpgradeRefused {
+        /// The lock name.
+        name: String,
+    },
     /// A key of the lock (its hash, fencing counter or fair line), or of a semaphore or latch
     /// (its count), holds something relock does not keep there.
     #[error("key `{key}` exists but does not hold what relock keeps there (a lock hash of hold counts, its fencing counter, or its fair line; a semaphore's or latch's integer count); pick another name or delete the key")]

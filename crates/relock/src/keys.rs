@@ -15,6 +15,15 @@ pub(crate) struct LockKeys {
     pub(crate) token: String,
     /// The waiting line, for a fair lock.
     pub(crate) queue: Option<QueueKeys>,
+    /// A read-write lock's side (`None` for a plain or fair lock).
+    pub(crate) rw: Option<Side>,
+}
+
+/// Which side of a read-write lock a hold is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Read,
+    Write,
 }
 
 /// The sorted sets (and sequence) of a fair lock's waiting line.
@@ -40,7 +49,36 @@ impl LockKeys {
                 alive: prefixed("relock_fair_alive", name),
                 seq: prefixed("relock_fair_seq", name),
             }),
+            rw: None,
         })
+    }
+
+    /// The keys of one side of the read-write lock `name` (Redisson's `RReadWriteLock`): the
+    /// hash is the name itself, the channel `redisson_rwlock:{name}`.
+    pub(crate) fn read_write(name: &str, side: Side) -> Result<Self> {
+        validate_name(name)?;
+        Ok(LockKeys {
+            lock: name.to_string(),
+            channel: prefixed("redisson_rwlock", name),
+            token: prefixed("redisson_lock_token", name),
+            queue: None,
+            rw: Some(side),
+        })
+    }
+
+    /// The prefix of a read-write lock's per-hold keys (Redisson's `suffixName`): `{name}:`,
+    /// or `name:` for a name with its own hash tag, so that they share the lock's slot.
+    pub(crate) fn hold_prefix(&self) -> String {
+        if self.lock.contains('{') {
+            format!("{}:", self.lock)
+        } else {
+            format!("{{{}}}:", self.lock)
+        }
+    }
+
+    /// A read hold's timeout key: its own lease, independent of other readers'.
+    pub(crate) fn read_timeout(&self, field: &str) -> String {
+        format!("{}{field}:rwlock_timeout:1", self.hold_prefix())
     }
 
     /// KEYS of `release.lua` and `force_unlock.lua`: lock, channel, and for a fair
@@ -118,6 +156,15 @@ mod tests {
         let k = LockKeys::new("orders:{42}:a", true).unwrap();
         assert_eq!(k.channel, "redisson_lock__channel:orders:{42}:a");
         assert_eq!(k.queue.unwrap().alive, "relock_fair_alive:orders:{42}:a");
+    }
+
+    #[test]
+    fn read_write_keys_follow_redisson() {
+        let k = LockKeys::read_write("doc:7", Side::Read).unwrap();
+        assert_eq!(k.channel, "redisson_rwlock:{doc:7}");
+        assert_eq!(k.read_timeout("c:1"), "{doc:7}:c:1:rwlock_timeout:1");
+        let t = LockKeys::read_write("doc:{7}", Side::Write).unwrap();
+        assert_eq!(t.read_timeout("c:1"), "doc:{7}:c:1:rwlock_timeout:1");
     }
 
     #[test]

@@ -110,6 +110,7 @@ mod quorum_lock;
 mod raw;
 mod redact;
 mod reentry;
+mod rwlock;
 mod scripts;
 mod semaphore;
 mod single;
@@ -165,6 +166,16 @@ pub mod lua {
     pub const QUORUM_RENEW: &str = script!("quorum_renew.lua", "each", "extend", "fence");
     /// Quorum lock: put a hold back on a node of a minority that lost it.
     pub const QUORUM_PUTBACK: &str = script!("quorum_putback.lua", "each", "fence");
+    /// Read-write lock: a fresh read hold (shared; a write holder may take one).
+    pub const RW_READ_ACQUIRE: &str = script!("rw_read_acquire.lua", "mint");
+    /// Read-write lock: a fresh write hold (exclusive).
+    pub const RW_WRITE_ACQUIRE: &str = script!("rw_write_acquire.lua", "mint");
+    /// Read-write lock: drop (a count of) a read hold; free the lock when no hold is left.
+    pub const RW_READ_RELEASE: &str = script!("rw_read_release.lua", "release", "readers");
+    /// Read-write lock: drop (a count of) a write hold; wake every waiter.
+    pub const RW_WRITE_RELEASE: &str = script!("rw_write_release.lua", "release", "readers");
+    /// Read-write lock: the watchdog's batch renewal of read holds and their timeout keys.
+    pub const RW_READ_RENEW: &str = script!("rw_read_renew.lua", "each", "extend");
     /// Semaphore: take n permits if that many are available.
     pub const SEMAPHORE_ACQUIRE: &str = script!("semaphore_acquire.lua");
     /// Semaphore: add n permits (a release) and publish the new count.
@@ -189,6 +200,7 @@ pub use quorum::{QuorumClient, QuorumClientBuilder};
 pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;
 pub use reentry::Reentrancy;
+pub use rwlock::{ReadLock, ReadWriteLock, WriteLock};
 pub use semaphore::Semaphore;
 pub use status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
 

@@ -1,25 +1,21 @@
 //! [`Lock`]: the handle to one named lock (plain or fair), and the acquire/wait loop.
 
-use std::pin::pin;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use fred::interfaces::{HashesInterface, KeysInterface, SortedSetsInterface};
-use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::attempt::{
-    attempt, await_local_release, record_acquire, Attempt, Fresh, Mode, NO_TTL_RECHECK,
-};
+use crate::attempt::{record_acquire, Fresh, Mode};
 use crate::client::{validate_lease, Client, Inner};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::holds::Hold;
 use crate::keys::LockKeys;
 use crate::reentry::{self, Target};
 use crate::scripts;
-use crate::wait::{self, Start};
+use crate::wait;
 
 /// A distributed lock, wire-compatible with Redisson's `RLock`.
 ///
@@ -74,7 +70,7 @@ pub struct Lock {
 /// The lock kinds of this module, made by the client.
 impl Client {
     /// A handle to the reentrant lock called `name`. Cheap; nothing is sent until it is used.
-    /// A bad name is reported by the first operation, as [`Error::InvalidArgument`].
+    /// A bad name is reported by the first operation, as [`Error::InvalidArgument`](crate::Error::InvalidArgument).
     pub fn lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.inner.clone(), name.into(), false)
     }
@@ -159,7 +155,10 @@ impl Lock {
         )? {
             Target::Reenter(hold) => {
                 let span = tracing::debug_span!("reenter", lock = %self.name, field = %hold.field);
-                self.reenter(keys, hold).instrument(span).await.map(Some)
+                crate::attempt::reenter(&self.inner, keys, hold, self.lease)
+                    .instrument(span)
+                    .await
+                    .map(Some)
             }
             Target::Fresh { owner } => {
                 use tracing::field::Empty;
@@ -171,117 +170,24 @@ impl Lock {
                     token = Empty,
                     attempts = Empty
                 );
-                let fresh = Fresh::new(inner, owner, self.fair, self.lease);
+                let kind = if self.fair {
+                    crate::meter::Kind::Fair
+                } else {
+                    crate::meter::Kind::Plain
+                };
+                let fresh = Fresh::new(inner, owner, kind, self.lease);
                 let (started, attempts) = (fresh.started, fresh.attempts.clone());
                 let r = if self.fair {
                     crate::fair::acquire_fair(inner, keys, fresh, wait)
                         .instrument(span.clone())
                         .await
                 } else {
-                    Self::acquire_plain(inner, keys, fresh, wait)
+                    wait::lease_bounded(inner, keys, fresh, wait, Mode::Plain)
                         .instrument(span.clone())
                         .await
                 };
                 record_acquire(&span, &r, started, attempts.load(Ordering::Relaxed));
                 r
-            }
-        }
-    }
-
-    /// One more guard on `hold`, in its own task (a reply that arrives after the caller gave
-    /// up still becomes a guard, whose drop takes the count off again).
-    async fn reenter(&self, keys: Arc<LockKeys>, hold: Arc<Hold>) -> Result<LockGuard> {
-        let (inner, lease) = (self.inner.clone(), self.lease);
-        let task = self.inner.shared.tracker.spawn(async move {
-            let watchdog = lease.is_none();
-            let lease = lease.unwrap_or(inner.settings.watchdog_lease);
-            let sent = Instant::now();
-            let reply: Option<i64> = scripts::REENTER
-                .run(
-                    inner.pool.next(),
-                    vec![keys.lock.clone()],
-                    vec![lease.as_millis().to_string(), hold.field.clone()],
-                )
-                .await
-                .map_err(|e| inner.error("reenter", &keys.lock, e))?;
-            let lost = || Error::LockLost {
-                name: keys.lock.clone(),
-            };
-            match reply {
-                Some(_) if hold.add_guard(watchdog, sent + lease) => {
-                    Ok(LockGuard::new(inner, hold, watchdog))
-                }
-                // The hold's last guard went meanwhile: its release removes this count too.
-                Some(_) => Err(lost()),
-                None => {
-                    hold.mark_lost(
-                        "a re-entry found the hold gone (expired, deleted or force-unlocked)",
-                    );
-                    Err(lost())
-                }
-            }
-        });
-        task.await.map_err(|_| Error::Shutdown)?
-    }
-
-    /// The plain lock's acquire loop: after `wait::start`, park until a release message or
-    /// the holder's lease end, then try again.
-    async fn acquire_plain(
-        inner: &Arc<Inner>,
-        keys: Arc<LockKeys>,
-        mut fresh: Fresh,
-        wait: Option<Duration>,
-    ) -> Result<Option<LockGuard>> {
-        await_local_release(inner, &keys.lock).await;
-        let (sub, joining, deadline) =
-            match wait::start(inner, &keys, &mut fresh, Mode::Plain, wait).await? {
-                Start::Acquired(g) => return Ok(Some(g)),
-                Start::GaveUp => return Ok(None),
-                Start::Wait {
-                    sub,
-                    joining,
-                    deadline,
-                } => (sub, joining, deadline),
-            };
-        // Other local waiters already know the lock is held, and until when: park first
-        // instead of asking Redis again (one fewer script call per handoff).
-        let mut known = if joining { sub.known_held_for() } else { None };
-        let mut warned = false;
-        let mut woken_by_message = false;
-        loop {
-            let mut woken = pin!(sub.notified());
-            woken.as_mut().enable();
-            let sleep = match known.take() {
-                Some(held_for) => held_for,
-                None => match attempt(inner, &keys, &fresh, Mode::Plain).await {
-                    Err(e) => {
-                        woken_by_message = false;
-                        fresh.after_error(inner, e).await?;
-                        continue;
-                    }
-                    Ok(Attempt::Acquired(g)) => {
-                        // Local waiters arriving now can park until our release message.
-                        sub.set_held_for(g.remaining());
-                        return Ok(Some(g));
-                    }
-                    Ok(Attempt::Held(p)) if p > 0 => {
-                        fresh.succeeded();
-                        fresh.refused("held");
-                        if std::mem::take(&mut woken_by_message) {
-                            crate::meter::wasted_wakeup();
-                        }
-                        let held_for = Duration::from_millis(p as u64 + 1);
-                        sub.set_held_for(held_for);
-                        held_for
-                    }
-                    Ok(Attempt::Held(-1)) => NO_TTL_RECHECK,
-                    Ok(Attempt::Held(_) | Attempt::Behind(_)) => continue,
-                },
-            };
-            reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);
-            match inner.park(sleep, deadline, woken).await? {
-                None => return Ok(None),
-                Some(w) => woken_by_message = w,
             }
         }
     }
@@ -311,7 +217,7 @@ impl Lock {
     /// Whether anyone holds the lock.
     ///
     /// # Errors
-    /// Connection errors; [`Error::InvalidArgument`] for a bad name.
+    /// Connection errors; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name.
     ///
     /// # Cancel safety
     /// Cancel safe (read only).
@@ -343,7 +249,7 @@ impl Lock {
     /// [`is_held_by_current_task`](Lock::is_held_by_current_task)); 0 if none.
     ///
     /// # Errors
-    /// As [`is_locked`](Lock::is_locked); [`Error::WrongType`] if the key is not a lock.
+    /// As [`is_locked`](Lock::is_locked); [`Error::WrongType`](crate::Error::WrongType) if the key is not a lock.
     ///
     /// # Cancel safety
     /// Cancel safe (read only).

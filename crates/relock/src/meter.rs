@@ -28,6 +28,10 @@ pub(crate) enum Kind {
     Plain,
     Fair,
     Quorum,
+    /// A read hold of a read-write lock.
+    Read,
+    /// A write hold of a read-write lock.
+    Write,
 }
 
 impl Kind {
@@ -37,6 +41,8 @@ impl Kind {
             Kind::Plain => "plain",
             Kind::Fair => "fair",
             Kind::Quorum => "quorum",
+            Kind::Read => "read",
+            Kind::Write => "write",
         }
     }
 }

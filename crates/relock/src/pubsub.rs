@@ -43,6 +43,9 @@ pub(crate) enum ChannelKind {
     /// A semaphore's channel: the message is the new count of available permits `k`; it wakes
     /// `min(k, local waiters)` waiters (none for `k <= 0`).
     Semaphore,
+    /// A read-write lock's channel: `1` (a write hold went: readers may share) wakes every
+    /// waiter, `0` (the lock is free) one, as on a lock's.
+    ReadWrite,
     /// A count-down latch's channel: `0` (the latch opened) wakes every waiter, `1` (a count
     /// was set) none.
     Latch,
@@ -506,6 +509,12 @@ impl Channel {
     fn deliver(&self, payload: &str) {
         match self.kind {
             ChannelKind::Lock => self.deliver_release(payload),
+            ChannelKind::ReadWrite if payload == "1" => {
+                *self.held_until.lock().unwrap() = None;
+                crate::meter::wakeup();
+                self.notify.notify_waiters();
+            }
+            ChannelKind::ReadWrite => self.deliver_release(payload),
             ChannelKind::Semaphore => {
                 // The new count of available permits: wake as many local waiters as could take
                 // one, and no more (a waiter that wants several and finds too few parks again).

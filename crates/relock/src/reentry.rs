@@ -87,17 +87,35 @@ pub(crate) fn resolve(client: u64, mode: Reentrancy, holds: &Holds, lock: &str) 
             })
         };
     }
-    let owner = match (Owner::scoped(), mode) {
-        (Some(o), _) => Some(o),
-        (None, Reentrancy::PerTask) => Some(Owner::current()),
-        (None, Reentrancy::Scoped) => None,
-    };
+    let owner = owner(mode);
     if let Some(o) = &owner {
         if let Some(h) = holds.find(lock, |h| h.owner.as_ref() == Some(o) && h.is_live()) {
             return Ok(Target::Reenter(h));
         }
     }
     Ok(Target::Fresh { owner })
+}
+
+/// The owner whose holds a `lock()` re-enters outside a hold's scope: the enclosing
+/// [`Owner::scope`]'s, or in per-task mode the current task's; `None` otherwise.
+pub(crate) fn owner(mode: Reentrancy) -> Option<Owner> {
+    match (Owner::scoped(), mode) {
+        (Some(o), _) => Some(o),
+        (None, Reentrancy::PerTask) => Some(Owner::current()),
+        (None, Reentrancy::Scoped) => None,
+    }
+}
+
+/// The holds of `lock` on `client` whose scopes enclose the current future, innermost first.
+pub(crate) fn scoped_holds(client: u64, lock: &str) -> Vec<Arc<Hold>> {
+    HELD.try_with(|held| {
+        held.iter()
+            .rev()
+            .filter(|s| s.client == client && s.hold.keys.lock == lock)
+            .map(|s| s.hold.clone())
+            .collect()
+    })
+    .unwrap_or_default()
 }
 
 /// The innermost enclosing scope's hold of `lock` on `client`, if any.

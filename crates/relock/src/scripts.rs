@@ -127,6 +127,16 @@ pub(crate) static QUORUM_RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new("quorum_renew", crate::lua::QUORUM_RENEW));
 pub(crate) static QUORUM_PUTBACK: LazyLock<Script> =
     LazyLock::new(|| Script::new("quorum_putback", crate::lua::QUORUM_PUTBACK));
+pub(crate) static RW_READ_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("rw_read_acquire", crate::lua::RW_READ_ACQUIRE));
+pub(crate) static RW_WRITE_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("rw_write_acquire", crate::lua::RW_WRITE_ACQUIRE));
+pub(crate) static RW_READ_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("rw_read_release", crate::lua::RW_READ_RELEASE));
+pub(crate) static RW_WRITE_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("rw_write_release", crate::lua::RW_WRITE_RELEASE));
+pub(crate) static RW_READ_RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::new("rw_read_renew", crate::lua::RW_READ_RENEW));
 pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<Script> =
     LazyLock::new(|| Script::new("semaphore_acquire", crate::lua::SEMAPHORE_ACQUIRE));
 pub(crate) static SEMAPHORE_ADD: LazyLock<Script> =
@@ -168,6 +178,11 @@ mod tests {
             &*super::LATCH_SET,
             &*super::LATCH_COUNT_DOWN,
             &*super::LATCH_DELETE,
+            &*super::RW_READ_ACQUIRE,
+            &*super::RW_WRITE_ACQUIRE,
+            &*super::RW_READ_RELEASE,
+            &*super::RW_WRITE_RELEASE,
+            &*super::RW_READ_RENEW,
         ] {
             assert!(
                 s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     "),

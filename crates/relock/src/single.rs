@@ -23,8 +23,13 @@ impl Backend for Inner {
         self.settings.watchdog_lease / 3
     }
 
+    /// Read holds of read-write locks go in batches of their own: their renewal also
+    /// lengthens each hold's timeout key.
     fn renewal_batches(&self, holds: Vec<Arc<Hold>>) -> Vec<Vec<Arc<Hold>>> {
-        self.batches(&holds, |h| h.keys.lock.as_str())
+        let (reads, others): (Vec<_>, Vec<_>) = holds.into_iter().partition(|h| is_read_hold(h));
+        let mut batches = self.batches(&others, |h| h.keys.lock.as_str());
+        batches.extend(self.batches(&reads, |h| h.keys.lock.as_str()));
+        batches
     }
 
     fn renew_batch(self: Arc<Self>, batch: Vec<Arc<Hold>>) -> BoxFuture<bool> {
@@ -170,17 +175,27 @@ async fn retry_release(inner: Arc<Inner>, hold: Arc<Hold>) {
 
 async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
     let lease = inner.settings.watchdog_lease;
-    let mut keys = Vec::with_capacity(batch.len());
+    // A batch is all read holds or none (`renewal_batches`).
+    let reads = batch.first().is_some_and(|h| is_read_hold(h));
+    let mut keys = Vec::with_capacity(batch.len() * 2);
     let mut args = Vec::with_capacity(batch.len() + 1);
     args.push(lease.as_millis().to_string());
     for h in batch {
         keys.push(h.keys.lock.clone());
+        if reads {
+            keys.push(h.keys.read_timeout(&h.field));
+        }
         args.push(h.field.clone());
     }
+    let script = if reads {
+        &scripts::RW_READ_RENEW
+    } else {
+        &scripts::RENEW
+    };
     // Never let one hung call outlast the period: the next round retries.
     let limit = inner.settings.command_timeout.min(lease / 3);
     let sent = Instant::now();
-    let call = scripts::RENEW.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    let call = script.run::<Vec<i64>>(inner.pool.next(), keys, args);
     match tokio::time::timeout(limit, call).await {
         Ok(Ok(results)) if results.len() == batch.len() => {
             let renewed = results.iter().filter(|r| **r == 1).count();
@@ -215,4 +230,9 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
             false
         }
     }
+}
+
+/// Whether `hold` is a read hold of a read-write lock (it has a timeout key of its own).
+fn is_read_hold(hold: &Hold) -> bool {
+    hold.keys.rw == Some(crate::keys::Side::Read)
 }

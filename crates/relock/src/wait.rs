@@ -1,19 +1,22 @@
-//! The start of every single-server wait: the attempts made before subscribing, then the
-//! subscription, made before the next attempt so that a release between the two cannot pass
-//! the waiter by (Redisson #1763). Each kind's loop goes on from there with its own attempts
-//! and `Inner::park`.
+//! Waiting for a single-server lock. Every wait starts the same way ([`start`]): the attempts
+//! made before subscribing, then the subscription, made before the next attempt so that a
+//! release between the two cannot pass the waiter by (Redisson #1763). A kind whose holders
+//! have leases then goes on with [`lease_bounded`] (the plain lock, a read-write lock's two
+//! sides); the fair lock with its own loop in `fair`.
 
+use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::attempt::{attempt, Attempt, Fresh, Mode};
+use crate::attempt::{attempt, await_local_release, Attempt, Fresh, Mode, NO_TTL_RECHECK};
 use crate::client::Inner;
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::keys::LockKeys;
-use crate::pubsub::Subscription;
+use crate::pubsub::{ChannelKind, Subscription};
+use crate::reentry;
 
 /// How a wait started.
 pub(crate) enum Start {
@@ -45,7 +48,10 @@ pub(crate) async fn start(
     wait: Option<Duration>,
 ) -> Result<Start> {
     let deadline = wait.and_then(|w| Instant::now().checked_add(w));
-    let joining = wait != Some(Duration::ZERO) && inner.pubsub.is_subscribed(&keys.channel);
+    // A read-write lock's waiter never skips its attempt: a reader may share with holders.
+    let joining = keys.rw.is_none()
+        && wait != Some(Duration::ZERO)
+        && inner.pubsub.is_subscribed(&keys.channel);
     if !joining {
         // The uncontended path: one round trip, no subscription.
         loop {
@@ -64,7 +70,12 @@ pub(crate) async fn start(
     }
     // Joining an existing subscription costs no round trip.
     let channel = crate::pubsub::mutated_channel(&keys.channel);
-    let subscribe = inner.pubsub.subscribe(&channel);
+    let kind = if keys.rw.is_some() {
+        ChannelKind::ReadWrite
+    } else {
+        ChannelKind::Lock
+    };
+    let subscribe = inner.pubsub.subscribe_as(&channel, kind);
     let sub = match deadline {
         Some(d) => match tokio::time::timeout_at(d, subscribe).await {
             Ok(r) => r,
@@ -78,4 +89,81 @@ pub(crate) async fn start(
         joining,
         deadline,
     })
+}
+
+/// The wait loop of a lock whose holders have leases (the plain lock, and each side of a
+/// read-write lock): after `start`, park until a release message or the holder's lease end,
+/// then try again with `mode`.
+pub(crate) async fn lease_bounded(
+    inner: &Arc<Inner>,
+    keys: Arc<LockKeys>,
+    mut fresh: Fresh,
+    wait: Option<Duration>,
+    mode: Mode,
+) -> Result<Option<LockGuard>> {
+    // What local waiters know (the lock is held, until when) holds for an exclusive lock
+    // only: a read-write lock's waiter may be a reader that can share with the holders.
+    let exclusive = matches!(mode, Mode::Plain);
+    if exclusive {
+        await_local_release(inner, &keys.lock).await;
+    }
+    let (sub, joining, deadline) = match start(inner, &keys, &mut fresh, mode.clone(), wait).await?
+    {
+        Start::Acquired(g) => return Ok(Some(g)),
+        Start::GaveUp => return Ok(None),
+        Start::Wait {
+            sub,
+            joining,
+            deadline,
+        } => (sub, joining, deadline),
+    };
+    // Other local waiters already know the lock is held, and until when: park first
+    // instead of asking Redis again (one fewer script call per handoff).
+    let mut known = if joining && exclusive {
+        sub.known_held_for()
+    } else {
+        None
+    };
+    let mut warned = false;
+    let mut woken_by_message = false;
+    loop {
+        let mut woken = pin!(sub.notified());
+        woken.as_mut().enable();
+        let sleep = match known.take() {
+            Some(held_for) => held_for,
+            None => match attempt(inner, &keys, &fresh, mode.clone()).await {
+                Err(e) => {
+                    woken_by_message = false;
+                    fresh.after_error(inner, e).await?;
+                    continue;
+                }
+                Ok(Attempt::Acquired(g)) => {
+                    // Local waiters arriving now can park until our release message.
+                    if exclusive {
+                        sub.set_held_for(g.remaining());
+                    }
+                    return Ok(Some(g));
+                }
+                Ok(Attempt::Held(p)) if p > 0 => {
+                    fresh.succeeded();
+                    fresh.refused("held");
+                    if std::mem::take(&mut woken_by_message) {
+                        crate::meter::wasted_wakeup();
+                    }
+                    let held_for = Duration::from_millis(p as u64 + 1);
+                    if exclusive {
+                        sub.set_held_for(held_for);
+                    }
+                    held_for
+                }
+                Ok(Attempt::Held(-1)) => NO_TTL_RECHECK,
+                Ok(Attempt::Held(_) | Attempt::Behind(_)) => continue,
+            },
+        };
+        reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);
+        match inner.park(sleep, deadline, woken).await? {
+            None => return Ok(None),
+            Some(w) => woken_by_message = w,
+        }
+    }
 }
