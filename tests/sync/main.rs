@@ -44,3 +44,4 @@ pub(crate) async fn no_subscriptions(clients: &[&relock::Client]) {
         panic!("{e}: {left:?}")
     });
 }
+mod l50_one_count_down_on_a_client_built_on_a_resending_fred_pool_never_counts_twice;
