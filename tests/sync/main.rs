@@ -45,3 +45,4 @@ pub(crate) async fn no_subscriptions(clients: &[&relock::Client]) {
     });
 }
 mod l50_one_count_down_on_a_client_built_on_a_resending_fred_pool_never_counts_twice;
+mod s95_an_acquire_whose_first_reply_is_lost_and_that_then_succeeds_takes_only_its_own_permits;
