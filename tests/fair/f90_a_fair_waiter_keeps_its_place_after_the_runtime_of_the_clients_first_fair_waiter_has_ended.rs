@@ -86,8 +86,12 @@ async fn a_fair_waiter_keeps_its_place_after_the_runtime_of_the_clients_first_fa
     }
 
     holder.unlock().await.unwrap();
-    bounded(Duration::from_secs(5), "W served", w).await.unwrap();
-    bounded(Duration::from_secs(5), "X served", x).await.unwrap();
+    bounded(Duration::from_secs(5), "W served", w)
+        .await
+        .unwrap();
+    bounded(Duration::from_secs(5), "X served", x)
+        .await
+        .unwrap();
     assert_eq!(*order.lock().unwrap(), ["W", "X"], "arrival order broken");
     for c in [&holder_client, &w_client, &x_client] {
         c.shutdown().await;

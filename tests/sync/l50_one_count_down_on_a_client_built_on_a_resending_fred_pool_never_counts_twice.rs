@@ -35,7 +35,11 @@ async fn one_count_down_on_a_client_built_on_a_resending_fred_pool_never_counts_
     assert!(latch.try_set_count(2).await.unwrap());
     // Load the script (a count-down of an open latch changes nothing), so that the count-down
     // below needs no NOSCRIPT round trip.
-    from_pool.count_down_latch("l50-warm").count_down().await.unwrap();
+    from_pool
+        .count_down_latch("l50-warm")
+        .count_down()
+        .await
+        .unwrap();
 
     // Hold every reply on the connections open now (the pool's and relock's subscriber), send
     // one count-down, and once the server has run it, reset the pool's connection.

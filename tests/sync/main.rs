@@ -30,6 +30,22 @@ pub(crate) fn get(server: &RedisServer, key: &str) -> Option<String> {
     server.cmd(&["GET", key]).unwrap().as_string()
 }
 
+/// Waits (bounded) until the server's keys, sorted, are `expected`: the request keys of
+/// releases and count-downs (which make them take effect once) are deleted in the background
+/// once their replies are in.
+pub(crate) async fn keys_become(server: &RedisServer, expected: &[&str]) {
+    let sorted = || {
+        let mut k = server.keys().unwrap();
+        k.sort();
+        k
+    };
+    let _ = relock_tests::wait_until(std::time::Duration::from_secs(3), "the keys", || async {
+        sorted() == expected
+    })
+    .await;
+    assert_eq!(sorted(), expected);
+}
+
 /// Waits (bounded) until none of `clients` has a subscription left: a waiter's subscription
 /// is released in the background once it returns.
 pub(crate) async fn no_subscriptions(clients: &[&relock::Client]) {

@@ -65,7 +65,7 @@ async fn two_clients_with_sixteen_tasks_each_never_use_more_than_three_permits()
     assert_eq!(clients[0].semaphore("s10").available().await.unwrap(), 3);
     assert_eq!(crate::get(&server, "s10").as_deref(), Some("3"));
     crate::no_subscriptions(&[&clients[0], &clients[1]]).await;
-    assert_eq!(server.keys().unwrap(), ["s10"]);
+    crate::keys_become(&server, &["s10"]).await;
     let _ = server.cmd(&["DEL", "s10"]).unwrap();
     assert_nothing_left(&server).await;
 }

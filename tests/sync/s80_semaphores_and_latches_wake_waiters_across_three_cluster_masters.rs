@@ -124,11 +124,21 @@ async fn semaphores_and_latches_wake_waiters_across_three_cluster_masters() {
         other => panic!("{other:?}"),
     }
 
-    let mut keys = cluster.keys();
-    keys.sort();
     let mut expected: Vec<String> = names.iter().map(|(n, _)| n.clone()).collect();
     expected.push("s80:{t}:x".into());
     expected.sort();
+    // The request keys of releases and count-downs are deleted once their replies are in,
+    // in the background.
+    let sorted_keys = || {
+        let mut keys = cluster.keys();
+        keys.sort();
+        keys
+    };
+    let _ = wait_until(Duration::from_secs(3), "only the counts left", || async {
+        sorted_keys() == expected
+    })
+    .await;
+    let keys = sorted_keys();
     assert_eq!(
         keys, expected,
         "only the semaphores' counts (at 0) are left"

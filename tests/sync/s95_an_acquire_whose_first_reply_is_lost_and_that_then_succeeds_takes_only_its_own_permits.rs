@@ -36,9 +36,11 @@ async fn an_acquire_whose_first_reply_is_lost_and_that_then_succeeds_takes_only_
         let sem = sem.clone();
         tokio::spawn(async move { sem.acquire(1).await })
     };
-    wait_until(Duration::from_secs(3), "the acquire script to run", || async {
-        crate::get(&server, "s95").as_deref() == Some("1")
-    })
+    wait_until(
+        Duration::from_secs(3),
+        "the acquire script to run",
+        || async { crate::get(&server, "s95").as_deref() == Some("1") },
+    )
     .await
     .unwrap();
     // Its reply is lost: reset the connection that holds it; the others go on.

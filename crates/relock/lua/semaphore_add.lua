@@ -4,8 +4,11 @@
 --
 -- KEYS[1]  the semaphore: a string, the number of available permits (missing = 0 permits)
 -- KEYS[2]  its channel, redisson_sc:{name}
+-- KEYS[3]  this call's request key, relock_request:{name}:<id>: a copy of the call that
+--          arrives again (a pool that resends after a reconnect) adds nothing
 -- ARGV[1]  n, the permits to add (non-zero; |n| <= 10^15, checked by the client)
 -- ARGV[2]  the publish command: "publish" (or "spublish" on a cluster)
+-- ARGV[3]  ms the request key lives
 --
 -- Returns {1, available}: added, the new count (published when it is above 0: Redisson's
 -- waiters cannot take a message of 0 or less); or {0, available}: refused, nothing changed,
@@ -13,6 +16,10 @@
 -- are exact only up to 2^53).
 -- A key of another type, or a string that is not an integer, fails with WRONGTYPE and is left
 -- untouched.
+local seen = redis.call('get', KEYS[3])
+if seen then
+  return {1, tonumber(seen)}
+end
 local value = redis.call('get', KEYS[1])
 local current = 0
 if value then
@@ -25,6 +32,7 @@ if current + tonumber(ARGV[1]) > 1e15 then
   return {0, current}
 end
 local available = redis.call('incrby', KEYS[1], ARGV[1])
+redis.call('set', KEYS[3], available, 'px', ARGV[3])
 if available > 0 then
   redis.call(ARGV[2], KEYS[2], available)
 end

@@ -222,14 +222,18 @@ pub(crate) fn record_acquire(
 /// flight: the lock is about to be free, and trying before the release lands would only cost
 /// a round trip and a wake-up. (Not needed for safety: a fresh acquisition has its own field,
 /// which no release of an older hold can touch.)
-pub(crate) async fn await_local_release(inner: &Inner, lock: &str) {
+pub(crate) async fn await_local_release(inner: &Inner, lock: &str, deadline: Option<Instant>) {
     let Some(hold) = inner.shared.holds.find(lock, |h| h.is_releasing()) else {
         return;
     };
     let mut gone = pin!(hold.gone.notified());
     gone.as_mut().enable();
     if inner.shared.holds.contains(&hold) {
-        let _ = tokio::time::timeout(inner.settings.command_timeout, gone).await;
+        let mut until = Instant::now() + inner.settings.command_timeout;
+        if let Some(d) = deadline {
+            until = until.min(d);
+        }
+        let _ = tokio::time::timeout_at(until, gone).await;
     }
 }
 

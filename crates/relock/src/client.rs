@@ -435,8 +435,10 @@ impl ClientBuilder {
     ///
     /// relock's own pools never resend a command after a reconnect; yours may (fred's
     /// `max_command_attempts`). That is safe, because every hold has its own field (a resent
-    /// acquire is refused, a resent release or renewal is idempotent), but a resent acquire
-    /// whose first run succeeded leaves a hold that expires with its lease: prefer
+    /// acquire is refused, a resent release or renewal is idempotent); a semaphore's
+    /// release and a latch's count-down carry a request id, so a resent copy counts nothing.
+    /// Still, a resent acquire whose first run succeeded leaves a hold that expires with its
+    /// lease: prefer
     /// `max_command_attempts = 1` and a command timeout on the pool. The URL, connection count
     /// and TLS settings of this builder are not used.
     ///
@@ -632,6 +634,7 @@ async fn start(
         pubsub,
         line: crate::line::Line::default(),
         heartbeats: std::sync::Once::new(),
+        runtime: tokio::runtime::Handle::current(),
         owns_pool,
         parked: AtomicUsize::new(0),
         rediscovering: Arc::new(AtomicBool::new(false)),
@@ -890,8 +893,12 @@ pub(crate) struct Inner {
     pub(crate) pubsub: Arc<PubSub>,
     /// Fair-lock waiters of this client, by field.
     pub(crate) line: crate::line::Line,
-    /// Started with the first fair waiter (`fair::join_queue`).
+    /// Started with the first fair waiter (`fair::join_queue`), on `runtime`.
     pub(crate) heartbeats: std::sync::Once,
+    /// The runtime the client was built on, where its background tasks run: a task started
+    /// later (the fair heartbeat) runs there too, not on the runtime of whatever called it,
+    /// which may end sooner.
+    pub(crate) runtime: tokio::runtime::Handle,
     /// Whether the pool is ours to close (not one given to `build_with_pool`).
     owns_pool: bool,
     /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.

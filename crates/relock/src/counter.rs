@@ -11,6 +11,7 @@ use std::pin::pin;
 use std::time::Duration;
 
 use fred::interfaces::KeysInterface;
+
 use fred::types::FromValue;
 use tokio::time::Instant;
 
@@ -124,6 +125,42 @@ pub(crate) fn parse_count(value: Option<String>, key: &str) -> Result<u64> {
     }
 }
 
+/// A call that must take effect once however often it reaches the server: its reply lost and
+/// the call tried again (a waiter retries), or a pool that resends after a reconnect
+/// (`ClientBuilder::build_with_pool` with fred's default `max_command_attempts`). Its script
+/// records the request under a key of its own (in the count's slot) and does nothing for a
+/// copy that finds it.
+#[derive(Debug)]
+pub(crate) struct Request {
+    pub(crate) key: String,
+    /// How long the key lives (ms): longer than any retry or resend of the call.
+    pub(crate) ttl_ms: String,
+}
+
+impl Request {
+    pub(crate) fn new(inner: &Inner, count_key: &str) -> Self {
+        let s = &inner.settings;
+        let ttl = ((s.command_timeout + s.connect_timeout) * 2).max(Duration::from_secs(10));
+        Request {
+            key: format!(
+                "{}:{}",
+                crate::keys::prefixed("relock_request", count_key),
+                uuid::Uuid::new_v4().simple()
+            ),
+            ttl_ms: ttl.as_millis().to_string(),
+        }
+    }
+
+    /// Once a reply came, no copy of the call can still arrive (a resend only follows a lost
+    /// reply): the key is deleted in the background rather than left for its TTL.
+    pub(crate) fn done(&self, inner: &Inner) {
+        let (pool, key) = (inner.pool.clone(), self.key.clone());
+        inner.shared.tracker.spawn(async move {
+            let _: std::result::Result<i64, _> = pool.next().del(key).await;
+        });
+    }
+}
+
 /// The Redis names of one semaphore or latch: the string holding the count (the kind's name
 /// itself) and the channel its changes are published on.
 #[derive(Debug)]
@@ -134,20 +171,31 @@ pub(crate) struct Names {
 
 impl Names {
     /// Runs `script` with KEYS `[key, channel]` and ARGV `args` followed by the publish
-    /// command (`publish`, or `spublish` on a Cluster).
+    /// command (`publish`, or `spublish` on a Cluster). With `once` (a call that must take
+    /// effect once), KEYS also gets a [`Request`] key, and ARGV its lifetime.
     pub(crate) async fn run_publishing<R: FromValue>(
         &self,
         inner: &Inner,
-        script: &Script,
-        operation: &'static str,
+        (script, operation): (&Script, &'static str),
         mut args: Vec<String>,
+        once: bool,
     ) -> Result<R> {
         args.push(inner.publish_cmd().into());
-        let keys = vec![self.key.clone(), self.channel.clone()];
-        script
+        let mut keys = vec![self.key.clone(), self.channel.clone()];
+        let request = once.then(|| Request::new(inner, &self.key));
+        if let Some(r) = &request {
+            keys.push(r.key.clone());
+            args.push(r.ttl_ms.clone());
+        }
+        let r = script
             .run(inner.pool.next(), keys, args)
             .await
-            .map_err(|e| inner.error(operation, &self.key, e))
+            .map_err(|e| inner.error(operation, &self.key, e));
+        // After an error a copy may still land: the key then expires by itself.
+        if let (Some(request), Ok(_)) = (&request, &r) {
+            request.done(inner);
+        }
+        r
     }
 
     /// The count (`GET`): missing = 0, negative = 0; not an integer is `WrongType`.

@@ -105,7 +105,11 @@ impl Drop for Waiting {
 /// deadline of each queued waiter (100 per script call), which also evicts dead waiters and
 /// tells us which of ours should try now.
 fn spawn_heartbeats(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
-    tokio::spawn(async move {
+    let runtime = match inner.upgrade() {
+        Some(i) => i.runtime.clone(),
+        None => return,
+    };
+    runtime.spawn(async move {
         let period = match inner.upgrade() {
             Some(i) => i.settings.fair_heartbeat / 5,
             None => return,

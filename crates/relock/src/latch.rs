@@ -140,9 +140,9 @@ impl CountDownLatch {
         let set: i64 = names
             .run_publishing(
                 &self.inner,
-                &scripts::LATCH_SET,
-                "latch set",
+                (&scripts::LATCH_SET, "latch set"),
                 vec![n.to_string()],
+                false,
             )
             .await?;
         Ok(set == 1)
@@ -170,9 +170,9 @@ impl CountDownLatch {
         let _left: i64 = names
             .run_publishing(
                 &self.inner,
-                &scripts::LATCH_COUNT_DOWN,
-                "latch count down",
+                (&scripts::LATCH_COUNT_DOWN, "latch count down"),
                 vec![],
+                true,
             )
             .await?;
         Ok(())
@@ -280,7 +280,12 @@ impl CountDownLatch {
         self.inner.check_running()?;
         let names = self.names()?;
         let deleted: i64 = names
-            .run_publishing(&self.inner, &scripts::LATCH_DELETE, "latch delete", vec![])
+            .run_publishing(
+                &self.inner,
+                (&scripts::LATCH_DELETE, "latch delete"),
+                vec![],
+                false,
+            )
             .await?;
         Ok(deleted == 1)
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::{Client, Inner};
-use crate::counter::{validate_count, wait_until, Check, Names, MAX_COUNT};
+use crate::counter::{validate_count, wait_until, Check, Names, Request, MAX_COUNT};
 use crate::error::{Error, Result};
 use crate::keys::{prefixed, validate_name};
 use crate::pubsub::ChannelKind;
@@ -104,6 +104,8 @@ enum Attempt {
 struct Taken {
     inner: Arc<Inner>,
     names: Arc<Names>,
+    /// The acquire's request, forgotten once the permits are given back.
+    request: Arc<Request>,
     n: u64,
     claimed: bool,
 }
@@ -120,14 +122,18 @@ impl Drop for Taken {
             return;
         }
         let (inner, names, n) = (self.inner.clone(), self.names.clone(), self.n);
+        let request = self.request.clone();
         let Ok(rt) = tokio::runtime::Handle::try_current() else {
             tracing::warn!(semaphore = %names.key, permits = n, "an acquire was cancelled after it took permits, and no runtime is left to give them back: they are lost");
             return;
         };
         tracing::debug!(semaphore = %names.key, permits = n, "acquire cancelled after it took permits; releasing them");
         let put_back = async move {
-            if let Err(e) = add(&inner, &names, n as i64).await {
-                tracing::warn!(semaphore = %names.key, permits = n, error = %e, "could not give back the permits of a cancelled acquire: they are lost");
+            match add(&inner, &names, n as i64).await {
+                Ok(_) => request.done(&inner),
+                Err(e) => {
+                    tracing::warn!(semaphore = %names.key, permits = n, error = %e, "could not give back the permits of a cancelled acquire: they are lost");
+                }
             }
         };
         rt.spawn(self.inner.shared.tracker.track_future(put_back));
@@ -140,9 +146,9 @@ async fn add(inner: &Inner, names: &Names, n: i64) -> Result<i64> {
     let reply: Vec<i64> = names
         .run_publishing(
             inner,
-            &scripts::SEMAPHORE_ADD,
-            "semaphore add",
+            (&scripts::SEMAPHORE_ADD, "semaphore add"),
             vec![n.to_string()],
+            true,
         )
         .await?;
     match reply.as_slice() {
@@ -194,10 +200,14 @@ impl Semaphore {
     /// Cancel safe in what the caller can observe: if the future is dropped, either it took no
     /// permits, or the permits an attempt in flight took are released again as soon as its
     /// reply arrives (each attempt runs in a task of its own). You lose your place, as with
-    /// `tokio::sync::Semaphore::acquire`. One case cannot be undone: an attempt whose reply
-    /// never arrives ([`Error::Timeout`] or a connection lost mid-command) may have taken the
-    /// permits on the server, and nobody knows to give them back. Redisson's `RSemaphore` has
-    /// the same limit (its `RPermitExpirableSemaphore` exists for that).
+    /// `tokio::sync::Semaphore::acquire`. Every attempt of one `acquire` carries the same
+    /// request id, recorded with the permits it takes, so an attempt whose reply was lost is
+    /// found by the next attempt, which takes nothing more and returns `Ok`. One case cannot
+    /// be undone: an `acquire` that ends (its deadline, or an error it returns) right after
+    /// an attempt whose reply never arrived ([`Error::Timeout`] or a connection lost
+    /// mid-command) may have taken the permits on the server, and nobody knows to give them
+    /// back. Redisson's `RSemaphore` has the same limit (its `RPermitExpirableSemaphore`
+    /// exists for that).
     ///
     /// ```no_run
     /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
@@ -264,21 +274,34 @@ impl Semaphore {
         self.inner.check_running()?;
         let names = self.names()?;
         validate_count("n", n, "permits")?;
-        let check = |woken: bool| self.check(&names, n, woken);
-        wait_until(
+        // One request for every attempt: an attempt that took the permits but whose reply
+        // was lost is found by the next one, which takes nothing more.
+        let request = Arc::new(Request::new(&self.inner, &names.key));
+        let check = |woken: bool| self.check(&names, &request, n, woken);
+        let r = wait_until(
             &self.inner,
             &names.channel,
             ChannelKind::Semaphore,
             wait,
             check,
         )
-        .await
+        .await;
+        if matches!(r, Ok(true)) {
+            request.done(&self.inner);
+        }
+        r
     }
 
     /// One attempt for the wait: taken, or not yet; a waiter woken for permits too few for it
     /// passes the wake-up on, since another local waiter may want fewer.
-    async fn check(&self, names: &Arc<Names>, n: u64, woken: bool) -> Result<Check> {
-        Ok(match self.attempt(names, n).await? {
+    async fn check(
+        &self,
+        names: &Arc<Names>,
+        request: &Arc<Request>,
+        n: u64,
+        woken: bool,
+    ) -> Result<Check> {
+        Ok(match self.attempt(names, request, n).await? {
             Attempt::Taken => Check::Done,
             Attempt::TooFew(available) if woken => {
                 crate::meter::wasted_wakeup();
@@ -295,16 +318,16 @@ impl Semaphore {
     /// One acquire script call, in a task of its own: if the caller is gone when the reply
     /// says the permits were taken, the reply's [`Taken`] is dropped there, which gives them
     /// back.
-    async fn attempt(&self, names: &Arc<Names>, n: u64) -> Result<Attempt> {
+    async fn attempt(&self, names: &Arc<Names>, request: &Arc<Request>, n: u64) -> Result<Attempt> {
         // Nothing new is sent once shutdown has begun.
         self.inner.check_running()?;
-        let (inner, names) = (self.inner.clone(), names.clone());
+        let (inner, names, request) = (self.inner.clone(), names.clone(), request.clone());
         let task = self.inner.shared.tracker.spawn(async move {
             let reply: Vec<i64> = scripts::SEMAPHORE_ACQUIRE
                 .run(
                     inner.pool.next(),
-                    vec![names.key.clone()],
-                    vec![n.to_string()],
+                    vec![names.key.clone(), request.key.clone()],
+                    vec![n.to_string(), request.ttl_ms.clone()],
                 )
                 .await
                 .map_err(|e| inner.error("semaphore acquire", &names.key, e))?;
@@ -312,6 +335,7 @@ impl Semaphore {
                 [1, _] => Ok(Ok(Taken {
                     inner: inner.clone(),
                     names,
+                    request,
                     n,
                     claimed: false,
                 })),
@@ -436,9 +460,9 @@ impl Semaphore {
         let set: i64 = names
             .run_publishing(
                 &self.inner,
-                &scripts::SEMAPHORE_SET,
-                "semaphore set",
+                (&scripts::SEMAPHORE_SET, "semaphore set"),
                 vec![n.to_string()],
+                false,
             )
             .await?;
         Ok(set == 1)

@@ -48,6 +48,13 @@ pub(crate) async fn start(
     wait: Option<Duration>,
 ) -> Result<Start> {
     let deadline = wait.and_then(|w| Instant::now().checked_add(w));
+    if matches!(first, Mode::Plain) {
+        // After the deadline is set: a caller's bound includes this wait. `try_lock` (no
+        // wait at all) still lets this client's own release land first, so that it finds
+        // the lock free right after the unlock or drop of a guard.
+        let bound = deadline.filter(|_| wait != Some(Duration::ZERO));
+        await_local_release(inner, &keys.lock, bound).await;
+    }
     // A read-write lock's waiter never skips its attempt: a reader may share with holders.
     let joining = keys.rw.is_none()
         && wait != Some(Duration::ZERO)
@@ -104,9 +111,6 @@ pub(crate) async fn lease_bounded(
     // What local waiters know (the lock is held, until when) holds for an exclusive lock
     // only: a read-write lock's waiter may be a reader that can share with the holders.
     let exclusive = matches!(mode, Mode::Plain);
-    if exclusive {
-        await_local_release(inner, &keys.lock).await;
-    }
     let (sub, joining, deadline) = match start(inner, &keys, &mut fresh, mode.clone(), wait).await?
     {
         Start::Acquired(g) => return Ok(Some(g)),
