@@ -197,12 +197,13 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let mut cases: Vec<(Case, Contended)> = Vec::new();
     for fair in [false, true] {
         let calls_before = evalsha_calls(&target.url).await;
+        let subject = if fair { Subject::Fair } else { Subject::Plain };
         let h = contended(
             &target.url,
             args.workers,
             Duration::from_millis(args.hold_ms),
             secs,
-            fair,
+            subject,
         )
         .await?;
         let calls_after = evalsha_calls(&target.url).await;
@@ -615,14 +616,82 @@ pub(crate) struct Contended {
     pub(crate) lost_wakeups: u64,
 }
 
-/// H-wait from `docs/performance.md`: after its unlock a worker asks again only once another
-/// worker holds the lock, so every handoff goes to a waiter that was parked.
+/// What the H-wait workers hand to each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subject {
+    /// A plain lock.
+    Plain,
+    /// A fair lock.
+    Fair,
+    /// The write side of a read-write lock.
+    Write,
+    /// The one permit of a semaphore.
+    Permit,
+}
+
+impl Subject {
+    fn label(self) -> &'static str {
+        match self {
+            Subject::Plain => "contended plain",
+            Subject::Fair => "contended fair",
+            Subject::Write => "contended write",
+            Subject::Permit => "contended permit",
+        }
+    }
+
+    fn handle(self, client: &relock::Client) -> Handle {
+        match self {
+            Subject::Plain => Handle::Lock(client.lock("bench:h")),
+            Subject::Fair => Handle::Lock(client.fair_lock("bench:f")),
+            Subject::Write => Handle::Write(client.read_write_lock("bench:w").write_lock()),
+            Subject::Permit => Handle::Permit(client.semaphore("bench:p")),
+        }
+    }
+}
+
+/// One worker's handle on the subject.
+enum Handle {
+    Lock(relock::Lock),
+    Write(relock::WriteLock),
+    Permit(relock::Semaphore),
+}
+
+/// What a worker holds.
+enum Held {
+    Guard(relock::LockGuard),
+    Permit(relock::Semaphore),
+}
+
+impl Handle {
+    async fn take_for(&self, wait: Duration) -> relock::Result<Option<Held>> {
+        Ok(match self {
+            Handle::Lock(l) => l.try_lock_for(wait).await?.map(Held::Guard),
+            Handle::Write(w) => w.try_lock_for(wait).await?.map(Held::Guard),
+            Handle::Permit(s) => s
+                .try_acquire_for(1, wait)
+                .await?
+                .then(|| Held::Permit(s.clone())),
+        })
+    }
+}
+
+impl Held {
+    async fn release(self) -> relock::Result<()> {
+        match self {
+            Held::Guard(g) => g.unlock().await,
+            Held::Permit(s) => s.release(1).await,
+        }
+    }
+}
+
+/// H-wait from `docs/performance.md`: after its release a worker asks again only once another
+/// worker holds the subject, so every handoff goes to a waiter that was parked.
 pub(crate) async fn contended(
     url: &str,
     workers: usize,
     hold: Duration,
     secs: Duration,
-    fair: bool,
+    subject: Subject,
 ) -> Result<Contended, CliError> {
     let clients = [
         relock::Client::connect(url).await?,
@@ -635,22 +704,19 @@ pub(crate) async fn contended(
     let holder_tx = Arc::new(holder_tx);
     let last_release: Arc<Mutex<Option<(Instant, usize)>>> = Arc::default();
     let latencies: Arc<Mutex<Latencies>> = Arc::default();
-    let label = if fair {
-        "contended fair"
-    } else {
-        "contended plain"
-    };
-    let phase = Phase::start(label, secs, "pairs");
+    if subject == Subject::Permit {
+        // One permit: a semaphore used as a lock, so that every acquisition is a handoff.
+        let sem = clients[0].semaphore("bench:p");
+        sem.drain().await?;
+        sem.release(1).await?;
+    }
+    let phase = Phase::start(subject.label(), secs, "pairs");
     let acquisitions = phase.counter();
     let timeouts = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + secs;
     let mut handles = Vec::new();
     for id in 0..workers {
-        let lock = if fair {
-            clients[id % 2].fair_lock("bench:f")
-        } else {
-            clients[id % 2].lock("bench:h")
-        };
+        let lock = subject.handle(&clients[id % 2]);
         let (holder_tx, last_release, latencies) =
             (holder_tx.clone(), last_release.clone(), latencies.clone());
         let (acquisitions, timeouts) = (acquisitions.clone(), timeouts.clone());
@@ -659,7 +725,7 @@ pub(crate) async fn contended(
             while Instant::now() < deadline {
                 // A parked waiter is woken within the holder's TTL at worst (30 s); far less
                 // than that counts as a lost wake-up.
-                let Some(guard) = lock.try_lock_for(Duration::from_secs(2)).await? else {
+                let Some(held) = lock.take_for(Duration::from_secs(2)).await? else {
                     timeouts.fetch_add(1, Ordering::Relaxed);
                     continue;
                 };
@@ -673,7 +739,7 @@ pub(crate) async fn contended(
                 }
                 tokio::time::sleep(hold).await;
                 *last_release.lock().unwrap() = Some((Instant::now(), id));
-                guard.unlock().await?;
+                held.release().await?;
                 // Re-ask only once someone else holds it (or the run is over).
                 let _ = tokio::time::timeout_at(
                     deadline.into(),
@@ -688,6 +754,11 @@ pub(crate) async fn contended(
         h.await.map_err(|e| CliError::Failed(e.to_string()))??;
     }
     phase.finish().await;
+    if subject == Subject::Permit {
+        let _: i64 = fred::interfaces::KeysInterface::del(clients[0].pool(), "bench:p")
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))?;
+    }
     for c in &clients {
         c.shutdown().await;
     }

@@ -133,7 +133,12 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
 
     // H-wait, plain then fair.
     for fair in [false, true] {
-        let h = contended(&url, 16, Duration::from_millis(5), secs, fair).await?;
+        let subject = if fair {
+            crate::bench::Subject::Fair
+        } else {
+            crate::bench::Subject::Plain
+        };
+        let h = contended(&url, 16, Duration::from_millis(5), secs, subject).await?;
         let lat = h.latencies;
         let (p50, p99) = (lat.percentile(50.0), lat.percentile(99.0));
         let kind = if fair { "fair" } else { "plain" };

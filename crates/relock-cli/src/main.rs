@@ -22,6 +22,7 @@ mod report;
 mod run;
 mod stats;
 mod status;
+mod sync_bench;
 mod watch;
 mod watchdog_bench;
 
@@ -58,6 +59,9 @@ enum Command {
     BenchCompare(compare::Args),
     /// Measures the quorum lock on local masters beside a single node, a paused node and rslock.
     BenchQuorum(quorum_bench::Args),
+    /// Measures the read-write lock and the semaphore beside the plain lock: uncontended
+    /// pairs/s, and handoff latency of the write lock and of a semaphore's permit.
+    BenchSync(sync_bench::Args),
     /// Measures uncontended throughput on one master and on a local 3-master cluster.
     BenchCluster(cluster_bench::Args),
     /// Holds many locks and measures renewal calls per period and client CPU.
@@ -96,6 +100,7 @@ async fn main() -> std::process::ExitCode {
             Command::BenchQuorum(args) => quorum_bench::run(args).await,
             Command::BenchCompare(args) => compare::run(args).await,
             Command::BenchCluster(args) => cluster_bench::run(args).await,
+            Command::BenchSync(args) => sync_bench::run(args).await,
             Command::BenchWatchdog(args) => watchdog_bench::run(args).await,
         }
     };

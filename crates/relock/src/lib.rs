@@ -35,6 +35,10 @@
 //!   that dies stops holding up the line after its heartbeat deadline (5 s).
 //! - [`QuorumLock`] ([`QuorumClient`]`::lock(name)`): Redlock over N independent masters, held
 //!   while a majority granted it; survives a minority of masters down. Same guard.
+//! - [`ReadWriteLock`] (`client.read_write_lock(name)`): many readers or one writer
+//!   (Redisson's `RReadWriteLock`); a writer may downgrade, a reader cannot upgrade.
+//! - [`Semaphore`] (`client.semaphore(name)`) and [`CountDownLatch`]
+//!   (`client.count_down_latch(name)`): Redisson's `RSemaphore` and `RCountDownLatch`.
 //! - A lease-based lock cannot promise mutual exclusion through process pauses or clock jumps;
 //!   if correctness depends on it, have the protected resource check
 //!   [`LockGuard::fencing_token`]. `docs/safety.md` says exactly what is and is not promised.
@@ -74,8 +78,12 @@
 //! - `owner`: [`Owner`], an explicit owner whose scope re-enters its holds.
 //! - `status`: [`Lock::status`], a snapshot of a lock for operators.
 //!
+//! - `counter`: what the counting kinds share: count arguments, request ids, one wait.
+//!
 //! Kinds:
-//! - `lock`: [`Lock`] (plain and fair), its handle and the plain wait loop.
+//! - `lock`: [`Lock`] (plain and fair), its handle and queries.
+//! - `rwlock`: [`ReadWriteLock`] and its two sides, [`ReadLock`] and [`WriteLock`].
+//! - `semaphore` and `latch`: [`Semaphore`] and [`CountDownLatch`], over `counter`.
 //! - `fair` and `line`: the fair lock's wait loop, its waiters' heartbeats, and this client's
 //!   registry of waiters in lines.
 //! - `quorum`: [`QuorumClient`], the quorum backend: nodes, restart quarantine, release and

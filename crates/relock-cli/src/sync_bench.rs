@@ -1,0 +1,207 @@
+//! `relock bench-sync`: Redisson's other synchronizers beside the plain lock, in one run on one
+//! server: uncontended pairs/s (plain lock on own keys, read lock on one shared key, semaphore
+//! with a permit per task) and H-wait handoff latency (plain lock, write lock, a semaphore's
+//! one permit).
+
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use crate::bench::{contended, uncontended, Subject};
+use crate::progress::Phase;
+use crate::report::{outln, JsonTo, Text};
+use crate::stats::{as_ms, ms};
+use crate::{CliError, Target};
+
+/// Options of `relock bench-sync`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// Redis to use; by default a local redis-server is started.
+    #[arg(long)]
+    redis: Option<String>,
+    /// Seconds per case.
+    #[arg(long, default_value_t = 3)]
+    seconds: u64,
+    /// Tasks for the uncontended cases.
+    #[arg(long, default_value_t = 64)]
+    tasks: usize,
+    /// Workers (in 2 clients) for the handoff cases.
+    #[arg(long, default_value_t = 16)]
+    workers: usize,
+    /// How long a holder keeps the lock or permit in the handoff cases, in ms.
+    #[arg(long, default_value_t = 5)]
+    hold_ms: u64,
+    /// Also write the results as JSON to FILE (`-`: stdout, the text report then goes to
+    /// stderr).
+    #[arg(long, value_name = "FILE", value_parser = JsonTo::from_arg)]
+    json: Option<JsonTo>,
+}
+
+#[derive(serde::Serialize)]
+struct Rate {
+    case: &'static str,
+    pairs_per_s: f64,
+    ratio_to_plain: f64,
+}
+
+#[derive(serde::Serialize)]
+struct Handoff {
+    case: &'static str,
+    handoffs: u64,
+    p50_ms: f64,
+    p99_ms: f64,
+    p50_ratio_to_plain: f64,
+    acquisitions_timed_out: u64,
+}
+
+#[derive(serde::Serialize)]
+struct Report {
+    redis: String,
+    seconds_per_case: u64,
+    tasks: usize,
+    workers: usize,
+    hold_ms: u64,
+    uncontended: Vec<Rate>,
+    handoff: Vec<Handoff>,
+}
+
+pub(crate) async fn run(args: Args) -> Result<(), CliError> {
+    let text = Text::new(args.json.as_ref());
+    let target = Target::new(args.redis.clone())?;
+    let secs = Duration::from_secs(args.seconds);
+    outln!(
+        text,
+        "relock bench-sync on {} ({} s per case)\n",
+        relock::redacted_url(&target.url),
+        args.seconds
+    );
+    let plain = uncontended(&target.url, args.tasks, None, true, secs, "plain lock").await?;
+    let reads = shared_reads(&target.url, args.tasks, secs).await?;
+    let permits = permits(&target.url, args.tasks, secs).await?;
+    outln!(text, "uncontended: {} tasks", args.tasks);
+    let mut rates = Vec::new();
+    for (case, rate) in [
+        ("plain lock, own keys", plain),
+        ("read lock, one shared key", reads),
+        ("semaphore, a permit per task", permits),
+    ] {
+        outln!(
+            text,
+            "  {case:<30} {rate:>9.0} pairs/s  ({:.2} x the plain lock)",
+            rate / plain
+        );
+        rates.push(Rate {
+            case,
+            pairs_per_s: rate,
+            ratio_to_plain: rate / plain,
+        });
+    }
+    outln!(
+        text,
+        "\nhandoff (H-wait): {} workers in 2 clients, hold {} ms, re-ask only after another worker holds it",
+        args.workers,
+        args.hold_ms
+    );
+    let mut handoffs: Vec<Handoff> = Vec::new();
+    for (case, subject) in [
+        ("plain lock", Subject::Plain),
+        ("write lock", Subject::Write),
+        ("semaphore permit", Subject::Permit),
+    ] {
+        let hold = Duration::from_millis(args.hold_ms);
+        let h = contended(&target.url, args.workers, hold, secs, subject).await?;
+        let (p50, p99) = (h.latencies.percentile(50.0), h.latencies.percentile(99.0));
+        let plain_p50 = handoffs.first().map_or(as_ms(p50), |p| p.p50_ms);
+        let ratio = as_ms(p50) / plain_p50.max(1e-6);
+        outln!(
+            text,
+            "  {case:<18} p50 {}  p99 {}  ({ratio:.2} x the plain lock's p50; {} handoffs, {} timed out)",
+            ms(p50),
+            ms(p99),
+            h.latencies.len(),
+            h.lost_wakeups
+        );
+        handoffs.push(Handoff {
+            case,
+            handoffs: h.latencies.len(),
+            p50_ms: as_ms(p50),
+            p99_ms: as_ms(p99),
+            p50_ratio_to_plain: ratio,
+            acquisitions_timed_out: h.lost_wakeups,
+        });
+    }
+    if let Some(json) = &args.json {
+        json.write(&Report {
+            redis: relock::redacted_url(&target.url),
+            seconds_per_case: args.seconds,
+            tasks: args.tasks,
+            workers: args.workers,
+            hold_ms: args.hold_ms,
+            uncontended: rates,
+            handoff: handoffs,
+        })?;
+    }
+    Ok(())
+}
+
+/// Read-lock acquire+release pairs/s: `tasks` tasks read one shared key (readers share, so
+/// none waits).
+async fn shared_reads(url: &str, tasks: usize, secs: Duration) -> Result<f64, CliError> {
+    let client = relock::Client::connect(url).await?;
+    crate::signals::register(&client);
+    let lock = client.read_write_lock("bench:r").read_lock();
+    lock.lock().await?.unlock().await?;
+    let phase = Phase::start("read lock", secs, "pairs");
+    let done = phase.counter();
+    let (start, mut handles) = (Instant::now(), Vec::new());
+    for _ in 0..tasks {
+        let (lock, done) = (lock.clone(), done.clone());
+        handles.push(tokio::spawn(async move {
+            while start.elapsed() < secs {
+                lock.lock().await?.unlock().await?;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok::<(), relock::Error>(())
+        }));
+    }
+    for h in handles {
+        h.await.map_err(|e| CliError::Failed(e.to_string()))??;
+    }
+    let rate = done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
+    phase.finish().await;
+    client.shutdown().await;
+    Ok(rate)
+}
+
+/// Semaphore acquire+release pairs/s: `tasks` tasks on one semaphore with a permit each (none
+/// waits).
+async fn permits(url: &str, tasks: usize, secs: Duration) -> Result<f64, CliError> {
+    let client = relock::Client::connect(url).await?;
+    crate::signals::register(&client);
+    let sem = client.semaphore("bench:s");
+    sem.drain().await?;
+    sem.release(tasks as u64).await?;
+    let phase = Phase::start("semaphore", secs, "pairs");
+    let done = phase.counter();
+    let (start, mut handles) = (Instant::now(), Vec::new());
+    for _ in 0..tasks {
+        let (sem, done) = (sem.clone(), done.clone());
+        handles.push(tokio::spawn(async move {
+            while start.elapsed() < secs {
+                sem.acquire(1).await?;
+                sem.release(1).await?;
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            Ok::<(), relock::Error>(())
+        }));
+    }
+    for h in handles {
+        h.await.map_err(|e| CliError::Failed(e.to_string()))??;
+    }
+    let rate = done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
+    phase.finish().await;
+    let _: i64 = fred::interfaces::KeysInterface::del(client.pool(), "bench:s")
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    client.shutdown().await;
+    Ok(rate)
+}
