@@ -251,7 +251,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         for k in s.keys().unwrap_or_default() {
             let ttl = s.cmd(&["PTTL", &k]).ok().and_then(|v| v.as_int());
             outln!(text, "    left on node {i}: {k} (pttl {ttl:?} ms)");
-            left_without_ttl += i64::from(!ttl.is_some_and(|t| t > 0));
+            left_without_ttl += i64::from(ttl.is_none_or(|t| t <= 0));
             left_elsewhere += i64::from(i != n / 2);
         }
     }
