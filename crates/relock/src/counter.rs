@@ -1,5 +1,6 @@
-//! The shared parts of the counting kinds ([`Semaphore`](crate::Semaphore) and
-//! [`CountDownLatch`](crate::CountDownLatch)): count arguments and replies, and their wait.
+//! The shared parts of the counting kinds ([`Semaphore`](crate::Semaphore),
+//! [`PermitSemaphore`](crate::PermitSemaphore) and [`CountDownLatch`](crate::CountDownLatch)):
+//! count arguments and replies, and their wait.
 //!
 //! Their waits have no lease to bound a sleep (a lock's waiter sleeps until the holder's lease
 //! ends), so a waiter subscribes before its next check, and parks until a message or a
@@ -94,6 +95,18 @@ impl Transient {
     }
 }
 
+/// A script reply of a shape the script never sends (a protocol error).
+pub(crate) fn unexpected(operation: &'static str, inner: &Inner, reply: &[i64]) -> Error {
+    Error::Redis {
+        operation,
+        server: inner.server(),
+        source: fred::error::Error::new(
+            fred::error::ErrorKind::Protocol,
+            format!("unexpected {operation} reply {reply:?}"),
+        ),
+    }
+}
+
 /// Rejects a permit or count argument of 0 or above [`MAX_COUNT`].
 pub(crate) fn validate_count(name: &'static str, n: u64, what: &str) -> Result<()> {
     if n == 0 {
@@ -140,10 +153,25 @@ impl Names {
         inner: &Inner,
         script: &Script,
         operation: &'static str,
+        args: Vec<String>,
+    ) -> Result<R> {
+        self.run_publishing_with(inner, script, operation, &[], args)
+            .await
+    }
+
+    /// As [`run_publishing`](Names::run_publishing), with `more` keys after the two (a
+    /// permit-expirable semaphore's timeouts).
+    pub(crate) async fn run_publishing_with<R: FromValue>(
+        &self,
+        inner: &Inner,
+        script: &Script,
+        operation: &'static str,
+        more: &[&str],
         mut args: Vec<String>,
     ) -> Result<R> {
         args.push(inner.publish_cmd().into());
-        let keys = vec![self.key.clone(), self.channel.clone()];
+        let mut keys = vec![self.key.clone(), self.channel.clone()];
+        keys.extend(more.iter().map(|k| k.to_string()));
         script
             .run(inner.pool.next(), keys, args)
             .await
@@ -172,6 +200,9 @@ pub(crate) enum Check {
     /// Not yet, and the message that woke us is likely for another local waiter (a semaphore
     /// waiter woken for permits too few for it): pass the wake-up on, then sleep.
     PassOn,
+    /// Not yet, but something frees by itself within this long, without a message (a permit
+    /// whose lease ends): sleep no longer than that, nor than the re-check period.
+    Within(Duration),
 }
 
 /// Waits until `check` says [`Check::Done`] (`Ok(true)`), or `wait` has passed (`Ok(false)`;
@@ -222,6 +253,7 @@ where
         // Registered before the check: a message published while it runs wakes us.
         let mut woken = pin!(sub.notified());
         woken.as_mut().enable();
+        let mut sleep = recheck.period();
         match check(std::mem::take(&mut woken_by_message)).await {
             Ok(Check::Done) => return Ok(true),
             Ok(Check::NotYet) => errors.ok(),
@@ -229,9 +261,13 @@ where
                 errors.ok();
                 sub.pass_on(&mut passed);
             }
+            Ok(Check::Within(frees)) => {
+                errors.ok();
+                sleep = sleep.min(frees);
+            }
             Err(e) => errors.after(inner, e)?,
         }
-        match inner.park(recheck.period(), deadline, woken).await? {
+        match inner.park(sleep, deadline, woken).await? {
             None => return errors.timed_out(),
             Some(woken) => {
                 recheck.after(woken);

@@ -75,6 +75,15 @@ pub(crate) fn prefixed(prefix: &str, name: &str) -> String {
     }
 }
 
+/// Redisson's `suffixName`: `{name}:suffix`, or `name:suffix` when the name carries its own tag.
+pub(crate) fn suffixed(name: &str, suffix: &str) -> String {
+    if name.contains('{') {
+        format!("{name}:{suffix}")
+    } else {
+        format!("{{{name}}}:{suffix}")
+    }
+}
+
 /// Rejects names whose derived keys could not share a cluster slot.
 pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
@@ -118,6 +127,17 @@ mod tests {
         let k = LockKeys::new("orders:{42}:a", true).unwrap();
         assert_eq!(k.channel, "redisson_lock__channel:orders:{42}:a");
         assert_eq!(k.queue.unwrap().alive, "relock_fair_alive:orders:{42}:a");
+    }
+
+    #[test]
+    fn suffixes_follow_redissons_rule_and_share_the_names_slot() {
+        assert_eq!(suffixed("jobs", "timeout"), "{jobs}:timeout");
+        assert_eq!(suffixed("a{t}b", "timeout"), "a{t}b:timeout");
+        for name in ["jobs", "a{t}b"] {
+            let slot = |k: &str| fred::util::redis_keyslot(k.as_bytes());
+            assert_eq!(slot(name), slot(&suffixed(name, "timeout")), "{name}");
+            assert_eq!(slot(name), slot(&prefixed("redisson_sc", name)), "{name}");
+        }
     }
 
     #[test]

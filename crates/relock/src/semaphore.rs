@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::{Client, Inner};
-use crate::counter::{validate_count, wait_until, Check, Names, MAX_COUNT};
+use crate::counter::{unexpected, validate_count, wait_until, Check, Names, MAX_COUNT};
 use crate::error::{Error, Result};
 use crate::keys::{prefixed, validate_name};
 use crate::pubsub::ChannelKind;
@@ -155,17 +155,6 @@ async fn add(inner: &Inner, names: &Names, n: i64) -> Result<i64> {
             ),
         )),
         other => Err(unexpected("semaphore add", inner, other)),
-    }
-}
-
-fn unexpected(operation: &'static str, inner: &Inner, reply: &[i64]) -> Error {
-    Error::Redis {
-        operation,
-        server: inner.server(),
-        source: fred::error::Error::new(
-            fred::error::ErrorKind::Protocol,
-            format!("unexpected {operation} reply {reply:?}"),
-        ),
     }
 }
 
