@@ -53,8 +53,8 @@ pub enum Error {
         id: String,
     },
     /// A key of the lock (its hash, fencing counter or fair line), or of a semaphore or latch
-    /// (its count), holds something relock does not keep there.
-    #[error("key `{key}` exists but does not hold what relock keeps there (a lock hash of hold counts, its fencing counter, or its fair line; a semaphore's or latch's integer count); pick another name or delete the key")]
+    /// (its count, a permit semaphore's timeouts), holds something relock does not keep there.
+    #[error("key `{key}` exists but does not hold what relock keeps there (a lock hash of hold counts, its fencing counter, or its fair line; a semaphore's or latch's integer count, or a permit semaphore's sorted set of timeouts); pick another name or delete the key")]
     WrongType {
         /// The key.
         key: String,

@@ -507,13 +507,30 @@ fn validate_id(id: &str) -> Result<()> {
 /// Dropping the guard gives the permit back in the background; use
 /// [`release`](PermitGuard::release) to learn the outcome. A guard dropped where no tokio
 /// runtime runs stops being renewed, and its permit comes back when its lease ends.
+/// [`Client::shutdown`] gives back the permits of guards still alive; they then report
+/// themselves lost.
 #[must_use = "if unused the permit is given back at once"]
 #[clippy::has_significant_drop]
-#[derive(Debug)]
 pub struct PermitGuard {
     inner: Arc<Inner>,
     lease: Arc<Lease>,
     released: bool,
+}
+
+impl std::fmt::Debug for PermitGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let left = self
+            .lease
+            .valid_until()
+            .saturating_duration_since(Instant::now());
+        f.debug_struct("PermitGuard")
+            .field("semaphore", &self.lease.keys.count)
+            .field("id", &self.lease.id)
+            .field("renewed", &self.lease.renewed)
+            .field("remaining", &left)
+            .field("lost", &self.is_lost())
+            .finish()
+    }
 }
 
 impl PermitGuard {
