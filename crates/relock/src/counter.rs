@@ -209,7 +209,8 @@ pub(crate) enum Check {
 /// `None`: no deadline). `check(woken)` is told whether a message woke this round.
 ///
 /// One check first; if it is not done, subscribe to `channel` (as `kind`), then loop: arm the
-/// wake-up, check again, park. Transient errors are retried after the next sleep for up to
+/// wake-up, check again, park (for the re-check period, or less if the check said
+/// [`Check::Within`]). Transient errors are retried after the next sleep for up to
 /// one command timeout ([`Transient`]).
 ///
 /// # Cancel safety

@@ -106,7 +106,8 @@ impl Client {
         }
     }
 
-    /// How many permits of permit-expirable semaphores this client's guards hold right now.
+    /// How many permits of permit-expirable semaphores this client's guards hold right now
+    /// (guards not yet released or dropped, also those whose permit was lost meanwhile).
     pub fn held_permits(&self) -> usize {
         self.inner.permits.len()
     }
@@ -590,6 +591,9 @@ impl PermitGuard {
     /// renewal, or a renewal found its id gone (released by id, deleted, or expired on the
     /// server). It never resolves later than [`valid_until`](PermitGuard::valid_until) (plus
     /// scheduling noise).
+    ///
+    /// # Errors
+    /// None: it only waits.
     ///
     /// # Cancel safety
     /// Cancel safe: it only observes.
