@@ -1,10 +1,20 @@
-//! Scenarios for the read-write lock (`r*`), the semaphore (`s*`) and the count-down latch (`l*`), on real redis-servers,
-//! one per file, each named as a sentence.
+//! Scenarios for the read-write lock (`r*`), the semaphore (`s*`), the permit-expirable
+//! semaphore (`p*`) and the count-down latch (`l*`), on real redis-servers, one per file, each
+//! named as a sentence.
 
 mod l10_waiters_on_two_clients_open_when_the_count_reaches_zero;
 mod l20_wait_for_times_out_and_try_set_count_sets_only_if_absent;
 mod l30_a_latch_deleted_without_a_message_still_opens_a_waiter_within_a_second;
 mod l40_dropped_waits_leave_no_subscription;
+mod p10_two_clients_with_sixteen_tasks_each_never_hold_more_than_three_permits;
+mod p20_a_holder_that_stops_renewing_gives_its_permit_back_when_its_lease_ends;
+mod p30_the_watchdog_keeps_a_permit_past_three_leases_and_lost_fires_when_its_id_is_deleted;
+mod p40_a_waiter_is_woken_promptly_by_a_release_and_within_its_bound_by_an_expiry;
+mod p50_dropped_acquires_leave_every_permit_available_and_no_subscription;
+mod p60_bad_input_and_keys_of_another_type_get_typed_errors;
+mod p70_permits_written_as_redisson_writes_them_are_shared_with_relock;
+mod p80_permits_on_three_cluster_masters_are_renewed_and_wake_waiters;
+mod p90_shutdown_gives_back_every_permit_its_guards_hold;
 mod r10_two_clients_of_readers_and_writers_never_overlap_a_writer;
 mod r20_a_writer_can_downgrade_but_a_reader_cannot_upgrade;
 mod r30_a_write_release_wakes_every_waiting_reader_and_a_read_release_wakes_a_writer;

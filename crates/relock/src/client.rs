@@ -635,6 +635,8 @@ async fn start(
         line: crate::line::Line::default(),
         heartbeats: std::sync::Once::new(),
         runtime: tokio::runtime::Handle::current(),
+        permits: crate::leases::Leases::default(),
+        permit_renewal: std::sync::Once::new(),
         owns_pool,
         parked: AtomicUsize::new(0),
         rediscovering: Arc::new(AtomicBool::new(false)),
@@ -899,6 +901,10 @@ pub(crate) struct Inner {
     /// later (the fair heartbeat) runs there too, not on the runtime of whatever called it,
     /// which may end sooner.
     pub(crate) runtime: tokio::runtime::Handle,
+    /// Permits held through this client's guards on permit-expirable semaphores.
+    pub(crate) permits: crate::leases::Leases,
+    /// Started with the first renewed permit (`permits`).
+    pub(crate) permit_renewal: std::sync::Once,
     /// Whether the pool is ours to close (not one given to `build_with_pool`).
     owns_pool: bool,
     /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.
@@ -977,7 +983,8 @@ impl Client {
         self.inner.pubsub.channel_count()
     }
 
-    /// Releases every lock this client holds, stops the watchdog and the dispatcher, wakes
+    /// Releases every lock this client holds (and gives back the permits its
+    /// [`PermitGuard`](crate::PermitGuard)s hold), stops the watchdog and the dispatcher, wakes
     /// waiters (they return [`Error::Shutdown`]) and closes the connections.
     ///
     /// It first waits (at most one command timeout) for the attempts, releases and leaves of
@@ -1007,6 +1014,7 @@ impl Client {
         // Release every hold and leave every line at once, not one round trip after another.
         let mut work = tokio::task::JoinSet::new();
         let first = inner.shared.holds.all();
+        let first_permits = inner.permits.all();
         for hold in first.iter().cloned() {
             hold.mark_ended();
             let inner = inner.clone();
@@ -1034,6 +1042,7 @@ impl Client {
                 }
             });
         }
+        give_back_permits(inner, &mut work, first_permits.clone());
         while work.join_next().await.is_some() {}
         // An attempt that passed its running check just before the flag was set may have been
         // granted meanwhile: release whatever holds appeared after the first list was taken.
@@ -1051,6 +1060,14 @@ impl Client {
                 tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
             }
         }
+        let late_permits = inner
+            .permits
+            .all()
+            .into_iter()
+            .filter(|l| !first_permits.iter().any(|f| Arc::ptr_eq(f, l)))
+            .collect();
+        give_back_permits(inner, &mut work, late_permits);
+        while work.join_next().await.is_some() {}
         inner.shared.holds.clear();
         inner.pubsub.wake_all();
         let _ = inner.shutdown.send(true);
@@ -1058,6 +1075,32 @@ impl Client {
         if inner.owns_pool {
             let _ = inner.pool.quit().await;
         }
+    }
+}
+
+/// Shutdown: gives back `leases` (permits this client's guards hold on permit-expirable
+/// semaphores) in parallel on `work`; each is marked lost first, so its guard reports it.
+fn give_back_permits(
+    inner: &Arc<Inner>,
+    work: &mut tokio::task::JoinSet<()>,
+    leases: Vec<Arc<crate::leases::Lease>>,
+) {
+    for lease in leases {
+        lease.mark_lost();
+        let inner = inner.clone();
+        work.spawn(async move {
+            let publish = inner.publish_cmd();
+            let call = crate::leases::release(inner.pool.next(), &lease.keys, &lease.id, publish);
+            let error = match tokio::time::timeout(inner.settings.command_timeout, call).await {
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) => Some(crate::redact::in_text(&e.to_string(), &inner.settings.url)),
+                Err(_) => Some(format!("no reply within {:?}", inner.settings.command_timeout)),
+            };
+            if let Some(error) = error {
+                tracing::warn!(semaphore = %lease.keys.count, id = %lease.id, %error, "giving back a permit at shutdown failed; it comes back when its lease ends");
+            }
+            inner.permits.remove(&lease);
+        });
     }
 }
 

@@ -1,5 +1,6 @@
-//! The shared parts of the counting kinds ([`Semaphore`](crate::Semaphore) and
-//! [`CountDownLatch`](crate::CountDownLatch)): count arguments and replies, and their wait.
+//! The shared parts of the counting kinds ([`Semaphore`](crate::Semaphore),
+//! [`PermitSemaphore`](crate::PermitSemaphore) and [`CountDownLatch`](crate::CountDownLatch)):
+//! count arguments and replies, and their wait.
 //!
 //! Their waits have no lease to bound a sleep (a lock's waiter sleeps until the holder's lease
 //! ends), so a waiter subscribes before its next check, and parks until a message or a
@@ -95,6 +96,18 @@ impl Transient {
     }
 }
 
+/// A script reply of a shape the script never sends (a protocol error).
+pub(crate) fn unexpected(operation: &'static str, inner: &Inner, reply: &[i64]) -> Error {
+    Error::Redis {
+        operation,
+        server: inner.server(),
+        source: fred::error::Error::new(
+            fred::error::ErrorKind::Protocol,
+            format!("unexpected {operation} reply {reply:?}"),
+        ),
+    }
+}
+
 /// Rejects a permit or count argument of 0 or above [`MAX_COUNT`].
 pub(crate) fn validate_count(name: &'static str, n: u64, what: &str) -> Result<()> {
     if n == 0 {
@@ -170,18 +183,20 @@ pub(crate) struct Names {
 }
 
 impl Names {
-    /// Runs `script` with KEYS `[key, channel]` and ARGV `args` followed by the publish
-    /// command (`publish`, or `spublish` on a Cluster). With `once` (a call that must take
-    /// effect once), KEYS also gets a [`Request`] key, and ARGV its lifetime.
+    /// Runs `script` with KEYS `[key, channel, more…]` and ARGV `args` followed by the
+    /// publish command (`publish`, or `spublish` on a Cluster). With `once` (a call that must
+    /// take effect once), KEYS also gets a [`Request`] key, and ARGV its lifetime.
     pub(crate) async fn run_publishing<R: FromValue>(
         &self,
         inner: &Inner,
         (script, operation): (&Script, &'static str),
+        more: &[&str],
         mut args: Vec<String>,
         once: bool,
     ) -> Result<R> {
         args.push(inner.publish_cmd().into());
         let mut keys = vec![self.key.clone(), self.channel.clone()];
+        keys.extend(more.iter().map(|k| k.to_string()));
         let request = once.then(|| Request::new(inner, &self.key));
         if let Some(r) = &request {
             keys.push(r.key.clone());
@@ -220,13 +235,17 @@ pub(crate) enum Check {
     /// Not yet, and the message that woke us is likely for another local waiter (a semaphore
     /// waiter woken for permits too few for it): pass the wake-up on, then sleep.
     PassOn,
+    /// Not yet, but something frees by itself within this long, without a message (a permit
+    /// whose lease ends): sleep no longer than that, nor than the re-check period.
+    Within(Duration),
 }
 
 /// Waits until `check` says [`Check::Done`] (`Ok(true)`), or `wait` has passed (`Ok(false)`;
 /// `None`: no deadline). `check(woken)` is told whether a message woke this round.
 ///
 /// One check first; if it is not done, subscribe to `channel` (as `kind`), then loop: arm the
-/// wake-up, check again, park. Transient errors are retried after the next sleep for up to
+/// wake-up, check again, park (for the re-check period, or less if the check said
+/// [`Check::Within`]). Transient errors are retried after the next sleep for up to
 /// one command timeout ([`Transient`]).
 ///
 /// # Cancel safety
@@ -270,6 +289,7 @@ where
         // Registered before the check: a message published while it runs wakes us.
         let mut woken = pin!(sub.notified());
         woken.as_mut().enable();
+        let mut sleep = recheck.period();
         match check(std::mem::take(&mut woken_by_message)).await {
             Ok(Check::Done) => return Ok(true),
             Ok(Check::NotYet) => errors.ok(),
@@ -277,9 +297,13 @@ where
                 errors.ok();
                 sub.pass_on(&mut passed);
             }
+            Ok(Check::Within(frees)) => {
+                errors.ok();
+                sleep = sleep.min(frees);
+            }
             Err(e) => errors.after(inner, e)?,
         }
-        match inner.park(recheck.period(), deadline, woken).await? {
+        match inner.park(sleep, deadline, woken).await? {
             None => return errors.timed_out(),
             Some(woken) => {
                 recheck.after(woken);

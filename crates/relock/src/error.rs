@@ -51,9 +51,19 @@ pub enum Error {
         /// The lock name.
         name: String,
     },
+    /// A permit of a [`PermitSemaphore`](crate::PermitSemaphore) ended while its guard held it:
+    /// its lease ran out (renewals failed, or a fixed lease was too short), or it was released
+    /// by id or deleted elsewhere. Its slot may have been handed to someone else since.
+    #[error("permit `{id}` of semaphore `{semaphore}` was lost while held (its lease ran out, or it was released by id or deleted elsewhere)")]
+    PermitLost {
+        /// The semaphore's name.
+        semaphore: String,
+        /// The permit's id.
+        id: String,
+    },
     /// A key of the lock (its hash, fencing counter or fair line), or of a semaphore or latch
-    /// (its count), holds something relock does not keep there.
-    #[error("key `{key}` exists but does not hold what relock keeps there (a lock hash of hold counts, its fencing counter, or its fair line; a semaphore's or latch's integer count); pick another name or delete the key")]
+    /// (its count, a permit semaphore's timeouts), holds something relock does not keep there.
+    #[error("key `{key}` exists but does not hold what relock keeps there (a lock hash of hold counts, its fencing counter, or its fair line; a semaphore's or latch's integer count, or a permit semaphore's sorted set of timeouts); pick another name or delete the key")]
     WrongType {
         /// The key.
         key: String,

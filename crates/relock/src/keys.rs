@@ -113,6 +113,15 @@ pub(crate) fn prefixed(prefix: &str, name: &str) -> String {
     }
 }
 
+/// Redisson's `suffixName`: `{name}:suffix`, or `name:suffix` when the name carries its own tag.
+pub(crate) fn suffixed(name: &str, suffix: &str) -> String {
+    if name.contains('{') {
+        format!("{name}:{suffix}")
+    } else {
+        format!("{{{name}}}:{suffix}")
+    }
+}
+
 /// Rejects names whose derived keys could not share a cluster slot.
 pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
@@ -165,6 +174,17 @@ mod tests {
         assert_eq!(k.read_timeout("c:1"), "{doc:7}:c:1:rwlock_timeout:1");
         let t = LockKeys::read_write("doc:{7}", Side::Write).unwrap();
         assert_eq!(t.read_timeout("c:1"), "doc:{7}:c:1:rwlock_timeout:1");
+    }
+
+    #[test]
+    fn suffixes_follow_redissons_rule_and_share_the_names_slot() {
+        assert_eq!(suffixed("jobs", "timeout"), "{jobs}:timeout");
+        assert_eq!(suffixed("a{t}b", "timeout"), "a{t}b:timeout");
+        for name in ["jobs", "a{t}b"] {
+            let slot = |k: &str| fred::util::redis_keyslot(k.as_bytes());
+            assert_eq!(slot(name), slot(&suffixed(name, "timeout")), "{name}");
+            assert_eq!(slot(name), slot(&prefixed("redisson_sc", name)), "{name}");
+        }
     }
 
     #[test]

@@ -141,6 +141,7 @@ impl CountDownLatch {
             .run_publishing(
                 &self.inner,
                 (&scripts::LATCH_SET, "latch set"),
+                &[],
                 vec![n.to_string()],
                 false,
             )
@@ -171,6 +172,7 @@ impl CountDownLatch {
             .run_publishing(
                 &self.inner,
                 (&scripts::LATCH_COUNT_DOWN, "latch count down"),
+                &[],
                 vec![],
                 true,
             )
@@ -283,6 +285,7 @@ impl CountDownLatch {
             .run_publishing(
                 &self.inner,
                 (&scripts::LATCH_DELETE, "latch delete"),
+                &[],
                 vec![],
                 false,
             )

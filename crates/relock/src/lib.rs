@@ -106,12 +106,14 @@ mod keys;
 mod latch;
 #[cfg(test)]
 mod layers;
+mod leases;
 mod line;
 mod lock;
 mod meter;
 #[cfg(feature = "chaos-mutants")]
 pub mod mutant;
 mod owner;
+mod permits;
 mod pubsub;
 mod quorum;
 mod quorum_lock;
@@ -192,6 +194,14 @@ pub mod lua {
     pub const SEMAPHORE_SET: &str = script!("semaphore_set.lua");
     /// Semaphore: take every available permit.
     pub const SEMAPHORE_DRAIN: &str = script!("semaphore_drain.lua");
+    /// Permit-expirable semaphore: give back expired permits, then take one under an id.
+    pub const PERMITS_ACQUIRE: &str = script!("permits_acquire.lua", "permits", "reclaim");
+    /// Permit-expirable semaphore: give back one permit by its id, and publish the new count.
+    pub const PERMITS_RELEASE: &str = script!("permits_release.lua", "permits", "reclaim");
+    /// Permit-expirable semaphore: a client's batch renewal of its permits' leases.
+    pub const PERMITS_RENEW: &str = script!("permits_renew.lua", "permits");
+    /// Permit-expirable semaphore: give back expired permits, then count available and held.
+    pub const PERMITS_COUNT: &str = script!("permits_count.lua", "permits", "reclaim");
     /// Count-down latch: set the count if the latch has none.
     pub const LATCH_SET: &str = script!("latch_set.lua");
     /// Count-down latch: one count down; open it (and publish) at 0.
@@ -204,6 +214,7 @@ pub use guard::LockGuard;
 pub use latch::CountDownLatch;
 pub use lock::Lock;
 pub use owner::Owner;
+pub use permits::{PermitGuard, PermitSemaphore};
 pub use quorum::{QuorumClient, QuorumClientBuilder};
 pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;

@@ -145,6 +145,14 @@ pub(crate) static SEMAPHORE_SET: LazyLock<Script> =
     LazyLock::new(|| Script::new("semaphore_set", crate::lua::SEMAPHORE_SET));
 pub(crate) static SEMAPHORE_DRAIN: LazyLock<Script> =
     LazyLock::new(|| Script::new("semaphore_drain", crate::lua::SEMAPHORE_DRAIN));
+pub(crate) static PERMITS_ACQUIRE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("permits_acquire", crate::lua::PERMITS_ACQUIRE));
+pub(crate) static PERMITS_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("permits_release", crate::lua::PERMITS_RELEASE));
+pub(crate) static PERMITS_RENEW: LazyLock<Script> =
+    LazyLock::new(|| Script::new("permits_renew", crate::lua::PERMITS_RENEW));
+pub(crate) static PERMITS_COUNT: LazyLock<Script> =
+    LazyLock::new(|| Script::new("permits_count", crate::lua::PERMITS_COUNT));
 pub(crate) static LATCH_SET: LazyLock<Script> =
     LazyLock::new(|| Script::new("latch_set", crate::lua::LATCH_SET));
 pub(crate) static LATCH_COUNT_DOWN: LazyLock<Script> =
@@ -175,6 +183,10 @@ mod tests {
             &*super::SEMAPHORE_ADD,
             &*super::SEMAPHORE_SET,
             &*super::SEMAPHORE_DRAIN,
+            &*super::PERMITS_ACQUIRE,
+            &*super::PERMITS_RELEASE,
+            &*super::PERMITS_RENEW,
+            &*super::PERMITS_COUNT,
             &*super::LATCH_SET,
             &*super::LATCH_COUNT_DOWN,
             &*super::LATCH_DELETE,

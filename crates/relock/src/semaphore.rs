@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::{Client, Inner};
-use crate::counter::{validate_count, wait_until, Check, Names, Request, MAX_COUNT};
+use crate::counter::{unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT};
 use crate::error::{Error, Result};
 use crate::keys::{prefixed, validate_name};
 use crate::pubsub::ChannelKind;
@@ -147,6 +147,7 @@ async fn add(inner: &Inner, names: &Names, n: i64) -> Result<i64> {
         .run_publishing(
             inner,
             (&scripts::SEMAPHORE_ADD, "semaphore add"),
+            &[],
             vec![n.to_string()],
             true,
         )
@@ -161,17 +162,6 @@ async fn add(inner: &Inner, names: &Names, n: i64) -> Result<i64> {
             ),
         )),
         other => Err(unexpected("semaphore add", inner, other)),
-    }
-}
-
-fn unexpected(operation: &'static str, inner: &Inner, reply: &[i64]) -> Error {
-    Error::Redis {
-        operation,
-        server: inner.server(),
-        source: fred::error::Error::new(
-            fred::error::ErrorKind::Protocol,
-            format!("unexpected {operation} reply {reply:?}"),
-        ),
     }
 }
 
@@ -461,6 +451,7 @@ impl Semaphore {
             .run_publishing(
                 &self.inner,
                 (&scripts::SEMAPHORE_SET, "semaphore set"),
+                &[],
                 vec![n.to_string()],
                 false,
             )

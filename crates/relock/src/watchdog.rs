@@ -5,6 +5,7 @@
 //! have run out on the local monotonic clock; only then is the hold marked lost. A renewal that
 //! finds the owner field gone marks the hold lost at once. Renewal never re-creates a lock.
 
+use std::future::Future;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -15,29 +16,64 @@ use crate::backend::Backend;
 use crate::holds::Hold;
 
 /// Starts the watchdog of `backend`; it ends with the backend (or at shutdown).
-pub(crate) fn spawn<B: Backend>(backend: Weak<B>, mut shutdown: watch::Receiver<bool>) {
+pub(crate) fn spawn<B: Backend>(backend: Weak<B>, shutdown: watch::Receiver<bool>) {
+    let Some(period) = backend.upgrade().map(|b| b.renew_period()) else {
+        return;
+    };
+    spawn_rounds(
+        backend,
+        period,
+        shutdown,
+        |b| async move { renew_all(&b).await },
+    );
+}
+
+/// Runs `round` every `period` (after a round that failed, every period/4, at least 10 ms, so
+/// that a retry comes well before a lease can run out) until shutdown or until `owner` is
+/// gone. The watchdog's loop, and the permits' renewal (`permits`).
+pub(crate) fn spawn_rounds<T, F, Fut>(
+    owner: Weak<T>,
+    period: Duration,
+    mut shutdown: watch::Receiver<bool>,
+    round: F,
+) where
+    T: Send + Sync + 'static,
+    F: Fn(Arc<T>) -> Fut + Send + 'static,
+    Fut: Future<Output = bool> + Send,
+{
     tokio::spawn(async move {
-        let Some(period) = backend.upgrade().map(|b| b.renew_period()) else {
-            return;
-        };
         let mut delay = period;
         loop {
             tokio::select! {
                 _ = tokio::time::sleep(delay) => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
-            let Some(backend) = backend.upgrade() else {
+            let Some(owner) = owner.upgrade() else {
                 return;
             };
-            let ok = renew_all(&backend).await;
-            // After a failure, try again well before the lease can run out.
-            delay = if ok {
+            delay = if round(owner).await {
                 period
             } else {
                 (period / 4).max(Duration::from_millis(10))
             };
         }
     });
+}
+
+/// Runs `calls` at once (each in its own task); true if every one returned true.
+pub(crate) async fn all_succeed<Fut>(calls: impl IntoIterator<Item = Fut>) -> bool
+where
+    Fut: Future<Output = bool> + Send + 'static,
+{
+    let mut running = JoinSet::new();
+    for call in calls {
+        running.spawn(call);
+    }
+    let mut ok = true;
+    while let Some(r) = running.join_next().await {
+        ok &= r.unwrap_or(false);
+    }
+    ok
 }
 
 /// One round over every hold that wants renewal, its batches at once; false if any failed.
@@ -52,13 +88,6 @@ async fn renew_all<B: Backend>(backend: &Arc<B>) -> bool {
     if holds.is_empty() {
         return true;
     }
-    let mut batches = JoinSet::new();
-    for batch in backend.renewal_batches(holds) {
-        batches.spawn(backend.clone().renew_batch(batch));
-    }
-    let mut ok = true;
-    while let Some(r) = batches.join_next().await {
-        ok &= r.unwrap_or(false);
-    }
-    ok
+    let batches = backend.renewal_batches(holds);
+    all_succeed(batches.into_iter().map(|b| backend.clone().renew_batch(b))).await
 }

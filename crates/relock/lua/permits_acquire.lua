@@ -1,0 +1,38 @@
+-- permits_acquire: take one permit under the id ARGV[1] for ARGV[2] ms if one is available,
+-- after giving back the permits whose lease has ended. Redisson's
+-- `RPermitExpirableSemaphore.tryAcquire` on the same keys and channel, with the server's clock.
+--
+-- KEYS[1]  the semaphore's count: a string, the number of available permits (missing = 0)
+-- KEYS[2]  its channel, redisson_sc:{name}
+-- KEYS[3]  its timeouts, {name}:timeout: permit id (16 bytes) -> end of its lease (ms)
+-- ARGV[1]  the new permit's id: 32 hex digits, stored as its 16 bytes
+-- ARGV[2]  its lease in ms (>= 1, checked by the client)
+-- ARGV[3]  the publish command: "publish" (or "spublish" on a cluster)
+--
+-- Returns {1, available}: taken (`available` is what is left); {0, ms}: none available, and
+-- the first lease to end ends in `ms` (then its permit comes back without a message); or
+-- {0, -1}: none available, and no lease ends by itself.
+-- A key of another type, or a count that is not an integer, fails with WRONGTYPE, and nothing
+-- is changed.
+local bad = check_count(KEYS[1])
+if bad then
+  return bad
+end
+local now = server_ms()
+reclaim(KEYS[1], KEYS[2], KEYS[3], now, ARGV[3])
+local available = tonumber(redis.call('get', KEYS[1]) or '0')
+if available >= 1 then
+  local left = redis.call('decrby', KEYS[1], 1)
+  redis.call('zadd', KEYS[3], now + tonumber(ARGV[2]), member(ARGV[1]))
+  -- As Redisson: the timeouts live as long as the count (if it has a TTL).
+  local ttl = redis.call('pttl', KEYS[1])
+  if ttl > 0 then
+    redis.call('pexpire', KEYS[3], ttl)
+  end
+  return {1, left}
+end
+local first = redis.call('zrange', KEYS[3], 0, 0, 'withscores')
+if first[2] and tonumber(first[2]) < NEVER then
+  return {0, math.max(tonumber(first[2]) - now, 1)}
+end
+return {0, -1}

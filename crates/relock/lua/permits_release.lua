@@ -1,0 +1,32 @@
+-- permits_release: give back the permit with id ARGV[1], if it is still there, and publish the
+-- new count. Redisson's `RPermitExpirableSemaphore.tryRelease(id)` on the same keys and channel.
+-- Releasing an id twice (a retry after a lost reply) gives its permit back once.
+--
+-- KEYS[1]  the semaphore's count: a string, the number of available permits (missing = 0)
+-- KEYS[2]  its channel, redisson_sc:{name}
+-- KEYS[3]  its timeouts, {name}:timeout: permit id (16 bytes) -> end of its lease (ms)
+-- ARGV[1]  the permit's id: hex digits, stored as bytes
+-- ARGV[2]  the publish command: "publish" (or "spublish" on a cluster)
+--
+-- Returns 1 (released while its lease ran), 2 (released, but its lease had ended: nobody had
+-- reclaimed it yet) or 0 (not there: released before, reclaimed after its lease, or deleted).
+-- A key of another type, or a count that is not an integer, fails with WRONGTYPE, and nothing
+-- is changed.
+local bad = check_count(KEYS[1])
+if bad then
+  return bad
+end
+local id = member(ARGV[1])
+local ends = redis.call('zscore', KEYS[3], id)
+if not ends then
+  return 0
+end
+redis.call('zrem', KEYS[3], id)
+local available = redis.call('incrby', KEYS[1], 1)
+if available > 0 then
+  redis.call(ARGV[2], KEYS[2], available)
+end
+if tonumber(ends) <= server_ms() then
+  return 2
+end
+return 1

@@ -1,0 +1,225 @@
+//! The permits this client holds on permit-expirable semaphores (one [`Lease`] per live
+//! `PermitGuard`), as `line` is for fair waiters: the permits' renewal task reads it, and
+//! shutdown gives back every permit still in it. It knows the permits' keys, not the client.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dashmap::DashMap;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::scripts;
+
+/// The Redis names of one permit-expirable semaphore.
+#[derive(Debug)]
+pub(crate) struct PermitKeys {
+    /// The count of available permits: the semaphore's name.
+    pub(crate) count: String,
+    /// Where a new count is published: `redisson_sc:{<name>}`.
+    pub(crate) channel: String,
+    /// Permit id → end of its lease: `{<name>}:timeout`.
+    pub(crate) timeouts: String,
+}
+
+impl PermitKeys {
+    /// KEYS of `permits_acquire`, `permits_release` and `permits_count`.
+    pub(crate) fn all(&self) -> Vec<String> {
+        vec![
+            self.count.clone(),
+            self.channel.clone(),
+            self.timeouts.clone(),
+        ]
+    }
+}
+
+/// Where a permit stands, as this client knows it.
+#[derive(Debug, Clone, Copy)]
+struct Standing {
+    /// Conservative end of its lease on the local monotonic clock: the send time of the last
+    /// acquire or renewal that succeeded, plus the lease it set.
+    until: Instant,
+    /// Found gone, or its lease ran out locally: it never comes back.
+    lost: bool,
+}
+
+/// One permit held through a guard of this client.
+#[derive(Debug)]
+pub(crate) struct Lease {
+    pub(crate) keys: Arc<PermitKeys>,
+    /// Its id: 32 hex digits (stored on the server as the 16 bytes they spell).
+    pub(crate) id: String,
+    /// Renewed by the client's permit renewal (taken without a fixed lease).
+    pub(crate) renewed: bool,
+    standing: watch::Sender<Standing>,
+}
+
+impl Lease {
+    pub(crate) fn new(keys: Arc<PermitKeys>, id: String, renewed: bool, until: Instant) -> Self {
+        Lease {
+            keys,
+            id,
+            renewed,
+            standing: watch::Sender::new(Standing { until, lost: false }),
+        }
+    }
+
+    pub(crate) fn valid_until(&self) -> Instant {
+        self.standing.borrow().until
+    }
+
+    /// Found gone, or past its local deadline.
+    pub(crate) fn is_lost(&self) -> bool {
+        let s = *self.standing.borrow();
+        s.lost || Instant::now() >= s.until
+    }
+
+    /// Marks it lost (idempotent); returns whether this call did.
+    pub(crate) fn mark_lost(&self) -> bool {
+        self.standing
+            .send_if_modified(|s| !std::mem::replace(&mut s.lost, true))
+    }
+
+    /// A renewal sent at `sent` set a lease of `lease`. One sent or answered after the local
+    /// deadline does not revive the permit: `is_lost` may have said it was lost already.
+    pub(crate) fn renewed_at(&self, sent: Instant, lease: Duration) {
+        let now = Instant::now();
+        self.standing.send_if_modified(|s| {
+            if s.lost {
+                return false;
+            }
+            if sent >= s.until || now >= s.until {
+                s.lost = true;
+                return true;
+            }
+            let until = sent + lease;
+            let later = until > s.until;
+            s.until = s.until.max(until);
+            later
+        });
+    }
+
+    /// Resolves once the permit is lost: marked lost, or its local deadline passed (a renewal
+    /// that succeeds moves the deadline first).
+    pub(crate) async fn lost(&self) {
+        let mut rx = self.standing.subscribe();
+        loop {
+            let s = *rx.borrow_and_update();
+            if s.lost {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(s.until) => {
+                    if Instant::now() >= self.valid_until() {
+                        self.mark_lost();
+                        return;
+                    }
+                }
+                changed = rx.changed() => if changed.is_err() { return },
+            }
+        }
+    }
+}
+
+/// This client's live permits, by id.
+#[derive(Debug, Default)]
+pub(crate) struct Leases(DashMap<String, Arc<Lease>>);
+
+impl Leases {
+    pub(crate) fn insert(&self, lease: Arc<Lease>) {
+        self.0.insert(lease.id.clone(), lease);
+    }
+
+    /// Takes `lease` out; false if it was not in (already given back).
+    pub(crate) fn remove(&self, lease: &Arc<Lease>) -> bool {
+        self.0
+            .remove_if(&lease.id, |_, l| Arc::ptr_eq(l, lease))
+            .is_some()
+    }
+
+    /// Whether `lease` is still held through a guard (not given back yet).
+    pub(crate) fn contains(&self, lease: &Arc<Lease>) -> bool {
+        self.0
+            .get(&lease.id)
+            .is_some_and(|l| Arc::ptr_eq(&l, lease))
+    }
+
+    /// Every permit held, for shutdown.
+    pub(crate) fn all(&self) -> Vec<Arc<Lease>> {
+        self.0.iter().map(|e| e.value().clone()).collect()
+    }
+
+    /// The permits the renewal should renew: watchdog-managed and not lost.
+    pub(crate) fn to_renew(&self) -> Vec<Arc<Lease>> {
+        self.0
+            .iter()
+            .filter(|e| e.renewed && !e.is_lost())
+            .map(|e| e.value().clone())
+            .collect()
+    }
+
+    /// How many permits this client holds.
+    pub(crate) fn len(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// Runs `permits_release.lua` for permit `id` of `keys`: 1 released, 2 released after its
+/// lease had ended, 0 not there. Unbounded: callers bound it.
+pub(crate) async fn release(
+    conn: &fred::clients::Client,
+    keys: &PermitKeys,
+    id: &str,
+    publish: &str,
+) -> std::result::Result<i64, fred::error::Error> {
+    scripts::PERMITS_RELEASE
+        .run(conn, keys.all(), vec![id.to_string(), publish.to_string()])
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys() -> Arc<PermitKeys> {
+        Arc::new(PermitKeys {
+            count: "p".into(),
+            channel: "redisson_sc:{p}".into(),
+            timeouts: "{p}:timeout".into(),
+        })
+    }
+
+    #[tokio::test]
+    async fn a_lease_is_lost_at_its_local_deadline_and_a_late_renewal_does_not_revive_it() {
+        let ms = Duration::from_millis;
+        let start = Instant::now();
+        let lease = Lease::new(keys(), "ab".into(), true, start + ms(30));
+        lease.renewed_at(start + ms(10), ms(50));
+        assert_eq!(lease.valid_until(), start + ms(60));
+        lease.renewed_at(start, ms(20));
+        assert_eq!(
+            lease.valid_until(),
+            start + ms(60),
+            "a renewal never shortens"
+        );
+        tokio::time::timeout(ms(2_000), lease.lost()).await.unwrap();
+        assert!(Instant::now() >= start + ms(60));
+        assert!(lease.is_lost());
+        lease.renewed_at(Instant::now(), ms(1_000));
+        assert!(lease.is_lost());
+        assert_eq!(lease.valid_until(), start + ms(60));
+    }
+
+    #[test]
+    fn the_registry_forgets_a_lease_once() {
+        let leases = Leases::default();
+        let a = Arc::new(Lease::new(keys(), "aa".into(), true, Instant::now()));
+        let b = Arc::new(Lease::new(keys(), "bb".into(), false, Instant::now()));
+        leases.insert(a.clone());
+        leases.insert(b.clone());
+        assert_eq!(leases.len(), 2);
+        assert!(leases.remove(&a));
+        assert!(!leases.remove(&a));
+        assert_eq!(leases.all().len(), 1);
+    }
+}
