@@ -1,4 +1,4 @@
-//! Scenarios for the read-write lock (`r*`), the semaphore (`s*`), the permit-expirable
+//! Scenarios for the multi-lock (`m*`), the read-write lock (`r*`), the semaphore (`s*`), the permit-expirable
 //! semaphore (`p*`) and the count-down latch (`l*`), on real redis-servers, one per file, each
 //! named as a sentence.
 
@@ -6,6 +6,8 @@ mod l10_waiters_on_two_clients_open_when_the_count_reaches_zero;
 mod l20_wait_for_times_out_and_try_set_count_sets_only_if_absent;
 mod l30_a_latch_deleted_without_a_message_still_opens_a_waiter_within_a_second;
 mod l40_dropped_waits_leave_no_subscription;
+mod m10_overlapping_multi_locks_in_any_order_never_deadlock_and_exclude_per_part;
+mod m20_a_multi_lock_that_cannot_get_one_part_holds_none_and_lost_fires_for_any_part;
 mod p10_two_clients_with_sixteen_tasks_each_never_hold_more_than_three_permits;
 mod p20_a_holder_that_stops_renewing_gives_its_permit_back_when_its_lease_ends;
 mod p30_the_watchdog_keeps_a_permit_past_three_leases_and_lost_fires_when_its_id_is_deleted;

@@ -66,11 +66,13 @@ async fn a_relock_read_release_never_drops_a_redisson_reader_whose_second_count_
         "Redisson's second count still lives"
     );
     reader.unlock().await.unwrap();
-    let redisson_count = server
-        .cmd(&["HGET", name, field])
-        .unwrap()
-        .as_string();
-    let writer = b.read_write_lock(name).write_lock().try_lock().await.unwrap();
+    let redisson_count = server.cmd(&["HGET", name, field]).unwrap().as_string();
+    let writer = b
+        .read_write_lock(name)
+        .write_lock()
+        .try_lock()
+        .await
+        .unwrap();
     let granted = writer.is_some();
     if let Some(w) = writer {
         w.unlock().await.unwrap();

@@ -12,7 +12,12 @@ async fn a_force_unlock_of_a_read_write_lock_leaves_no_timeout_keys_behind() {
     let (a, b) = (client(&server).await, client(&server).await);
     let reader = a.read_write_lock("r92").read_lock().lock().await.unwrap();
     let timeout_key = format!("{{r92}}:{}:rwlock_timeout:1", reader.owner());
-    assert!(b.read_write_lock("r92").write_lock().force_unlock().await.unwrap());
+    assert!(b
+        .read_write_lock("r92")
+        .write_lock()
+        .force_unlock()
+        .await
+        .unwrap());
     // The holder lets go (its release reports the lock lost).
     let _ = reader.unlock().await;
     a.shutdown().await;

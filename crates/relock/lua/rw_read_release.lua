@@ -12,9 +12,13 @@
 --
 -- Returns 1 (the hold is gone), 0 (counts are left) or nil (this hold is not here).
 local released = drop_hold(KEYS[1], ARGV[1], ARGV[2])
-if released ~= 1 then
-  return released
+if released == 0 then
+  return 0
 end
+-- Gone (or already gone: expired, force-unlocked): its timeout key goes with it.
 redis.call('del', KEYS[3])
+if released == nil then
+  return nil
+end
 settle_readers(KEYS[1], KEYS[2], ARGV[4], ARGV[3], 0)
 return 1

@@ -148,6 +148,11 @@ impl Hold {
     }
 
     /// The last guard went away.
+    /// Whether this is a hold of a read-write lock (a read or a write hold).
+    pub(crate) fn is_read_write(&self) -> bool {
+        self.keys.rw.is_some()
+    }
+
     pub(crate) fn is_releasing(&self) -> bool {
         self.state.lock().unwrap().releasing
     }

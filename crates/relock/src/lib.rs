@@ -39,6 +39,8 @@
 //!   (Redisson's `RReadWriteLock`); a writer may downgrade, a reader cannot upgrade.
 //! - [`Semaphore`] (`client.semaphore(name)`) and [`CountDownLatch`]
 //!   (`client.count_down_latch(name)`): Redisson's `RSemaphore` and `RCountDownLatch`.
+//! - [`MultiLock`]: all or nothing over several locks of any kinds and clients, in one global
+//!   order (no deadlock), with one guard.
 //! - A lease-based lock cannot promise mutual exclusion through process pauses or clock jumps;
 //!   if correctness depends on it, have the protected resource check
 //!   [`LockGuard::fencing_token`]. `docs/safety.md` says exactly what is and is not promised.
@@ -84,6 +86,7 @@
 //! - `lock`: [`Lock`] (plain and fair), its handle and queries.
 //! - `rwlock`: [`ReadWriteLock`] and its two sides, [`ReadLock`] and [`WriteLock`].
 //! - `semaphore` and `latch`: [`Semaphore`] and [`CountDownLatch`], over `counter`.
+//! - `multilock`: [`MultiLock`], over any kinds through [`DistributedLock`].
 //! - `fair` and `line`: the fair lock's wait loop, its waiters' heartbeats, and this client's
 //!   registry of waiters in lines.
 //! - `quorum`: [`QuorumClient`], the quorum backend: nodes, restart quarantine, release and
@@ -110,6 +113,7 @@ mod leases;
 mod line;
 mod lock;
 mod meter;
+mod multilock;
 #[cfg(feature = "chaos-mutants")]
 pub mod mutant;
 mod owner;
@@ -213,6 +217,7 @@ pub use error::{Error, NodeVote, Result, Vote};
 pub use guard::LockGuard;
 pub use latch::CountDownLatch;
 pub use lock::Lock;
+pub use multilock::{MultiGuard, MultiLock};
 pub use owner::Owner;
 pub use permits::{PermitGuard, PermitSemaphore};
 pub use quorum::{QuorumClient, QuorumClientBuilder};

@@ -126,6 +126,11 @@ impl Lock {
         self
     }
 
+    /// Where the lock's data lives and its name (see [`DistributedLock::resource`](crate::DistributedLock::resource)).
+    fn resource(&self) -> String {
+        format!("{} {}", self.inner.server(), self.name)
+    }
+
     /// The fixed lease, if any.
     pub fn lease(&self) -> Option<Duration> {
         self.lease
@@ -208,10 +213,9 @@ impl Lock {
             return Some(h);
         }
         let caller = crate::reentry::Caller::current();
-        inner
-            .shared
-            .holds
-            .find(&keys.lock, |h| h.task == caller && h.is_live())
+        inner.shared.holds.find(&keys.lock, |h| {
+            h.task == caller && h.is_live() && !h.is_read_write()
+        })
     }
 
     /// Whether anyone holds the lock.

@@ -102,6 +102,12 @@ impl QuorumLock {
         &self.name
     }
 
+    /// Every master and the name (see [`DistributedLock::resource`](crate::DistributedLock::resource)).
+    fn resource(&self) -> String {
+        let nodes: Vec<&str> = self.q.nodes.iter().map(|n| n.name.as_str()).collect();
+        format!("quorum({}) {}", nodes.join(","), self.name)
+    }
+
     /// The same lock with a fixed lease (no watchdog). At least 1 ms; keep it far above the
     /// node timeout, since validity = lease − time taken − drift.
     pub fn with_lease(mut self, lease: Duration) -> Self {

@@ -34,6 +34,11 @@ pub trait DistributedLock: Send + Sync {
     async fn force_unlock(&self) -> Result<bool>;
     /// Whether anyone holds the lock. Cancel safe (read only).
     async fn is_locked(&self) -> Result<bool>;
+    /// Where the lock's data lives and its name (`redis://host:port orders:42`; the server's
+    /// URL without credentials, as the client was given it): what a
+    /// [`MultiLock`](crate::MultiLock) orders its parts by, so that every process takes them
+    /// in the same order. Two handles on the same data have the same resource.
+    fn resource(&self) -> String;
 }
 
 /// The acquiring methods every lock kind offers, written once (as lock_api writes its guards
@@ -135,6 +140,9 @@ macro_rules! lock_methods {
             }
             async fn is_locked(&self) -> $crate::Result<bool> {
                 $kind::is_locked(self).await
+            }
+            fn resource(&self) -> String {
+                $kind::resource(self)
             }
         }
     };

@@ -152,7 +152,7 @@ impl Half {
         if mine.is_empty() {
             if let Some(o) = &owner {
                 mine = inner.shared.holds.of_lock(&keys.lock);
-                mine.retain(|h| h.owner.as_ref() == Some(o) && h.is_live());
+                mine.retain(|h| h.owner.as_ref() == Some(o) && h.is_live() && h.is_read_write());
             }
         }
         let of = |side| mine.iter().find(|h| h.keys.rw == Some(side)).cloned();
@@ -312,6 +312,11 @@ macro_rules! side_methods {
 
             async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
                 self.0.acquire(wait).await
+            }
+
+            /// Both sides share one hash: one resource.
+            fn resource(&self) -> String {
+                format!("{} {}", self.0.inner.server(), self.0.name)
             }
         }
     };
