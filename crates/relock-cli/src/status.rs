@@ -81,6 +81,9 @@ struct Json {
     counter: Option<u64>,
     counter_pttl_ms: Option<i64>,
     queue: Vec<JsonWaiter>,
+    /// A read-write lock's mode (`read`, `write`); absent for a lock.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mode: Option<String>,
 }
 
 #[derive(serde::Serialize)]
@@ -124,6 +127,7 @@ fn json(s: &relock::LockStatus) -> Json {
                 deadline_ms: w.deadline_ms,
             })
             .collect(),
+        mode: s.mode.clone(),
     }
 }
 
@@ -140,7 +144,17 @@ fn print(s: &relock::LockStatus) {
         println!("{}: free", s.name);
     } else {
         let lease = lease_text(s.pttl_ms);
-        println!("{}: held, {lease}", s.name);
+        match s.mode.as_deref() {
+            Some(mode) => {
+                let what = if mode == "write" {
+                    "writing"
+                } else {
+                    "reading"
+                };
+                println!("{}: held for {what} (a read-write lock), {lease}", s.name)
+            }
+            None => println!("{}: held, {lease}", s.name),
+        }
         for h in &s.holders {
             println!(
                 "  holder {} ({}), count {}",

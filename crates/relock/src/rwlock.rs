@@ -117,6 +117,21 @@ impl ReadWriteLock {
         &self.read.0.name
     }
 
+    /// One consistent read of the lock for operators: its mode, every holder (the write
+    /// hold's field ends in `:write`), the lease, the fencing counter.
+    ///
+    /// # Errors
+    /// [`Error::WrongType`] if the key is not a lock's hash; connection errors; a bad name.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn status(&self) -> Result<crate::LockStatus> {
+        let half = &self.read.0;
+        crate::Lock::new(half.inner.clone(), half.name.to_string(), false)
+            .status()
+            .await
+    }
+
     /// The read side: any number of holders at once, none while a writer holds it.
     pub fn read_lock(&self) -> ReadLock {
         self.read.clone()

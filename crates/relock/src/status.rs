@@ -24,6 +24,9 @@ pub struct LockStatus {
     pub counter_pttl_ms: Option<i64>,
     /// A fair lock's waiting line, first first (empty for a plain lock).
     pub queue: Vec<Waiter>,
+    /// A read-write lock's mode (`read` or `write`, its hash's `mode` field); `None` for a
+    /// lock. Its holders' fields then end in `:write` for the write hold.
+    pub mode: Option<String>,
 }
 
 impl LockStatus {
@@ -94,6 +97,8 @@ fn num<T: std::str::FromStr>(v: &Value) -> Option<T> {
 }
 
 fn layout(field: &str) -> OwnerLayout {
+    // A read-write lock's write hold: the owner, then `:write`.
+    let field = field.strip_suffix(":write").unwrap_or(field);
     match field.rsplit_once(':').map(|(_, n)| n.parse::<u64>()) {
         Some(Ok(n)) if n >= 1 << 32 => OwnerLayout::Relock,
         Some(Ok(_)) => OwnerLayout::Redisson,
@@ -181,9 +186,10 @@ impl Lock {
             Some(Value::Array(raw)) => raw,
             _ => return Err(wrong()),
         };
-        // A lock hash maps owner fields to hold counts; any other hash is not a lock (a
-        // Redisson read-write lock has a `mode` field, for one).
+        // A lock hash maps owner fields to hold counts, and a read-write lock's has its
+        // `mode` too; any other hash is not a lock.
         let mut fields = Vec::with_capacity(raw.len() / 2);
+        let mut mode = None;
         for pair in raw.chunks(2) {
             let (Some(field), Some(count)) = (
                 pair.first().and_then(|v| v.as_string()),
@@ -191,6 +197,10 @@ impl Lock {
             ) else {
                 return Err(wrong());
             };
+            if field == "mode" && (count == "read" || count == "write") {
+                mode = Some(count);
+                continue;
+            }
             match count.parse::<i64>() {
                 Ok(n) => fields.push((field, n)),
                 Err(_) => return Err(wrong()),
@@ -226,6 +236,7 @@ impl Lock {
             counter,
             counter_pttl_ms: (counter_pttl != -2).then_some(counter_pttl),
             queue,
+            mode,
         })
     }
 }
