@@ -44,7 +44,12 @@ use crate::{reentry, scripts, wait};
 ///   the lock wakes one waiter per client (a writer can take it).
 /// - **Fairness.** None, as in Redisson: while readers keep holding it, a writer waits, so a
 ///   steady stream of overlapping readers can starve writers. Use a [fair
-///   lock](crate::Client::fair_lock) if writers must get through.
+///   lock](crate::Client::fair_lock) if writers must get through. There is no fair variant:
+///   the fair machinery is a line for one holder at a time (each release grants or names the
+///   next waiter, and a waiter's heartbeat deadline counts from its turn), while a fair
+///   read-write lock would grant every reader at the head of the line together and hold
+///   readers that arrive behind a waiting writer: another discipline, with its own line
+///   scripts, that would share little with it. Redisson has none either.
 /// - **Tokens.** Every hold gets a fencing token above every token handed out before it, reads
 ///   included. A write token is exclusive: no other hold overlaps it. A read token is not:
 ///   readers holding at once have different tokens. A resource can reject a reader whose token
