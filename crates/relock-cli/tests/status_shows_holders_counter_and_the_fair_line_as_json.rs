@@ -80,19 +80,33 @@ async fn status_shows_holders_counter_and_the_fair_line_as_json() {
     assert_eq!(v[1]["held"], false);
     assert_eq!(v[1]["pttl_ms"], serde_json::Value::Null);
 
-    // Not a lock (a Redisson read-write lock's hash has a `mode` field), or no Redis to ask:
-    // exit 2, "cannot tell", never 1 ("free").
+    // A Redisson read-write lock's hash (a `mode` field) is shown as one: held for writing.
     server
         .cmd(&["HSET", "st-rw", "mode", "write", "5e3b5a1c:57:write", "1"])
         .unwrap();
+    let out = Command::new(RELOCK)
+        .args(["status", "st-rw", "--url", &server.url()])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("st-rw: held for writing (a read-write lock)")
+            && text.contains("holder 5e3b5a1c:57:write (redisson), count 1"),
+        "{text}"
+    );
+    // Not a lock (a hash of something else), or no Redis to ask: exit 2, "cannot tell",
+    // never 1 ("free").
+    server.cmd(&["HSET", "st-bad", "x", "not a count"]).unwrap();
     for url in [server.url(), "redis://127.0.0.1:1".to_string()] {
         let out = Command::new(RELOCK)
-            .args(["status", "st-rw", "--url", &url])
+            .args(["status", "st-bad", "--url", &url])
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{url}");
         assert!(!out.stderr.is_empty());
     }
+    server.cmd(&["DEL", "st-bad"]).unwrap();
     server.cmd(&["DEL", "st-rw"]).unwrap();
 
     // A counter of another type: the error names the counter, not the (absent) lock.
