@@ -465,6 +465,12 @@ struct NodeState {
     /// When its connections were last replaced, and the wait before the next set.
     replaced_at: Option<Instant>,
     replace_delay: Duration,
+    /// The server's ids (`CLIENT ID`) of the current set's connections, once checked.
+    ids: Vec<i64>,
+    /// Ids of replaced sets' connections not yet killed on the server: what was sent on them
+    /// (a vote, a release) may still run there, in any order with the new set's commands,
+    /// until the server drops them (a paused server reads every socket when it resumes).
+    retired: Vec<i64>,
 }
 
 impl std::fmt::Debug for Node {
@@ -645,8 +651,23 @@ impl QuorumInner {
         } else {
             vec![conn.pool.next()]
         };
+        // Before the node votes again: nothing sent on a replaced set may run any more.
+        if !self.kill_retired(i, conn.pool.next(), limit).await {
+            node.suspect();
+            return;
+        }
         let mut answers = Vec::with_capacity(asked.len());
+        let mut ids = Vec::new();
         for c in asked {
+            if every_connection {
+                match tokio::time::timeout(limit, client_command::<i64>(c, &["ID"])).await {
+                    Ok(Ok(id)) => ids.push(id),
+                    // Not known (an ACL without CLIENT, a slow answer): that connection
+                    // cannot be killed when replaced; a late command on it is then only
+                    // bounded by its lease, as before.
+                    _ => tracing::debug!(node = %node.name, "CLIENT ID not answered"),
+                }
+            }
             let info =
                 tokio::time::timeout(limit, c.info::<String>(Some(fred::types::InfoKind::Server)))
                     .await;
@@ -700,6 +721,9 @@ impl QuorumInner {
             return; // replaced meanwhile: the new connections get their own check
         }
         let mut state = node.state.lock().unwrap();
+        if every_connection {
+            state.ids = ids;
+        }
         if state.run_id.is_some() && state.run_id.as_deref() != Some(run_id.as_str()) {
             tracing::warn!(node = %node.name, "node restarted (new run id); quarantined");
         }
@@ -712,6 +736,36 @@ impl QuorumInner {
             Some(prev) if prev > at && prev > Instant::now() => prev,
             _ => at,
         });
+    }
+
+    /// Kills node `i`'s retired connections on the server (`CLIENT KILL ID`), through `conn`
+    /// of the new set: once the server answers, nothing sent on them can run any more. True
+    /// when none is left to kill; false if the server did not answer in time (the node does
+    /// not vote until a later check kills them). A server that refuses (an ACL without
+    /// CLIENT KILL) is given up on: its late commands stay bounded by their leases.
+    async fn kill_retired(&self, i: usize, conn: &fred::clients::Client, limit: Duration) -> bool {
+        let node = &self.nodes[i];
+        let retired = node.state.lock().unwrap().retired.clone();
+        for id in retired {
+            let id_text = id.to_string();
+            let args = ["KILL", "ID", id_text.as_str()];
+            let kill = client_command::<fred::types::Value>(conn, &args);
+            match tokio::time::timeout(limit, kill).await {
+                // Killed, or gone already ("No such client", a restarted server).
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) if e.details().contains("No such client") => {}
+                Ok(Err(e)) if e.details().starts_with("NOPERM") => {
+                    tracing::warn!(node = %node.name, "CLIENT KILL refused (NOPERM): a vote or release sent on replaced connections may still run when the node resumes; grant +client|kill to relock's user");
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!(node = %node.name, error = %e, "CLIENT KILL failed");
+                    return false;
+                }
+                Err(_) => return false,
+            }
+            node.state.lock().unwrap().retired.retain(|r| *r != id);
+        }
+        true
     }
 
     /// Node `i`'s connections (`dead`, one of them failed) can never come back to the same
@@ -735,6 +789,8 @@ impl QuorumInner {
         // that drops every new connection must not get a connection storm).
         let delay = {
             let mut st = node.state.lock().unwrap();
+            let ids = std::mem::take(&mut st.ids);
+            st.retired.extend(ids);
             let now = Instant::now();
             let soon = st
                 .replaced_at
@@ -830,11 +886,11 @@ impl QuorumInner {
                     if *sent_on.pool_failed.borrow() {
                         break;
                     }
-                    // In short steps: shutdown waits for this task, and it stops at its start.
-                    let stopping = q
-                        .upgrade()
-                        .is_none_or(|q| q.shutting_down.load(Ordering::SeqCst));
-                    if stopping || Instant::now() >= notice {
+                    // In short steps. Shutdown waits for this task (its settle time) before it
+                    // closes the nodes, so a release still on its way is sent again then too:
+                    // this is when a paused node resumes and shutdown follows at once.
+                    let closed = q.upgrade().is_none_or(|q| *q.shutdown.borrow());
+                    if closed || Instant::now() >= notice {
                         return;
                     }
                     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -845,7 +901,7 @@ impl QuorumInner {
                     tokio::time::sleep(limit.max(Duration::from_millis(20))).await;
                     let Some(q) = q.upgrade() else { return };
                     let lease = Duration::from_millis(q.max_lease_ms.load(Ordering::SeqCst));
-                    if q.shutting_down.load(Ordering::SeqCst) || started.elapsed() > lease {
+                    if *q.shutdown.borrow() || started.elapsed() > lease {
                         return;
                     }
                     let Some(current) = q.nodes[i].conn() else {
@@ -1055,6 +1111,19 @@ fn spawn_uptime_checks(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>
             inner.check_uptimes(inner.uptime_check_limit(), false).await;
         }
     });
+}
+
+/// `CLIENT <args>` on that very connection (fred's own `CLIENT` commands are behind a feature
+/// relock does not build).
+async fn client_command<R: fred::types::FromValue>(
+    conn: &fred::clients::Client,
+    args: &[&str],
+) -> std::result::Result<R, fred::error::Error> {
+    use fred::interfaces::ClientLike;
+    let cmd =
+        fred::types::CustomCommand::new_static("CLIENT", fred::types::ClusterHash::Random, false);
+    let args: Vec<fred::types::Value> = args.iter().map(|a| (*a).into()).collect();
+    conn.custom(cmd, args).await
 }
 
 /// Groups holds by the connection their lock is pinned to (the same index on every node), in
