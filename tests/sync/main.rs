@@ -85,3 +85,4 @@ pub(crate) async fn no_subscriptions(clients: &[&relock::Client]) {
 mod l50_one_count_down_on_a_client_built_on_a_resending_fred_pool_never_counts_twice;
 mod s95_an_acquire_whose_first_reply_is_lost_and_that_then_succeeds_takes_only_its_own_permits;
 mod s96_an_acquire_attempt_that_lands_after_its_retry_succeeded_takes_nothing_more;
+mod s97_a_drain_on_a_resending_fred_pool_returns_every_permit_it_took;
