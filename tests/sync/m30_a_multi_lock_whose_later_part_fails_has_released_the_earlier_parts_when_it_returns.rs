@@ -28,9 +28,7 @@ async fn a_multi_lock_whose_later_part_fails_has_released_the_earlier_parts_when
     let other = client(&server).await;
     server.cmd(&["SET", "m30:b", "not a lock"]).unwrap();
     // Parts in resource order: m30:a (free), then m30:b (a string: WRONGTYPE).
-    let multi = MultiLock::new()
-        .with(a.lock("m30:b"))
-        .with(a.lock("m30:a"));
+    let multi = MultiLock::new().with(a.lock("m30:b")).with(a.lock("m30:a"));
     proxy.set(Direction::Up, Mode::Delay(Duration::from_millis(300)));
     let r = multi.try_lock().await;
     assert!(matches!(&r, Err(Error::WrongType { .. })), "{r:?}");

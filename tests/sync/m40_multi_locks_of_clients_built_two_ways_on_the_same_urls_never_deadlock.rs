@@ -36,7 +36,11 @@ async fn built(url: String) -> relock::Client {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn multi_locks_of_clients_built_two_ways_on_the_same_urls_never_deadlock() {
     let (s1, s2) = (password_server(), password_server());
-    let (lo, hi) = if s1.port() < s2.port() { (&s1, &s2) } else { (&s2, &s1) };
+    let (lo, hi) = if s1.port() < s2.port() {
+        (&s1, &s2)
+    } else {
+        (&s2, &s1)
+    };
     // Service X: both clients built on the URLs.
     let (x_lo, x_hi) = (
         built(lo.url_with_password()).await,

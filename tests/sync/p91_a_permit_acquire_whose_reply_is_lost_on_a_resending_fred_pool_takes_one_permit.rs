@@ -39,7 +39,10 @@ async fn a_permit_acquire_whose_reply_is_lost_on_a_resending_fred_pool_takes_one
         .await
         .unwrap());
     // Load the script (and see one acquire/release round trip work).
-    let warm = sem.try_acquire(Some(Duration::from_secs(60))).await.unwrap();
+    let warm = sem
+        .try_acquire(Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
     warm.unwrap().release().await.unwrap();
     assert_eq!(crate::get(&server, "p91").as_deref(), Some("2"));
 

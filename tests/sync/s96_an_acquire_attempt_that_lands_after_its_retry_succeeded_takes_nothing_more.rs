@@ -56,13 +56,17 @@ async fn an_acquire_attempt_that_lands_after_its_retry_succeeded_takes_nothing_m
     assert!(r.is_ok(), "{r:?}");
     assert_eq!(crate::get(&server, "s96").as_deref(), Some("2"));
     // The request key is deleted once the reply is in.
-    wait_until(Duration::from_secs(3), "the request key deleted", || async {
-        server
-            .keys()
-            .unwrap()
-            .iter()
-            .all(|k| !k.starts_with("relock_request"))
-    })
+    wait_until(
+        Duration::from_secs(3),
+        "the request key deleted",
+        || async {
+            server
+                .keys()
+                .unwrap()
+                .iter()
+                .all(|k| !k.starts_with("relock_request"))
+        },
+    )
     .await
     .unwrap();
     // Now the first attempt arrives.

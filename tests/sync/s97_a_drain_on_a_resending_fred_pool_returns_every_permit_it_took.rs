@@ -52,7 +52,11 @@ async fn a_drain_on_a_resending_fred_pool_returns_every_permit_it_took() {
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let left = crate::get(&server, "s97");
-    let taken = 3 + 1 - left.as_deref().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    let taken = 3 + 1
+        - left
+            .as_deref()
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0);
     assert!(
         matches!(r, Ok(n) if n == taken) || r.is_err(),
         "drain() returned {r:?}, and {taken} permits were taken (3 available, 1 released \
