@@ -14,7 +14,6 @@ use fred::interfaces::ClientLike;
 use relock::fred;
 use relock::{DistributedLock, MultiLock};
 use relock_testkit::{RedisServer, ServerOptions};
-use relock_tests::*;
 
 fn password_server() -> RedisServer {
     RedisServer::start_with(ServerOptions {

@@ -44,5 +44,13 @@ async fn a_waiter_survives_its_connections_being_killed() {
     assert_eq!(crate::get(&server, "s45").as_deref(), Some("0"));
     crate::no_subscriptions(&[&a]).await;
     let _ = server.cmd(&["DEL", "s45"]).unwrap();
+    // An attempt cut off with its connection may have run: its request key stays until it
+    // expires (so that the attempt, if it lands late, takes nothing), and nothing else does.
+    for key in server.keys().unwrap() {
+        assert!(key.starts_with("relock_request:{s45}:"), "{key} left");
+        let ttl = server.cmd(&["PTTL", &key]).unwrap().as_int().unwrap();
+        assert!(ttl > 0 && ttl <= 20_000, "{key}: PTTL {ttl}");
+        server.cmd(&["DEL", &key]).unwrap();
+    }
     assert_nothing_left(&server).await;
 }

@@ -19,6 +19,11 @@ if bad then
   return bad
 end
 local now = server_ms()
+-- A copy of an acquire that already ran (a pool that resends after a reconnect, or an
+-- attempt that lands late): its id holds its permit already; take nothing more.
+if redis.call('zscore', KEYS[3], member(ARGV[1])) then
+  return {1, tonumber(redis.call('get', KEYS[1]) or '0')}
+end
 reclaim(KEYS[1], KEYS[2], KEYS[3], now, ARGV[3])
 local available = tonumber(redis.call('get', KEYS[1]) or '0')
 if available >= 1 then

@@ -2,12 +2,21 @@
 -- holding "0"). Redisson's `RSemaphore.drainPermits()` on the same key.
 --
 -- KEYS[1]  the semaphore: a string, the number of available permits (missing = 0 permits)
--- ARGV[1]  unused (kept so that every script documents ARGV[1])
+-- KEYS[2]  its channel (unused: nothing is published)
+-- KEYS[3]  this call's request key, relock_request:{name}:<id>: a copy of the call that
+--          arrives again (a pool that resends after a reconnect) takes nothing and returns
+--          what the first took
+-- ARGV[1]  the publish command (unused)
+-- ARGV[2]  ms the request key lives
 --
 -- Returns the number taken: the count before, or 0 if it was missing or not above 0 (as in
 -- Redisson, a negative count left by `add_permits(-n)` is set to 0 too).
 -- A key of another type, or a string that is not an integer, fails with WRONGTYPE and is left
 -- untouched.
+local seen = redis.call('get', KEYS[3])
+if seen then
+  return tonumber(seen)
+end
 local value = redis.call('get', KEYS[1])
 if not value then
   return 0
@@ -17,7 +26,6 @@ if not available or not string.match(value, '^%-?%d+$') then
   return redis.error_reply('WRONGTYPE the semaphore key does not hold an integer')
 end
 redis.call('set', KEYS[1], 0)
-if available > 0 then
-  return available
-end
-return 0
+local taken = math.max(available, 0)
+redis.call('set', KEYS[3], taken, 'px', ARGV[2])
+return taken

@@ -148,6 +148,8 @@ pub(crate) struct Request {
     pub(crate) key: String,
     /// How long the key lives (ms): longer than any retry or resend of the call.
     pub(crate) ttl_ms: String,
+    /// A call with it got no reply (a timeout, a lost connection): a copy may still land.
+    uncertain: std::sync::atomic::AtomicBool,
 }
 
 impl Request {
@@ -161,7 +163,19 @@ impl Request {
                 uuid::Uuid::new_v4().simple()
             ),
             ttl_ms: ttl.as_millis().to_string(),
+            uncertain: Default::default(),
         }
+    }
+
+    /// Records that a call with this request got no reply.
+    pub(crate) fn mark_uncertain(&self) {
+        self.uncertain
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// Whether a call with this request got no reply.
+    pub(crate) fn uncertain(&self) -> bool {
+        self.uncertain.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Once a reply came, no copy of the call can still arrive (a resend only follows a lost

@@ -128,7 +128,15 @@ impl Lock {
 
     /// Where the lock's data lives and its name (see [`DistributedLock::resource`](crate::DistributedLock::resource)).
     fn resource(&self) -> String {
-        format!("{} {}", self.inner.server(), self.name)
+        format!(
+            "{} {}",
+            crate::redact::identity(&self.inner.settings.url),
+            self.name
+        )
+    }
+
+    fn resources(&self) -> Vec<String> {
+        vec![self.resource()]
     }
 
     /// The fixed lease, if any.

@@ -23,7 +23,11 @@ use crate::raw::DistributedLock;
 /// - **No deadlock.** The parts are always taken in one order, by where their data lives and
 ///   their name ([`DistributedLock::resource`]), whatever order they were given in: two
 ///   multi-locks over overlapping parts, in any process, cannot each hold what the other
-///   waits for. (Give the same server the same URL everywhere: the order compares URLs.)
+///   waits for. (The order compares where the data lives, without credentials, query or
+///   the default `/0`; give a server the same host spelling everywhere.) A quorum lock and a
+///   lock of the same name on one of its masters are two locks over overlapping data: don't
+///   mix them, in a multi-lock or elsewhere (in one multi-lock they are refused; across
+///   processes their order is not defined, and two such multi-locks can deadlock).
 /// - **All or nothing.** If a part cannot be had in time, or fails, every part already taken
 ///   is released before the call returns.
 /// - **One guard.** [`MultiGuard::lost`] resolves when any part is lost; dropping the guard
@@ -131,20 +135,25 @@ impl MultiLock {
                 "a multi-lock without parts holds nothing; add locks with `with`",
             ));
         }
-        let resources: Vec<String> = self.parts.iter().map(|p| p.resource()).collect();
-        let mut order: Vec<usize> = (0..self.parts.len()).collect();
-        order.sort_by(|a, b| resources[*a].cmp(&resources[*b]));
-        for w in order.windows(2) {
-            if resources[w[0]] == resources[w[1]] {
-                return Err(Error::invalid(
-                    "parts",
-                    format!(
-                        "{} is in the multi-lock twice (parts {} and {}); a second hold would wait for the first for ever: add each lock once",
-                        resources[w[0]], w[0], w[1]
-                    ),
-                ));
+        // Each part's data: one place, or one per master of a quorum lock.
+        let resources: Vec<Vec<String>> = self.parts.iter().map(|p| p.resources()).collect();
+        let mut seen: std::collections::HashMap<&str, usize> = Default::default();
+        for (i, rs) in resources.iter().enumerate() {
+            for r in rs {
+                if let Some(j) = seen.insert(r.as_str(), i) {
+                    return Err(Error::invalid(
+                        "parts",
+                        format!(
+                            "{r} is in the multi-lock twice (parts {j} and {i}); a second hold would wait for the first for ever: add each lock once"
+                        ),
+                    ));
+                }
             }
         }
+        // By each part's first place: the same order in every process.
+        let key = |i: usize| resources[i].iter().min().cloned().unwrap_or_default();
+        let mut order: Vec<usize> = (0..self.parts.len()).collect();
+        order.sort_by_key(|i| key(*i));
         Ok(order)
     }
 
@@ -156,19 +165,23 @@ impl MultiLock {
         for i in order {
             let part = &self.parts[i];
             let guard = match (wait, deadline) {
-                (None, _) => Some(part.lock().await?),
-                (Some(w), _) if w.is_zero() => part.try_lock().await?,
+                (None, _) | (Some(_), None) => part.lock().await.map(Some),
+                (Some(w), _) if w.is_zero() => part.try_lock().await,
                 (Some(_), Some(d)) => {
                     part.try_lock_for(d.saturating_duration_since(Instant::now()))
-                        .await?
+                        .await
                 }
-                (Some(_), None) => Some(part.lock().await?),
             };
             match guard {
-                Some(g) => taken[i] = Some(g),
-                None => {
+                Ok(Some(g)) => taken[i] = Some(g),
+                // Every part taken is released before the call returns, also on an error.
+                Ok(None) => {
                     release_all(taken).await;
                     return Ok(None);
+                }
+                Err(e) => {
+                    release_all(taken).await;
+                    return Err(e);
                 }
             }
         }

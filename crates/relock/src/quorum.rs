@@ -444,7 +444,8 @@ impl QuorumClient {
 }
 
 pub(crate) struct Node {
-    /// The URL as given (with credentials): only for connecting.
+    /// The URL as given (with credentials): only for connecting (and, without its
+    /// credentials, for telling servers apart: `Node::url`).
     url: String,
     /// The URL without credentials: for every message.
     pub(crate) name: String,
@@ -540,6 +541,11 @@ impl Node {
 
     /// A call failed for connection reasons: the node may have restarted; it votes again once
     /// its uptime has been checked.
+    /// The URL as given (with credentials): for `redact::identity`, never to be shown.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
     pub(crate) fn suspect(&self) {
         self.state.lock().unwrap().eligible_at = None;
     }

@@ -104,8 +104,19 @@ impl QuorumLock {
 
     /// Every master and the name (see [`DistributedLock::resource`](crate::DistributedLock::resource)).
     fn resource(&self) -> String {
-        let nodes: Vec<&str> = self.q.nodes.iter().map(|n| n.name.as_str()).collect();
-        format!("quorum({}) {}", nodes.join(","), self.name)
+        format!("quorum({})", self.resources().join(", "))
+    }
+
+    /// One place per master: the same data as a lock of this name on that master.
+    fn resources(&self) -> Vec<String> {
+        let mut places: Vec<String> = self
+            .q
+            .nodes
+            .iter()
+            .map(|n| format!("{} {}", crate::redact::identity(n.url()), self.name))
+            .collect();
+        places.sort();
+        places
     }
 
     /// The same lock with a fixed lease (no watchdog). At least 1 ms; keep it far above the

@@ -39,6 +39,12 @@ pub trait DistributedLock: Send + Sync {
     /// [`MultiLock`](crate::MultiLock) orders its parts by, so that every process takes them
     /// in the same order. Two handles on the same data have the same resource.
     fn resource(&self) -> String;
+    /// Every place the lock's data lives: its [`resource`](DistributedLock::resource), or for
+    /// a quorum lock one per master (`redis://host:port name`), so that a quorum lock and a
+    /// lock of the same name on one of its masters are seen to share data.
+    fn resources(&self) -> Vec<String> {
+        vec![self.resource()]
+    }
 }
 
 /// The acquiring methods every lock kind offers, written once (as lock_api writes its guards
@@ -143,6 +149,9 @@ macro_rules! lock_methods {
             }
             fn resource(&self) -> String {
                 $kind::resource(self)
+            }
+            fn resources(&self) -> Vec<String> {
+                $kind::resources(self)
             }
         }
     };

@@ -8,6 +8,23 @@
 /// `redis://:s3cret@h:6379` → `redis://:***@h:6379`;
 /// `redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=x` →
 /// `redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=***`.
+/// Where `url` points, the same however it is written down: no credentials, no query, no
+/// fragment, and no `/0` (the default database). For telling servers apart (the order of a
+/// multi-lock's parts), never for connecting.
+pub(crate) fn identity(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("redis", url));
+    // The userinfo ends at the last `@` before the path (a password may hold `@`).
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let start = rest[..authority_end].rfind('@').map_or(0, |at| at + 1);
+    let rest = &rest[start..];
+    let end = rest.find(['?', '#']).unwrap_or(rest.len());
+    let mut place = rest[..end].trim_end_matches('/').to_string();
+    if let Some(stripped) = place.strip_suffix("/0") {
+        place = stripped.to_string();
+    }
+    format!("{scheme}://{place}")
+}
+
 pub(crate) fn url(url: &str) -> String {
     let (scheme, rest) = match url.split_once("://") {
         Some((s, r)) => (Some(s), r),

@@ -336,7 +336,12 @@ macro_rules! side_methods {
 
             /// Both sides share one hash: one resource.
             fn resource(&self) -> String {
-                format!("{} {}", self.0.inner.server(), self.0.name)
+                let server = crate::redact::identity(&self.0.inner.settings.url);
+                format!("{server} {}", self.0.name)
+            }
+
+            fn resources(&self) -> Vec<String> {
+                vec![self.resource()]
             }
         }
     };

@@ -130,7 +130,8 @@ impl Drop for Taken {
         tracing::debug!(semaphore = %names.key, permits = n, "acquire cancelled after it took permits; releasing them");
         let put_back = async move {
             match add(&inner, &names, n as i64).await {
-                Ok(_) => request.done(&inner),
+                Ok(_) if !request.uncertain() => request.done(&inner),
+                Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(semaphore = %names.key, permits = n, error = %e, "could not give back the permits of a cancelled acquire: they are lost");
                 }
@@ -276,7 +277,9 @@ impl Semaphore {
             check,
         )
         .await;
-        if matches!(r, Ok(true)) {
+        // Forgotten at once only if no attempt's outcome was unknown: an attempt that timed
+        // out may still be on its way, and must find the key (it expires by itself).
+        if matches!(r, Ok(true)) && !request.uncertain() {
             request.done(&self.inner);
         }
         r
@@ -320,7 +323,13 @@ impl Semaphore {
                     vec![n.to_string(), request.ttl_ms.clone()],
                 )
                 .await
-                .map_err(|e| inner.error("semaphore acquire", &names.key, e))?;
+                .map_err(|e| {
+                    // A refusal (WRONGTYPE) ran nothing; anything else may have run.
+                    if !e.details().contains("WRONGTYPE") {
+                        request.mark_uncertain();
+                    }
+                    inner.error("semaphore acquire", &names.key, e)
+                })?;
             match reply.as_slice() {
                 [1, _] => Ok(Ok(Taken {
                     inner: inner.clone(),
@@ -479,14 +488,15 @@ impl Semaphore {
     pub async fn drain(&self) -> Result<u64> {
         self.inner.check_running()?;
         let names = self.names()?;
-        let n: i64 = scripts::SEMAPHORE_DRAIN
-            .run(
-                self.inner.pool.next(),
-                vec![names.key.clone()],
-                vec![String::new()],
+        let n: i64 = names
+            .run_publishing(
+                &self.inner,
+                (&scripts::SEMAPHORE_DRAIN, "semaphore drain"),
+                &[],
+                vec![],
+                true,
             )
-            .await
-            .map_err(|e| self.inner.error("semaphore drain", &names.key, e))?;
+            .await?;
         Ok(n.max(0) as u64)
     }
 }
