@@ -658,7 +658,10 @@ impl QuorumInner {
             vec![conn.pool.next()]
         };
         // Before the node votes again: nothing sent on a replaced set may run any more.
-        if !self.kill_retired(i, conn.pool.next(), limit).await {
+        // (Only then is a connection taken from the pool's rotation: the checks' INFO keeps
+        // going round every connection.)
+        let retired = !node.state.lock().unwrap().retired.is_empty();
+        if retired && !self.kill_retired(i, conn.pool.next(), limit).await {
             node.suspect();
             return;
         }
