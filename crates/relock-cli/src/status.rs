@@ -178,7 +178,68 @@ fn print(s: &relock::LockStatus) {
     }
 }
 
-/// `relock status`: exit 0 if every lock named is held, 1 otherwise.
+/// A semaphore's, latch's or permit semaphore's count, as `relock status` shows it.
+#[derive(serde::Serialize)]
+struct Count {
+    name: String,
+    /// `count` (a semaphore's available permits, or a latch's count: the same layout) or
+    /// `permit_semaphore` (it has a timeouts set).
+    kind: &'static str,
+    count: i64,
+    /// A permit semaphore's permits whose lease has not ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    permits_held: Option<u64>,
+}
+
+/// What `relock status` found under a name.
+enum Found {
+    Lock(relock::LockStatus),
+    Count(Count),
+}
+
+/// A string holding an integer under `name`: a counting kind. `None` if it is not one.
+async fn count_at(client: &relock::Client, name: &str) -> Option<Count> {
+    use fred::interfaces::{ClientLike, KeysInterface, SortedSetsInterface};
+    let pool = client.pool();
+    let value: Option<String> = pool.get(name).await.ok()?;
+    let count = value?.parse::<i64>().ok()?;
+    // Redisson's suffixName: `{name}:timeout`, or `name:timeout` for a name with a tag.
+    let timeouts = if name.contains('{') {
+        format!("{name}:timeout")
+    } else {
+        format!("{{{name}}}:timeout")
+    };
+    let live: Option<u64> = match pool.exists::<i64, _>(timeouts.as_str()).await.ok()? {
+        1 => {
+            // The server's clock, which the permits' leases are counted on.
+            let time = fred::types::CustomCommand::new_static(
+                "TIME",
+                fred::types::ClusterHash::Custom(fred::util::redis_keyslot(name.as_bytes())),
+                false,
+            );
+            let (secs, micros): (i64, i64) =
+                pool.next().custom(time, Vec::<String>::new()).await.ok()?;
+            let now = secs * 1000 + micros / 1000;
+            pool.zcount(timeouts.as_str(), (now + 1) as f64, f64::INFINITY)
+                .await
+                .ok()
+        }
+        _ => None,
+    };
+    Some(Count {
+        name: name.to_string(),
+        kind: if live.is_some() {
+            "permit_semaphore"
+        } else {
+            "count"
+        },
+        count,
+        permits_held: live,
+    })
+}
+
+/// `relock status`: exit 0 if every lock named is held, 1 otherwise. A semaphore's or
+/// latch's count is shown and does not change the exit code.
 pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
     if !args.quorum.is_empty() {
         return quorum::status(&args).await;
@@ -189,25 +250,59 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
     for name in &args.names {
         // The fair handle reads the line too; for a plain lock it is just empty.
         let s = client.fair_lock(name).status().await;
-        let s = match s {
-            Ok(s) => s,
+        let found = match s {
+            Ok(s) => {
+                held &= s.is_held();
+                Found::Lock(s)
+            }
+            // Not a lock's hash: maybe a semaphore's or latch's count.
+            Err(relock::Error::WrongType { key }) if &key == name => {
+                match count_at(&client, name).await {
+                    Some(c) => Found::Count(c),
+                    None => {
+                        client.shutdown().await;
+                        return Err(relock::Error::WrongType { key }.into());
+                    }
+                }
+            }
             Err(e) => {
                 client.shutdown().await;
                 return Err(e.into());
             }
         };
-        held &= s.is_held();
-        all.push(s);
+        all.push(found);
     }
     client.shutdown().await;
     if args.json {
-        let out: Vec<Json> = all.iter().map(json).collect();
+        let out: Vec<serde_json::Value> = all
+            .iter()
+            .map(|f| match f {
+                Found::Lock(s) => serde_json::to_value(json(s)),
+                Found::Count(c) => serde_json::to_value(c),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(|e| CliError::Failed(e.to_string()))?;
         println!(
             "{}",
             serde_json::to_string_pretty(&out).map_err(|e| CliError::Failed(e.to_string()))?
         );
     } else {
-        all.iter().for_each(print);
+        for f in &all {
+            match f {
+                Found::Lock(s) => print(s),
+                Found::Count(c) => match c.permits_held {
+                    Some(n) => println!(
+                        "{}: a permit-expirable semaphore, {} available, {n} held",
+                        c.name,
+                        c.count.max(0)
+                    ),
+                    None => println!(
+                        "{}: a count of {} (a semaphore's available permits, or a count-down latch's count)",
+                        c.name, c.count
+                    ),
+                },
+            }
+        }
     }
     Ok(if held { 0 } else { 1 })
 }
