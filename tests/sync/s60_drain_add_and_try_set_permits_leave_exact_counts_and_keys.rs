@@ -43,6 +43,15 @@ async fn drain_add_and_try_set_permits_leave_exact_counts_and_keys() {
     other.release(7).await.unwrap();
     assert_eq!(crate::get(&server, "s60:{x}").as_deref(), Some("7"));
 
+    // The same operations through the trait, for code generic over the semaphore.
+    async fn take_and_give<S: relock::DistributedSemaphore>(s: &S) -> (bool, u64, u64) {
+        let took = s.try_acquire(3).await.unwrap();
+        let during = s.available().await.unwrap();
+        s.release(3).await.unwrap();
+        (took, during, s.available().await.unwrap())
+    }
+    assert_eq!(take_and_give(&other).await, (true, 4, 7));
+
     crate::keys_become(&server, &["s60", "s60:{x}"]).await;
     let _ = server.cmd(&["DEL", "s60", "s60:{x}"]).unwrap();
     crate::no_subscriptions(&[&a]).await;

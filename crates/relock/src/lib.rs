@@ -225,7 +225,7 @@ pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;
 pub use reentry::Reentrancy;
 pub use rwlock::{ReadLock, ReadWriteLock, WriteLock};
-pub use semaphore::Semaphore;
+pub use semaphore::{DistributedSemaphore, Semaphore};
 pub use status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
 
 /// `url` with its password (and any `…password=` query parameter) replaced by `***`, as relock

@@ -501,6 +501,53 @@ impl Semaphore {
     }
 }
 
+/// The operations of a counting semaphore, for code generic over where its permits live (a
+/// [`Semaphore`], or a test double). A
+/// [`PermitSemaphore`](crate::PermitSemaphore) does not implement it: its permits are one per
+/// acquisition, each with an id, a lease and a guard.
+///
+/// ```no_run
+/// use relock::{DistributedSemaphore, Result};
+/// async fn with_two<S: DistributedSemaphore>(sem: &S) -> Result<()> {
+///     sem.acquire(2).await?;
+///     // ... work that needs two permits ...
+///     sem.release(2).await
+/// }
+/// ```
+#[async_trait::async_trait]
+pub trait DistributedSemaphore: Send + Sync {
+    /// Takes `n` permits, waiting as long as it takes. Cancel safe: see
+    /// [`Semaphore::acquire`].
+    async fn acquire(&self, n: u64) -> Result<()>;
+    /// Takes `n` permits if that many are available now. Cancel safe.
+    async fn try_acquire(&self, n: u64) -> Result<bool>;
+    /// Takes `n` permits, waiting at most about `wait`. Cancel safe.
+    async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<bool>;
+    /// Gives back `n` permits. See [`Semaphore::release`] for its cancel safety.
+    async fn release(&self, n: u64) -> Result<()>;
+    /// The permits available now. Cancel safe (read only).
+    async fn available(&self) -> Result<u64>;
+}
+
+#[async_trait::async_trait]
+impl DistributedSemaphore for Semaphore {
+    async fn acquire(&self, n: u64) -> Result<()> {
+        Semaphore::acquire(self, n).await
+    }
+    async fn try_acquire(&self, n: u64) -> Result<bool> {
+        Semaphore::try_acquire(self, n).await
+    }
+    async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<bool> {
+        Semaphore::try_acquire_for(self, n, wait).await
+    }
+    async fn release(&self, n: u64) -> Result<()> {
+        Semaphore::release(self, n).await
+    }
+    async fn available(&self) -> Result<u64> {
+        Semaphore::available(self).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
