@@ -24,17 +24,7 @@ async fn classic_pubsub_on_a_cluster_wakes_waiters_on_every_master() {
     };
     let (a, b) = (connect().await, connect().await);
     // One name per master.
-    let mut names = Vec::new();
-    for i in 0.. {
-        let name = format!("c70:{i}");
-        let port = cluster.master_of(&name).unwrap().port();
-        if !names.iter().any(|(_, p)| *p == port) {
-            names.push((name, port));
-        }
-        if names.len() == 3 {
-            break;
-        }
-    }
+    let names = cluster.one_name_per_master("c70").unwrap();
     // All three held at once by one client, past a renewal (batched per slot, or CROSSSLOT).
     let mut held = Vec::new();
     for (name, _) in &names {

@@ -58,17 +58,7 @@ async fn an_acl_user_locks_and_wakes_waiters_on_every_master_and_a_wrong_passwor
     );
 
     // One name per master.
-    let mut names: Vec<(String, u16)> = Vec::new();
-    for i in 0.. {
-        let name = format!("c90:{i}");
-        let port = cluster.master_of(&name).unwrap().port();
-        if !names.iter().any(|(_, p)| *p == port) {
-            names.push((name, port));
-        }
-        if names.len() == 3 {
-            break;
-        }
-    }
+    let names = cluster.one_name_per_master("c90").unwrap();
     let ports: HashSet<u16> = names.iter().map(|(_, p)| *p).collect();
     assert_eq!(ports.len(), 3, "one name on each master");
 

@@ -16,20 +16,7 @@ use relock_tests::*;
 async fn one_count_down_on_a_client_built_on_a_resending_fred_pool_never_counts_twice() {
     let server = server();
     let proxy = FaultProxy::start(&server.addr()).unwrap();
-    // An application's pool: fred's default max_command_attempts (3), a reconnect policy and
-    // a command timeout, as build_with_pool's documentation suggests is fine.
-    let config = fred::types::config::Config::from_url(&proxy.url()).unwrap();
-    let pool = fred::types::Builder::from_config(config)
-        .set_policy(fred::types::config::ReconnectPolicy::new_constant(0, 50))
-        .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(3))
-        .build_pool(1)
-        .unwrap();
-    pool.init().await.unwrap();
-    let from_pool = relock::Client::builder()
-        .command_timeout(Duration::from_secs(3))
-        .build_with_pool(pool.clone())
-        .await
-        .expect("a client on the pool");
+    let (pool, from_pool) = crate::resending_pool_client(&proxy).await;
     let other = client(&server).await;
     let latch = other.count_down_latch("l50");
     assert!(latch.try_set_count(2).await.unwrap());

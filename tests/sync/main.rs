@@ -45,7 +45,49 @@ mod s80_semaphores_and_latches_wake_waiters_across_three_cluster_masters;
 mod s85_redisson_messages_written_by_hand_wake_relock_waiters;
 mod s90_shutdown_ends_semaphore_and_latch_waits_with_shutdown;
 
+use std::time::Duration;
+
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use relock::fred;
+use relock_testkit::FaultProxy;
 use relock_tests::RedisServer;
+
+/// `relock_wakeups_total` since the last call: a snapshot of the debugging recorder resets its
+/// counters.
+pub(crate) fn wakeups(recorder: &DebuggingRecorder) -> u64 {
+    recorder
+        .snapshotter()
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .find(|(key, _, _, _)| key.key().name() == "relock_wakeups_total")
+        .map_or(0, |(_, _, _, v)| match v {
+            DebugValue::Counter(n) => n,
+            other => panic!("{other:?}"),
+        })
+}
+
+/// A relock client built on an application's fred pool behind `proxy` that resends a command
+/// after a reconnect (fred's default `max_command_attempts`, 3), with a reconnect policy and a
+/// command timeout, as `ClientBuilder::build_with_pool`'s documentation allows; and the pool.
+pub(crate) async fn resending_pool_client(
+    proxy: &FaultProxy,
+) -> (fred::clients::Pool, relock::Client) {
+    use fred::interfaces::ClientLike;
+    let config = fred::types::config::Config::from_url(&proxy.url()).unwrap();
+    let pool = fred::types::Builder::from_config(config)
+        .set_policy(fred::types::config::ReconnectPolicy::new_constant(0, 50))
+        .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(3))
+        .build_pool(1)
+        .unwrap();
+    pool.init().await.unwrap();
+    let client = relock::Client::builder()
+        .command_timeout(Duration::from_secs(3))
+        .build_with_pool(pool.clone())
+        .await
+        .expect("a client on the pool");
+    (pool, client)
+}
 
 /// `GET key` on the server, as text (None: no key).
 pub(crate) fn get(server: &RedisServer, key: &str) -> Option<String> {

@@ -23,17 +23,7 @@ async fn permits_on_three_cluster_masters_are_renewed_and_wake_waiters() {
     };
     let (a, b) = (connect().await, connect().await);
     // One name per master, and a tagged one.
-    let mut names: Vec<(String, u16)> = Vec::new();
-    for i in 0.. {
-        let name = format!("p80:{i}");
-        let port = cluster.master_of(&name).unwrap().port();
-        if !names.iter().any(|(_, p)| *p == port) {
-            names.push((name, port));
-        }
-        if names.len() == 3 {
-            break;
-        }
-    }
+    let names = cluster.one_name_per_master("p80").unwrap();
     let mut names: Vec<String> = names.into_iter().map(|(n, _)| n).collect();
     names.push("p80:{t}:x".into());
     let mut guards = Vec::new();

@@ -18,19 +18,7 @@ use relock_tests::*;
 async fn a_permit_acquire_whose_reply_is_lost_on_a_resending_fred_pool_takes_one_permit() {
     let server = server();
     let proxy = FaultProxy::start(&server.addr()).unwrap();
-    // An application's pool, as l50 builds it: fred's default max_command_attempts (3).
-    let config = fred::types::config::Config::from_url(&proxy.url()).unwrap();
-    let pool = fred::types::Builder::from_config(config)
-        .set_policy(fred::types::config::ReconnectPolicy::new_constant(0, 50))
-        .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(3))
-        .build_pool(1)
-        .unwrap();
-    pool.init().await.unwrap();
-    let from_pool = relock::Client::builder()
-        .command_timeout(Duration::from_secs(3))
-        .build_with_pool(pool.clone())
-        .await
-        .expect("a client on the pool");
+    let (pool, from_pool) = crate::resending_pool_client(&proxy).await;
     let other = client(&server).await;
     let sem = from_pool.permit_expirable_semaphore("p91");
     assert!(other

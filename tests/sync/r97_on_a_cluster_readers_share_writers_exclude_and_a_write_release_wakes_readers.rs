@@ -26,17 +26,7 @@ async fn on_a_cluster_readers_share_writers_exclude_and_a_write_release_wakes_re
     };
     let a = connect(Duration::from_secs(30)).await;
     let b = connect(Duration::from_millis(600)).await;
-    let mut names: Vec<(String, u16)> = Vec::new();
-    for i in 0.. {
-        let name = format!("r97:{i}");
-        let port = cluster.master_of(&name).unwrap().port();
-        if !names.iter().any(|(_, p)| *p == port) {
-            names.push((name, port));
-        }
-        if names.len() == 3 {
-            break;
-        }
-    }
+    let names = cluster.one_name_per_master("r97").unwrap();
     for (name, _) in &names {
         let (ra, rb) = (
             a.read_write_lock(name.clone()),

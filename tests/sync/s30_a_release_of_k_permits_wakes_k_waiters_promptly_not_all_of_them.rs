@@ -7,23 +7,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::debugging::DebuggingRecorder;
 use relock_tests::*;
-
-/// `relock_wakeups_total` since the last call: a snapshot of the debugging recorder resets its
-/// counters.
-fn wakeups(recorder: &DebuggingRecorder) -> u64 {
-    recorder
-        .snapshotter()
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .find(|(key, _, _, _)| key.key().name() == "relock_wakeups_total")
-        .map_or(0, |(_, _, _, v)| match v {
-            DebugValue::Counter(n) => n,
-            other => panic!("{other:?}"),
-        })
-}
 
 // A current-thread runtime: the local recorder sees what every task records.
 #[tokio::test]
@@ -50,7 +35,7 @@ async fn a_release_of_k_permits_wakes_k_waiters_promptly_not_all_of_them() {
     .unwrap();
     let releaser = b.semaphore("s30");
 
-    wakeups(&recorder); // resets the counter
+    crate::wakeups(&recorder); // resets the counter
     let released = Instant::now();
     releaser.release(1).await.unwrap();
     wait_until(
@@ -68,13 +53,13 @@ async fn a_release_of_k_permits_wakes_k_waiters_promptly_not_all_of_them() {
     .await
     .unwrap();
     assert_eq!(
-        wakeups(&recorder),
+        crate::wakeups(&recorder),
         1,
         "a release of 1 woke more than one waiter"
     );
     assert_eq!(done.load(Ordering::SeqCst), 1);
 
-    wakeups(&recorder); // resets the counter
+    crate::wakeups(&recorder); // resets the counter
     releaser.release(3).await.unwrap();
     wait_until(
         Duration::from_millis(500),
@@ -91,7 +76,7 @@ async fn a_release_of_k_permits_wakes_k_waiters_promptly_not_all_of_them() {
     .await
     .unwrap();
     assert_eq!(
-        wakeups(&recorder),
+        crate::wakeups(&recorder),
         3,
         "a release of 3 woke another number than 3"
     );

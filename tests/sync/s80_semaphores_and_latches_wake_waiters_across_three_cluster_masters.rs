@@ -5,25 +5,10 @@
 
 use std::time::Duration;
 
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::debugging::DebuggingRecorder;
 use relock::Error;
 use relock_testkit::RedisCluster;
 use relock_tests::*;
-
-/// `relock_wakeups_total` since the last call: a snapshot of the debugging recorder resets its
-/// counters.
-fn wakeups(recorder: &DebuggingRecorder) -> u64 {
-    recorder
-        .snapshotter()
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .find(|(key, _, _, _)| key.key().name() == "relock_wakeups_total")
-        .map_or(0, |(_, _, _, v)| match v {
-            DebugValue::Counter(n) => n,
-            other => panic!("{other:?}"),
-        })
-}
 
 // A current-thread runtime: the local recorder sees what every task records.
 #[tokio::test]
@@ -41,17 +26,7 @@ async fn semaphores_and_latches_wake_waiters_across_three_cluster_masters() {
     };
     let (a, b) = (connect().await, connect().await);
     // One name per master.
-    let mut names = Vec::new();
-    for i in 0.. {
-        let name = format!("s80:{i}");
-        let port = cluster.master_of(&name).unwrap().port();
-        if !names.iter().any(|(_, p)| *p == port) {
-            names.push((name, port));
-        }
-        if names.len() == 3 {
-            break;
-        }
-    }
+    let names = cluster.one_name_per_master("s80").unwrap();
     for (name, _) in &names {
         // Semaphore: b's release wakes a's waiter.
         let sem = a.semaphore(name.clone());
@@ -64,13 +39,17 @@ async fn semaphores_and_latches_wake_waiters_across_three_cluster_masters() {
         )
         .await
         .unwrap();
-        wakeups(&recorder); // resets the counter
+        crate::wakeups(&recorder); // resets the counter
         b.semaphore(name.clone()).release(1).await.unwrap();
         bounded(Duration::from_secs(3), "the semaphore waiter", waiter)
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(wakeups(&recorder), 1, "`{name}`: not woken by its message");
+        assert_eq!(
+            crate::wakeups(&recorder),
+            1,
+            "`{name}`: not woken by its message"
+        );
         assert_eq!(b.semaphore(name.clone()).available().await.unwrap(), 0);
 
         // Latch: b's count-down opens a's two waiters with one message.
@@ -93,7 +72,7 @@ async fn semaphores_and_latches_wake_waiters_across_three_cluster_masters() {
         )
         .await
         .unwrap();
-        wakeups(&recorder); // resets the counter
+        crate::wakeups(&recorder); // resets the counter
         b.count_down_latch(latch_name.clone())
             .count_down()
             .await
@@ -105,7 +84,7 @@ async fn semaphores_and_latches_wake_waiters_across_three_cluster_masters() {
                 .unwrap();
         }
         assert_eq!(
-            wakeups(&recorder),
+            crate::wakeups(&recorder),
             1,
             "`{latch_name}`: not opened by its message"
         );

@@ -6,23 +6,8 @@
 
 use std::time::Duration;
 
-use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+use metrics_util::debugging::DebuggingRecorder;
 use relock_tests::*;
-
-/// `relock_wakeups_total` since the last call: a snapshot of the debugging recorder resets its
-/// counters.
-fn wakeups(recorder: &DebuggingRecorder) -> u64 {
-    recorder
-        .snapshotter()
-        .snapshot()
-        .into_vec()
-        .into_iter()
-        .find(|(key, _, _, _)| key.key().name() == "relock_wakeups_total")
-        .map_or(0, |(_, _, _, v)| match v {
-            DebugValue::Counter(n) => n,
-            other => panic!("{other:?}"),
-        })
-}
 
 // A current-thread runtime: the local recorder sees what every task records.
 #[tokio::test]
@@ -43,7 +28,7 @@ async fn redisson_messages_written_by_hand_wake_relock_waiters() {
     })
     .await
     .unwrap();
-    wakeups(&recorder); // resets the counter
+    crate::wakeups(&recorder); // resets the counter
     assert_eq!(
         server.cmd(&["INCRBY", "s85", "2"]).unwrap().as_int(),
         Some(2)
@@ -56,7 +41,7 @@ async fn redisson_messages_written_by_hand_wake_relock_waiters() {
     )
     .await
     .unwrap();
-    assert_eq!(wakeups(&recorder), 2);
+    assert_eq!(crate::wakeups(&recorder), 2);
     assert_eq!(
         server.cmd(&["INCRBY", "s85", "1"]).unwrap().as_int(),
         Some(1)
@@ -83,7 +68,7 @@ async fn redisson_messages_written_by_hand_wake_relock_waiters() {
     .await
     .unwrap();
     let channel = "redisson_countdownlatch__channel__{s85:latch}";
-    wakeups(&recorder); // resets the counter
+    crate::wakeups(&recorder); // resets the counter
     let _ = server.cmd(&["PUBLISH", channel, "1"]).unwrap();
     assert_eq!(
         server.cmd(&["DECR", "s85:latch"]).unwrap().as_int(),
@@ -97,7 +82,11 @@ async fn redisson_messages_written_by_hand_wake_relock_waiters() {
             .unwrap()
             .unwrap();
     }
-    assert_eq!(wakeups(&recorder), 1, "`1` woke someone, or `0` did not");
+    assert_eq!(
+        crate::wakeups(&recorder),
+        1,
+        "`1` woke someone, or `0` did not"
+    );
     crate::no_subscriptions(&[&a]).await;
     let _ = server.cmd(&["DEL", "s85"]).unwrap();
     assert_nothing_left(&server).await;

@@ -16,18 +16,7 @@ use relock_tests::*;
 async fn a_drain_on_a_resending_fred_pool_returns_every_permit_it_took() {
     let server = server();
     let proxy = FaultProxy::start(&server.addr()).unwrap();
-    let config = fred::types::config::Config::from_url(&proxy.url()).unwrap();
-    let pool = fred::types::Builder::from_config(config)
-        .set_policy(fred::types::config::ReconnectPolicy::new_constant(0, 50))
-        .with_performance_config(|p| p.default_command_timeout = Duration::from_secs(3))
-        .build_pool(1)
-        .unwrap();
-    pool.init().await.unwrap();
-    let from_pool = relock::Client::builder()
-        .command_timeout(Duration::from_secs(3))
-        .build_with_pool(pool.clone())
-        .await
-        .expect("a client on the pool");
+    let (pool, from_pool) = crate::resending_pool_client(&proxy).await;
     let other = client(&server).await;
     assert!(other.semaphore("s97").try_set_permits(3).await.unwrap());
     // Load the script.

@@ -586,16 +586,43 @@ pub(crate) async fn uncontended(
     crate::signals::register(&client);
     // Warm up the connections and the script cache.
     client.lock("bench:u:warm").lock().await?.unlock().await?;
+    let c = client.clone();
+    let pairs = pairs_per_s(tasks, secs, label, move |i| {
+        let lock = c.lock(format!("bench:u:{i}"));
+        move || {
+            let lock = lock.clone();
+            async move { lock.lock().await?.unlock().await }
+        }
+    })
+    .await?;
+    client.shutdown().await;
+    Ok(pairs)
+}
+
+/// Pairs per second of `tasks` tasks: task `i` runs the pair that `make(i)` returns (made
+/// once per task) again and again until `secs` have passed, shown as the progress phase
+/// `label`.
+pub(crate) async fn pairs_per_s<F, P, Fut>(
+    tasks: usize,
+    secs: Duration,
+    label: &str,
+    make: F,
+) -> Result<f64, CliError>
+where
+    F: Fn(usize) -> P,
+    P: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = relock::Result<()>> + Send,
+{
     let phase = Phase::start(label, secs, "pairs");
     let done = phase.counter();
     let start = Instant::now();
     let deadline = start + secs;
     let mut handles = Vec::new();
     for i in 0..tasks {
-        let (lock, done) = (client.lock(format!("bench:u:{i}")), done.clone());
+        let (mut pair, done) = (make(i), done.clone());
         handles.push(tokio::spawn(async move {
             while Instant::now() < deadline {
-                lock.lock().await?.unlock().await?;
+                pair().await?;
                 done.fetch_add(1, Ordering::Relaxed);
             }
             Ok::<(), relock::Error>(())
@@ -606,7 +633,6 @@ pub(crate) async fn uncontended(
     }
     let pairs = done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
     phase.finish().await;
-    client.shutdown().await;
     Ok(pairs)
 }
 

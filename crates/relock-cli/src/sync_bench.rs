@@ -3,11 +3,9 @@
 //! with a permit per task) and H-wait handoff latency (plain lock, write lock, a semaphore's
 //! one permit).
 
-use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::bench::{contended, uncontended, Subject};
-use crate::progress::Phase;
+use crate::bench::{contended, pairs_per_s, uncontended, Subject};
 use crate::report::{outln, JsonTo, Text};
 use crate::stats::{as_ms, ms};
 use crate::{CliError, Target};
@@ -150,24 +148,14 @@ async fn shared_reads(url: &str, tasks: usize, secs: Duration) -> Result<f64, Cl
     crate::signals::register(&client);
     let lock = client.read_write_lock("bench:r").read_lock();
     lock.lock().await?.unlock().await?;
-    let phase = Phase::start("read lock", secs, "pairs");
-    let done = phase.counter();
-    let (start, mut handles) = (Instant::now(), Vec::new());
-    for _ in 0..tasks {
-        let (lock, done) = (lock.clone(), done.clone());
-        handles.push(tokio::spawn(async move {
-            while start.elapsed() < secs {
-                lock.lock().await?.unlock().await?;
-                done.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok::<(), relock::Error>(())
-        }));
-    }
-    for h in handles {
-        h.await.map_err(|e| CliError::Failed(e.to_string()))??;
-    }
-    let rate = done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
-    phase.finish().await;
+    let rate = pairs_per_s(tasks, secs, "read lock", |_| {
+        let lock = lock.clone();
+        move || {
+            let lock = lock.clone();
+            async move { lock.lock().await?.unlock().await }
+        }
+    })
+    .await?;
     client.shutdown().await;
     Ok(rate)
 }
@@ -180,25 +168,17 @@ async fn permits(url: &str, tasks: usize, secs: Duration) -> Result<f64, CliErro
     let sem = client.semaphore("bench:s");
     sem.drain().await?;
     sem.release(tasks as u64).await?;
-    let phase = Phase::start("semaphore", secs, "pairs");
-    let done = phase.counter();
-    let (start, mut handles) = (Instant::now(), Vec::new());
-    for _ in 0..tasks {
-        let (sem, done) = (sem.clone(), done.clone());
-        handles.push(tokio::spawn(async move {
-            while start.elapsed() < secs {
+    let rate = pairs_per_s(tasks, secs, "semaphore", |_| {
+        let sem = sem.clone();
+        move || {
+            let sem = sem.clone();
+            async move {
                 sem.acquire(1).await?;
-                sem.release(1).await?;
-                done.fetch_add(1, Ordering::Relaxed);
+                sem.release(1).await
             }
-            Ok::<(), relock::Error>(())
-        }));
-    }
-    for h in handles {
-        h.await.map_err(|e| CliError::Failed(e.to_string()))??;
-    }
-    let rate = done.load(Ordering::Relaxed) as f64 / start.elapsed().as_secs_f64();
-    phase.finish().await;
+        }
+    })
+    .await?;
     let _: i64 = fred::interfaces::KeysInterface::del(client.pool(), "bench:s")
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;

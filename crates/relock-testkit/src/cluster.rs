@@ -153,6 +153,27 @@ impl RedisCluster {
         self.nodes.iter().filter(|n| n.is_master()).collect()
     }
 
+    /// One name per master, `<prefix>:<i>` for the first `i` that lands on each, with that
+    /// master's port: for tests that want a key on every master.
+    ///
+    /// # Errors
+    /// Command errors.
+    pub fn one_name_per_master(&self, prefix: &str) -> Result<Vec<(String, u16)>> {
+        let masters = self.masters().len();
+        let mut names: Vec<(String, u16)> = Vec::new();
+        for i in 0.. {
+            let name = format!("{prefix}:{i}");
+            let port = self.master_of(&name)?.port();
+            if !names.iter().any(|(_, p)| *p == port) {
+                names.push((name, port));
+            }
+            if names.len() == masters {
+                break;
+            }
+        }
+        Ok(names)
+    }
+
     /// The master serving `key`'s slot right now.
     ///
     /// # Errors
