@@ -209,6 +209,9 @@ async fn count_at(client: &relock::Client, name: &str) -> Option<Count> {
     } else {
         format!("{{{name}}}:timeout")
     };
+    // A permit whose lease has ended is available again (the next acquire reclaims it), as
+    // the library's `available()` and Redisson count it.
+    let mut count = count;
     let live: Option<u64> = match pool.exists::<i64, _>(timeouts.as_str()).await.ok()? {
         1 => {
             // The server's clock, which the permits' leases are counted on.
@@ -220,6 +223,11 @@ async fn count_at(client: &relock::Client, name: &str) -> Option<Count> {
             let (secs, micros): (i64, i64) =
                 pool.next().custom(time, Vec::<String>::new()).await.ok()?;
             let now = secs * 1000 + micros / 1000;
+            let ended: i64 = pool
+                .zcount(timeouts.as_str(), f64::NEG_INFINITY, now as f64)
+                .await
+                .ok()?;
+            count += ended;
             pool.zcount(timeouts.as_str(), (now + 1) as f64, f64::INFINITY)
                 .await
                 .ok()

@@ -265,6 +265,7 @@ impl QuorumClientBuilder {
             counter_grace: Duration::from_secs(1),
             connections: builder.connection_count(),
             shutting_down: AtomicBool::new(false),
+            closing_at: Mutex::new(None),
             shutdown: shutdown_tx,
             builder,
         });
@@ -397,8 +398,11 @@ impl QuorumClient {
         if inner.shutting_down.swap(true, Ordering::SeqCst) {
             return;
         }
-        inner.shared.tracker.close();
         let settle = inner.node_timeout * 8 + Duration::from_millis(200);
+        // Releases still being sent again on a resumed node's new connections get one settle
+        // wait, not all of them.
+        *inner.closing_at.lock().unwrap() = Some(Instant::now() + settle);
+        inner.shared.tracker.close();
         if tokio::time::timeout(settle, inner.shared.tracker.wait())
             .await
             .is_err()
@@ -466,12 +470,6 @@ struct NodeState {
     /// When its connections were last replaced, and the wait before the next set.
     replaced_at: Option<Instant>,
     replace_delay: Duration,
-    /// The server's ids (`CLIENT ID`) of the current set's connections, once checked.
-    ids: Vec<i64>,
-    /// Ids of replaced sets' connections not yet killed on the server: what was sent on them
-    /// (a vote, a release) may still run there, in any order with the new set's commands,
-    /// until the server drops them (a paused server reads every socket when it resumes).
-    retired: Vec<i64>,
 }
 
 impl std::fmt::Debug for Node {
@@ -582,6 +580,8 @@ pub(crate) struct QuorumInner {
     /// Connections per node (every node's pool has as many).
     connections: usize,
     pub(crate) shutting_down: AtomicBool,
+    /// When shutdown stops waiting for releases being sent again (`closing`).
+    closing_at: Mutex<Option<Instant>>,
     shutdown: watch::Sender<bool>,
     builder: ClientBuilder,
 }
@@ -657,26 +657,8 @@ impl QuorumInner {
         } else {
             vec![conn.pool.next()]
         };
-        // Before the node votes again: nothing sent on a replaced set may run any more.
-        // (Only then is a connection taken from the pool's rotation: the checks' INFO keeps
-        // going round every connection.)
-        let retired = !node.state.lock().unwrap().retired.is_empty();
-        if retired && !self.kill_retired(i, conn.pool.next(), limit).await {
-            node.suspect();
-            return;
-        }
         let mut answers = Vec::with_capacity(asked.len());
-        let mut ids = Vec::new();
         for c in asked {
-            if every_connection {
-                match tokio::time::timeout(limit, client_command::<i64>(c, &["ID"])).await {
-                    Ok(Ok(id)) => ids.push(id),
-                    // Not known (an ACL without CLIENT, a slow answer): that connection
-                    // cannot be killed when replaced; a late command on it is then only
-                    // bounded by its lease, as before.
-                    _ => tracing::debug!(node = %node.name, "CLIENT ID not answered"),
-                }
-            }
             let info =
                 tokio::time::timeout(limit, c.info::<String>(Some(fred::types::InfoKind::Server)))
                     .await;
@@ -730,9 +712,6 @@ impl QuorumInner {
             return; // replaced meanwhile: the new connections get their own check
         }
         let mut state = node.state.lock().unwrap();
-        if every_connection {
-            state.ids = ids;
-        }
         if state.run_id.is_some() && state.run_id.as_deref() != Some(run_id.as_str()) {
             tracing::warn!(node = %node.name, "node restarted (new run id); quarantined");
         }
@@ -747,34 +726,15 @@ impl QuorumInner {
         });
     }
 
-    /// Kills node `i`'s retired connections on the server (`CLIENT KILL ID`), through `conn`
-    /// of the new set: once the server answers, nothing sent on them can run any more. True
-    /// when none is left to kill; false if the server did not answer in time (the node does
-    /// not vote until a later check kills them). A server that refuses (an ACL without
-    /// CLIENT KILL) is given up on: its late commands stay bounded by their leases.
-    async fn kill_retired(&self, i: usize, conn: &fred::clients::Client, limit: Duration) -> bool {
-        let node = &self.nodes[i];
-        let retired = node.state.lock().unwrap().retired.clone();
-        for id in retired {
-            let id_text = id.to_string();
-            let args = ["KILL", "ID", id_text.as_str()];
-            let kill = client_command::<fred::types::Value>(conn, &args);
-            match tokio::time::timeout(limit, kill).await {
-                // Killed, or gone already ("No such client", a restarted server).
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) if e.details().contains("No such client") => {}
-                Ok(Err(e)) if e.details().starts_with("NOPERM") => {
-                    tracing::warn!(node = %node.name, "CLIENT KILL refused (NOPERM): a vote or release sent on replaced connections may still run when the node resumes; grant +client|kill to relock's user");
-                }
-                Ok(Err(e)) => {
-                    tracing::debug!(node = %node.name, error = %e, "CLIENT KILL failed");
-                    return false;
-                }
-                Err(_) => return false,
-            }
-            node.state.lock().unwrap().retired.retain(|r| *r != id);
-        }
-        true
+    /// Whether releases being sent again should stop: the nodes are closed, or shutdown's
+    /// first settle wait is over.
+    fn closing(&self) -> bool {
+        *self.shutdown.borrow()
+            || self
+                .closing_at
+                .lock()
+                .unwrap()
+                .is_some_and(|t| Instant::now() >= t)
     }
 
     /// Node `i`'s connections (`dead`, one of them failed) can never come back to the same
@@ -798,8 +758,6 @@ impl QuorumInner {
         // that drops every new connection must not get a connection storm).
         let delay = {
             let mut st = node.state.lock().unwrap();
-            let ids = std::mem::take(&mut st.ids);
-            st.retired.extend(ids);
             let now = Instant::now();
             let soon = st
                 .replaced_at
@@ -898,7 +856,7 @@ impl QuorumInner {
                     // In short steps. Shutdown waits for this task (its settle time) before it
                     // closes the nodes, so a release still on its way is sent again then too:
                     // this is when a paused node resumes and shutdown follows at once.
-                    let closed = q.upgrade().is_none_or(|q| *q.shutdown.borrow());
+                    let closed = q.upgrade().is_none_or(|q| q.closing());
                     if closed || Instant::now() >= notice {
                         return;
                     }
@@ -910,7 +868,7 @@ impl QuorumInner {
                     tokio::time::sleep(limit.max(Duration::from_millis(20))).await;
                     let Some(q) = q.upgrade() else { return };
                     let lease = Duration::from_millis(q.max_lease_ms.load(Ordering::SeqCst));
-                    if *q.shutdown.borrow() || started.elapsed() > lease {
+                    if q.closing() || started.elapsed() > lease {
                         return;
                     }
                     let Some(current) = q.nodes[i].conn() else {
@@ -1056,8 +1014,10 @@ fn spawn_reconnect(
                     {
                         let mut conn = node.conn.write().unwrap();
                         // Installed under the lock that shutdown takes the sets with: a set
-                        // made while it ran is not kept.
-                        if inner.shutting_down.load(Ordering::SeqCst) {
+                        // made after it closed the nodes is not kept (one made during its
+                        // settle wait is, so a release still on its way can be sent again on
+                        // it, and shutdown closes it with the others).
+                        if *inner.shutdown.borrow() {
                             drop(conn);
                             c.shutdown().await;
                             return;
@@ -1120,19 +1080,6 @@ fn spawn_uptime_checks(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>
             inner.check_uptimes(inner.uptime_check_limit(), false).await;
         }
     });
-}
-
-/// `CLIENT <args>` on that very connection (fred's own `CLIENT` commands are behind a feature
-/// relock does not build).
-async fn client_command<R: fred::types::FromValue>(
-    conn: &fred::clients::Client,
-    args: &[&str],
-) -> std::result::Result<R, fred::error::Error> {
-    use fred::interfaces::ClientLike;
-    let cmd =
-        fred::types::CustomCommand::new_static("CLIENT", fred::types::ClusterHash::Random, false);
-    let args: Vec<fred::types::Value> = args.iter().map(|a| (*a).into()).collect();
-    conn.custom(cmd, args).await
 }
 
 /// Groups holds by the connection their lock is pinned to (the same index on every node), in
