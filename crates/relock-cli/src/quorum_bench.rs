@@ -242,15 +242,25 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         text,
         "    keys left on all nodes after release and resume: {left}"
     );
-    // What is left, and whether it expires by itself: a vote sent to the paused node on a set
-    // of connections that was then replaced can run after the release sent on the new set
-    // (the server reads the two sockets in any order once it resumes). The hold it makes has
-    // no owner and ends with its lease (docs/reliability.md, "Known limits").
+    // What is left, and whether it expires by itself: a hold nobody owns ends with its lease
+    // (docs/reliability.md says which late vote can still leave one).
     let (mut left_without_ttl, mut left_elsewhere) = (0i64, 0i64);
     for (i, s) in m.servers().iter().enumerate() {
         for k in s.keys().unwrap_or_default() {
             let ttl = s.cmd(&["PTTL", &k]).ok().and_then(|v| v.as_int());
-            outln!(text, "    left on node {i}: {k} (pttl {ttl:?} ms)");
+            // A hash's fields name the attempt that left it (a client id and a sequence).
+            let fields = match s.cmd(&["HKEYS", &k]) {
+                Ok(relock_testkit::Value::Array(Some(v))) => v
+                    .iter()
+                    .filter_map(relock_testkit::Value::as_string)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                _ => String::new(),
+            };
+            outln!(
+                text,
+                "    left on node {i}: {k} (pttl {ttl:?} ms; fields: {fields})"
+            );
             left_without_ttl += i64::from(ttl.is_none_or(|t| t <= 0));
             left_elsewhere += i64::from(i != n / 2);
         }

@@ -105,6 +105,7 @@ mod error;
 mod fair;
 mod guard;
 mod holds;
+mod in_flight;
 mod keys;
 mod latch;
 #[cfg(test)]

@@ -266,6 +266,7 @@ impl QuorumClientBuilder {
             connections: builder.connection_count(),
             shutting_down: AtomicBool::new(false),
             closing_at: Mutex::new(None),
+            in_flight: Default::default(),
             shutdown: shutdown_tx,
             builder,
         });
@@ -582,6 +583,9 @@ pub(crate) struct QuorumInner {
     pub(crate) shutting_down: AtomicBool,
     /// When shutdown stops waiting for releases being sent again (`closing`).
     closing_at: Mutex<Option<Instant>>,
+    /// Votes and re-entries still running, which a release of their field on their node
+    /// waits for (see `in_flight`).
+    pub(crate) in_flight: crate::in_flight::InFlight,
     shutdown: watch::Sender<bool>,
     builder: ClientBuilder,
 }
@@ -822,6 +826,11 @@ impl QuorumInner {
                         }
                     }
                 };
+                // After the votes and re-entries of this field on this node: their tasks may
+                // not even have sent them yet.
+                if let Some(q) = q.upgrade() {
+                    q.in_flight.settled(&field, i).await;
+                }
                 let mut sent_on = conn.clone();
                 let first = once(conn).await;
                 let unknown = matches!(first, Sent::Unknown(_));
@@ -1211,8 +1220,8 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
 /// Runs every future in `futs` to its end, each in its own task on `tracker` (so shutdown waits
 /// for them), and hands each output to `on_ready` as it arrives, until `on_ready` returns true
 /// or all are done. Only the *waiting* stops early: a node's call that is still running goes
-/// on (a slow node's EVALSHA that meets NOSCRIPT still sends its EVAL; a vote still lands on its
-/// pinned connection before a later release of the same lock there).
+/// on (a slow node's EVALSHA that meets NOSCRIPT still sends its EVAL). A call not yet run may
+/// not even have been sent: a release that must come after it waits for it (`in_flight`).
 pub(crate) async fn race<F, T>(
     tracker: &tokio_util::task::TaskTracker,
     futs: Vec<F>,

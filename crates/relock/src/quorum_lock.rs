@@ -290,8 +290,10 @@ impl QuorumLock {
             let mut calls = Vec::new();
             for (i, conn) in q.eligible(&mut votes) {
                 let (keys, field, limit) = (keys.clone(), hold.field.clone(), q.node_timeout);
+                let in_flight = q.in_flight.start(&field, i);
                 let args = vec![lease.as_millis().to_string(), field];
                 calls.push(Box::pin(async move {
+                    let _in_flight = in_flight;
                     let call = scripts::REENTER.run::<Option<i64>>(
                         pinned(&conn, &keys.lock),
                         vec![keys.lock.clone()],
@@ -447,7 +449,10 @@ impl QuorumLock {
                 field.to_string(),
                 q.grace_ms().to_string(),
             ];
+            // Registered before the attempt can return: its release waits for this vote.
+            let in_flight = q.in_flight.start(field, i);
             calls.push(Box::pin(async move {
+                let _in_flight = in_flight;
                 let call = scripts::ACQUIRE.run::<Vec<i64>>(
                     pinned(&conn, &keys.lock),
                     vec![keys.lock.clone(), keys.token.clone()],
