@@ -5,17 +5,25 @@
 //! has answered; the release that may follow at once is sent from other tasks. A command is
 //! handed to fred only when its task first runs, and tasks run in any order: under load a
 //! node's release was sent before the vote it was meant to undo, found nothing, and the vote
-//! then made a hold that nobody owned for a whole lease (`relock bench-quorum` left it in about
-//! one run in ten on a busy machine). The same goes for a vote whose EVALSHA met NOSCRIPT (its
-//! EVAL is sent only after that reply), and for a re-entry's count against a release's.
+//! then made a hold that nobody owned for a whole lease (`relock bench-quorum` left one in
+//! about one run in ten on a busy machine). A vote whose EVALSHA meets NOSCRIPT sends its EVAL
+//! only once that reply is back, which can also be after the release.
 //!
-//! So every call that can add to a field on a node is registered here for as long as its task
-//! runs (each is bounded by the node timeout), and a release of that field on that node first
-//! waits for them. Once a call's task has ended, whatever it sent is already queued on the
-//! field's pinned connection, ahead of anything sent later there.
+//! So every call that can add to a field on a node is registered here ([`InFlight::start`])
+//! and says when it has handed its command to fred ([`Call::handed`]). A release of that field
+//! on that node ([`InFlight::release`]) first waits until each such call has handed its
+//! command over (or ended): from then on whatever it sent is queued ahead of the release on
+//! the field's pinned connection. A call that wants to send again (the EVAL after NOSCRIPT)
+//! asks first ([`Call::may_send_more`]) and sends nothing once a release has begun: its first
+//! command did not run, so it took nothing.
+//!
+//! The release waits for a hand-over, not for an answer: normally a few microseconds, and it
+//! is still pipelined behind the vote on a slow node.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
@@ -24,54 +32,148 @@ type FieldOnNode = (String, usize);
 
 /// The calls in flight, by field and node.
 #[derive(Debug, Default)]
-pub(crate) struct InFlight(Mutex<HashMap<FieldOnNode, Vec<watch::Receiver<()>>>>);
+pub(crate) struct InFlight(Arc<Mutex<HashMap<FieldOnNode, Arc<Slot>>>>);
 
-/// One registered call: in flight until dropped (keep it inside the call's future).
+/// One field on one node: its calls, and whether a release of it has begun.
+#[derive(Debug, Default)]
+struct Slot {
+    released: AtomicBool,
+    calls: Mutex<Vec<(Arc<CallState>, watch::Receiver<()>)>>,
+}
+
+#[derive(Debug, Default)]
+struct CallState {
+    /// Everything the call has sent so far is with fred (false again while it decides to send
+    /// more).
+    handed: AtomicBool,
+    ended: AtomicBool,
+}
+
+/// One registered call: keep it inside the call's future; it ends when dropped.
 #[derive(Debug)]
-pub(crate) struct Call(#[allow(dead_code)] watch::Sender<()>);
+pub(crate) struct Call {
+    map: Arc<Mutex<HashMap<FieldOnNode, Arc<Slot>>>>,
+    key: FieldOnNode,
+    slot: Arc<Slot>,
+    state: Arc<CallState>,
+    /// Wakes a waiting release when the state changes; dropped (closed) when the call ends.
+    tx: watch::Sender<()>,
+}
 
 impl InFlight {
-    /// Registers a call for `field` on node `node`; it counts until the returned [`Call`] is
-    /// dropped.
+    /// Registers a call for `field` on node `node`, before its task is spawned.
     pub(crate) fn start(&self, field: &str, node: usize) -> Call {
+        let key = (field.to_string(), node);
+        let state = Arc::new(CallState::default());
         let (tx, rx) = watch::channel(());
-        let mut calls = self.0.lock().unwrap();
-        // Forget calls that have ended (a field that is never released leaves nothing here).
-        calls.retain(|_, v| {
-            v.retain(|r| r.has_changed().is_ok());
-            !v.is_empty()
-        });
-        calls.entry((field.to_string(), node)).or_default().push(rx);
-        Call(tx)
+        // Under the map's lock, as `Call::drop` takes it: the slot cannot be dropped from the
+        // map between being found and getting this call.
+        let mut map = self.0.lock().unwrap();
+        let slot = map.entry(key.clone()).or_default().clone();
+        slot.calls.lock().unwrap().push((state.clone(), rx));
+        drop(map);
+        Call {
+            map: self.0.clone(),
+            key,
+            slot,
+            state,
+            tx,
+        }
     }
 
-    /// Waits until every call registered so far for `field` on node `node` has ended.
-    ///
-    /// Bounded by the calls' own bounds (each ends within the node timeout).
-    pub(crate) async fn settled(&self, field: &str, node: usize) {
-        let pending: Vec<watch::Receiver<()>> = self
+    /// A release of `field` on node `node` begins: from now on no registered call sends
+    /// anything more; the returned wait ends once each has handed over what it sent.
+    pub(crate) fn release(&self, field: &str, node: usize) -> Pending {
+        let slot = self
             .0
             .lock()
             .unwrap()
             .get(&(field.to_string(), node))
-            .cloned()
-            .unwrap_or_default();
-        for mut call in pending {
-            // Nothing is ever sent: `changed` returns an error once the call's sender is gone.
-            while call.changed().await.is_ok() {}
-        }
+            .cloned();
+        let Some(slot) = slot else {
+            return Pending(Vec::new());
+        };
+        slot.released.store(true, SeqCst);
+        let calls = slot.calls.lock().unwrap().clone();
+        Pending(calls)
     }
 
-    /// Calls registered and not yet ended (for tests of this module).
+    /// Fields with calls registered (for tests).
     #[cfg(test)]
-    fn len(&self) -> usize {
-        self.0
-            .lock()
-            .unwrap()
-            .values()
-            .flatten()
-            .filter(|r| r.has_changed().is_ok())
-            .count()
+    fn fields(&self) -> usize {
+        self.0.lock().unwrap().len()
+    }
+}
+
+/// What a release waits for (see [`InFlight::release`]).
+#[derive(Debug)]
+pub(crate) struct Pending(Vec<(Arc<CallState>, watch::Receiver<()>)>);
+
+impl Pending {
+    /// Waits until every call has handed over its command or ended. Bounded by the calls'
+    /// own bounds (each ends within the node timeout); normally immediate.
+    pub(crate) async fn wait(self) {
+        for (state, mut rx) in self.0 {
+            loop {
+                rx.borrow_and_update();
+                if state.ended.load(SeqCst) || state.handed.load(SeqCst) {
+                    break;
+                }
+                if rx.changed().await.is_err() {
+                    break; // the call ended
+                }
+            }
+        }
+    }
+}
+
+impl Call {
+    /// Everything sent so far is with fred.
+    pub(crate) fn handed(&self) {
+        self.state.handed.store(true, SeqCst);
+        self.tx.send_replace(());
+    }
+
+    /// Whether the call may send another command (after NOSCRIPT): false once a release of
+    /// its field on its node has begun. (Stored before the release flag is read, as the
+    /// release stores its flag before it reads this one: one of the two sees the other.)
+    pub(crate) fn may_send_more(&self) -> bool {
+        self.state.handed.store(false, SeqCst);
+        self.tx.send_replace(());
+        !self.slot.released.load(SeqCst)
+    }
+
+    /// Runs `f`, saying after its first poll that its command was handed over (fred queues a
+    /// command on the first poll of its future).
+    pub(crate) async fn handing<F: Future>(&self, f: F) -> F::Output {
+        let mut f = std::pin::pin!(f);
+        let mut first = true;
+        std::future::poll_fn(|cx| {
+            let r = f.as_mut().poll(cx);
+            if std::mem::take(&mut first) {
+                self.handed();
+            }
+            r
+        })
+        .await
+    }
+}
+
+impl Drop for Call {
+    fn drop(&mut self) {
+        self.state.ended.store(true, SeqCst);
+        let mut map = self.map.lock().unwrap();
+        let mut calls = self.slot.calls.lock().unwrap();
+        calls.retain(|(s, _)| !Arc::ptr_eq(s, &self.state));
+        // The last call of the field on this node: forget the field (a release that comes
+        // later has nothing to wait for).
+        if calls.is_empty()
+            && map
+                .get(&self.key)
+                .is_some_and(|s| Arc::ptr_eq(s, &self.slot))
+        {
+            map.remove(&self.key);
+        }
     }
 }
 
@@ -80,27 +182,66 @@ mod tests {
     use super::*;
     use std::time::Duration;
 
+    const SHORT: Duration = Duration::from_millis(50);
+
     #[tokio::test]
-    async fn a_release_waits_for_the_calls_on_its_field_and_node_only() {
-        let f = std::sync::Arc::new(InFlight::default());
+    async fn a_release_waits_until_the_call_on_its_field_and_node_has_handed_over() {
+        let f = InFlight::default();
         let vote = f.start("a", 1);
-        let other_node = f.start("a", 2);
-        let other_field = f.start("b", 1);
-        assert_eq!(f.len(), 3);
-        // Not settled while the vote runs.
-        let waiting = tokio::time::timeout(Duration::from_millis(50), f.settled("a", 1)).await;
-        assert!(waiting.is_err());
-        let f2 = f.clone();
-        let release = tokio::spawn(async move { f2.settled("a", 1).await });
-        drop(vote);
-        tokio::time::timeout(Duration::from_secs(5), release)
+        let _other_node = f.start("a", 2);
+        let _other_field = f.start("b", 1);
+        // Not handed over yet: the release waits.
+        assert!(tokio::time::timeout(SHORT, f.release("a", 1).wait())
             .await
-            .expect("settled once the vote ended")
+            .is_err());
+        let release = f.release("a", 1);
+        vote.handed();
+        tokio::time::timeout(Duration::from_secs(5), release.wait())
+            .await
+            .expect("done once the vote handed over");
+        // The other calls do not hold it up.
+        drop(vote);
+        tokio::time::timeout(Duration::from_secs(5), f.release("a", 1).wait())
+            .await
             .unwrap();
-        // The other calls are still in flight; ended calls are forgotten at the next start.
-        assert_eq!(f.len(), 2);
-        drop((other_node, other_field));
-        let _c = f.start("c", 0);
-        assert_eq!(f.0.lock().unwrap().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_call_sends_nothing_more_once_a_release_began_and_the_release_waits_for_a_resend() {
+        let f = InFlight::default();
+        let vote = f.start("a", 1);
+        vote.handed();
+        // A resend asked for before the release: the release waits for it.
+        assert!(vote.may_send_more());
+        let release = f.release("a", 1);
+        let waiting = tokio::spawn(release.wait());
+        tokio::time::sleep(SHORT).await;
+        assert!(!waiting.is_finished());
+        vote.handed();
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .unwrap()
+            .unwrap();
+        // After the release began, no more.
+        assert!(!vote.may_send_more());
+        // An ended call does not hold a release up either.
+        let late = f.start("c", 0);
+        let pending = f.release("c", 0);
+        drop(late);
+        tokio::time::timeout(Duration::from_secs(5), pending.wait())
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn ended_calls_leave_nothing_behind() {
+        let f = InFlight::default();
+        let calls: Vec<Call> = (0..100).map(|i| f.start(&format!("f{i}"), i % 3)).collect();
+        let twice = f.start("f0", 0);
+        assert_eq!(f.fields(), 100);
+        drop(calls);
+        assert_eq!(f.fields(), 1);
+        drop(twice);
+        assert_eq!(f.fields(), 0);
     }
 }

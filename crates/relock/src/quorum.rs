@@ -416,6 +416,9 @@ impl QuorumClient {
             hold.mark_ended();
             let inner = inner.clone();
             work.spawn(async move {
+                // After a renewal round in flight (see `Hold::gate`): its put-back could
+                // otherwise land after this release.
+                let _gate = hold.gate.lock().await;
                 inner
                     .release_everywhere(&hold.keys, &hold.field, true)
                     .await
@@ -431,6 +434,7 @@ impl QuorumClient {
                 continue;
             }
             hold.mark_ended();
+            let _gate = hold.gate.lock().await;
             inner
                 .release_everywhere(&hold.keys, &hold.field, true)
                 .await;
@@ -791,6 +795,9 @@ impl QuorumInner {
         // a lock that was released everywhere else.)
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         for (i, node) in self.nodes.iter().enumerate() {
+            // Before anything else (even for a node without connections now): the votes and
+            // re-entries of this field on this node send nothing more.
+            let after = self.in_flight.release(field, i);
             let Some(conn) = node.conn() else { continue };
             let (keys, field) = (keys.release_keys(), field.to_string());
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
@@ -828,9 +835,7 @@ impl QuorumInner {
                 };
                 // After the votes and re-entries of this field on this node: their tasks may
                 // not even have sent them yet.
-                if let Some(q) = q.upgrade() {
-                    q.in_flight.settled(&field, i).await;
-                }
+                after.wait().await;
                 let mut sent_on = conn.clone();
                 let first = once(conn).await;
                 let unknown = matches!(first, Sent::Unknown(_));

@@ -293,11 +293,11 @@ impl QuorumLock {
                 let in_flight = q.in_flight.start(&field, i);
                 let args = vec![lease.as_millis().to_string(), field];
                 calls.push(Box::pin(async move {
-                    let _in_flight = in_flight;
-                    let call = scripts::REENTER.run::<Option<i64>>(
+                    let call = scripts::REENTER.run_tracked::<Option<i64>>(
                         pinned(&conn, &keys.lock),
                         vec![keys.lock.clone()],
                         args,
+                        &in_flight,
                     );
                     (i, tokio::time::timeout(limit, call).await)
                 }));
@@ -449,14 +449,15 @@ impl QuorumLock {
                 field.to_string(),
                 q.grace_ms().to_string(),
             ];
-            // Registered before the attempt can return: its release waits for this vote.
+            // Registered before the attempt can return: its release waits for this vote to be
+            // handed to fred.
             let in_flight = q.in_flight.start(field, i);
             calls.push(Box::pin(async move {
-                let _in_flight = in_flight;
-                let call = scripts::ACQUIRE.run::<Vec<i64>>(
+                let call = scripts::ACQUIRE.run_tracked::<Vec<i64>>(
                     pinned(&conn, &keys.lock),
                     vec![keys.lock.clone(), keys.token.clone()],
                     args,
+                    &in_flight,
                 );
                 (i, tokio::time::timeout(limit, call).await)
             }));

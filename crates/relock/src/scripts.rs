@@ -37,6 +37,20 @@ impl Script {
         self.send(client, keys, args, ["EVALSHA", "EVAL"]).await
     }
 
+    /// [`run`](Self::run) for a call registered in `in_flight`: it says when its command is
+    /// with fred, and sends the EVAL after NOSCRIPT only if no release of its field has begun
+    /// on that node (then it answers the NOSCRIPT error: the script did not run).
+    pub(crate) async fn run_tracked<R: FromValue>(
+        &self,
+        client: &FredClient,
+        keys: Vec<String>,
+        args: Vec<String>,
+        call: &crate::in_flight::Call,
+    ) -> Result<R, fred::error::Error> {
+        self.send_as(client, keys, args, ["EVALSHA", "EVAL"], Some(call))
+            .await
+    }
+
     /// Runs a read-only script (flagged `no-writes`) with `EVALSHA_RO`, and `EVAL_RO` on
     /// NOSCRIPT. Unlike `EVALSHA`, an `EVALSHA_RO` of a script the server has not cached is
     /// answered (NOSCRIPT) at once during a `CLIENT PAUSE WRITE` (a failover), instead of at
@@ -64,7 +78,19 @@ impl Script {
         client: &FredClient,
         keys: Vec<String>,
         args: Vec<String>,
+        commands: [&'static str; 2],
+    ) -> Result<R, fred::error::Error> {
+        self.send_as(client, keys, args, commands, None).await
+    }
+
+    /// [`send`](Self::send), telling `tracked` (if any) when each command is with fred.
+    async fn send_as<R: FromValue>(
+        &self,
+        client: &FredClient,
+        keys: Vec<String>,
+        args: Vec<String>,
         [by_sha, by_body]: [&'static str; 2],
+        tracked: Option<&crate::in_flight::Call>,
     ) -> Result<R, fred::error::Error> {
         let hash = keys.first().map_or(ClusterHash::Random, |k| {
             ClusterHash::Custom(fred::util::redis_keyslot(k.as_bytes()))
@@ -77,13 +103,27 @@ impl Script {
         call.extend(keys.into_iter().map(Value::from));
         call.extend(args.into_iter().map(Value::from));
         let sha = CustomCommand::new_static(by_sha, hash.clone(), false);
-        match client.custom(sha, call.clone()).await {
+        let first = client.custom(sha, call.clone());
+        let first = match tracked {
+            Some(t) => t.handing(first).await,
+            None => first.await,
+        };
+        match first {
             Err(e) if is_noscript(&e) => {
+                if tracked.is_some_and(|t| !t.may_send_more()) {
+                    tracing::debug!(
+                        script = self.name,
+                        "NOSCRIPT after its release began; not sent again"
+                    );
+                    return Err(e);
+                }
                 tracing::debug!(script = self.name, "NOSCRIPT; sending the script body");
                 call[0] = self.lua.as_ref().into();
-                client
-                    .custom(CustomCommand::new_static(by_body, hash, false), call)
-                    .await
+                let body = client.custom(CustomCommand::new_static(by_body, hash, false), call);
+                match tracked {
+                    Some(t) => t.handing(body).await,
+                    None => body.await,
+                }
             }
             other => other,
         }
