@@ -47,6 +47,8 @@ pub struct Hold {
     pub end: Nanos,
     /// When the release returned Ok (the lock was free from then on, unless someone else held).
     pub released: Option<Nanos>,
+    /// A read-write lock's read hold: shared with other read holds, never with a write hold.
+    pub read: bool,
 }
 
 /// The holds in `events` (merged, in time order).
@@ -61,7 +63,11 @@ pub fn holds(events: &[Event]) -> Vec<Hold> {
     };
     for e in events {
         match &e.op {
-            Op::Acquired { token, valid_until } => {
+            Op::Acquired {
+                token,
+                valid_until,
+                read,
+            } => {
                 let hold = Hold {
                     client: e.c,
                     name: e.n.clone(),
@@ -69,6 +75,7 @@ pub fn holds(events: &[Event]) -> Vec<Hold> {
                     start: e.t,
                     end: *valid_until,
                     released: None,
+                    read: *read,
                 };
                 if let Some(h) = open.insert(e.c, (hold, Nanos::MAX)) {
                     out.push(close(h));
@@ -150,7 +157,7 @@ fn excusing<'a>(
     })
 }
 
-/// No two holds of one name overlap.
+/// No two holds of one name overlap, unless both are read holds (of a read-write lock).
 pub fn exclusion(holds: &[Hold], windows: &[Window], p: &Params) -> Verdict {
     let mut v = Verdict::default();
     let mut by_name: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
@@ -163,7 +170,7 @@ pub fn exclusion(holds: &[Hold], windows: &[Window], p: &Params) -> Verdict {
         let mut open: Vec<&Hold> = Vec::new();
         for h in hs {
             open.retain(|o| o.end > h.start);
-            for prev in &open {
+            for prev in open.iter().filter(|o| !(o.read && h.read)) {
                 let what = format!(
                     "{}: client {} (token {}) acquired at {} while client {} (token {}) held until {} ({} ms overlap)",
                     h.name, h.client, h.token, h.start, prev.client, prev.token, prev.end,
@@ -269,13 +276,16 @@ pub fn fencing(
     // a forward clock jump or a failover that lost a grant, judged by the exclusion check),
     // that order says nothing of the order the server granted them in: the one granted first
     // may be received last, and its smaller token is then right (the resource rejects its
-    // writes). Tokens must rise from one hold to the next that did not overlap it.
+    // writes). Tokens must rise from one hold to the next that did not overlap it. Read holds
+    // (of a read-write lock) are granted side by side: the server's order of two of them is
+    // not the order their grants were received in, overlapping or not, so two read holds are
+    // not compared; a write hold is compared with every hold before it and after it.
     let mut last: HashMap<&str, &Hold> = HashMap::new();
     for h in holds.iter().filter(|h| h.start < h.end) {
         if let Some(prev) = last.get(h.name.as_str()) {
             if h.token <= prev.token {
-                if h.start < prev.end {
-                    continue; // overlapping: keep the larger token as the one to beat
+                if h.start < prev.end || (h.read && prev.read) {
+                    continue; // overlapping or both reads: keep the larger token to beat
                 }
                 f.token_regressions += 1;
                 f.verdict.violation(format!(
@@ -571,6 +581,7 @@ mod tests {
                 Op::Acquired {
                     token,
                     valid_until: (a + 2000) * MS,
+                    read: false,
                 },
             ),
             ev(
@@ -611,6 +622,70 @@ mod tests {
         assert!(exclusion(&holds(&other), &[], &params(100)).ok);
     }
 
+    /// A read-write lock's read hold, otherwise as [`hold`].
+    fn read_hold(c: u32, n: &str, token: u64, a: i64, r: i64) -> Vec<Event> {
+        let mut h = hold(c, n, token, a, r);
+        if let Op::Acquired { read, .. } = &mut h[1].op {
+            *read = true;
+        }
+        h
+    }
+
+    #[test]
+    fn read_holds_share_but_a_write_hold_is_alone() {
+        // Two read holds at once: fine.
+        let ok = merged(vec![
+            read_hold(1, "a", 1, 10, 20),
+            read_hold(2, "a", 2, 15, 30),
+        ]);
+        let h = holds(&ok);
+        assert!(h.iter().all(|h| h.read), "{h:?}");
+        let v = exclusion(&h, &[], &params(100));
+        assert!(v.ok, "{v:?}");
+        // A read granted while a write is held, and a write granted while a read is held.
+        for bad in [
+            vec![hold(1, "a", 1, 10, 20), read_hold(2, "a", 2, 15, 30)],
+            vec![read_hold(1, "a", 1, 10, 20), hold(2, "a", 2, 15, 30)],
+        ] {
+            let v = exclusion(&holds(&merged(bad)), &[], &params(100));
+            assert_eq!((v.ok, v.violations), (false, 1), "{v:?}");
+        }
+        // Two reads overlapping each other and a write: the write is the violation, twice.
+        let bad = merged(vec![
+            read_hold(1, "a", 1, 10, 40),
+            read_hold(2, "a", 2, 15, 40),
+            hold(3, "a", 3, 20, 30),
+        ]);
+        let v = exclusion(&holds(&bad), &[], &params(100));
+        assert_eq!((v.ok, v.violations), (false, 2), "{v:?}");
+        // An old history (no `read` field) reads as exclusive holds.
+        let old = r#"{"t":1,"c":0,"n":"a","e":"acquired","token":1,"valid_until":5}"#;
+        let e: Event = serde_json::from_str(old).unwrap();
+        assert!(matches!(e.op, Op::Acquired { read: false, .. }), "{e:?}");
+    }
+
+    #[test]
+    fn read_tokens_need_not_rise_between_reads_but_a_write_token_must() {
+        // Reads received in the other order than their tokens, not overlapping (the first
+        // granted was received late): not a regression.
+        let h = holds(&merged(vec![
+            read_hold(1, "a", 6, 10, 12),
+            read_hold(2, "a", 5, 13, 14),
+            hold(3, "a", 7, 20, 30),
+        ]));
+        let f = fencing(&h, Some(&fin(&[], 0)), &[]);
+        assert_eq!((f.verdict.ok, f.token_regressions), (true, 0), "{f:?}");
+        // A write after a read must have a larger token than the read, and a read after a
+        // write than the write.
+        for bad in [
+            vec![read_hold(1, "a", 6, 10, 12), hold(2, "a", 5, 13, 14)],
+            vec![hold(1, "a", 6, 10, 12), read_hold(2, "a", 5, 13, 14)],
+        ] {
+            let f = fencing(&holds(&merged(bad)), Some(&fin(&[], 0)), &[]);
+            assert_eq!((f.verdict.ok, f.token_regressions), (false, 1), "{f:?}");
+        }
+    }
+
     #[test]
     fn a_hold_ends_at_lost_or_valid_until_before_its_release() {
         // Client 1's lease ran out at 1000 ms (a pause); client 2 took it at 1500 ms; client 1
@@ -619,6 +694,7 @@ mod tests {
         c1[1].op = Op::Acquired {
             token: 1,
             valid_until: 1000 * MS,
+            read: false,
         };
         c1[2].op = Op::Release {
             token: 1,

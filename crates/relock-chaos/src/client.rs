@@ -55,15 +55,18 @@ pub struct ClientArgs {
 }
 
 enum Locks {
-    Single(relock::Client, bool),
+    Single(relock::Client, Kind),
     Quorum(relock::QuorumClient),
 }
 
 impl Locks {
-    fn lock(&self, name: &str) -> Box<dyn DistributedLock> {
+    /// The lock called `name`; for the rw kind, its read side if `read`, else its write side.
+    fn lock(&self, name: &str, read: bool) -> Box<dyn DistributedLock> {
         match self {
-            Locks::Single(c, false) => Box::new(c.lock(name)),
-            Locks::Single(c, true) => Box::new(c.fair_lock(name)),
+            Locks::Single(c, Kind::Fair) => Box::new(c.fair_lock(name)),
+            Locks::Single(c, Kind::Rw) if read => Box::new(c.read_write_lock(name).read_lock()),
+            Locks::Single(c, Kind::Rw) => Box::new(c.read_write_lock(name).write_lock()),
+            Locks::Single(c, _) => Box::new(c.lock(name)),
             Locks::Quorum(q) => Box::new(q.lock(name)),
         }
     }
@@ -200,10 +203,13 @@ async fn connect(args: &ClientArgs, client_id: &str, lease: Duration) -> relock:
                 .command_timeout(timeout)
                 .build()
                 .await?,
-            kind == Kind::Fair,
+            kind,
         ),
     })
 }
+
+/// The percentage of the rw kind's cycles that take the read side.
+const READ_PCT: u64 = 30;
 
 struct Cycle<'a> {
     args: &'a ClientArgs,
@@ -230,7 +236,9 @@ impl Cycle<'_> {
     }
 
     async fn once(&self, name: &str) {
-        let lock = self.locks.lock(name);
+        // The rw kind takes the read side in 30% of its cycles, the write side otherwise.
+        let read = self.args.kind == Kind::Rw && self.rng.lock().unwrap().u64(..100) < READ_PCT;
+        let lock = self.locks.lock(name, read);
         self.record(name, Op::Acquire).await;
         let wait = Duration::from_millis(self.args.wait_ms);
         let mut stop = self.stop.clone();
@@ -264,7 +272,15 @@ impl Cycle<'_> {
         };
         let token = guard.fencing_token();
         let valid_until = history::at(guard.valid_until());
-        self.record(name, Op::Acquired { token, valid_until }).await;
+        self.record(
+            name,
+            Op::Acquired {
+                token,
+                valid_until,
+                read,
+            },
+        )
+        .await;
         let done = tokio::sync::Notify::new();
         let watch_lost = async {
             tokio::select! {
@@ -273,7 +289,7 @@ impl Cycle<'_> {
             }
         };
         let section = async {
-            self.section(name, &guard).await;
+            self.section(name, &guard, read).await;
             done.notify_one();
         };
         tokio::join!(section, watch_lost);
@@ -288,10 +304,16 @@ impl Cycle<'_> {
         }
     }
 
-    /// Read, work, write: the fenced read-modify-write.
-    async fn section(&self, name: &str, guard: &LockGuard) {
+    /// Read, work, write: the fenced read-modify-write. A read hold (`read`) only reads (the
+    /// shared fenced read) and works.
+    async fn section(&self, name: &str, guard: &LockGuard, read: bool) {
         let token = guard.fencing_token();
-        let value = match self.resource.read(name, token).await {
+        let value = if read {
+            self.resource.read_shared(name, token).await
+        } else {
+            self.resource.read(name, token).await
+        };
+        let value = match value {
             Ok(v) => v,
             Err(error) => {
                 self.record(name, Op::ResourceError { token, error }).await;
@@ -310,6 +332,9 @@ impl Cycle<'_> {
         };
         if work > 0 {
             tokio::time::sleep(Duration::from_millis(work)).await;
+        }
+        if read {
+            return;
         }
         match self
             .resource

@@ -37,8 +37,14 @@ pub enum Op {
     Start { id: String, pid: u32 },
     /// An acquire was invoked.
     Acquire,
-    /// The acquire returned a guard.
-    Acquired { token: u64, valid_until: Nanos },
+    /// The acquire returned a guard. `read`: a read-write lock's read side (a shared hold);
+    /// absent (every other hold, and histories written before the rw kind) means exclusive.
+    Acquired {
+        token: u64,
+        valid_until: Nanos,
+        #[serde(default, skip_serializing_if = "is_false")]
+        read: bool,
+    },
     /// The acquire gave up (`timeout`) or failed (the error).
     AcquireFailed { error: String },
     /// The fenced read returned `value` (`None`: the resource rejected the token).
@@ -59,6 +65,10 @@ pub enum Op {
     Released { token: u64 },
     /// The release failed (`LockLost`, or a connection error after which relock retries it).
     ReleaseFailed { token: u64, error: String },
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// One event: when, which client, which lock name, what.

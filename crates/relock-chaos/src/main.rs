@@ -39,6 +39,9 @@ pub enum Kind {
     Plain,
     /// `client.fair_lock(name)` on one server.
     Fair,
+    /// `client.read_write_lock(name)` on one server: the write side in 70% of the cycles (a
+    /// fenced read-modify-write), the read side otherwise (a fenced read).
+    Rw,
     /// `QuorumClient` over 3 independent masters.
     Quorum,
     /// `client.lock(name)` on a 3-master cluster with replicas.
@@ -52,6 +55,7 @@ impl Kind {
         match self {
             Kind::Plain => "plain",
             Kind::Fair => "fair",
+            Kind::Rw => "rw",
             Kind::Quorum => "quorum",
             Kind::Cluster => "cluster",
             Kind::Sentinel => "sentinel",
@@ -282,6 +286,7 @@ fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
             ClockJump,
         ],
         Kind::Fair => vec![PauseClient, ProxyDelay, ProxyFreeze, ProxyDrop, ProxyOneWay],
+        Kind::Rw => vec![PauseClient, KillRestart],
         Kind::Quorum => vec![KillRestart, PauseServer, ProxyOneWay],
         Kind::Cluster => vec![Failover, KillRestart],
         Kind::Sentinel => vec![Failover],
@@ -308,6 +313,7 @@ fn harness(args: RunArgs) -> i32 {
         vec![
             Kind::Plain,
             Kind::Fair,
+            Kind::Rw,
             Kind::Quorum,
             Kind::Cluster,
             Kind::Sentinel,

@@ -66,7 +66,7 @@ impl Nemesis {
     pub fn applies_to(self, kind: Kind) -> bool {
         use Nemesis::*;
         match kind {
-            Kind::Plain | Kind::Fair => self != Failover,
+            Kind::Plain | Kind::Fair | Kind::Rw => self != Failover,
             Kind::Quorum => !matches!(self, Failover | ClockJump),
             Kind::Cluster => {
                 matches!(
@@ -299,12 +299,14 @@ fn pause_a_holder(t: &mut Target<'_>) -> Result<Pid, String> {
 }
 
 /// The pid of the client that holds `t.name` now, read from the lock hash's field
-/// (`chaos-<n>:<hold>`) on the servers.
+/// (`chaos-<n>:<hold>`, or a read-write lock's `chaos-<n>:<hold>:write` and its `mode`) on the
+/// servers.
 fn holder(t: &Target<'_>) -> Option<u32> {
     use relock_testkit::Value;
     for s in masters(t.topology) {
         if let Ok(Value::Array(Some(items))) = s.cmd(&["HKEYS", t.name]) {
             for f in items.iter().filter_map(Value::as_string) {
+                let f = f.strip_suffix(":write").unwrap_or(&f);
                 let id = f.rsplit_once(':').map(|(id, _)| id.to_owned());
                 if let Some((_, pid, _)) = t.clients.iter().find(|c| Some(&c.2) == id.as_ref()) {
                     return Some(*pid);

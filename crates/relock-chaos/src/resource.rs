@@ -6,6 +6,11 @@
 //! whichever order the two writes arrive in. Every accepted write is appended to a log, so the
 //! checker can verify the resource from the outside (tokens never went down, no increment was
 //! lost) instead of trusting the script that enforces it.
+//!
+//! A read-write lock's read holds overlap, and their tokens arrive in any order: their read
+//! ([`Resource::read_shared`]) is refused only below the highest *exclusive* token (`max`, a
+//! writer's), and raises `rmax` instead, which exclusive reads and writes are fenced by too
+//! (a paused writer's late write must not land under a newer reader).
 
 use std::time::Duration;
 
@@ -13,10 +18,11 @@ use relock::fred::clients::Client as FredClient;
 use relock::fred::interfaces::{ClientLike, LuaInterface};
 use relock::fred::types::config::{Config, ConnectionConfig, PerformanceConfig, ReconnectPolicy};
 
-/// `KEYS[1]` the state hash (max, value, accepted, rejected); `ARGV[1]` the token.
+/// `KEYS[1]` the state hash (max, rmax, value, accepted, rejected); `ARGV[1]` the token.
 /// Returns the value, or -1 if the token is stale.
 const READ: &str = r"
-local max = tonumber(redis.call('hget', KEYS[1], 'max') or '0')
+local max = math.max(tonumber(redis.call('hget', KEYS[1], 'max') or '0'),
+  tonumber(redis.call('hget', KEYS[1], 'rmax') or '0'))
 if tonumber(ARGV[1]) < max then
   redis.call('hincrby', KEYS[1], 'rejected', 1)
   return -1
@@ -28,7 +34,8 @@ return tonumber(redis.call('hget', KEYS[1], 'value') or '0')
 /// `KEYS[1]` the state hash, `KEYS[2]` the log; `ARGV` token, new value, client.
 /// Returns 1 (accepted) or 0 (stale token).
 const WRITE: &str = r"
-local max = tonumber(redis.call('hget', KEYS[1], 'max') or '0')
+local max = math.max(tonumber(redis.call('hget', KEYS[1], 'max') or '0'),
+  tonumber(redis.call('hget', KEYS[1], 'rmax') or '0'))
 if tonumber(ARGV[1]) < max then
   redis.call('hincrby', KEYS[1], 'rejected', 1)
   return 0
@@ -37,6 +44,21 @@ redis.call('hset', KEYS[1], 'max', ARGV[1], 'value', ARGV[2])
 redis.call('hincrby', KEYS[1], 'accepted', 1)
 redis.call('rpush', KEYS[2], ARGV[1] .. ' ' .. ARGV[2] .. ' ' .. ARGV[3])
 return 1
+";
+
+/// A shared read (a read hold): `KEYS[1]` the state hash; `ARGV[1]` the token. Refused below
+/// the highest exclusive token; raises `rmax`. Returns the value, or -1 if the token is stale.
+const READ_SHARED: &str = r"
+local max = tonumber(redis.call('hget', KEYS[1], 'max') or '0')
+if tonumber(ARGV[1]) < max then
+  redis.call('hincrby', KEYS[1], 'rejected', 1)
+  return -1
+end
+local rmax = tonumber(redis.call('hget', KEYS[1], 'rmax') or '0')
+if tonumber(ARGV[1]) > rmax then
+  redis.call('hset', KEYS[1], 'rmax', ARGV[1])
+end
+return tonumber(redis.call('hget', KEYS[1], 'value') or '0')
 ";
 
 pub fn state_key(name: &str) -> String {
@@ -73,6 +95,16 @@ impl Resource {
         let v: i64 = self
             .conn
             .eval(READ, vec![state_key(name)], vec![token.to_string()])
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok((v >= 0).then_some(v))
+    }
+
+    /// A read hold's value, or `None` if `token` is below a writer's.
+    pub async fn read_shared(&self, name: &str, token: u64) -> Result<Option<i64>, String> {
+        let v: i64 = self
+            .conn
+            .eval(READ_SHARED, vec![state_key(name)], vec![token.to_string()])
             .await
             .map_err(|e| e.to_string())?;
         Ok((v >= 0).then_some(v))

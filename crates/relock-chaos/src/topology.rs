@@ -13,7 +13,7 @@ pub const QUORUM_MASTERS: usize = 3;
 
 #[allow(clippy::large_enum_variant)] // one per run
 pub enum Topology {
-    /// One server behind a fault proxy (plain and fair locks). `clock` is the libfaketime
+    /// One server behind a fault proxy (plain, fair and read-write locks). `clock` is the libfaketime
     /// offset file the server reads its wall clock from, when libfaketime is installed.
     Single {
         server: RedisServer,
@@ -36,7 +36,7 @@ impl Topology {
             move |err: relock_testkit::Error| format!("{what}: {err}")
         };
         Ok(match kind {
-            Kind::Plain | Kind::Fair => {
+            Kind::Plain | Kind::Fair | Kind::Rw => {
                 let (server, clock) = crate::clock::start_server(dir).map_err(e("redis-server"))?;
                 let proxy = FaultProxy::start(&server.addr()).map_err(e("fault proxy"))?;
                 Topology::Single {
