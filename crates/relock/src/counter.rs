@@ -216,10 +216,31 @@ impl Names {
             keys.push(r.key.clone());
             args.push(r.ttl_ms.clone());
         }
-        let r = script
-            .run(inner.pool.next(), keys, args)
-            .await
-            .map_err(|e| inner.error(operation, &self.key, e));
+        // A call with a request id is sent again after a transient error (a connection cut
+        // off, a command not routed during a reconnect, no answer in time), for up to one
+        // command timeout: whichever copies run, it takes effect once. Without this a release
+        // failed on a blip, and its caller could not tell whether the permit was given back.
+        let started = Instant::now();
+        let mut pause = Duration::from_millis(10);
+        let r = loop {
+            let r = script
+                .run(inner.pool.next(), keys.clone(), args.clone())
+                .await
+                .map_err(|e| inner.error(operation, &self.key, e));
+            match r {
+                Err(e)
+                    if request.is_some()
+                        && e.is_transient()
+                        && started.elapsed() + pause < inner.settings.command_timeout
+                        && inner.check_running().is_ok() =>
+                {
+                    tracing::debug!(error = %e, operation, "sent again under its request id");
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(200));
+                }
+                r => break r,
+            }
+        };
         // After an error a copy may still land: the key then expires by itself.
         if let (Some(request), Ok(_)) = (&request, &r) {
             request.done(inner);
@@ -228,13 +249,26 @@ impl Names {
     }
 
     /// The count (`GET`): missing = 0, negative = 0; not an integer is `WrongType`.
+    /// A read is sent again after a transient error (a pooled connection that was killed
+    /// while idle fails its next command), for up to one command timeout.
     pub(crate) async fn read(&self, inner: &Inner) -> Result<u64> {
-        let value: Option<String> = inner
-            .pool
-            .next()
-            .get(self.key.as_str())
-            .await
-            .map_err(|e| inner.error("get", &self.key, e))?;
+        let started = Instant::now();
+        let value: Option<String> = loop {
+            match inner.pool.next().get(self.key.as_str()).await {
+                Ok(v) => break v,
+                Err(e) => {
+                    let e = inner.error("get", &self.key, e);
+                    let pause = Duration::from_millis(20);
+                    if !e.is_transient()
+                        || started.elapsed() + pause >= inner.settings.command_timeout
+                        || inner.check_running().is_err()
+                    {
+                        return Err(e);
+                    }
+                    tokio::time::sleep(pause).await;
+                }
+            }
+        };
         parse_count(value, &self.key)
     }
 }
@@ -287,15 +321,28 @@ where
     }
     // Subscribe before checking again: a message between our check and our sleep still
     // wakes us (Redisson #1763).
-    let subscribe = inner.pubsub.subscribe_as(channel, kind);
-    let sub = match deadline {
-        Some(d) => match tokio::time::timeout_at(d, subscribe).await {
-            Ok(r) => r,
-            Err(_) => return errors.timed_out(),
-        },
-        None => subscribe.await,
-    }
-    .map_err(|e| inner.error("subscribe", channel, e))?;
+    // A subscription cut off with its connection is a transient error like any other.
+    let sub = loop {
+        let subscribe = inner.pubsub.subscribe_as(channel, kind);
+        let r = match deadline {
+            Some(d) => match tokio::time::timeout_at(d, subscribe).await {
+                Ok(r) => r,
+                Err(_) => return errors.timed_out(),
+            },
+            None => subscribe.await,
+        };
+        match r.map_err(|e| inner.error("subscribe", channel, e)) {
+            Ok(sub) => break sub,
+            Err(e) => {
+                errors.after(inner, e)?;
+                let pause = Duration::from_millis(20);
+                if deadline.is_some_and(|d| Instant::now() + pause >= d) {
+                    return errors.timed_out();
+                }
+                tokio::time::sleep(pause).await;
+            }
+        }
+    };
     let mut recheck = Recheck::new();
     let mut woken_by_message = false;
     let mut passed = 0;

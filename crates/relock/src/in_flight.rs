@@ -81,9 +81,12 @@ impl InFlight {
         }
     }
 
-    /// A release of `field` on node `node` begins: from now on no registered call sends
-    /// anything more; the returned wait ends once each has handed over what it sent.
-    pub(crate) fn release(&self, field: &str, node: usize) -> Pending {
+    /// A release of `field` on node `node` begins; the returned wait ends once each call
+    /// registered so far has handed over what it sent. For the release of the whole hold
+    /// (`whole`), no registered call sends anything more from now on. A release of one count
+    /// does not stop them: a re-entry never brings a hold back (`reenter.lua` needs the
+    /// field), and a vote that lands after it leaves the node with the count the client has.
+    pub(crate) fn release(&self, field: &str, node: usize, whole: bool) -> Pending {
         let slot = self
             .0
             .lock()
@@ -93,7 +96,9 @@ impl InFlight {
         let Some(slot) = slot else {
             return Pending(Vec::new());
         };
-        slot.released.store(true, SeqCst);
+        if whole {
+            slot.released.store(true, SeqCst);
+        }
         let calls = slot.calls.lock().unwrap().clone();
         Pending(calls)
     }
@@ -191,17 +196,17 @@ mod tests {
         let _other_node = f.start("a", 2);
         let _other_field = f.start("b", 1);
         // Not handed over yet: the release waits.
-        assert!(tokio::time::timeout(SHORT, f.release("a", 1).wait())
+        assert!(tokio::time::timeout(SHORT, f.release("a", 1, true).wait())
             .await
             .is_err());
-        let release = f.release("a", 1);
+        let release = f.release("a", 1, true);
         vote.handed();
         tokio::time::timeout(Duration::from_secs(5), release.wait())
             .await
             .expect("done once the vote handed over");
         // The other calls do not hold it up.
         drop(vote);
-        tokio::time::timeout(Duration::from_secs(5), f.release("a", 1).wait())
+        tokio::time::timeout(Duration::from_secs(5), f.release("a", 1, true).wait())
             .await
             .unwrap();
     }
@@ -213,7 +218,7 @@ mod tests {
         vote.handed();
         // A resend asked for before the release: the release waits for it.
         assert!(vote.may_send_more());
-        let release = f.release("a", 1);
+        let release = f.release("a", 1, true);
         let waiting = tokio::spawn(release.wait());
         tokio::time::sleep(SHORT).await;
         assert!(!waiting.is_finished());
@@ -224,9 +229,14 @@ mod tests {
             .unwrap();
         // After the release began, no more.
         assert!(!vote.may_send_more());
+        // A release of one count waits for the hand-over but does not stop a resend.
+        let reentry = f.start("d", 0);
+        reentry.handed();
+        f.release("d", 0, false).wait().await;
+        assert!(reentry.may_send_more());
         // An ended call does not hold a release up either.
         let late = f.start("c", 0);
-        let pending = f.release("c", 0);
+        let pending = f.release("c", 0, true);
         drop(late);
         tokio::time::timeout(Duration::from_secs(5), pending.wait())
             .await

@@ -797,7 +797,7 @@ impl QuorumInner {
         for (i, node) in self.nodes.iter().enumerate() {
             // Before anything else (even for a node without connections now): the votes and
             // re-entries of this field on this node send nothing more.
-            let after = self.in_flight.release(field, i);
+            let after = self.in_flight.release(field, i, all);
             let Some(conn) = node.conn() else { continue };
             let (keys, field) = (keys.release_keys(), field.to_string());
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());

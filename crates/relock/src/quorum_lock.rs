@@ -521,6 +521,9 @@ impl QuorumLock {
                 granted >= q.quorum || n - no < q.quorum
             })
             .await;
+        } else {
+            // Never sent: their registrations must not hold up this attempt's release.
+            drop(calls);
         }
         let votes: Vec<NodeVote> = votes
             .into_iter()
