@@ -216,30 +216,20 @@ impl Names {
             keys.push(r.key.clone());
             args.push(r.ttl_ms.clone());
         }
-        // A call with a request id is sent again after a transient error (a connection cut
-        // off, a command not routed during a reconnect, no answer in time), for up to one
-        // command timeout: whichever copies run, it takes effect once. Without this a release
-        // failed on a blip, and its caller could not tell whether the permit was given back.
-        let started = Instant::now();
-        let mut pause = Duration::from_millis(10);
-        let r = loop {
-            let r = script
+        let once = || async {
+            script
                 .run(inner.pool.next(), keys.clone(), args.clone())
                 .await
-                .map_err(|e| inner.error(operation, &self.key, e));
-            match r {
-                Err(e)
-                    if request.is_some()
-                        && e.is_transient()
-                        && started.elapsed() + pause < inner.settings.command_timeout
-                        && inner.check_running().is_ok() =>
-                {
-                    tracing::debug!(error = %e, operation, "sent again under its request id");
-                    tokio::time::sleep(pause).await;
-                    pause = (pause * 2).min(Duration::from_millis(200));
-                }
-                r => break r,
-            }
+                .map_err(|e| inner.error(operation, &self.key, e))
+        };
+        // A call with a request id is sent again after a transient error (a connection cut
+        // off, a command not routed during a reconnect, no answer in time): whichever copies
+        // run, it takes effect once. Without this a release failed on a blip, and its caller
+        // could not tell whether the permit was given back.
+        let r = if request.is_some() {
+            retrying(inner, once).await
+        } else {
+            once().await
         };
         // After an error a copy may still land: the key then expires by itself.
         if let (Some(request), Ok(_)) = (&request, &r) {
@@ -249,27 +239,45 @@ impl Names {
     }
 
     /// The count (`GET`): missing = 0, negative = 0; not an integer is `WrongType`.
-    /// A read is sent again after a transient error (a pooled connection that was killed
-    /// while idle fails its next command), for up to one command timeout.
+    /// The count (`GET`), read again after a transient error (see [`retrying`]).
     pub(crate) async fn read(&self, inner: &Inner) -> Result<u64> {
-        let started = Instant::now();
-        let value: Option<String> = loop {
-            match inner.pool.next().get(self.key.as_str()).await {
-                Ok(v) => break v,
-                Err(e) => {
-                    let e = inner.error("get", &self.key, e);
-                    let pause = Duration::from_millis(20);
-                    if !e.is_transient()
-                        || started.elapsed() + pause >= inner.settings.command_timeout
-                        || inner.check_running().is_err()
-                    {
-                        return Err(e);
-                    }
-                    tokio::time::sleep(pause).await;
-                }
-            }
-        };
+        let value: Option<String> = retrying(inner, || async {
+            inner
+                .pool
+                .next()
+                .get(self.key.as_str())
+                .await
+                .map_err(|e| inner.error("get", &self.key, e))
+        })
+        .await?;
         parse_count(value, &self.key)
+    }
+}
+
+/// Runs `call` again after a transient error (a pooled connection killed while idle fails
+/// its next command; a command is not routed during a reconnect), for up to one command
+/// timeout. Only for calls whose repeat is harmless (reads, and scripts whose repeat changes
+/// nothing more).
+pub(crate) async fn retrying<T, F, Fut>(inner: &Inner, mut call: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T>>,
+{
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(10);
+    loop {
+        match call().await {
+            Err(e)
+                if e.is_transient()
+                    && started.elapsed() + pause < inner.settings.command_timeout
+                    && inner.check_running().is_ok() =>
+            {
+                tracing::debug!(error = %e, "sent again after a transient error");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            r => return r,
+        }
     }
 }
 

@@ -358,9 +358,15 @@ impl PermitSemaphore {
         validate_id(id)?;
         let (inner, id) = (self.inner.clone(), id.to_string());
         let released = self.inner.shared.tracker.spawn(async move {
-            crate::leases::release(inner.pool.next(), &keys, &id, inner.publish_cmd())
+            release_retrying(&inner, &keys, &id)
                 .await
-                .map_err(|e| inner.error("permits release", &keys.count, e))
+                .unwrap_or_else(|| {
+                    Err(Error::Timeout {
+                        operation: "permits release",
+                        server: inner.server(),
+                        timeout: inner.settings.command_timeout,
+                    })
+                })
         });
         Ok(released.await.map_err(|_| Error::Shutdown)?? == 1)
     }
@@ -371,15 +377,17 @@ impl PermitSemaphore {
         let (names, keys) = self.keys()?;
         let timeouts = [keys.timeouts.as_str()];
         let script = &scripts::PERMITS_COUNT;
-        let reply: Vec<i64> = names
-            .run_publishing(
+        // Read again after a transient error: giving back expired permits twice is harmless.
+        let reply: Vec<i64> = crate::counter::retrying(&self.inner, || {
+            names.run_publishing(
                 &self.inner,
                 (script, "permits count"),
                 &timeouts,
                 Vec::new(),
                 false,
             )
-            .await?;
+        })
+        .await?;
         match reply.as_slice() {
             [available, acquired] => Ok(((*available).max(0) as u64, (*acquired).max(0) as u64)),
             other => Err(unexpected("permits count", &self.inner, other)),
@@ -702,22 +710,19 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Lease>) -> Result<()> {
     }
     let span =
         tracing::debug_span!("permit release", semaphore = %lease.keys.count, id = %lease.id);
-    let call = crate::leases::release(
-        inner.pool.next(),
-        &lease.keys,
-        &lease.id,
-        inner.publish_cmd(),
-    );
     let limit = inner.settings.command_timeout;
-    match tokio::time::timeout(limit, call).instrument(span).await {
-        Ok(Ok(1)) if !was_lost => Ok(()),
-        Ok(Ok(_)) => {
+    match release_retrying(&inner, &lease.keys, &lease.id)
+        .instrument(span)
+        .await
+    {
+        Some(Ok(1)) if !was_lost => Ok(()),
+        Some(Ok(_)) => {
             lease.mark_lost();
             Err(lost())
         }
         outcome => {
             let err = match outcome {
-                Ok(Err(e)) => inner.error("permits release", &lease.keys.count, e),
+                Some(Err(e)) => e,
                 _ => Error::Timeout {
                     operation: "permits release",
                     server: inner.server(),
@@ -803,6 +808,40 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Lease>]) -> bool {
         }
     }
     true
+}
+
+/// [`crate::leases::release`] on the client's pool, sent again after a transient error (a connection cut
+/// off, a command not routed during a reconnect) until one command timeout has passed:
+/// releasing an id twice is harmless (the second finds nothing). `None` if no reply came in
+/// time. A 0 after a copy whose outcome is unknown is reported as 1: that copy may have
+/// been the one that gave the permit back.
+async fn release_retrying(inner: &Inner, keys: &PermitKeys, id: &str) -> Option<Result<i64>> {
+    let mut unknown = false;
+    let limit = inner.settings.command_timeout;
+    let started = Instant::now();
+    let mut pause = Duration::from_millis(10);
+    loop {
+        let left = limit.saturating_sub(started.elapsed());
+        let call = crate::leases::release(inner.pool.next(), keys, id, inner.publish_cmd());
+        let r = match tokio::time::timeout(left, call).await {
+            Ok(r) => r.map_err(|e| inner.error("permits release", &keys.count, e)),
+            Err(_) => return None,
+        };
+        match r {
+            Err(e)
+                if e.is_transient()
+                    && started.elapsed() + pause < limit
+                    && inner.check_running().is_ok() =>
+            {
+                tracing::debug!(error = %e, "permit release sent again");
+                unknown = true;
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(Duration::from_millis(200));
+            }
+            Ok(0) if unknown => return Some(Ok(1)),
+            r => return Some(r),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -363,9 +363,11 @@ impl Semaphore {
     ///
     /// # Cancel safety
     /// The release is sent from a task of its own as soon as the future is first polled:
-    /// dropping the future after that does not stop it (it still fails if Redis cannot be
-    /// reached). An [`Error::Timeout`] means its outcome is unknown: do not simply release
-    /// again, or a permit may be created twice.
+    /// dropping the future after that does not stop it. After a transient error (a
+    /// connection cut off) it is sent again under the same request id, so it takes effect
+    /// once, for up to one command timeout; only then does it fail. An error after that
+    /// ([`Error::Timeout`], a connection error) means its outcome is unknown: do not simply
+    /// release again, or a permit may be created twice.
     ///
     /// ```no_run
     /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
