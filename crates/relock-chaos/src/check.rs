@@ -34,6 +34,12 @@ pub struct Params {
     /// A free lock with a parked waiter outside any fault must be taken within this.
     pub prompt_wake: Nanos,
     pub end: Nanos,
+    /// How many holds of one name may overlap: 1 for the locks, 2 for the sem kind's
+    /// semaphore (its permits). Read holds of a read-write lock do not count against reads.
+    pub capacity: usize,
+    /// Whether holds carry fencing tokens and write the fenced resource (not the sem kind's):
+    /// otherwise the fencing checks do not apply.
+    pub fenced: bool,
 }
 
 /// One hold, as its client believed it: from the acquire's return to the earliest of the
@@ -157,9 +163,11 @@ fn excusing<'a>(
     })
 }
 
-/// No two holds of one name overlap, unless both are read holds (of a read-write lock).
+/// No more than `p.capacity` holds of one name overlap (one for a lock, the permits for a
+/// semaphore); read holds (of a read-write lock) share with each other without limit.
 pub fn exclusion(holds: &[Hold], windows: &[Window], p: &Params) -> Verdict {
     let mut v = Verdict::default();
+    let cap = p.capacity.max(1);
     let mut by_name: BTreeMap<&str, Vec<&Hold>> = BTreeMap::new();
     for h in holds.iter().filter(|h| h.start < h.end) {
         by_name.entry(&h.name).or_default().push(h);
@@ -170,20 +178,36 @@ pub fn exclusion(holds: &[Hold], windows: &[Window], p: &Params) -> Verdict {
         let mut open: Vec<&Hold> = Vec::new();
         for h in hs {
             open.retain(|o| o.end > h.start);
-            for prev in open.iter().filter(|o| !(o.read && h.read)) {
-                let what = format!(
-                    "{}: client {} (token {}) acquired at {} while client {} (token {}) held until {} ({} ms overlap)",
-                    h.name, h.client, h.token, h.start, prev.client, prev.token, prev.end,
-                    (prev.end.min(h.end) - h.start) / MS
-                );
-                match excusing(windows, prev, h, p.lease) {
-                    Some(w) => {
-                        v.excused += 1;
-                        if v.examples.len() < 5 {
-                            v.examples.push(format!("excused by {}: {what}", w.nemesis));
+            // The holds `h` may not share with: `capacity` of them at once leave no room.
+            let conflicting: Vec<&Hold> = open
+                .iter()
+                .copied()
+                .filter(|o| !(o.read && h.read))
+                .collect();
+            if conflicting.len() >= cap {
+                let mut unexcused = 0;
+                for prev in &conflicting {
+                    let what = format!(
+                        "{}: client {} (token {}) acquired at {} while client {} (token {}) held until {} ({} ms overlap{})",
+                        h.name, h.client, h.token, h.start, prev.client, prev.token, prev.end,
+                        (prev.end.min(h.end) - h.start) / MS,
+                        if cap > 1 { format!("; {} holds at once, capacity {cap}", conflicting.len() + 1) } else { String::new() }
+                    );
+                    match excusing(windows, prev, h, p.lease) {
+                        Some(w) => {
+                            v.excused += 1;
+                            if v.examples.len() < 5 {
+                                v.examples.push(format!("excused by {}: {what}", w.nemesis));
+                            }
+                        }
+                        // With room for `cap` holds, the first `cap - 1` others are allowed.
+                        None => {
+                            unexcused += 1;
+                            if unexcused >= cap {
+                                v.violation(what);
+                            }
                         }
                     }
-                    None => v.violation(what),
                 }
             }
             open.push(h);
@@ -393,24 +417,41 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
     let waits = acquire_intervals(events, p.end);
     // How long a free lock waited for a waiting client, away from faults.
     let mut handoffs: Vec<Nanos> = Vec::new();
-    // Per name, holds in start order with the latest end so far: "is anyone else still
-    // holding at t" is then a binary search (a history has hundreds of thousands of holds).
-    let mut ends_by_name: HashMap<&str, (Vec<Nanos>, Vec<Nanos>)> = HashMap::new();
-    for o in holds {
-        let (starts, max_ends) = ends_by_name.entry(o.name.as_str()).or_default();
-        let max = max_ends.last().map_or(o.end, |m: &Nanos| (*m).max(o.end));
-        starts.push(o.start);
-        max_ends.push(max);
+    // Per name, how many holds run at each time (a step function: the times a hold starts
+    // or ends, and the count from then on): "are all the permits (the lock) still held by
+    // others at t" is then a binary search (a history has hundreds of thousands of holds).
+    let mut steps: HashMap<&str, Vec<(Nanos, i64)>> = HashMap::new();
+    for o in holds.iter().filter(|o| o.start < o.end) {
+        let s = steps.entry(o.name.as_str()).or_default();
+        s.push((o.start, 1));
+        s.push((o.end, -1));
     }
+    let counts: HashMap<&str, (Vec<Nanos>, Vec<i64>)> = steps
+        .into_iter()
+        .map(|(name, mut s)| {
+            s.sort_unstable();
+            let mut n = 0;
+            let (times, counts) = s
+                .into_iter()
+                .map(|(t, d)| {
+                    n += d;
+                    (t, n)
+                })
+                .unzip();
+            (name, (times, counts))
+        })
+        .collect();
+    let capacity = p.capacity.max(1) as i64;
     let held_at = |name: &str, t: Nanos| {
-        ends_by_name.get(name).is_some_and(|(starts, max_ends)| {
-            let k = starts.partition_point(|s| *s <= t);
-            k > 0 && max_ends[k - 1] > t
+        counts.get(name).is_some_and(|(times, counts)| {
+            let k = times.partition_point(|s| *s <= t);
+            k > 0 && counts[k - 1] >= capacity
         })
     };
     for h in holds {
         let Some(free) = h.released else { continue };
-        // The releasing hold itself ended when its release was sent, before `free`.
+        // The releasing hold itself ended when its release was sent, before `free`. A
+        // semaphore is free while fewer holds than its permits run.
         if held_at(&h.name, free) {
             continue;
         }
@@ -524,7 +565,14 @@ pub fn all(
     Verdicts {
         holds: holds.len(),
         exclusion: exclusion(&holds, windows, p),
-        fencing: fencing(&holds, finals, events),
+        fencing: if p.fenced {
+            fencing(&holds, finals, events)
+        } else {
+            Fencing {
+                verdict: Verdict::default().finish(),
+                ..Fencing::default()
+            }
+        },
         liveness: liveness(events, &holds, windows, p),
     }
 }
@@ -539,6 +587,11 @@ pub struct Leaks {
     pub channels: Vec<String>,
     /// Client processes that did not exit by themselves after SIGTERM.
     pub processes: Vec<u32>,
+    /// The sem kind's conservation: per semaphore, the permits available once every client
+    /// stopped (`GET` of its key; `None`: the key is gone) and the number it was set to. They
+    /// must be equal: a permit taken and never given back, or given back twice, is a leak.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub permits: Vec<(String, Option<i64>, i64)>,
 }
 
 impl Leaks {
@@ -552,6 +605,14 @@ impl Leaks {
         }
         for p in &self.processes {
             v.violation(format!("client process {p} did not exit"));
+        }
+        for (name, available, expected) in &self.permits {
+            if *available != Some(*expected) {
+                v.violation(format!(
+                    "semaphore {name}: {} permits available at the end, not {expected} (not conserved)",
+                    available.map_or("no key: 0".to_owned(), |a| a.to_string())
+                ));
+            }
         }
         v.finish()
     }
@@ -602,6 +663,8 @@ mod tests {
             lease: 2000 * MS,
             prompt_wake: 1000 * MS,
             end: end * MS,
+            capacity: 1,
+            fenced: true,
         }
     }
 
@@ -1006,5 +1069,90 @@ mod tests {
             ..Leaks::default()
         };
         assert!(!l.verdict().ok);
+    }
+
+    /// A semaphore hold: no token, no lease (valid until the end of time), otherwise as
+    /// [`hold`].
+    fn sem_hold(c: u32, n: &str, a: i64, r: i64) -> Vec<Event> {
+        let mut h = hold(c, n, 0, a, r);
+        for e in &mut h {
+            match &mut e.op {
+                Op::Acquired { valid_until, .. } | Op::Release { valid_until, .. } => {
+                    *valid_until = Nanos::MAX
+                }
+                _ => {}
+            }
+        }
+        h
+    }
+
+    fn sem_params(end: i64) -> Params {
+        Params {
+            capacity: 2,
+            fenced: false,
+            ..params(end)
+        }
+    }
+
+    #[test]
+    fn a_semaphore_of_two_takes_two_holds_at_once_not_three_and_keeps_its_count() {
+        // Two holds at once, then a third after one ended: fine.
+        let ok = merged(vec![
+            sem_hold(1, "a", 10, 30),
+            sem_hold(2, "a", 15, 40),
+            sem_hold(3, "a", 32, 50),
+        ]);
+        let h = holds(&ok);
+        assert_eq!(h.len(), 3);
+        let v = exclusion(&h, &[], &sem_params(100));
+        assert!(v.ok, "{v:?}");
+        // The same history on a lock (capacity 1): two overlaps.
+        let v = exclusion(&h, &[], &params(100));
+        assert_eq!((v.ok, v.violations), (false, 2), "{v:?}");
+        // Three at once: one too many.
+        let bad = merged(vec![
+            sem_hold(1, "a", 10, 30),
+            sem_hold(2, "a", 15, 40),
+            sem_hold(3, "a", 20, 50),
+        ]);
+        let v = exclusion(&holds(&bad), &[], &sem_params(100));
+        assert_eq!((v.ok, v.violations), (false, 1), "{v:?}");
+        // No tokens: the fencing checks do not apply (on a lock, equal tokens regress).
+        let all_ok = all(&ok, &[], None, &sem_params(100));
+        assert!(all_ok.fencing.verdict.ok, "{:?}", all_ok.fencing);
+        assert!(!all(&ok, &[], None, &params(100)).fencing.verdict.ok);
+        // Conservation: both permits back at the end, or a violation.
+        let l = Leaks {
+            permits: vec![("a".into(), Some(2), 2)],
+            ..Leaks::default()
+        };
+        assert!(l.verdict().ok, "{l:?}");
+        for lost in [Some(1), Some(3), None] {
+            let l = Leaks {
+                permits: vec![("a".into(), Some(2), 2), ("b".into(), lost, 2)],
+                ..Leaks::default()
+            };
+            let v = l.verdict();
+            assert_eq!((v.ok, v.violations), (false, 1), "{v:?}");
+        }
+    }
+
+    #[test]
+    fn a_semaphore_is_free_for_a_waiter_while_a_permit_is() {
+        // Client 3 waits from 12 ms; client 1 gives its permit back at 21 ms while client 2
+        // holds the other one until 3000 ms; client 3 gets one only at 2500 ms: a lost
+        // wake-up, although the semaphore was never wholly free.
+        let mut c3 = sem_hold(3, "a", 2500, 2510);
+        c3[0].t = 12 * MS;
+        let h = merged(vec![
+            sem_hold(1, "a", 10, 20),
+            sem_hold(2, "a", 11, 3000),
+            c3,
+        ]);
+        let l = liveness(&h, &holds(&h), &[], &sem_params(10_000));
+        assert_eq!(l.verdict.violations, 1, "{l:?}");
+        // On a lock, client 2's hold kept it taken: nothing to judge there.
+        let l = liveness(&h, &holds(&h), &[], &params(10_000));
+        assert!(l.verdict.ok, "{l:?}");
     }
 }

@@ -1,5 +1,5 @@
 //! One client process: acquire, fenced read-modify-write, release, in a loop, recording every
-//! step. It stops on SIGTERM: the loop ends, the hold (if any) is released, the client shuts
+//! step (the sem kind: take a permit, work, give it back). It stops on SIGTERM: the loop ends, the hold (if any) is released, the client shuts
 //! down, and the process exits 0. Being a process of its own, a SIGSTOP freezes it whole,
 //! watchdog included, as a GC pause or a stalled VM would.
 
@@ -71,6 +71,14 @@ impl Locks {
         }
     }
 
+    /// The semaphore called `name` (the sem kind).
+    fn semaphore(&self, name: &str) -> Option<relock::Semaphore> {
+        match self {
+            Locks::Single(c, Kind::Sem) => Some(c.semaphore(name)),
+            _ => None,
+        }
+    }
+
     async fn shutdown(&self) {
         match self {
             Locks::Single(c, _) => c.shutdown().await,
@@ -137,6 +145,16 @@ async fn run(args: ClientArgs) -> i32 {
             return 3;
         }
     };
+    // The sem kind's semaphores get their permits: only the first client's call sets them.
+    for name in args.names.iter().filter(|_| args.kind == Kind::Sem) {
+        if let Err(e) = set_permits(&locks, name).await {
+            eprintln!(
+                "relock-chaos client {}: set permits of {name}: {e}",
+                args.id
+            );
+            return 3;
+        }
+    }
     let resource = match Resource::connect(&args.resource).await {
         Ok(r) => r,
         Err(e) => {
@@ -208,6 +226,23 @@ async fn connect(args: &ClientArgs, client_id: &str, lease: Duration) -> relock:
     })
 }
 
+/// `try_set_permits(SEM_PERMITS)` on `name`, tried a few times (it only sets a missing key,
+/// so a retry is harmless).
+async fn set_permits(locks: &Locks, name: &str) -> relock::Result<()> {
+    let sem = locks.semaphore(name).expect("the sem kind");
+    let mut tries = 0;
+    loop {
+        match sem.try_set_permits(crate::SEM_PERMITS).await {
+            Ok(_) => return Ok(()),
+            Err(e) if tries >= 5 => return Err(e),
+            Err(_) => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
 /// The percentage of the rw kind's cycles that take the read side.
 const READ_PCT: u64 = 30;
 
@@ -236,6 +271,9 @@ impl Cycle<'_> {
     }
 
     async fn once(&self, name: &str) {
+        if let Some(sem) = self.locks.semaphore(name) {
+            return self.once_sem(name, &sem).await;
+        }
         // The rw kind takes the read side in 30% of its cycles, the write side otherwise.
         let read = self.args.kind == Kind::Rw && self.rng.lock().unwrap().u64(..100) < READ_PCT;
         let lock = self.locks.lock(name, read);
@@ -304,6 +342,72 @@ impl Cycle<'_> {
         }
     }
 
+    /// The sem kind's cycle: take one permit, work, give it back. A permit has no token and
+    /// no lease (the hold is recorded with token 0, valid for ever), so there is nothing to
+    /// fence: the section only works for its time.
+    async fn once_sem(&self, name: &str, sem: &relock::Semaphore) {
+        self.record(name, Op::Acquire).await;
+        let wait = Duration::from_millis(self.args.wait_ms);
+        let mut stop = self.stop.clone();
+        let acquire = tokio::select! {
+            r = sem.try_acquire_for(1, wait) => r,
+            _ = stop.wait_for(|s| *s) => {
+                let error = "stopped".to_owned();
+                self.record(name, Op::AcquireFailed { error }).await;
+                return;
+            }
+        };
+        match acquire {
+            Ok(true) => {}
+            Ok(false) => {
+                let error = "timeout".to_owned();
+                self.record(name, Op::AcquireFailed { error }).await;
+                return;
+            }
+            Err(e) => {
+                let error = e.to_string();
+                self.record(name, Op::AcquireFailed { error }).await;
+                // Do not spin on a server that is down.
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                return;
+            }
+        }
+        let (token, valid_until) = (0, history::Nanos::MAX);
+        self.record(
+            name,
+            Op::Acquired {
+                token,
+                valid_until,
+                read: false,
+            },
+        )
+        .await;
+        let work = self.work_ms();
+        if work > 0 {
+            tokio::time::sleep(Duration::from_millis(work)).await;
+        }
+        self.record(name, Op::Release { token, valid_until }).await;
+        // An error leaves the release's outcome unknown: recorded, never retried (a second
+        // release could create a permit).
+        match sem.release(1).await {
+            Ok(()) => self.record(name, Op::Released { token }).await,
+            Err(e) => {
+                let error = e.to_string();
+                self.record(name, Op::ReleaseFailed { token, error }).await
+            }
+        }
+    }
+
+    /// A section's work, ms: 0..=`work_ms`, or 20..=60 in `slow_pct`% of sections.
+    fn work_ms(&self) -> u64 {
+        let mut rng = self.rng.lock().unwrap();
+        if rng.u64(..100) < self.args.slow_pct {
+            rng.u64(20..=60)
+        } else {
+            rng.u64(..=self.args.work_ms)
+        }
+    }
+
     /// Read, work, write: the fenced read-modify-write. A read hold (`read`) only reads (the
     /// shared fenced read) and works.
     async fn section(&self, name: &str, guard: &LockGuard, read: bool) {
@@ -322,14 +426,7 @@ impl Cycle<'_> {
         };
         self.record(name, Op::Read { token, value }).await;
         let Some(value) = value else { return };
-        let work = {
-            let mut rng = self.rng.lock().unwrap();
-            if rng.u64(..100) < self.args.slow_pct {
-                rng.u64(20..=60)
-            } else {
-                rng.u64(..=self.args.work_ms)
-            }
-        };
+        let work = self.work_ms();
         if work > 0 {
             tokio::time::sleep(Duration::from_millis(work)).await;
         }

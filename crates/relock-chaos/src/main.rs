@@ -42,6 +42,9 @@ pub enum Kind {
     /// `client.read_write_lock(name)` on one server: the write side in 70% of the cycles (a
     /// fenced read-modify-write), the read side otherwise (a fenced read).
     Rw,
+    /// `client.semaphore(name)` on one server: a counting semaphore of [`SEM_PERMITS`]
+    /// permits; a section holds one (no fencing token, no lease: it only works for its time).
+    Sem,
     /// `QuorumClient` over 3 independent masters.
     Quorum,
     /// `client.lock(name)` on a 3-master cluster with replicas.
@@ -56,12 +59,30 @@ impl Kind {
             Kind::Plain => "plain",
             Kind::Fair => "fair",
             Kind::Rw => "rw",
+            Kind::Sem => "sem",
             Kind::Quorum => "quorum",
             Kind::Cluster => "cluster",
             Kind::Sentinel => "sentinel",
         }
     }
+
+    /// How many holds of one name may overlap: [`SEM_PERMITS`] for the semaphore, 1 for the
+    /// locks (a read-write lock's read holds share among themselves: see `check::exclusion`).
+    pub fn capacity(self) -> usize {
+        match self {
+            Kind::Sem => SEM_PERMITS as usize,
+            _ => 1,
+        }
+    }
+
+    /// Whether holds carry a fencing token (the semaphore's do not: no fencing checks).
+    pub fn fenced(self) -> bool {
+        self != Kind::Sem
+    }
 }
+
+/// The sem kind's permits per name (each client sets them at start; the first one wins).
+pub const SEM_PERMITS: u64 = 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum Profile {
@@ -221,10 +242,13 @@ fn judge_again(args: &JudgeArgs) -> i32 {
             failed = true;
             continue;
         }
+        let kind_of = Kind::from_str(kind, true).ok();
         let params = check::Params {
             lease: Duration::from_millis(args.lease_ms).as_nanos() as i64,
             prompt_wake: 1_000_000_000,
             end: events.last().map_or(0, |e| e.t),
+            capacity: kind_of.map_or(1, Kind::capacity),
+            fenced: kind_of.is_none_or(Kind::fenced),
         };
         let check::Verdicts {
             holds,
@@ -287,6 +311,7 @@ fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
         ],
         Kind::Fair => vec![PauseClient, ProxyDelay, ProxyFreeze, ProxyDrop, ProxyOneWay],
         Kind::Rw => vec![PauseClient, KillRestart],
+        Kind::Sem => vec![PauseClient, ClientKill],
         Kind::Quorum => vec![KillRestart, PauseServer, ProxyOneWay],
         Kind::Cluster => vec![Failover, KillRestart],
         Kind::Sentinel => vec![Failover],
@@ -314,6 +339,7 @@ fn harness(args: RunArgs) -> i32 {
             Kind::Plain,
             Kind::Fair,
             Kind::Rw,
+            Kind::Sem,
             Kind::Quorum,
             Kind::Cluster,
             Kind::Sentinel,

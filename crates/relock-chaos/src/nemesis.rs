@@ -67,6 +67,11 @@ impl Nemesis {
         use Nemesis::*;
         match kind {
             Kind::Plain | Kind::Fair | Kind::Rw => self != Failover,
+            // A semaphore's permits have no lease: a holder killed for good, or a server
+            // restarted empty, loses them, and an acquire or release that fails after a
+            // command timeout (a server or link stalled for 1 s or more) may or may not have
+            // taken effect. Only the faults after which the count must still be exact.
+            Kind::Sem => matches!(self, PauseClient | ClientKill | ScriptFlush | ProxyDelay),
             Kind::Quorum => !matches!(self, Failover | ClockJump),
             Kind::Cluster => {
                 matches!(
@@ -102,6 +107,8 @@ pub struct Target<'a> {
     pub lease: Duration,
     /// The lock a "holder" nemesis aims at.
     pub name: &'a str,
+    /// Each client's history file, by client number (the sem kind's holders are found there).
+    pub histories: &'a [std::path::PathBuf],
     pub rng: &'a mut fastrand::Rng,
 }
 
@@ -288,7 +295,13 @@ fn pause_a_holder(t: &mut Target<'_>) -> Result<Pid, String> {
         kill(pid, Signal::SIGSTOP).map_err(|e| format!("SIGSTOP {pid}: {e}"))?;
         // A release already on the wire lands within a few ms; then it was not holding.
         sleep(Duration::from_millis(10));
-        if holder(t) == Some(pid.as_raw() as u32) {
+        let pid_u32 = pid.as_raw() as u32;
+        let still = if t.kind == Kind::Sem {
+            sem_holders(t).contains(&pid_u32)
+        } else {
+            holder(t) == Some(pid_u32)
+        };
+        if still {
             return Ok(pid);
         }
         kill(pid, Signal::SIGCONT).map_err(|e| format!("SIGCONT {pid}: {e}"))?;
@@ -303,6 +316,9 @@ fn pause_a_holder(t: &mut Target<'_>) -> Result<Pid, String> {
 /// servers.
 fn holder(t: &Target<'_>) -> Option<u32> {
     use relock_testkit::Value;
+    if t.kind == Kind::Sem {
+        return sem_holders(t).first().copied();
+    }
     for s in masters(t.topology) {
         if let Ok(Value::Array(Some(items))) = s.cmd(&["HKEYS", t.name]) {
             for f in items.iter().filter_map(Value::as_string) {
@@ -315,4 +331,36 @@ fn holder(t: &Target<'_>) -> Option<u32> {
         }
     }
     None
+}
+
+/// The pids of the clients that hold a permit of the semaphore `t.name` now: a semaphore does
+/// not know who took its permits, so these are the clients whose history's last event is the
+/// grant of one (the sem kind records nothing else until its release).
+fn sem_holders(t: &Target<'_>) -> Vec<u32> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut out = Vec::new();
+    for (i, path) in t.histories.iter().enumerate() {
+        let Ok(mut f) = std::fs::File::open(path) else {
+            continue;
+        };
+        let len = f.metadata().map_or(0, |m| m.len());
+        let mut tail = Vec::new();
+        if f.seek(SeekFrom::Start(len.saturating_sub(1024))).is_err()
+            || f.read_to_end(&mut tail).is_err()
+        {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&tail);
+        let last = text
+            .trim_end_matches('\n')
+            .rsplit('\n')
+            .next()
+            .unwrap_or("");
+        let holds = serde_json::from_str::<crate::history::Event>(last)
+            .is_ok_and(|e| e.n == t.name && matches!(e.op, crate::history::Op::Acquired { .. }));
+        if let Some((_, pid, _)) = t.clients.iter().find(|c| holds && c.0 == i as u32) {
+            out.push(*pid);
+        }
+    }
+    out
 }

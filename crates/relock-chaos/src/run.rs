@@ -273,6 +273,7 @@ pub fn run(
                 clients: &ids,
                 lease: seg.lease,
                 name: &seg.names[0],
+                histories: &clients.files,
                 rng: &mut rng,
             };
             match nemesis::apply(n, &mut target) {
@@ -296,7 +297,7 @@ pub fn run(
                     break 'rounds;
                 }
             }
-            if seg.min_sections > 0 && sections(&clients.read()) >= seg.min_sections {
+            if seg.min_sections > 0 && sections(seg.kind, &clients.read()) >= seg.min_sections {
                 break 'rounds;
             }
             if seg.max_time.is_some_and(|m| began.elapsed() >= m) {
@@ -310,17 +311,38 @@ pub fn run(
     // lease (a documented limit): give leftovers that long before calling them leaks.
     let servers = topo.lock_servers();
     let deadline = Instant::now() + seg.lease + Duration::from_secs(1);
+    // The sem kind's semaphore keys stay (with their counts, checked below).
+    let keep = if seg.kind == Kind::Sem {
+        seg.names.clone()
+    } else {
+        Vec::new()
+    };
     let (keys, channels) = loop {
-        let (k, c) = topology::leftovers(&servers);
+        let (k, c) = topology::leftovers(&servers, &keep);
         if (k.is_empty() && c.is_empty()) || Instant::now() >= deadline {
             break (k, c);
         }
         sleep(Duration::from_millis(100));
     };
+    // Conservation: once every client stopped, each semaphore has all its permits back.
+    let permits = keep
+        .iter()
+        .map(|n| {
+            let available = servers
+                .first()
+                .and_then(|s| s.cmd(&["GET", n]).ok())
+                .and_then(|v| match v {
+                    relock_testkit::Value::Int(i) => Some(i),
+                    v => v.as_string().and_then(|s| s.parse().ok()),
+                });
+            (n.clone(), available, crate::SEM_PERMITS as i64)
+        })
+        .collect();
     let leaks = Leaks {
         keys,
         channels,
         processes: stuck,
+        permits,
     };
     let finals = seg
         .names
@@ -355,10 +377,16 @@ pub fn run(
     Ok(out)
 }
 
-fn sections(events: &[history::Event]) -> u64 {
+/// Critical sections: fenced writes accepted; for the sem kind (no writes), permits given
+/// back.
+fn sections(kind: Kind, events: &[history::Event]) -> u64 {
     events
         .iter()
-        .filter(|e| matches!(e.op, Op::Write { accepted: true, .. }))
+        .filter(|e| match e.op {
+            Op::Write { accepted, .. } => accepted,
+            Op::Released { .. } => !kind.fenced(),
+            _ => false,
+        })
         .count() as u64
 }
 
@@ -374,6 +402,8 @@ fn judge(
         lease: seg.lease.as_nanos() as i64,
         prompt_wake: 1_000_000_000,
         end,
+        capacity: seg.kind.capacity(),
+        fenced: seg.kind.fenced(),
     };
     let check::Verdicts {
         holds,
@@ -388,7 +418,7 @@ fn judge(
         seed: seg.seed,
         mutant: seg.mutant.clone(),
         seconds: 0.0,
-        sections: sections(events),
+        sections: sections(seg.kind, events),
         holds: holds as u64,
         acquire_failures: events
             .iter()

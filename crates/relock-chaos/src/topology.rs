@@ -13,7 +13,7 @@ pub const QUORUM_MASTERS: usize = 3;
 
 #[allow(clippy::large_enum_variant)] // one per run
 pub enum Topology {
-    /// One server behind a fault proxy (plain, fair and read-write locks). `clock` is the libfaketime
+    /// One server behind a fault proxy (plain, fair and read-write locks, the semaphore). `clock` is the libfaketime
     /// offset file the server reads its wall clock from, when libfaketime is installed.
     Single {
         server: RedisServer,
@@ -36,7 +36,7 @@ impl Topology {
             move |err: relock_testkit::Error| format!("{what}: {err}")
         };
         Ok(match kind {
-            Kind::Plain | Kind::Fair | Kind::Rw => {
+            Kind::Plain | Kind::Fair | Kind::Rw | Kind::Sem => {
                 let (server, clock) = crate::clock::start_server(dir).map_err(e("redis-server"))?;
                 let proxy = FaultProxy::start(&server.addr()).map_err(e("fault proxy"))?;
                 Topology::Single {
@@ -107,8 +107,10 @@ impl Drop for Topology {
 }
 
 /// Lock keys and subscriptions left on `servers`. A fencing counter (or a fair lock's ticket
-/// sequence) is not a leak while it has a TTL: it outlives its lock on purpose and expires.
-pub fn leftovers(servers: &[&RedisServer]) -> (Vec<String>, Vec<String>) {
+/// sequence, or a semaphore call's request id) is not a leak while it has a TTL: it outlives
+/// its lock on purpose and expires. The keys in `keep` (the sem kind's semaphores, whose
+/// counts the harness checks itself) are meant to stay.
+pub fn leftovers(servers: &[&RedisServer], keep: &[String]) -> (Vec<String>, Vec<String>) {
     use relock_testkit::Value;
     let mut keys = Vec::new();
     let mut channels = Vec::new();
@@ -118,8 +120,12 @@ pub fn leftovers(servers: &[&RedisServer]) -> (Vec<String>, Vec<String>) {
             if items.first().and_then(Value::as_string).as_deref() == Some("slave"));
         if !is_replica {
             for k in s.keys().unwrap_or_default() {
-                let counter =
-                    k.starts_with("redisson_lock_token:") || k.starts_with("relock_fair_seq:");
+                if keep.contains(&k) {
+                    continue;
+                }
+                let counter = k.starts_with("redisson_lock_token:")
+                    || k.starts_with("relock_fair_seq:")
+                    || k.starts_with("relock_request:");
                 let ttl = s.cmd(&["PTTL", &k]).ok().and_then(|v| v.as_int());
                 if !(counter && ttl.is_some_and(|t| t > 0)) {
                     keys.push(format!("{}: {k} (pttl {ttl:?})", s.port()));
