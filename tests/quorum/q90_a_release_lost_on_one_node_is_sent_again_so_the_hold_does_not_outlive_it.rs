@@ -5,36 +5,20 @@
 
 use std::time::Duration;
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 #[tokio::test]
 async fn a_release_lost_on_one_node_is_sent_again_so_the_hold_does_not_outlive_it() {
     let m = masters(3);
-    let lossy = FaultProxy::start(&m[0].addr()).unwrap();
-    let mut urls = vec![lossy.url()];
-    urls.extend(m.servers()[1..].iter().map(RedisServer::url));
-    let client = relock::QuorumClient::builder()
-        .urls(urls)
-        .node_timeout(Duration::from_millis(100))
-        .restart_quarantine(Duration::ZERO)
+    let (lossy, urls) = urls_with_proxy(&m, 0);
+    let client = quorum_builder(urls, Duration::from_millis(100))
         .build()
         .await
         .unwrap();
     // Every script loaded on node 1 first, so that the lost release is the script call itself.
-    let warm = client.lock("q90:warm-up").lock().await.unwrap();
-    warm.unlock().await.unwrap();
-    let guard = client
-        .lock("q90")
-        .with_lease(Duration::from_secs(20))
-        .lock()
-        .await
-        .unwrap();
-    wait_until(Duration::from_secs(2), "the hold on node 1", || async {
-        m[0].cmd(&["EXISTS", "q90"]).ok().and_then(|v| v.as_int()) == Some(1)
-    })
-    .await
-    .unwrap();
+    warm_up(&client, "q90:warm-up").await;
+    let guard = hold_seen_on(&client, "q90", Duration::from_secs(20), &m[0]).await;
 
     // The release to node 1 is held on the way; the other two answer, so unlock succeeds.
     lossy.set(Direction::Up, Mode::Freeze);

@@ -8,7 +8,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use relock_testkit::FaultProxy;
 use relock_tests::*;
 
 /// A plain connection of another application, and its id on the server.
@@ -34,13 +33,8 @@ fn alive(r: &mut BufReader<TcpStream>) -> bool {
 #[tokio::test]
 async fn a_node_restarted_empty_never_has_other_clients_connections_killed_under_reused_ids() {
     let m = masters(3);
-    let proxy = FaultProxy::start(&m[0].addr()).unwrap();
-    let mut urls = vec![proxy.url()];
-    urls.extend(m.servers()[1..].iter().map(RedisServer::url));
-    let client = relock::QuorumClient::builder()
-        .urls(urls)
-        .node_timeout(Duration::from_millis(200))
-        .restart_quarantine(Duration::ZERO)
+    let (proxy, urls) = urls_with_proxy(&m, 0);
+    let client = quorum_builder(urls, Duration::from_millis(200))
         .build()
         .await
         .unwrap();

@@ -6,26 +6,17 @@
 
 use std::time::{Duration, Instant};
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 #[tokio::test]
 async fn shutdown_is_not_held_up_by_a_release_resend_waiting_for_a_node_that_is_down() {
     let m = masters(3);
-    let lossy = FaultProxy::start(&m[0].addr()).unwrap();
-    let mut urls = vec![lossy.url()];
-    urls.extend(m.servers()[1..].iter().map(RedisServer::url));
+    let (lossy, urls) = urls_with_proxy(&m, 0);
     let node_timeout = Duration::from_millis(200);
     let settle = node_timeout * 8 + Duration::from_millis(200);
-    let client = relock::QuorumClient::builder()
-        .urls(urls)
-        .node_timeout(node_timeout)
-        .restart_quarantine(Duration::ZERO)
-        .build()
-        .await
-        .unwrap();
-    let warm = client.lock("q95:warm-up").lock().await.unwrap();
-    warm.unlock().await.unwrap();
+    let client = quorum_builder(urls, node_timeout).build().await.unwrap();
+    warm_up(&client, "q95:warm-up").await;
     let guard = client
         .lock("q95")
         .with_lease(Duration::from_secs(30))

@@ -8,20 +8,15 @@
 
 use std::time::Duration;
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 #[tokio::test]
 async fn shutdown_releases_a_hold_only_after_a_put_back_on_its_way() {
     let m = masters(3);
-    let proxy = FaultProxy::start(&m[2].addr()).unwrap();
-    let mut urls: Vec<String> = m.servers()[..2].iter().map(RedisServer::url).collect();
-    urls.push(proxy.url());
-    let client = relock::QuorumClient::builder()
-        .urls(urls)
-        .node_timeout(Duration::from_millis(1000))
+    let (proxy, urls) = urls_with_proxy(&m, 2);
+    let client = quorum_builder(urls, Duration::from_millis(1000))
         .watchdog_lease(Duration::from_secs(3))
-        .restart_quarantine(Duration::ZERO)
         .build()
         .await
         .unwrap();

@@ -6,44 +6,34 @@
 
 use std::time::Duration;
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 #[tokio::test]
 async fn a_release_lost_on_a_node_that_comes_back_during_shutdown_is_sent_again_there() {
     let m = masters(3);
-    let lossy = FaultProxy::start(&m[0].addr()).unwrap();
-    let mut urls = vec![lossy.url()];
-    urls.extend(m.servers()[1..].iter().map(RedisServer::url));
-    let client = relock::QuorumClient::builder()
-        .urls(urls)
-        .node_timeout(Duration::from_millis(100))
-        .restart_quarantine(Duration::ZERO)
+    let (lossy, urls) = urls_with_proxy(&m, 0);
+    let client = quorum_builder(urls, Duration::from_millis(100))
         .build()
         .await
         .unwrap();
-    let warm = client.lock("q97:warm-up").lock().await.unwrap();
-    warm.unlock().await.unwrap();
-    let guard = client
-        .lock("q97")
-        .with_lease(Duration::from_secs(30))
-        .lock()
-        .await
-        .unwrap();
-    wait_until(Duration::from_secs(2), "the hold on node 1", || async {
-        m[0].cmd(&["EXISTS", "q97"]).ok().and_then(|v| v.as_int()) == Some(1)
-    })
-    .await
-    .unwrap();
+    warm_up(&client, "q97:warm-up").await;
+    let guard = hold_seen_on(&client, "q97", Duration::from_secs(30), &m[0]).await;
 
     // The release to node 1 is held on the way and then lost with its connection; node 1 is
     // unreachable for a moment.
     lossy.set(Direction::Up, Mode::Freeze);
     guard.unlock().await.unwrap();
     lossy.refuse(true);
+    let accepted = lossy.accepted();
     lossy.reset();
     lossy.set(Direction::Up, Mode::Pass);
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The client tries node 1 again and is turned away.
+    wait_until(Duration::from_secs(3), "a refused reconnection", || async {
+        lossy.accepted() > accepted
+    })
+    .await
+    .unwrap();
     assert_eq!(m[0].cmd(&["EXISTS", "q97"]).unwrap().as_int(), Some(1));
 
     // Shutdown, and node 1 is back 100 ms later, well inside its settle time (900 ms each).

@@ -6,35 +6,20 @@
 
 use std::time::{Duration, Instant};
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 const DELAY: Duration = Duration::from_millis(1000);
 
-async fn client(urls: Vec<String>) -> relock::QuorumClient {
-    relock::QuorumClient::builder()
-        .urls(urls)
-        .node_timeout(Duration::from_millis(2500))
-        .restart_quarantine(Duration::ZERO)
-        .build()
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn a_release_is_queued_behind_a_slow_vote_not_sent_after_its_answer() {
     let m = masters(3);
-    let proxy = FaultProxy::start(&m[2].addr()).unwrap();
-    let mut urls: Vec<String> = m.servers()[..2].iter().map(RedisServer::url).collect();
-    urls.push(proxy.url());
-    let b = client(urls).await;
-    b.lock("q98:warm")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
+    let (proxy, urls) = urls_with_proxy(&m, 2);
+    let b = quorum_builder(urls, Duration::from_millis(2500))
+        .build()
         .await
         .unwrap();
+    warm_up(&b, "q98:warm").await;
 
     proxy.set(Direction::Down, Mode::Delay(DELAY));
     let g = b

@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 /// How many times `command` ran on `s` (INFO commandstats).
@@ -30,18 +30,12 @@ fn calls(s: &RedisServer, command: &str) -> i64 {
 #[tokio::test]
 async fn a_release_never_overtakes_the_vote_it_undoes() {
     let m = masters(3);
-    let proxy = FaultProxy::start(&m[0].addr()).unwrap();
-    let mut urls = vec![proxy.url()];
-    urls.extend(m.servers()[1..].iter().map(RedisServer::url));
-    let client = relock::QuorumClient::builder()
-        .urls(urls)
-        .node_timeout(Duration::from_millis(1500))
-        .restart_quarantine(Duration::ZERO)
+    let (proxy, urls) = urls_with_proxy(&m, 0);
+    let client = quorum_builder(urls, Duration::from_millis(1500))
         .build()
         .await
         .unwrap();
-    let warm = client.lock("q99:warm-up").lock().await.unwrap();
-    warm.unlock().await.unwrap();
+    warm_up(&client, "q99:warm-up").await;
 
     // Node 1 forgets its scripts but the release; its replies take 300 ms from now on.
     m[0].cmd(&["SCRIPT", "FLUSH"]).unwrap();

@@ -190,6 +190,51 @@ pub async fn quorum_client(
         .expect("connect to the masters")
 }
 
+/// A new fault proxy in front of master `i`, and `masters`' URLs with that node reached
+/// through it: for quorum tests that hold, delay or cut one node's traffic.
+pub fn urls_with_proxy(
+    masters: &RedisMasters,
+    i: usize,
+) -> (relock_testkit::FaultProxy, Vec<String>) {
+    let proxy = relock_testkit::FaultProxy::start(&masters[i].addr()).expect("start a proxy");
+    let mut urls = masters.urls();
+    urls[i] = proxy.url();
+    (proxy, urls)
+}
+
+/// A quorum client builder over `urls` with `node_timeout` and no restart quarantine, for
+/// tests that stop and start nodes at will.
+pub fn quorum_builder(urls: Vec<String>, node_timeout: Duration) -> relock::QuorumClientBuilder {
+    relock::QuorumClient::builder()
+        .urls(urls)
+        .node_timeout(node_timeout)
+        .restart_quarantine(Duration::ZERO)
+}
+
+/// Locks and unlocks `name` once, so that every script is loaded on every node: a fault
+/// injected afterwards hits the script call itself, not a `SCRIPT LOAD` or a NOSCRIPT retry.
+pub async fn warm_up(client: &relock::QuorumClient, name: &str) {
+    let guard = client.lock(name).lock().await.expect("warm-up lock");
+    guard.unlock().await.expect("warm-up unlock");
+}
+
+/// Locks `name` with a fixed `lease`, and waits (bounded) until its hold is on `node`, which
+/// may have answered after the majority did.
+pub async fn hold_seen_on(
+    client: &relock::QuorumClient,
+    name: &str,
+    lease: Duration,
+    node: &RedisServer,
+) -> relock::LockGuard {
+    let guard = client.lock(name).with_lease(lease).lock().await.unwrap();
+    wait_until(Duration::from_secs(2), "the hold on the node", || async {
+        node.cmd(&["EXISTS", name]).ok().and_then(|v| v.as_int()) == Some(1)
+    })
+    .await
+    .unwrap();
+    guard
+}
+
 /// Asserts that nothing is left on any of `servers` (bounded wait); names the node otherwise.
 pub async fn assert_nothing_left_on(servers: &[&RedisServer]) {
     let r = wait_until(

@@ -21,6 +21,7 @@ mod p80_permits_on_three_cluster_masters_are_renewed_and_wake_waiters;
 mod p90_shutdown_gives_back_every_permit_its_guards_hold;
 mod p91_a_permit_acquire_whose_reply_is_lost_on_a_resending_fred_pool_takes_one_permit;
 mod p92_permits_with_ids_are_neither_created_nor_destroyed_while_connections_are_killed;
+mod p93_a_permit_released_elsewhere_is_reported_lost_even_when_its_release_meets_a_killed_connection;
 mod r10_two_clients_of_readers_and_writers_never_overlap_a_writer;
 mod r20_a_writer_can_downgrade_but_a_reader_cannot_upgrade;
 mod r30_a_write_release_wakes_every_waiting_reader_and_a_read_release_wakes_a_writer;
@@ -130,3 +131,113 @@ mod s95_an_acquire_whose_first_reply_is_lost_and_that_then_succeeds_takes_only_i
 mod s96_an_acquire_attempt_that_lands_after_its_retry_succeeded_takes_nothing_more;
 mod s97_a_drain_on_a_resending_fred_pool_returns_every_permit_it_took;
 mod s98_permits_are_neither_created_nor_destroyed_while_connections_are_killed;
+
+/// Gives back what one turn of [`conservation_under_kills`] took.
+pub(crate) type GiveBack =
+    std::pin::Pin<Box<dyn std::future::Future<Output = relock::Result<()>> + Send>>;
+
+/// A conservation run: two clients (`a`, `b`) of six tasks each take one of four permits of `name` with
+/// `take` (`None`: none free within its wait), work for 0–2 ms and give it back, over and over
+/// for 5 s, while every command connection is killed (CLIENT KILL) every 150 ms. Then asserts
+/// that the run did something (more than 10 connections killed, more than 50 permits taken),
+/// that no call failed, that every permit taken was given back, that no more than 4 were held
+/// at once and that `available` finds all 4; shuts the clients down and checks that only
+/// request keys with a TTL are left besides `name`'s own keys.
+pub(crate) async fn conservation_under_kills<T, TF, A, AF>(
+    server: &RedisServer,
+    [a, b]: [relock::Client; 2],
+    name: &str,
+    own_keys: &[&str],
+    take: T,
+    available: A,
+) where
+    T: Fn(relock::Client) -> TF + Clone + Send + 'static,
+    TF: std::future::Future<Output = relock::Result<Option<GiveBack>>> + Send,
+    A: FnOnce(relock::Client) -> AF,
+    AF: std::future::Future<Output = relock::Result<u64>>,
+{
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+    let (taken, given, held, most) = (
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+        Arc::new(AtomicU64::new(0)),
+    );
+    let failures = Arc::new(Mutex::new(Vec::<String>::new()));
+    let until = Instant::now() + Duration::from_secs(5);
+    let mut tasks = Vec::new();
+    for c in [&a, &b] {
+        for _ in 0..6 {
+            let (c, take, failures) = (c.clone(), take.clone(), failures.clone());
+            let (taken, given, held, most) =
+                (taken.clone(), given.clone(), held.clone(), most.clone());
+            tasks.push(tokio::spawn(async move {
+                while Instant::now() < until {
+                    let give_back = match take(c.clone()).await {
+                        Ok(Some(g)) => g,
+                        Ok(None) => continue,
+                        Err(e) => {
+                            failures.lock().unwrap().push(format!("take: {e}"));
+                            continue;
+                        }
+                    };
+                    let n = taken.fetch_add(1, Ordering::SeqCst);
+                    most.fetch_max(held.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(n % 3)).await;
+                    held.fetch_sub(1, Ordering::SeqCst);
+                    match give_back.await {
+                        Ok(()) => {
+                            given.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Err(e) => failures.lock().unwrap().push(format!("give back: {e}")),
+                    }
+                }
+            }));
+        }
+    }
+    let mut kills = 0;
+    while Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        kills += server.client_kill_type("normal").unwrap();
+    }
+    for t in tasks {
+        relock_tests::bounded(Duration::from_secs(20), "a task to finish", t)
+            .await
+            .unwrap();
+    }
+    let failures = failures.lock().unwrap().clone();
+    let left = available(a.clone()).await.unwrap();
+    let (taken, given) = (taken.load(Ordering::SeqCst), given.load(Ordering::SeqCst));
+    assert!(kills > 10, "only {kills} connections killed");
+    assert!(taken > 50, "only {taken} permits taken");
+    assert!(
+        failures.is_empty(),
+        "{} calls failed: {failures:?}",
+        failures.len()
+    );
+    assert_eq!(taken, given);
+    assert!(
+        most.load(Ordering::SeqCst) <= 4,
+        "more than 4 permits held at once"
+    );
+    assert_eq!(
+        left, 4,
+        "{taken} taken and given back, {kills} connections killed"
+    );
+    a.shutdown().await;
+    b.shutdown().await;
+    for key in own_keys {
+        server.cmd(&["DEL", key]).unwrap();
+    }
+    // Request keys of calls cut off with their connection expire by themselves.
+    let prefix = format!("relock_request:{{{name}}}:");
+    for key in server.keys().unwrap() {
+        assert!(key.starts_with(&prefix), "{key} left");
+        let ttl = server.cmd(&["PTTL", &key]).unwrap().as_int().unwrap();
+        assert!(ttl > 0, "{key}: PTTL {ttl}");
+        server.cmd(&["DEL", &key]).unwrap();
+    }
+    relock_tests::assert_nothing_left(server).await;
+}

@@ -7,6 +7,10 @@
 -- KEYS[3]  its timeouts, {name}:timeout: permit id (16 bytes) -> end of its lease (ms)
 -- ARGV[1]  the permit's id: hex digits, stored as bytes
 -- ARGV[2]  the publish command: "publish" (or "spublish" on a cluster)
+-- KEYS[4]  optional: this release's request key, relock_request:{name}:<id>, the same for every
+--          copy of one release. A copy that gives the permit back records its reply there, so
+--          that a copy sent again after a lost reply returns what the first one did, not 0.
+-- ARGV[3]  with KEYS[4]: ms the request key lives (longer than any resend)
 --
 -- Returns 1 (released while its lease ran), 2 (released, but its lease had ended: nobody had
 -- reclaimed it yet) or 0 (not there: released before, reclaimed after its lease, or deleted).
@@ -15,6 +19,12 @@
 local bad = check_count(KEYS[1])
 if bad then
   return bad
+end
+if KEYS[4] then
+  local earlier = redis.call('get', KEYS[4])
+  if earlier then
+    return tonumber(earlier)
+  end
 end
 local id = member(ARGV[1])
 local ends = redis.call('zscore', KEYS[3], id)
@@ -26,7 +36,11 @@ local available = redis.call('incrby', KEYS[1], 1)
 if available > 0 then
   redis.call(ARGV[2], KEYS[2], available)
 end
+local released = 1
 if tonumber(ends) <= server_ms() then
-  return 2
+  released = 2
 end
-return 1
+if KEYS[4] then
+  redis.call('set', KEYS[4], released, 'px', ARGV[3])
+end
+return released

@@ -1090,7 +1090,8 @@ fn give_back_permits(
         let inner = inner.clone();
         work.spawn(async move {
             let publish = inner.publish_cmd();
-            let call = crate::leases::release(inner.pool.next(), &lease.keys, &lease.id, publish);
+            let call =
+                crate::leases::release(inner.pool.next(), &lease.keys, &lease.id, publish, None);
             let error = match tokio::time::timeout(inner.settings.command_timeout, call).await {
                 Ok(Ok(_)) => None,
                 Ok(Err(e)) => Some(crate::redact::in_text(&e.to_string(), &inner.settings.url)),

@@ -178,8 +178,40 @@ impl Request {
         self.uncertain.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Once a reply came, no copy of the call can still arrive (a resend only follows a lost
-    /// reply): the key is deleted in the background rather than left for its TTL.
+    /// Runs `call` (a script call carrying this request's key), sent again after a transient
+    /// error for up to one command timeout (see [`retrying`]): whichever copies run, the call
+    /// takes effect once, and every copy returns what the one that took effect returned.
+    ///
+    /// After a reply the key is deleted, unless a copy without a reply (a timeout, a
+    /// connection lost after it may have been written) could still land later: that copy
+    /// must still find the key, which then expires by itself.
+    pub(crate) async fn send<T, F, Fut>(&self, inner: &Inner, mut call: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let r = retrying(inner, || {
+            let copy = call();
+            async {
+                let r = copy.await;
+                if let Err(e) = &r {
+                    if e.may_have_run() {
+                        self.mark_uncertain();
+                    }
+                }
+                r
+            }
+        })
+        .await;
+        if r.is_ok() && !self.uncertain() {
+            self.done(inner);
+        }
+        r
+    }
+
+    /// Once a reply came and no copy is uncertain, no copy of the call can still arrive (a
+    /// resend only follows a lost reply): the key is deleted in the background rather than
+    /// left for its TTL.
     pub(crate) fn done(&self, inner: &Inner) {
         let (pool, key) = (inner.pool.clone(), self.key.clone());
         inner.shared.tracker.spawn(async move {
@@ -226,16 +258,10 @@ impl Names {
         // off, a command not routed during a reconnect, no answer in time): whichever copies
         // run, it takes effect once. Without this a release failed on a blip, and its caller
         // could not tell whether the permit was given back.
-        let r = if request.is_some() {
-            retrying(inner, once).await
-        } else {
-            once().await
-        };
-        // After an error a copy may still land: the key then expires by itself.
-        if let (Some(request), Ok(_)) = (&request, &r) {
-            request.done(inner);
+        match &request {
+            Some(request) => request.send(inner, once).await,
+            None => once().await,
         }
-        r
     }
 
     /// The count (`GET`): missing = 0, negative = 0; not an integer is `WrongType`.

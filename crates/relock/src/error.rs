@@ -193,14 +193,132 @@ impl Error {
         }
     }
 
-    /// Whether retrying later may succeed (connection trouble and timeouts).
+    /// Whether retrying later may succeed: connection trouble, timeouts, a command that could
+    /// not be routed during a reconnect, and a server that is loading, read-only (a demoted
+    /// master), busy or has its cluster down. An error the server would give again (a bad
+    /// argument, a script error, a reply of the wrong shape) is not transient.
     pub fn is_transient(&self) -> bool {
-        matches!(
-            self,
-            Error::Connection { .. }
-                | Error::Timeout { .. }
-                | Error::Redis { .. }
-                | Error::QuorumNotReached { .. }
-        )
+        match self {
+            Error::Connection { .. } | Error::Timeout { .. } | Error::QuorumNotReached { .. } => {
+                true
+            }
+            Error::Redis { source, .. } => redis_transient(source),
+            _ => false,
+        }
+    }
+
+    /// Whether the call that failed may still have run on the server (no reply came: a
+    /// timeout, or a connection lost after the command may have been written). An error
+    /// reply, or a command that was never routed, did not run.
+    pub(crate) fn may_have_run(&self) -> bool {
+        matches!(self, Error::Connection { .. } | Error::Timeout { .. })
+    }
+}
+
+/// Whether a fred error or server error reply is worth retrying (see [`Error::is_transient`]).
+fn redis_transient(e: &fred::error::Error) -> bool {
+    use fred::error::ErrorKind;
+    const REPLIES: [&str; 7] = [
+        "READONLY",
+        "LOADING",
+        "TRYAGAIN",
+        "MASTERDOWN",
+        "CLUSTERDOWN",
+        "BUSY",
+        "NOREPLICAS",
+    ];
+    let details = e.details();
+    match e.kind() {
+        ErrorKind::IO
+        | ErrorKind::Canceled
+        | ErrorKind::Timeout
+        | ErrorKind::Routing
+        | ErrorKind::Backpressure
+        | ErrorKind::Cluster
+        | ErrorKind::Sentinel => true,
+        // fred's own words for a command caught in a reconnect (`ErrorKind::Unknown`).
+        ErrorKind::Unknown
+            if [
+                "Failed to route command",
+                "Max attempts exceeded",
+                "Too many failed write attempts",
+                "Max redirections exceeded",
+            ]
+            .iter()
+            .any(|m| details.starts_with(m)) =>
+        {
+            true
+        }
+        _ => REPLIES.iter().any(|r| details.starts_with(r)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use fred::error::{Error as Fred, ErrorKind};
+
+    fn redis(kind: ErrorKind, details: &str) -> Error {
+        Error::Redis {
+            operation: "test",
+            server: "redis://127.0.0.1:6379".into(),
+            source: Fred::new(kind, details.to_string()),
+        }
+    }
+
+    #[test]
+    fn only_errors_a_retry_can_cure_are_transient() {
+        for (kind, details) in [
+            (ErrorKind::Unknown, "Failed to route command."),
+            (ErrorKind::Routing, "Failed to route command."),
+            (ErrorKind::IO, "Connection reset by peer"),
+            (
+                ErrorKind::Unknown,
+                "READONLY You can't write against a read only replica.",
+            ),
+            (
+                ErrorKind::Unknown,
+                "LOADING Redis is loading the dataset in memory",
+            ),
+            (ErrorKind::Cluster, "CLUSTERDOWN The cluster is down"),
+            (ErrorKind::Unknown, "BUSY Redis is busy running a script."),
+        ] {
+            assert!(redis(kind.clone(), details).is_transient(), "{details}");
+        }
+        for (kind, details) in [
+            (
+                ErrorKind::Unknown,
+                "ERR wrong number of arguments for 'evalsha' command",
+            ),
+            (
+                ErrorKind::Unknown,
+                "ERR user_script:3: Script attempted to access nonexistent global variable",
+            ),
+            (ErrorKind::Protocol, "unexpected permits acquire reply [7]"),
+            (
+                ErrorKind::InvalidArgument,
+                "WRONGTYPE Operation against a key holding the wrong kind of value",
+            ),
+            (ErrorKind::Auth, "WRONGPASS invalid username-password pair"),
+        ] {
+            assert!(!redis(kind.clone(), details).is_transient(), "{details}");
+        }
+        assert!(!Error::invalid("n", "0").is_transient());
+    }
+
+    #[test]
+    fn only_a_call_without_a_reply_may_have_run() {
+        let timeout = Error::Timeout {
+            operation: "test",
+            server: "s".into(),
+            timeout: Duration::from_secs(1),
+        };
+        let cut = Error::Connection {
+            url: "s".into(),
+            cause: "broken pipe".into(),
+        };
+        assert!(timeout.may_have_run() && cut.may_have_run());
+        assert!(!redis(ErrorKind::Unknown, "Failed to route command.").may_have_run());
+        assert!(!redis(ErrorKind::Unknown, "ERR script error").may_have_run());
     }
 }

@@ -165,16 +165,22 @@ impl Leases {
 }
 
 /// Runs `permits_release.lua` for permit `id` of `keys`: 1 released, 2 released after its
-/// lease had ended, 0 not there. Unbounded: callers bound it.
+/// lease had ended, 0 not there. With `request` (its key and the ms it lives), every copy of
+/// one release returns what the copy that gave the permit back returned. Unbounded: callers
+/// bound it.
 pub(crate) async fn release(
     conn: &fred::clients::Client,
     keys: &PermitKeys,
     id: &str,
     publish: &str,
+    request: Option<(&str, &str)>,
 ) -> std::result::Result<i64, fred::error::Error> {
-    scripts::PERMITS_RELEASE
-        .run(conn, keys.all(), vec![id.to_string(), publish.to_string()])
-        .await
+    let (mut all, mut args) = (keys.all(), vec![id.to_string(), publish.to_string()]);
+    if let Some((key, ttl_ms)) = request {
+        all.push(key.to_string());
+        args.push(ttl_ms.to_string());
+    }
+    scripts::PERMITS_RELEASE.run(conn, all, args).await
 }
 
 #[cfg(test)]

@@ -752,6 +752,7 @@ async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
             &lease.keys,
             &lease.id,
             inner.publish_cmd(),
+            None,
         );
         if let Ok(Ok(_)) = tokio::time::timeout(inner.settings.command_timeout, call).await {
             return;
@@ -810,38 +811,27 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Lease>]) -> bool {
     true
 }
 
-/// [`crate::leases::release`] on the client's pool, sent again after a transient error (a connection cut
-/// off, a command not routed during a reconnect) until one command timeout has passed:
-/// releasing an id twice is harmless (the second finds nothing). `None` if no reply came in
-/// time. A 0 after a copy whose outcome is unknown is reported as 1: that copy may have
-/// been the one that gave the permit back.
+/// [`crate::leases::release`] on the client's pool under a request id of its own, sent again
+/// after a transient error (a connection cut off, a command not routed during a reconnect)
+/// until one command timeout has passed. Every copy returns what the copy that gave the permit
+/// back returned: a copy whose reply was lost is not mistaken for someone else's release, and
+/// a copy that was never sent is not mistaken for ours. `None` if no reply came in time.
 async fn release_retrying(inner: &Inner, keys: &PermitKeys, id: &str) -> Option<Result<i64>> {
-    let mut unknown = false;
+    let request = crate::counter::Request::new(inner, &keys.count);
+    let call = || async {
+        let publish = inner.publish_cmd();
+        let once = Some((request.key.as_str(), request.ttl_ms.as_str()));
+        crate::leases::release(inner.pool.next(), keys, id, publish, once)
+            .await
+            .map_err(|e| inner.error("permits release", &keys.count, e))
+    };
     let limit = inner.settings.command_timeout;
-    let started = Instant::now();
-    let mut pause = Duration::from_millis(10);
-    loop {
-        let left = limit.saturating_sub(started.elapsed());
-        let call = crate::leases::release(inner.pool.next(), keys, id, inner.publish_cmd());
-        let r = match tokio::time::timeout(left, call).await {
-            Ok(r) => r.map_err(|e| inner.error("permits release", &keys.count, e)),
-            Err(_) => return None,
-        };
-        match r {
-            Err(e)
-                if e.is_transient()
-                    && started.elapsed() + pause < limit
-                    && inner.check_running().is_ok() =>
-            {
-                tracing::debug!(error = %e, "permit release sent again");
-                unknown = true;
-                tokio::time::sleep(pause).await;
-                pause = (pause * 2).min(Duration::from_millis(200));
-            }
-            Ok(0) if unknown => return Some(Ok(1)),
-            r => return Some(r),
-        }
+    let r = tokio::time::timeout(limit, request.send(inner, call)).await;
+    if r.is_err() {
+        // A copy may still be on its way: the request key must outlive it.
+        request.mark_uncertain();
     }
+    r.ok()
 }
 
 #[cfg(test)]
