@@ -648,9 +648,10 @@ impl PermitGuard {
     /// # Errors
     /// [`Error::PermitLost`] if the permit had already been lost (its lease ran out, or its id
     /// was released or deleted elsewhere, or the client shut down): anything done under it
-    /// since may have overlapped another holder. Connection errors and [`Error::Timeout`],
-    /// after which relock keeps trying in the background until the lease would have ended
-    /// (releasing an id twice is harmless).
+    /// since may have overlapped another holder. Connection errors and [`Error::Timeout`]
+    /// only once the release, sent again under one request id after each transient error,
+    /// has had no reply for one command timeout; relock then keeps trying in the background
+    /// until the lease would have ended (releasing an id twice is harmless).
     ///
     /// # Cancel safety
     /// The release runs in its own task, so dropping this future does not stop it.
