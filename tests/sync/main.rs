@@ -131,6 +131,7 @@ mod s95_an_acquire_whose_first_reply_is_lost_and_that_then_succeeds_takes_only_i
 mod s96_an_acquire_attempt_that_lands_after_its_retry_succeeded_takes_nothing_more;
 mod s97_a_drain_on_a_resending_fred_pool_returns_every_permit_it_took;
 mod s98_permits_are_neither_created_nor_destroyed_while_connections_are_killed;
+mod s99_an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_back_the_permit_it_took;
 
 /// Gives back what one turn of [`conservation_under_kills`] took.
 pub(crate) type GiveBack =

@@ -285,6 +285,17 @@ fn judge_again(args: &JudgeArgs) -> i32 {
     i32::from(failed)
 }
 
+/// The kinds a mutant run exercises: the semaphore for a semaphore mutant, else the fair and
+/// the plain lock.
+fn mutant_kinds(name: &str) -> Vec<Kind> {
+    #[cfg(feature = "chaos-mutants")]
+    if relock::mutant::Mutant::from_name(name).is_some_and(|m| m.breaks_semaphore()) {
+        return vec![Kind::Sem];
+    }
+    let _ = name;
+    vec![Kind::Fair, Kind::Plain]
+}
+
 fn mutant_names() -> Vec<&'static str> {
     #[cfg(feature = "chaos-mutants")]
     return relock::mutant::Mutant::ALL
@@ -332,8 +343,8 @@ fn harness(args: RunArgs) -> i32 {
     println!("relock-chaos: seed {seed} (replay with --seed {seed})");
     let kinds = if !args.kinds.is_empty() {
         args.kinds.clone()
-    } else if args.mutant.is_some() {
-        vec![Kind::Fair, Kind::Plain]
+    } else if let Some(m) = &args.mutant {
+        mutant_kinds(m)
     } else {
         vec![
             Kind::Plain,

@@ -38,11 +38,16 @@ fn assert_caught(name: &str, verdicts: &[&str]) {
 }
 
 /// Each mutant and the checkers that can see it.
-const CAUGHT_BY: [(&str, &[&str]); 4] = [
+const CAUGHT_BY: [(&str, &[&str]); 5] = [
     ("release-without-owner-check", &["exclusion", "liveness"]),
     ("wait-without-subscribing", &["liveness"]),
     ("renewal-recreates-expired-lock", &["exclusion", "liveness"]),
     ("token-from-client-clock", &["fencing"]),
+    // Capacity exclusion (a third holder of two permits) or conservation at the end.
+    (
+        "semaphore-release-creates-a-permit",
+        &["exclusion", "leaks"],
+    ),
 ];
 
 fn caught(i: usize) {
@@ -68,6 +73,11 @@ fn a_renewal_that_recreates_an_expired_lock_is_caught() {
 #[test]
 fn a_fencing_token_from_the_client_clock_is_caught() {
     caught(3);
+}
+
+#[test]
+fn a_semaphore_release_that_creates_a_permit_is_caught() {
+    caught(4);
 }
 
 /// The table names every mutant relock has, once; a new mutant fails here until it has a row

@@ -7,16 +7,41 @@
 --          sent again, does not take permits twice
 -- ARGV[1]  n, the permits wanted (1 ..= 10^15, checked by the client)
 -- ARGV[2]  ms the request key lives (longer than any retry or resend of the request)
+-- ARGV[3]  optional "return": take nothing; give back what this request took, once, and make
+--          any copy of it still on its way take nothing (for an acquire that gave up, or
+--          whose caller is gone, after an attempt whose reply never came)
+-- KEYS[3], ARGV[4]  with "return": the channel, and the publish command
+--
+-- The request key holds 1 while the request holds the permits it took, and 0 once it has
+-- given them back or given up: a copy arriving then takes nothing.
 --
 -- Returns {1, available} (taken: the count is n lower, `available` is what is left; -1 when
 -- an earlier attempt of this request took them) or
--- {0, available} (fewer than n available, the count as it is: nothing changed).
+-- {0, available} (fewer than n available, the count as it is: nothing changed; also for a
+-- request already given back).
+-- With "return": {2, available} (the permits this request had taken are back) or {0, 0}
+-- (it had taken nothing, or gave them back before).
 -- A key of another type, or a string that is not an integer, fails with WRONGTYPE and is left
 -- untouched.
-if redis.call('exists', KEYS[2]) == 1 then
+local seen = redis.call('get', KEYS[2])
+if ARGV[3] == 'return' then
+  redis.call('set', KEYS[2], 0, 'px', ARGV[2])
+  if seen ~= '1' then
+    return {0, 0}
+  end
+  local available = redis.call('incrby', KEYS[1], ARGV[1])
+  if available > 0 then
+    redis.call(ARGV[4], KEYS[3], available)
+  end
+  return {2, available}
+end
+if seen == '1' then
   return {1, -1}
 end
 local value = redis.call('get', KEYS[1])
+if seen then
+  return {0, tonumber(value) or 0}
+end
 if not value then
   return {0, 0}
 end

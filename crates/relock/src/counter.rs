@@ -150,6 +150,8 @@ pub(crate) struct Request {
     pub(crate) ttl_ms: String,
     /// A call with it got no reply (a timeout, a lost connection): a copy may still land.
     uncertain: std::sync::atomic::AtomicBool,
+    /// Its caller is gone or gave up, without the call's effect.
+    abandoned: std::sync::atomic::AtomicBool,
 }
 
 impl Request {
@@ -164,13 +166,26 @@ impl Request {
             ),
             ttl_ms: ttl.as_millis().to_string(),
             uncertain: Default::default(),
+            abandoned: Default::default(),
         }
     }
 
-    /// Records that a call with this request got no reply.
-    pub(crate) fn mark_uncertain(&self) {
-        self.uncertain
-            .store(true, std::sync::atomic::Ordering::SeqCst);
+    /// Records that a call with this request got no reply. True if its caller had already
+    /// abandoned it: nobody else will then undo what that call may have done.
+    pub(crate) fn mark_uncertain(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        // Dekker order with `abandon`: each side stores its flag, then reads the other's, so
+        // at least one of them sees both.
+        self.uncertain.store(true, SeqCst);
+        self.abandoned.load(SeqCst)
+    }
+
+    /// Records that the caller gave up or is gone without the call's effect. True if a call
+    /// had got no reply, so that what it may have done must be undone.
+    pub(crate) fn abandon(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.abandoned.store(true, SeqCst);
+        self.uncertain.load(SeqCst)
     }
 
     /// Whether a call with this request got no reply.
@@ -196,7 +211,7 @@ impl Request {
                 let r = copy.await;
                 if let Err(e) = &r {
                     if e.may_have_run() {
-                        self.mark_uncertain();
+                        let _ = self.mark_uncertain();
                     }
                 }
                 r

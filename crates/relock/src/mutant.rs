@@ -22,11 +22,14 @@ pub enum Mutant {
     RenewalRecreatesExpiredLock,
     /// The fencing token is the client's wall clock in milliseconds, not the server's counter.
     TokenFromClientClock,
+    /// A semaphore release (or `add_permits`) adds one permit more than it says: permits are
+    /// created.
+    SemaphoreReleaseCreatesAPermit,
 }
 
 impl Mutant {
     /// Every mutant, with the name `relock-chaos --mutant` takes.
-    pub const ALL: [(&'static str, Mutant); 4] = [
+    pub const ALL: [(&'static str, Mutant); 5] = [
         (
             "release-without-owner-check",
             Mutant::ReleaseWithoutOwnerCheck,
@@ -37,7 +40,17 @@ impl Mutant {
             Mutant::RenewalRecreatesExpiredLock,
         ),
         ("token-from-client-clock", Mutant::TokenFromClientClock),
+        (
+            "semaphore-release-creates-a-permit",
+            Mutant::SemaphoreReleaseCreatesAPermit,
+        ),
     ];
+
+    /// Whether the mutant breaks the semaphore (`relock-chaos` then runs the `sem` kind), not
+    /// the lock.
+    pub fn breaks_semaphore(self) -> bool {
+        matches!(self, Mutant::SemaphoreReleaseCreatesAPermit)
+    }
 
     /// The mutant called `name` (see [`Mutant::ALL`]).
     pub fn from_name(name: &str) -> Option<Mutant> {
@@ -62,6 +75,7 @@ pub(crate) fn lua(name: &str, lua: &'static str) -> std::borrow::Cow<'static, st
     const OWNER_CHECK: &str =
         "    if redis.call('hdel', lock, field) == 0 then\n      return nil\n    end\n    return 1";
     const RENEW_CHECK: &str = "local held = redis.pcall('hexists', lock, ARGV[1 + i])";
+    const ADD: &str = "local available = redis.call('incrby', KEYS[1], ARGV[1])";
     match name {
         "release" | "fair_release" | "batch" if is(Mutant::ReleaseWithoutOwnerCheck) => {
             assert!(
@@ -79,6 +93,17 @@ pub(crate) fn lua(name: &str, lua: &'static str) -> std::borrow::Cow<'static, st
             lua.replace(
                 RENEW_CHECK,
                 "redis.call('hsetnx', lock, ARGV[1 + i], 1)\n  local held = 1",
+            )
+            .into()
+        }
+        "semaphore_add" if is(Mutant::SemaphoreReleaseCreatesAPermit) => {
+            assert!(
+                lua.contains(ADD),
+                "semaphore_add.lua changed: update the mutant"
+            );
+            lua.replace(
+                ADD,
+                "local available = redis.call('incrby', KEYS[1], tonumber(ARGV[1]) + 1)",
             )
             .into()
         }

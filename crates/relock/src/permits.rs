@@ -830,7 +830,7 @@ async fn release_retrying(inner: &Inner, keys: &PermitKeys, id: &str) -> Option<
     let r = tokio::time::timeout(limit, request.send(inner, call)).await;
     if r.is_err() {
         // A copy may still be on its way: the request key must outlive it.
-        request.mark_uncertain();
+        let _ = request.mark_uncertain();
     }
     r.ok()
 }

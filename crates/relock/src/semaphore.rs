@@ -128,16 +128,77 @@ impl Drop for Taken {
             return;
         };
         tracing::debug!(semaphore = %names.key, permits = n, "acquire cancelled after it took permits; releasing them");
-        let put_back = async move {
-            match add(&inner, &names, n as i64).await {
-                Ok(_) if !request.uncertain() => request.done(&inner),
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(semaphore = %names.key, permits = n, error = %e, "could not give back the permits of a cancelled acquire: they are lost");
-                }
-            }
-        };
-        rt.spawn(self.inner.shared.tracker.track_future(put_back));
+        rt.spawn(
+            self.inner
+                .shared
+                .tracker
+                .track_future(give_back_request(inner, names, request, n)),
+        );
+    }
+}
+
+/// An acquire in progress: dropped without its permits (it gave up, failed, or its future was
+/// dropped), it gives back what an attempt without a reply may have taken.
+struct Abandon {
+    inner: Arc<Inner>,
+    names: Arc<Names>,
+    request: Arc<Request>,
+    n: u64,
+    got: bool,
+}
+
+impl Abandon {
+    fn finish(mut self, got: bool) {
+        self.got = got;
+    }
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if self.got || !self.request.abandon() {
+            return;
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            tracing::warn!(semaphore = %self.names.key, permits = self.n, "an acquire gave up after an attempt without a reply, and no runtime is left to give back what it may have taken");
+            return;
+        }
+        let (inner, names, request) =
+            (self.inner.clone(), self.names.clone(), self.request.clone());
+        let give_back = give_back_request(inner, names, request, self.n);
+        self.inner.shared.tracker.spawn(give_back);
+    }
+}
+
+/// Gives back what `request` took, once, whichever of its copies took it, and makes any copy
+/// still on its way take nothing: for an acquire whose caller is gone, or that gave up after
+/// an attempt whose reply never came. Sent again after transient errors for one command
+/// timeout; the request key is left to expire if a copy may still land.
+async fn give_back_request(inner: Arc<Inner>, names: Arc<Names>, request: Arc<Request>, n: u64) {
+    let keys = vec![
+        names.key.clone(),
+        request.key.clone(),
+        names.channel.clone(),
+    ];
+    let args = vec![
+        n.to_string(),
+        request.ttl_ms.clone(),
+        "return".to_string(),
+        inner.publish_cmd().to_string(),
+    ];
+    let call = || async {
+        scripts::SEMAPHORE_ACQUIRE
+            .run::<Vec<i64>>(inner.pool.next(), keys.clone(), args.clone())
+            .await
+            .map_err(|e| inner.error("semaphore give back", &names.key, e))
+    };
+    match request.send(&inner, call).await {
+        Ok(r) if r.first() == Some(&2) => {
+            tracing::debug!(semaphore = %names.key, permits = n, "gave back the permits of an acquire that did not return them");
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(semaphore = %names.key, permits = n, error = %e, "could not give back the permits an abandoned acquire may have taken: they are lost");
+        }
     }
 }
 
@@ -193,12 +254,14 @@ impl Semaphore {
     /// reply arrives (each attempt runs in a task of its own). You lose your place, as with
     /// `tokio::sync::Semaphore::acquire`. Every attempt of one `acquire` carries the same
     /// request id, recorded with the permits it takes, so an attempt whose reply was lost is
-    /// found by the next attempt, which takes nothing more and returns `Ok`. One case cannot
-    /// be undone: an `acquire` that ends (its deadline, or an error it returns) right after
-    /// an attempt whose reply never arrived ([`Error::Timeout`] or a connection lost
-    /// mid-command) may have taken the permits on the server, and nobody knows to give them
-    /// back. Redisson's `RSemaphore` has the same limit (its `RPermitExpirableSemaphore`
-    /// exists for that).
+    /// found by the next attempt, which takes nothing more and returns `Ok`. An `acquire` that
+    /// ends without the permits (its deadline, an error it returns, or its future dropped)
+    /// after an attempt whose reply never arrived ([`Error::Timeout`] or a connection lost
+    /// mid-command) gives back, in the background and under the same request id, whatever
+    /// that attempt took, and a copy of it still on its way then takes nothing. Only if that
+    /// give-back cannot reach Redis within one command timeout (or the client shuts down
+    /// first) are those permits lost, as they always are with Redisson's `RSemaphore` (its
+    /// `RPermitExpirableSemaphore` exists for that).
     ///
     /// ```no_run
     /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
@@ -268,6 +331,15 @@ impl Semaphore {
         // One request for every attempt: an attempt that took the permits but whose reply
         // was lost is found by the next one, which takes nothing more.
         let request = Arc::new(Request::new(&self.inner, &names.key));
+        // Dropped without the permits (gave up, failed, or the future was dropped): an
+        // attempt whose reply never came may have taken them, or may still land.
+        let abandon = Abandon {
+            inner: self.inner.clone(),
+            names: names.clone(),
+            request: request.clone(),
+            n,
+            got: false,
+        };
         let check = |woken: bool| self.check(&names, &request, n, woken);
         let r = wait_until(
             &self.inner,
@@ -282,6 +354,7 @@ impl Semaphore {
         if matches!(r, Ok(true)) && !request.uncertain() {
             request.done(&self.inner);
         }
+        abandon.finish(matches!(r, Ok(true)));
         r
     }
 
@@ -324,11 +397,15 @@ impl Semaphore {
                 )
                 .await
                 .map_err(|e| {
-                    // A refusal (WRONGTYPE) ran nothing; anything else may have run.
-                    if !e.details().contains("WRONGTYPE") {
-                        request.mark_uncertain();
+                    let e = inner.error("semaphore acquire", &names.key, e);
+                    // An error reply ran nothing; no reply at all may have run. If the
+                    // caller is gone by now, nobody else gives back what it may have taken.
+                    if e.may_have_run() && request.mark_uncertain() {
+                        let give_back =
+                            give_back_request(inner.clone(), names.clone(), request.clone(), n);
+                        inner.shared.tracker.spawn(give_back);
                     }
-                    inner.error("semaphore acquire", &names.key, e)
+                    e
                 })?;
             match reply.as_slice() {
                 [1, _] => Ok(Ok(Taken {

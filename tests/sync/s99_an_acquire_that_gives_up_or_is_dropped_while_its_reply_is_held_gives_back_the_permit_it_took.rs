@@ -1,0 +1,96 @@
+//! An acquire attempt whose script ran but whose reply never came (its connection was reset
+//! with the reply on the way) may have taken the permits. If the `acquire` then gives up (its deadline
+//! passed, or it returns the timeout) or its future is dropped, nobody will claim them: relock
+//! gives them back under the acquire's request id, once, and a copy still on its way takes
+//! nothing. Before, those permits were lost for good (the documented "cannot be undone" case).
+
+use std::time::Duration;
+
+use relock_testkit::{Direction, FaultProxy};
+use relock_tests::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_back_the_permit_it_took(
+) {
+    let server = server();
+    let proxy = FaultProxy::start(&server.addr()).unwrap();
+    let c = relock::Client::builder()
+        .url(proxy.url())
+        .command_timeout(Duration::from_millis(500))
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("connect through the proxy");
+    let sem = c.semaphore("s99");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    // Load the acquire script, so the attempts below need no NOSCRIPT round trip.
+    assert!(sem.try_acquire(1).await.unwrap());
+    sem.release(1).await.unwrap();
+    let count = || crate::get(&server, "s99");
+
+    // The attempt's reply is held on its connection until the script has run there; then
+    // that connection is reset, so the reply never comes.
+    let lose_the_reply = || async {
+        wait_until(
+            Duration::from_secs(3),
+            "the attempt to take the permit",
+            || async { count().as_deref() == Some("0") },
+        )
+        .await
+        .unwrap();
+        wait_until(Duration::from_secs(3), "the reply held", || async {
+            !proxy.conns_holding(Direction::Down).is_empty()
+        })
+        .await
+        .unwrap();
+        for id in proxy.conns_holding(Direction::Down) {
+            proxy.reset_conn(id);
+        }
+        proxy.clear_overrides();
+    };
+    let given_back = || async {
+        wait_until(Duration::from_secs(3), "the permit given back", || async {
+            count().as_deref() == Some("1")
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}: the semaphore of 1 holds {:?}", count()));
+    };
+
+    // 1. A `try_acquire` (no wait: it returns the error of its only attempt) whose attempt
+    //    took the permit and lost its reply.
+    proxy.freeze_existing(Direction::Down);
+    let (r, ()) = tokio::join!(sem.try_acquire(1), lose_the_reply());
+    assert!(
+        matches!(
+            r,
+            Err(relock::Error::Connection { .. } | relock::Error::Timeout { .. })
+        ),
+        "the attempt's reply was lost: {r:?}"
+    );
+    given_back().await;
+
+    // 2. An acquire whose future is dropped while its attempt's reply is held.
+    proxy.freeze_existing(Direction::Down);
+    let dropped = tokio::time::timeout(Duration::from_millis(100), sem.acquire(1)).await;
+    assert!(dropped.is_err(), "the reply was held: {dropped:?}");
+    lose_the_reply().await;
+    given_back().await;
+
+    // Afterwards the semaphore works as before.
+    assert!(sem.try_acquire(1).await.unwrap());
+    assert_eq!(count().as_deref(), Some("0"));
+    sem.release(1).await.unwrap();
+    assert_eq!(count().as_deref(), Some("1"));
+    c.shutdown().await;
+    server.cmd(&["DEL", "s99"]).unwrap();
+    // The request keys of the two abandoned acquires expire by themselves.
+    let left = server.keys().unwrap();
+    assert!(left.len() <= 2, "{left:?}");
+    for key in left {
+        assert!(key.starts_with("relock_request:{s99}:"), "{key} left");
+        let ttl = server.cmd(&["PTTL", &key]).unwrap().as_int().unwrap();
+        assert!(ttl > 0, "{key}: PTTL {ttl}");
+        server.cmd(&["DEL", &key]).unwrap();
+    }
+    assert_nothing_left(&server).await;
+}
