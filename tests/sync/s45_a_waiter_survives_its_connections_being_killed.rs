@@ -49,7 +49,7 @@ async fn a_waiter_survives_its_connections_being_killed() {
     for key in server.keys().unwrap() {
         assert!(key.starts_with("relock_request:{s45}:"), "{key} left");
         let ttl = server.cmd(&["PTTL", &key]).unwrap().as_int().unwrap();
-        assert!(ttl > 0 && ttl <= 20_000, "{key}: PTTL {ttl}");
+        assert!(ttl > 0 && ttl <= 1_200_000, "{key}: PTTL {ttl}");
         server.cmd(&["DEL", &key]).unwrap();
     }
     assert_nothing_left(&server).await;

@@ -8,6 +8,9 @@
 -- ARGV[1]  the new permit's id: 32 hex digits, stored as its 16 bytes
 -- ARGV[2]  its lease in ms (>= 1, checked by the client)
 -- ARGV[3]  the publish command: "publish" (or "spublish" on a cluster)
+-- KEYS[4]  optional: the id's request key, relock_request:{name}:<id>. It exists once a
+--          give-back of this id ran (after an acquire whose reply never came): a copy of that
+--          acquire landing later takes nothing, rather than a permit nobody holds.
 --
 -- Returns {1, available}: taken (`available` is what is left); {0, ms}: none available, and
 -- the first lease to end ends in `ms` (then its permit comes back without a message); or
@@ -23,6 +26,9 @@ local now = server_ms()
 -- attempt that lands late): its id holds its permit already; take nothing more.
 if redis.call('zscore', KEYS[3], member(ARGV[1])) then
   return {1, tonumber(redis.call('get', KEYS[1]) or '0')}
+end
+if KEYS[4] and redis.call('exists', KEYS[4]) == 1 then
+  return {0, -1}
 end
 reclaim(KEYS[1], KEYS[2], KEYS[3], now, ARGV[3])
 local available = tonumber(redis.call('get', KEYS[1]) or '0')

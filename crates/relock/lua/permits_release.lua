@@ -11,6 +11,8 @@
 --          copy of one release. A copy that gives the permit back records its reply there, so
 --          that a copy sent again after a lost reply returns what the first one did, not 0.
 -- ARGV[3]  with KEYS[4]: ms the request key lives (longer than any resend)
+-- ARGV[4]  optional "forget": record the reply even when it is 0 (a give-back after an
+--          acquire whose reply never came: that acquire, if it lands later, takes nothing)
 --
 -- Returns 1 (released while its lease ran), 2 (released, but its lease had ended: nobody had
 -- reclaimed it yet) or 0 (not there: released before, reclaimed after its lease, or deleted).
@@ -29,6 +31,9 @@ end
 local id = member(ARGV[1])
 local ends = redis.call('zscore', KEYS[3], id)
 if not ends then
+  if ARGV[4] == 'forget' then
+    redis.call('set', KEYS[4], 0, 'px', ARGV[3])
+  end
   return 0
 end
 redis.call('zrem', KEYS[3], id)

@@ -157,7 +157,11 @@ pub(crate) struct Request {
 impl Request {
     pub(crate) fn new(inner: &Inner, count_key: &str) -> Self {
         let s = &inner.settings;
-        let ttl = ((s.command_timeout + s.connect_timeout) * 2).max(Duration::from_secs(10));
+        // A key is deleted as soon as a reply shows that no copy of its call is on its way;
+        // only a call that got no reply keeps it for its TTL. A copy of that call may still
+        // be in the network: TCP goes on retransmitting bytes written before a close for up
+        // to about 15 minutes (Linux's default `tcp_retries2`), so the key outlives that.
+        let ttl = ((s.command_timeout + s.connect_timeout) * 2).max(REQUEST_TTL);
         Request {
             key: format!(
                 "{}:{}",
@@ -234,6 +238,9 @@ impl Request {
         });
     }
 }
+
+/// The least time a request key lives: longer than a copy of its call can take to arrive.
+const REQUEST_TTL: Duration = Duration::from_secs(20 * 60);
 
 /// The Redis names of one semaphore or latch: the string holding the count (the kind's name
 /// itself) and the channel its changes are published on.

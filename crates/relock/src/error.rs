@@ -215,10 +215,22 @@ impl Error {
     }
 }
 
+/// [`Error::may_have_run`] for fred's error, before it is mapped: during shutdown the mapped
+/// error is [`Error::Shutdown`], which says nothing about the call.
+pub(crate) fn fred_may_have_run(e: &fred::error::Error) -> bool {
+    use fred::error::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::Timeout | ErrorKind::IO | ErrorKind::Canceled
+    )
+}
+
 /// Whether a fred error or server error reply is worth retrying (see [`Error::is_transient`]).
 fn redis_transient(e: &fred::error::Error) -> bool {
     use fred::error::ErrorKind;
-    const REPLIES: [&str; 7] = [
+    // OOM (maxmemory with noeviction, the usual setting for a lock store) and MISCONF (writes
+    // refused while snapshots fail) end when memory or disk is freed.
+    const REPLIES: [&str; 9] = [
         "READONLY",
         "LOADING",
         "TRYAGAIN",
@@ -226,6 +238,8 @@ fn redis_transient(e: &fred::error::Error) -> bool {
         "CLUSTERDOWN",
         "BUSY",
         "NOREPLICAS",
+        "OOM",
+        "MISCONF",
     ];
     let details = e.details();
     match e.kind() {
@@ -282,6 +296,10 @@ mod tests {
             ),
             (ErrorKind::Cluster, "CLUSTERDOWN The cluster is down"),
             (ErrorKind::Unknown, "BUSY Redis is busy running a script."),
+            (
+                ErrorKind::Unknown,
+                "OOM command not allowed when used memory > 'maxmemory'.",
+            ),
         ] {
             assert!(redis(kind.clone(), details).is_transient(), "{details}");
         }

@@ -23,6 +23,15 @@ pub(crate) struct PermitKeys {
 }
 
 impl PermitKeys {
+    /// The request key of permit `id`: a give-back after an acquire of `id` whose reply never
+    /// came records itself there, and a copy of that acquire landing later finds it.
+    pub(crate) fn request_of(&self, id: &str) -> String {
+        format!(
+            "{}:{id}",
+            crate::keys::prefixed("relock_request", &self.count)
+        )
+    }
+
     /// KEYS of `permits_acquire`, `permits_release` and `permits_count`.
     pub(crate) fn all(&self) -> Vec<String> {
         vec![
@@ -166,19 +175,23 @@ impl Leases {
 
 /// Runs `permits_release.lua` for permit `id` of `keys`: 1 released, 2 released after its
 /// lease had ended, 0 not there. With `request` (its key and the ms it lives), every copy of
-/// one release returns what the copy that gave the permit back returned. Unbounded: callers
-/// bound it.
+/// one release returns what the copy that gave the permit back returned; with `forget` too,
+/// a 0 is recorded as well, so that an acquire of the id landing later takes nothing (the
+/// key is then the id's own, [`PermitKeys::request_of`]). Unbounded: callers bound it.
 pub(crate) async fn release(
     conn: &fred::clients::Client,
     keys: &PermitKeys,
     id: &str,
     publish: &str,
-    request: Option<(&str, &str)>,
+    request: Option<(&str, &str, bool)>,
 ) -> std::result::Result<i64, fred::error::Error> {
     let (mut all, mut args) = (keys.all(), vec![id.to_string(), publish.to_string()]);
-    if let Some((key, ttl_ms)) = request {
+    if let Some((key, ttl_ms, forget)) = request {
         all.push(key.to_string());
         args.push(ttl_ms.to_string());
+        if forget {
+            args.push("forget".to_string());
+        }
     }
     scripts::PERMITS_RELEASE.run(conn, all, args).await
 }

@@ -284,7 +284,8 @@ impl PermitSemaphore {
             let id = uuid::Uuid::new_v4().simple().to_string();
             let sent = Instant::now();
             let args = vec![id.clone(), lease.as_millis().to_string()];
-            let timeouts = [keys.timeouts.as_str()];
+            let gone = keys.request_of(&id);
+            let timeouts = [keys.timeouts.as_str(), gone.as_str()];
             let script = &scripts::PERMITS_ACQUIRE;
             let reply = names
                 .run_publishing::<Vec<i64>>(
@@ -743,9 +744,14 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Lease>) -> Result<()> {
 
 /// Retries giving back a permit whose release (or acquire) had an unknown outcome, with a
 /// backing-off delay, until it gets a reply, its lease has ended (the server gives it back by
-/// itself then), or the client shuts down. Releasing an id twice is harmless.
+/// itself then), or the client shuts down. Releasing an id twice is harmless. The give-back
+/// is recorded under the id's request key even when it finds nothing, so that an acquire of
+/// the id still on its way takes nothing when it lands (it would hold a permit nobody has
+/// until its lease ends).
 async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
     let mut delay = Duration::from_millis(50);
+    let request = crate::counter::Request::new(&inner, &lease.keys.count);
+    let key = lease.keys.request_of(&lease.id);
     while Instant::now() + delay < lease.valid_until() && inner.check_running().is_ok() {
         tokio::time::sleep(delay).await;
         let call = crate::leases::release(
@@ -753,7 +759,7 @@ async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
             &lease.keys,
             &lease.id,
             inner.publish_cmd(),
-            None,
+            Some((key.as_str(), request.ttl_ms.as_str(), true)),
         );
         if let Ok(Ok(_)) = tokio::time::timeout(inner.settings.command_timeout, call).await {
             return;
@@ -821,7 +827,7 @@ async fn release_retrying(inner: &Inner, keys: &PermitKeys, id: &str) -> Option<
     let request = crate::counter::Request::new(inner, &keys.count);
     let call = || async {
         let publish = inner.publish_cmd();
-        let once = Some((request.key.as_str(), request.ttl_ms.as_str()));
+        let once = Some((request.key.as_str(), request.ttl_ms.as_str(), false));
         crate::leases::release(inner.pool.next(), keys, id, publish, once)
             .await
             .map_err(|e| inner.error("permits release", &keys.count, e))

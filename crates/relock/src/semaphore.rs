@@ -397,10 +397,13 @@ impl Semaphore {
                 )
                 .await
                 .map_err(|e| {
+                    // An error reply ran nothing; no reply at all may have run (judged on
+                    // fred's error: during shutdown the mapped one is only `Shutdown`). If
+                    // the caller is gone by now, nobody else gives back what it may have
+                    // taken.
+                    let may_have_run = crate::error::fred_may_have_run(&e);
                     let e = inner.error("semaphore acquire", &names.key, e);
-                    // An error reply ran nothing; no reply at all may have run. If the
-                    // caller is gone by now, nobody else gives back what it may have taken.
-                    if e.may_have_run() && request.mark_uncertain() {
+                    if may_have_run && request.mark_uncertain() {
                         let give_back =
                             give_back_request(inner.clone(), names.clone(), request.clone(), n);
                         inner.shared.tracker.spawn(give_back);

@@ -1,0 +1,71 @@
+//! An acquire attempt whose script ran (it took the permit) and whose reply is lost with its
+//! connection while `shutdown()` waits for work in flight. Its error then reads `Shutdown`,
+//! which says nothing about the call; the give-back must still run (shutdown waits for it),
+//! judged on fred's own error (review of issue #14: the permit was lost silently).
+
+use std::time::Duration;
+
+use relock_testkit::{Direction, FaultProxy};
+use relock_tests::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took() {
+    let server = server();
+    let proxy = FaultProxy::start(&server.addr()).unwrap();
+    let c = relock::Client::builder()
+        .url(proxy.url())
+        .command_timeout(Duration::from_millis(1500))
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("connect through the proxy");
+    let sem = c.semaphore("s92");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    assert!(sem.try_acquire(1).await.unwrap());
+    sem.release(1).await.unwrap();
+    let count = || crate::get(&server, "s92");
+
+    proxy.freeze_existing(Direction::Down);
+    let acquire = {
+        let sem = sem.clone();
+        tokio::spawn(async move { sem.acquire(1).await })
+    };
+    wait_until(
+        Duration::from_secs(3),
+        "the attempt to take the permit",
+        || async { count().as_deref() == Some("0") },
+    )
+    .await
+    .unwrap();
+    wait_until(Duration::from_secs(3), "the reply held", || async {
+        !proxy.conns_holding(Direction::Down).is_empty()
+    })
+    .await
+    .unwrap();
+    // Shutdown begins while the attempt is in flight; then its reply is lost.
+    let shutdown = {
+        let c = c.clone();
+        tokio::spawn(async move { c.shutdown().await })
+    };
+    wait_until(Duration::from_secs(3), "shutdown to begin", || async {
+        matches!(sem.available().await, Err(relock::Error::Shutdown))
+    })
+    .await
+    .unwrap();
+    for id in proxy.conns_holding(Direction::Down) {
+        proxy.reset_conn(id);
+    }
+    proxy.clear_overrides();
+    let r = bounded(Duration::from_secs(5), "acquire", acquire)
+        .await
+        .unwrap();
+    assert!(matches!(r, Err(relock::Error::Shutdown)), "{r:?}");
+    bounded(Duration::from_secs(10), "shutdown", shutdown)
+        .await
+        .unwrap();
+    assert_eq!(
+        count().as_deref(),
+        Some("1"),
+        "shutdown returned and the permit the cut-off attempt took is not back"
+    );
+}
