@@ -14,6 +14,7 @@
 //! its `1` (count set) none.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,8 +63,9 @@ struct Channel {
     refs: Mutex<usize>,
     /// Serialises SUBSCRIBE/UNSUBSCRIBE for this channel, and says how far it got.
     subscribed: AsyncMutex<SubState>,
-    /// Fair-lock waiters by owner field: (their wake-up, how many registrations).
-    named: Mutex<HashMap<String, (Arc<Notify>, usize)>>,
+    /// Fair-lock waiters by owner field: (their wake-up, where a handoff's token goes, how
+    /// many registrations).
+    named: Mutex<HashMap<String, (Arc<Notify>, Arc<AtomicU64>, usize)>>,
     /// Semaphore messages received so far: a waiter passes a wake-up on at most once per
     /// message (see [`Subscription::pass_on`]).
     messages: std::sync::atomic::AtomicU64,
@@ -92,7 +94,7 @@ pub(crate) struct Named {
 impl Drop for Named {
     fn drop(&mut self) {
         let mut named = self.channel.named.lock().unwrap();
-        if let Some((_, n)) = named.get_mut(&self.field) {
+        if let Some((_, _, n)) = named.get_mut(&self.field) {
             *n -= 1;
             if *n == 0 {
                 named.remove(&self.field);
@@ -256,7 +258,7 @@ impl PubSub {
             *c.held_until.lock().unwrap() = None;
             c.notify.notify_waiters();
             c.notify.notify_one();
-            for (n, _) in c.named.lock().unwrap().values() {
+            for (n, _, _) in c.named.lock().unwrap().values() {
                 n.notify_one();
             }
         }
@@ -545,8 +547,13 @@ impl Channel {
     /// A lock's release: a fair lock's names its waiter, a plain lock's wakes any one.
     fn deliver_release(&self, payload: &str) {
         if payload.contains(':') {
-            // For one fair waiter, on whichever client it is: wake it if it is ours.
-            if let Some((n, _)) = self.named.lock().unwrap().get(payload) {
+            // For one fair waiter, on whichever client it is: wake it if it is ours. A
+            // handoff ("<field>=<token>") also tells it that it holds the lock, with its token.
+            let (field, token) = parse_named(payload);
+            if let Some((n, granted, _)) = self.named.lock().unwrap().get(field) {
+                if let Some(token) = token {
+                    granted.store(token, std::sync::atomic::Ordering::SeqCst);
+                }
                 crate::meter::wakeup();
                 n.notify_one();
             }
@@ -564,10 +571,19 @@ impl Subscription {
         self.pubsub.is_connected()
     }
 
-    /// Routes messages that name `field` (a fair waiter's owner field) to `wake`.
-    pub(crate) fn name_waiter(&self, field: &str, wake: Arc<Notify>) -> Named {
+    /// Routes messages that name `field` (a fair waiter's owner field) to `wake`; the token
+    /// of a handoff message goes to `granted`.
+    pub(crate) fn name_waiter(
+        &self,
+        field: &str,
+        wake: Arc<Notify>,
+        granted: Arc<AtomicU64>,
+    ) -> Named {
         let mut named = self.channel.named.lock().unwrap();
-        named.entry(field.to_string()).or_insert((wake, 0)).1 += 1;
+        named
+            .entry(field.to_string())
+            .or_insert((wake, granted, 0))
+            .2 += 1;
         Named {
             channel: self.channel.clone(),
             field: field.to_string(),
@@ -624,6 +640,19 @@ impl Drop for Subscription {
                 rt.spawn(fut);
             }
         }
+    }
+}
+
+/// A fair lock's message: `<field>` (come and take it) or `<field>=<token>` (a release handed
+/// you the lock; this is its token). A field is `<client_id>:<n>`, so it never ends in
+/// `=<digits>` itself.
+fn parse_named(payload: &str) -> (&str, Option<u64>) {
+    match payload.rsplit_once('=') {
+        Some((field, token)) => match token.parse::<u64>() {
+            Ok(t) if t > 0 => (field, Some(t)),
+            _ => (payload, None),
+        },
+        None => (payload, None),
     }
 }
 
