@@ -88,7 +88,9 @@ if not ticket then
   if ARGV[9] == '1' then
     -- Out of line (evicted, or handed the lock whose lease then ran out): the caller rejoins
     -- under a new field, so that a late handoff message to this one cannot be taken for a new
-    -- grant.
+    -- grant. The token record of a grant that ran out untaken goes now (the field is neither
+    -- in the lock nor in line).
+    redis.call('hdel', KEYS[7], field)
     return {0, bound, ticket, -2, behind}
   end
   if ticket == 0 then

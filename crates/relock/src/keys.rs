@@ -166,6 +166,7 @@ mod tests {
         assert_eq!(q.queue, "relock_fair_queue:{orders:42}");
         assert_eq!(q.alive, "relock_fair_alive:{orders:42}");
         assert_eq!(q.seq, "relock_fair_seq:{orders:42}");
+        assert_eq!(q.handoff, "relock_fair_handoff:{orders:42}");
     }
 
     #[test]

@@ -63,13 +63,16 @@ struct Channel {
     refs: Mutex<usize>,
     /// Serialises SUBSCRIBE/UNSUBSCRIBE for this channel, and says how far it got.
     subscribed: AsyncMutex<SubState>,
-    /// Fair-lock waiters by owner field: (their wake-up, where a handoff's token goes, how
-    /// many registrations).
-    named: Mutex<HashMap<String, (Arc<Notify>, Arc<AtomicU64>, usize)>>,
+    /// Fair-lock waiters by owner field.
+    named: Mutex<HashMap<String, NamedWaiter>>,
     /// Semaphore messages received so far: a waiter passes a wake-up on at most once per
     /// message (see [`Subscription::pass_on`]).
     messages: std::sync::atomic::AtomicU64,
 }
+
+/// A fair-lock waiter registered under its owner field: (its wake-up, where a handoff's token
+/// goes, how many registrations).
+type NamedWaiter = (Arc<Notify>, Arc<AtomicU64>, usize);
 
 /// How far a channel's subscription got on the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -663,4 +666,23 @@ pub(crate) fn mutated_channel(channel: &str) -> std::borrow::Cow<'_, str> {
     return crate::mutant::channel(channel).into();
     #[cfg(not(feature = "chaos-mutants"))]
     channel.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_named;
+
+    #[test]
+    fn a_handoff_message_carries_a_token_and_a_plain_one_does_not() {
+        assert_eq!(
+            parse_named("c1:42=1795436615140171"),
+            ("c1:42", Some(1795436615140171))
+        );
+        assert_eq!(parse_named("c1:42"), ("c1:42", None));
+        // A client id with '=' in it: a field ends in ":<n>", never in "=<digits>".
+        assert_eq!(parse_named("a=b:7"), ("a=b:7", None));
+        assert_eq!(parse_named("a=b:7=99"), ("a=b:7", Some(99)));
+        assert_eq!(parse_named("c1:42=x"), ("c1:42=x", None));
+        assert_eq!(parse_named("c1:42=0"), ("c1:42=0", None));
+    }
 }
