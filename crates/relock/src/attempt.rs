@@ -427,6 +427,19 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             )))
         }
         [0, _, _, -2, _] => Ok(Attempt::OutOfLine),
+        [3, _, pttl] => {
+            // Handed this field with no lease left to count on (none, or a key made
+            // persistent by hand): give it back under its own field rather than keep it.
+            clean_up_unknown_outcome(&inner, &keys, &field).await;
+            Err(Error::Redis {
+                operation: "acquire",
+                server: inner.server(),
+                source: fred::error::Error::new(
+                    fred::error::ErrorKind::Protocol,
+                    format!("a handed-over hold with a PTTL of {pttl}"),
+                ),
+            })
+        }
         [0, pttl] | [0, pttl, _, _, 0] => Ok(Attempt::Held(*pttl)),
         [0, bound, _, _, 1] => Ok(Attempt::Behind(*bound)),
         other => Err(Error::Redis {

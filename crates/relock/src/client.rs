@@ -236,7 +236,10 @@ impl ClientBuilder {
 
     /// How long a fair-lock waiter keeps its place in line without a heartbeat. Each client
     /// refreshes its waiters every deadline/5, so a waiter whose process died stops holding
-    /// up the line after at most this long. Default: 5 s; at least 100 ms.
+    /// up the line after at most this long. It is also the first lease of a watchdog hold
+    /// that a release hands to a waiter (renewed to the watchdog lease soon after), so a
+    /// waiter that died just before it was handed the lock holds it no longer than this.
+    /// Default: 5 s; at least 100 ms.
     pub fn fair_heartbeat(mut self, deadline: Duration) -> Self {
         self.settings.fair_heartbeat = deadline;
         self
