@@ -7,39 +7,59 @@
 -- KEYS[4]  the queue, relock_fair_queue:{name}: owner -> ticket
 -- KEYS[5]  the heartbeats, relock_fair_alive:{name}: owner -> deadline (server ms)
 -- KEYS[6]  the ticket sequence, relock_fair_seq:{name}
+-- KEYS[7]  the handoff hash, relock_fair_handoff:{name} (lib/queue.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  the waiter's field, <client_id>:<n>: its place in line, and its hold's field if
 --          granted
 -- ARGV[3]  ms the fencing counter lives once seeded (the grace); never extended
 -- ARGV[4]  heartbeat deadline in ms: how long the caller stays in line without a heartbeat
 -- ARGV[5]  "wait": join (or stay in) the queue if not acquired; "try": never join
--- ARGV[6]  the caller's ticket from an earlier reply (0 if none): a waiter evicted while alive
---          (a long network stall) rejoins at its old place instead of the tail
+-- ARGV[6]  the caller's ticket from an earlier reply (0 if none)
 -- ARGV[7]  the publish command: "publish" (or "spublish" on a cluster)
+-- ARGV[8]  the first lease in ms the caller asks for if a release hands it the lock while it
+--          waits (direct handoff); 0: never hand it the lock, tell it to come (absent: 0)
+-- ARGV[9]  "1" if a reply already showed this field in line: a field that is not in line any
+--          more (evicted, or handed the lock and that lease ran out) never rejoins under the
+--          same field, so that a field is handed the lock at most once (absent: "0")
 --
 -- Returns
 --   {1, token}                     acquired afresh (and out of the queue)
+--   {3, token, pttl}               a release handed this field the lock before this call (its
+--                                  message was lost or not read yet): token is the one minted
+--                                  then, pttl the lease it has left
 --   {0, bound, ticket, position, behind}
 --                                  not acquired. bound: the most ms to sleep before asking
 --                                  again: the holder's PTTL (-1: no expiry), or, when the lock
 --                                  is free but another waiter is first, that waiter's heartbeat
 --                                  deadline. ticket and position (0 = first) in "wait" mode,
---                                  0 and -1 in "try" mode. behind: 1 when the lock is free but
---                                  another waiter is first (it is about to take it, or dead).
+--                                  0 and -1 in "try" mode; position -2: out of line and not
+--                                  rejoined (ARGV[9]): rejoin under a new field with the
+--                                  ticket. behind: 1 when the lock is free but another waiter
+--                                  is first (it is about to take it, or dead).
 local lease = tonumber(ARGV[1])
 local counter_ttl = tonumber(ARGV[3])
 local field = ARGV[2]
+local q = line(KEYS[4], KEYS[5], KEYS[6], KEYS[7])
 local now = now_ms()
 -- HLEN fails with WRONGTYPE if the key is not a lock hash, before anything is changed.
 redis.call('hlen', KEYS[1])
-local evicted = evict(KEYS[4], KEYS[5], KEYS[6], now)
+if redis.call('hexists', KEYS[1], field) == 1 then
+  -- A field is asked for by one acquisition only and never re-entered here, so this field's
+  -- hold was written by a handoff (lib/handoff.lua), which recorded its token.
+  local token = redis.call('hget', KEYS[7], field)
+  if not token then
+    return redis.error_reply('ERR relock: a hold under this field without its handoff record')
+  end
+  return {3, tonumber(token), redis.call('pttl', KEYS[1])}
+end
+local evicted = evict(q, now)
 
 local pttl = redis.call('pttl', KEYS[1])
-local first = head(KEYS[4], KEYS[5], KEYS[6])
+local first = head(q)
 if pttl == -2 and (first == false or first == field) then
   -- Minted first: a counter of another type fails before anything is written.
   local token = mint(KEYS[2], counter_ttl)
-  dequeue(KEYS[4], KEYS[5], KEYS[6], field)
+  dequeue(q, field)
   redis.call('hset', KEYS[1], field, 1)
   redis.call('pexpire', KEYS[1], lease)
   return {1, token}
@@ -48,12 +68,14 @@ end
 local bound = pttl
 local behind = 0
 if pttl == -2 then
-  behind = 1
-  -- Free, but someone else is first: it has until its heartbeat deadline to take it.
-  bound = tonumber(redis.call('zscore', KEYS[5], first)) - now + 1
-  if evicted > 0 then
-    -- The eviction may have made it first just now, and nobody told it.
-    redis.call(ARGV[7], KEYS[3], first)
+  -- Free, but someone else is first: hand it the lock if it asked for that (its lease ran out
+  -- without a release, or a release could not reach it), else tell it if the eviction may have
+  -- made it first just now. Either way it has until its heartbeat deadline to take it.
+  pass_on(KEYS[1], KEYS[2], counter_ttl, KEYS[3], q, ARGV[7], now, evicted > 0)
+  bound = redis.call('pttl', KEYS[1])
+  if bound == -2 then
+    behind = 1
+    bound = tonumber(redis.call('zscore', KEYS[5], first)) - now + 1
   end
 end
 if ARGV[5] ~= 'wait' then
@@ -63,6 +85,14 @@ end
 local ticket = redis.call('zscore', KEYS[4], field)
 if not ticket then
   ticket = tonumber(ARGV[6])
+  if ARGV[9] == '1' then
+    -- Out of line (evicted, or handed the lock whose lease then ran out): the caller rejoins
+    -- under a new field, so that a late handoff message to this one cannot be taken for a new
+    -- grant. The token record of a grant that ran out untaken goes now (the field is neither
+    -- in the lock nor in line).
+    redis.call('hdel', KEYS[7], field)
+    return {0, bound, ticket, -2, behind}
+  end
   if ticket == 0 then
     ticket = redis.call('incr', KEYS[6])
   elseif tonumber(redis.call('get', KEYS[6]) or '0') < ticket then
@@ -73,5 +103,9 @@ if not ticket then
 end
 local heartbeat = tonumber(ARGV[4])
 redis.call('zadd', KEYS[5], now + heartbeat, field)
-keep(heartbeat + 1000, KEYS[4], KEYS[5], KEYS[6])
+local first_lease = tonumber(ARGV[8] or '0')
+if first_lease > 0 then
+  redis.call('hset', KEYS[7], field, first_lease)
+end
+keep(heartbeat + 1000, q)
 return {0, bound, tonumber(ticket), redis.call('zrank', KEYS[4], field), behind}

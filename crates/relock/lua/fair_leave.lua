@@ -1,19 +1,32 @@
--- fair_leave: a waiter gives up (timed out, cancelled, failed) and leaves the queue.
+-- fair_leave: a waiter gives up (timed out, cancelled, failed, its client shutting down) and
+-- leaves the queue.
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the release channel
 -- KEYS[3]  the queue
 -- KEYS[4]  the heartbeats
 -- KEYS[5]  the sequence
+-- KEYS[6]  the fencing counter
+-- KEYS[7]  the handoff hash
 -- ARGV[1]  owner field
 -- ARGV[2]  the publish command: "publish" (or "spublish" on a cluster)
+-- ARGV[3]  ms the fencing counter lives once seeded (the grace)
 --
--- Returns 1 if the waiter was in the queue, 0 if not. If it was first and the lock is free,
--- the next waiter is told, so the queue never stalls behind someone who left.
-local evicted = evict(KEYS[3], KEYS[4], KEYS[5], now_ms())
-local was_first = head(KEYS[3], KEYS[4], KEYS[5]) == ARGV[1]
-local removed = dequeue(KEYS[3], KEYS[4], KEYS[5], ARGV[1])
-if was_first or evicted > 0 then
-  wake_head(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[2])
+-- Returns 1 if the waiter was in the queue, 0 if not, 2 if a release had handed it the lock
+-- (which it had not taken: the client sends a leave only for a waiter that did not take a
+-- grant). That hold is released here and the lock passed on at once, rather than kept for its
+-- first lease. If the waiter was first and the lock is free, the next is handed it or told, so
+-- the queue never stalls behind someone who left.
+local q = line(KEYS[3], KEYS[4], KEYS[5], KEYS[7])
+local now = now_ms()
+local evicted = evict(q, now)
+local handed = redis.call('hdel', KEYS[1], ARGV[1])
+local was_first = head(q) == ARGV[1]
+local removed = dequeue(q, ARGV[1])
+if was_first or evicted > 0 or handed == 1 then
+  pass_on(KEYS[1], KEYS[6], tonumber(ARGV[3]), KEYS[2], q, ARGV[2], now, true)
+end
+if handed == 1 then
+  return 2
 end
 return removed

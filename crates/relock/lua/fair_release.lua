@@ -1,28 +1,39 @@
--- fair_release: release.lua for a fair lock: when the lock becomes free, the first live waiter
--- in its line is told (and only it), or plain waiters when the line is empty.
+-- fair_release: release.lua for a fair lock: when the lock becomes free, it is handed to the
+-- first live waiter in its line (lib/handoff.lua), or that waiter is told (and only it), or
+-- plain waiters are woken when the line is empty.
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the release channel, redisson_lock__channel:{name}
 -- KEYS[3]  the queue, KEYS[4] the heartbeats, KEYS[5] the sequence
+-- KEYS[6]  the fencing counter (a handoff mints the next holder's token)
+-- KEYS[7]  the handoff hash
 -- ARGV[1]  the hold's field, <client_id>:<n>
 -- ARGV[2]  "1": drop one count (a nested guard); "all": drop the hold whatever its count
 -- ARGV[3]  the publish command: "publish" (or "spublish" on a cluster)
+-- ARGV[4]  ms the fencing counter lives once seeded (the grace)
 --
--- Returns 1 (released: the lock is free and a wake-up was published: the first waiter's field,
--- or "0" when nobody is in its line), 0 (the hold is still there, count decremented, or another
--- field keeps the lock) or nil (this hold is not here: its lease ran out, it was deleted or
--- released).
+-- Returns 1 (released: the lock was handed on, or is free and a wake-up was published: the
+-- first waiter's field, or "0" when nobody is in its line), 0 (the hold is still there, count
+-- decremented, or another field keeps the lock) or nil (this hold is not here: its lease ran
+-- out, it was deleted or released).
 local released = drop_hold(KEYS[1], ARGV[1], ARGV[2])
+if released ~= 0 then
+  -- The hold is gone (released now, or expired before): its token record too, if a handoff
+  -- gave it the lock.
+  redis.call('hdel', KEYS[7], ARGV[1])
+end
 if released ~= 1 then
   return released
 end
 if redis.call('exists', KEYS[1]) == 1 then
   return 0
 end
-evict(KEYS[3], KEYS[4], KEYS[5], now_ms())
+local q = line(KEYS[3], KEYS[4], KEYS[5], KEYS[7])
+local now = now_ms()
+evict(q, now)
 -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain lock)
 -- with Redisson's unlock message.
-if not wake_head(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], ARGV[3]) then
+if not pass_on(KEYS[1], KEYS[6], tonumber(ARGV[4]), KEYS[2], q, ARGV[3], now, true) then
   redis.call(ARGV[3], KEYS[2], 0)
 end
 return 1

@@ -32,6 +32,9 @@ pub(crate) enum Attempt {
     Held(i64),
     /// Fair lock: free, but another waiter is first; it has this many ms to take it.
     Behind(i64),
+    /// Fair lock: this field is out of line (evicted, or handed the lock whose lease then ran
+    /// out) and was not put back: rejoin under a new field, with the ticket.
+    OutOfLine,
 }
 
 /// Which acquire script an attempt runs, and how.
@@ -102,6 +105,12 @@ impl Fresh {
         crate::meter::failed_attempt(self.kind, crate::meter::cause(&e));
         self.field = field_for(inner, self.kind);
         self.retry.after(inner, e).await
+    }
+
+    /// Replaces the field without an error (a fair waiter out of line rejoins under a new
+    /// field: see `fair_acquire.lua`).
+    pub(crate) fn retire(&mut self, inner: &Inner) {
+        self.field = field_for(inner, self.kind);
     }
 
     pub(crate) fn succeeded(&mut self) {
@@ -271,22 +280,32 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
         inner.grace_ms().to_string(),
     ];
     let (script, script_keys) = match (&mode, keys.queue_group()) {
-        (Mode::FairTry | Mode::FairWait(_), Some([lock, channel, queue, alive, seq])) => {
-            let (join, ticket) = match &mode {
+        (
+            Mode::FairTry | Mode::FairWait(_),
+            Some([lock, channel, queue, alive, seq, token, handoff]),
+        ) => {
+            let (join, ticket, first_lease, joined) = match &mode {
                 Mode::FairWait(e) => {
                     // Set before sending: if the reply is lost we may be in line.
                     e.queued.store(true, Ordering::SeqCst);
-                    ("wait", e.ticket.load(Ordering::SeqCst))
+                    (
+                        "wait",
+                        e.ticket.load(Ordering::SeqCst),
+                        e.first_lease.map_or(0, |l| l.as_millis()),
+                        e.joined.load(Ordering::SeqCst),
+                    )
                 }
-                _ => ("try", 0),
+                _ => ("try", 0, 0, false),
             };
             args.extend([
                 inner.settings.fair_heartbeat.as_millis().to_string(),
                 join.to_string(),
                 ticket.to_string(),
                 inner.publish_cmd().to_string(),
+                first_lease.to_string(),
+                u8::from(joined).to_string(),
             ]);
-            let k = vec![lock, keys.token.clone(), channel, queue, alive, seq];
+            let k = vec![lock, token, channel, queue, alive, seq, handoff];
             (&*scripts::FAIR_ACQUIRE, k)
         }
         (Mode::Read { writer }, _) => {
@@ -321,7 +340,13 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
     };
     if let (Mode::FairWait(e), Ok(r)) = (&mode, &reply) {
         match r.as_slice() {
-            [0, _, ticket, _, _] => e.ticket.store(*ticket, Ordering::SeqCst),
+            // Out of line, and not put back.
+            [0, _, _, -2, _] => e.queued.store(false, Ordering::SeqCst),
+            [0, _, ticket, _, _] => {
+                e.ticket.store(*ticket, Ordering::SeqCst);
+                // In line when the script ran: any handoff to this field comes after it.
+                e.seen_in_line(sent);
+            }
             // Granted: the script took us out of the line.
             _ => e.queued.store(false, Ordering::SeqCst),
         }
@@ -337,8 +362,21 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             return Err(err);
         }
     };
+    // A grant: its token, and the local end of its lease (conservative: see `docs/safety.md`).
+    let granted = match reply.as_slice() {
+        [1, token] => Some((*token, sent + lease, false)),
+        // Handed to this field by a release before this call ran: the lease it has left is
+        // counted from this call's send time, which is no later than the server ran it.
+        [3, token, pttl] if *pttl > 0 => Some((
+            *token,
+            sent + Duration::from_millis(*pttl as u64).min(lease),
+            true,
+        )),
+        _ => None,
+    };
     match reply.as_slice() {
-        [1, token] => {
+        _ if granted.is_some() => {
+            let (token, valid_until, handed) = granted.expect("checked");
             if let Some((wanted, timeout)) = inner.settings.sync_replicas {
                 // Before anyone relies on it, the grant must be on `wanted` replicas.
                 let acked = wait_replicas(conn, &keys.lock, wanted, timeout).await;
@@ -355,11 +393,10 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                     });
                 }
             }
-            let valid_until = sent + lease;
             let hold = Arc::new(Hold::new(
                 keys.clone(),
                 field,
-                mutated_token(*token as u64),
+                mutated_token(token as u64),
                 owner,
                 task,
                 kind,
@@ -380,11 +417,28 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             // one is released (and reported lost) too if the client is shutting down.
             inner.shared.holds.insert(hold.clone());
             crate::meter::acquired(kind, started.elapsed());
+            if handed && watchdog {
+                renew_first_lease(&inner, hold.clone());
+            }
             Ok(Attempt::Acquired(LockGuard::new(
                 inner.clone(),
                 hold,
                 watchdog,
             )))
+        }
+        [0, _, _, -2, _] => Ok(Attempt::OutOfLine),
+        [3, _, pttl] => {
+            // Handed this field with no lease left to count on (none, or a key made
+            // persistent by hand): give it back under its own field rather than keep it.
+            clean_up_unknown_outcome(&inner, &keys, &field).await;
+            Err(Error::Redis {
+                operation: "acquire",
+                server: inner.server(),
+                source: fred::error::Error::new(
+                    fred::error::ErrorKind::Protocol,
+                    format!("a handed-over hold with a PTTL of {pttl}"),
+                ),
+            })
         }
         [0, pttl] | [0, pttl, _, _, 0] => Ok(Attempt::Held(*pttl)),
         [0, bound, _, _, 1] => Ok(Attempt::Behind(*bound)),
@@ -434,9 +488,39 @@ async fn clean_up_unknown_outcome(inner: &Inner, keys: &LockKeys, field: &str) {
     }
 }
 
+/// A watchdog hold that a handoff granted has the first lease (at most the heartbeat
+/// deadline), not the watchdog's: renew it well before that runs out, then leave it to the
+/// watchdog's rounds (every lease/3). Off the caller's path: a hold released before then (a
+/// short critical section) costs no call.
+pub(crate) fn renew_first_lease(inner: &Arc<Inner>, hold: Arc<Hold>) {
+    use crate::backend::Backend;
+    let mut shutdown = inner.shutdown.subscribe();
+    let lease = inner.settings.watchdog_lease;
+    let inner = Arc::downgrade(inner);
+    tokio::spawn(async move {
+        loop {
+            let left = hold.valid_until().saturating_duration_since(Instant::now());
+            // The watchdog's next round comes within lease/3: it takes over from here.
+            if left > lease / 2 {
+                return;
+            }
+            let wait = (left / 3).max(Duration::from_millis(10));
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            if !hold.wants_renewal() || hold.is_lost() {
+                return;
+            }
+            let Some(inner) = inner.upgrade() else { return };
+            inner.renew_batch(vec![hold.clone()]).await;
+        }
+    });
+}
+
 /// The token a new hold carries: the script's, unless a chaos mutant (`relock::mutant`)
 /// breaks that.
-fn mutated_token(token: u64) -> u64 {
+pub(crate) fn mutated_token(token: u64) -> u64 {
     #[cfg(feature = "chaos-mutants")]
     let token = crate::mutant::token(token);
     token

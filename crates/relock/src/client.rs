@@ -236,7 +236,10 @@ impl ClientBuilder {
 
     /// How long a fair-lock waiter keeps its place in line without a heartbeat. Each client
     /// refreshes its waiters every deadline/5, so a waiter whose process died stops holding
-    /// up the line after at most this long. Default: 5 s; at least 100 ms.
+    /// up the line after at most this long. It is also the first lease of a watchdog hold
+    /// that a release hands to a waiter (renewed to the watchdog lease soon after), so a
+    /// waiter that died just before it was handed the lock holds it no longer than this.
+    /// Default: 5 s; at least 100 ms.
     pub fn fair_heartbeat(mut self, deadline: Duration) -> Self {
         self.settings.fair_heartbeat = deadline;
         self
@@ -1030,7 +1033,7 @@ impl Client {
                 // After any attempt in flight, which could put us back in line.
                 let _gate = entry.gate.lock().await;
                 if entry.queued.swap(false, Ordering::SeqCst) {
-                    let leave = crate::line::leave(inner.pool.next(), &entry, inner.publish_cmd());
+                    let leave = crate::line::leave(inner.pool.next(), &entry, inner.publish_cmd(), inner.grace_ms());
                     let error = match tokio::time::timeout(inner.settings.command_timeout, leave).await {
                         Ok(Ok(())) => None,
                         Ok(Err(e)) => Some(crate::redact::in_text(&e.to_string(), &inner.settings.url)),
@@ -1177,8 +1180,11 @@ impl Inner {
         let keys = keys.release_keys();
         let args = [field.to_string(), mode.into(), self.publish_cmd().into()];
         if keys.len() > 2 {
+            // A fair release may hand the lock on, minting the next holder's token.
+            let mut args = args.to_vec();
+            args.push(self.grace_ms().to_string());
             return scripts::FAIR_RELEASE
-                .run(self.pool.next(), keys, args.to_vec())
+                .run(self.pool.next(), keys, args)
                 .await;
         }
         match &self.batcher {

@@ -25,6 +25,7 @@ use crate::attempt::{attempt, Attempt, Fresh, Mode, NO_TTL_RECHECK};
 use crate::client::Inner;
 use crate::error::Result;
 use crate::guard::LockGuard;
+use crate::holds::Hold;
 use crate::keys::LockKeys;
 use crate::line::QueueEntry;
 use crate::reentry;
@@ -50,11 +51,12 @@ pub(crate) fn join_queue(
     keys: Arc<LockKeys>,
     field: String,
     ticket: i64,
+    first_lease: Option<Duration>,
 ) -> Waiting {
     inner
         .heartbeats
         .call_once(|| spawn_heartbeats(Arc::downgrade(inner), inner.shutdown.subscribe()));
-    let entry = Arc::new(QueueEntry::new(keys, field, ticket));
+    let entry = Arc::new(QueueEntry::new(keys, field, ticket, first_lease));
     inner.line.insert(entry.clone());
     Waiting {
         inner: inner.clone(),
@@ -64,7 +66,12 @@ pub(crate) fn join_queue(
 
 /// Runs `fair_leave.lua` for `entry`, bounded by the command timeout.
 pub(crate) async fn leave_queue(inner: &Inner, entry: &QueueEntry) -> Result<()> {
-    let call = crate::line::leave(inner.pool.next(), entry, inner.publish_cmd());
+    let call = crate::line::leave(
+        inner.pool.next(),
+        entry,
+        inner.publish_cmd(),
+        inner.grace_ms(),
+    );
     match tokio::time::timeout(inner.settings.command_timeout, call).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(inner.error("fair_leave", &entry.keys.lock, e)),
@@ -141,21 +148,29 @@ async fn beat_all(inner: &Arc<Inner>) {
 
 async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
     let hb = inner.settings.fair_heartbeat;
-    let mut keys = Vec::with_capacity(batch.len() * 5);
-    let mut args = Vec::with_capacity(batch.len() + 2);
+    let mut keys = Vec::with_capacity(batch.len() * 7);
+    let mut args = Vec::with_capacity(batch.len() + 3);
     args.push(hb.as_millis().to_string());
     args.push(inner.publish_cmd().to_string());
+    args.push(inner.grace_ms().to_string());
     for e in batch {
         keys.extend(e.keys.queue_group().into_iter().flatten());
         args.push(e.field.clone());
     }
     let limit = inner.settings.command_timeout.min(hb / 5);
+    let sent = tokio::time::Instant::now();
     let call = scripts::FAIR_HEARTBEAT.run::<Vec<i64>>(inner.pool.next(), keys, args);
     match tokio::time::timeout(limit, call).await {
         Ok(Ok(results)) if results.len() == batch.len() => {
             for (e, r) in batch.iter().zip(results) {
+                if r != 0 {
+                    // In line when the script ran: a later handoff's lease counts from here.
+                    e.seen_in_line(sent);
+                }
                 // 2: first in line while the lock is free (our wake-up may have been lost);
-                // 0: evicted (a stall longer than the deadline): try now, which rejoins.
+                // 0: out of line: handed the lock (its message may have been lost) or evicted
+                // (a stall longer than the deadline): try now, which reports the grant or
+                // rejoins.
                 if r != 1 {
                     e.wake.notify_one();
                 }
@@ -173,8 +188,8 @@ async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
 }
 
 /// The fair acquire loop: a first attempt that never joins the line, then subscribe, join
-/// the line and sleep until a message names us, the holder's lease ends, the heartbeat
-/// says to try, or the caller's deadline.
+/// the line and sleep until a message names us (or hands us the lock), the holder's lease
+/// ends, the heartbeat says to try, or the caller's deadline.
 pub(crate) async fn acquire_fair(
     inner: &Arc<Inner>,
     keys: Arc<LockKeys>,
@@ -187,14 +202,19 @@ pub(crate) async fn acquire_fair(
         Start::GaveUp => return Ok(None),
         Start::Wait { sub, deadline, .. } => (sub, deadline),
     };
-    let mut waiting = join_queue(inner, keys.clone(), fresh.field.clone(), 0);
-    let mut named = sub.name_waiter(&fresh.field, waiting.entry.wake.clone());
+    let first_lease = first_lease(inner, fresh.lease);
+    let mut waiting = join_queue(inner, keys.clone(), fresh.field.clone(), 0, first_lease);
+    let mut named = name(&sub, &waiting);
     let mut backoff = BEHIND_FIRST_CHECK;
     let mut warned = false;
     loop {
         let wake = waiting.entry.wake.clone();
         let mut woken = pin!(wake.notified());
         woken.as_mut().enable();
+        // A release handed us the lock and said so: no round trip.
+        if let Some(g) = take_handoff(inner, &keys, &fresh, &waiting.entry).await? {
+            return Ok(Some(g));
+        }
         let mode = Mode::FairWait(waiting.entry.clone());
         let sleep = match attempt(inner, &keys, &fresh, mode).await {
             Err(e) => {
@@ -203,12 +223,34 @@ pub(crate) async fn acquire_fair(
                 // registration leaves the line in the background.
                 let ticket = waiting.entry.ticket.load(Ordering::SeqCst);
                 let r = fresh.after_error(inner, e).await;
-                waiting = join_queue(inner, keys.clone(), fresh.field.clone(), ticket);
-                named = sub.name_waiter(&fresh.field, waiting.entry.wake.clone());
+                waiting = join_queue(
+                    inner,
+                    keys.clone(),
+                    fresh.field.clone(),
+                    ticket,
+                    first_lease,
+                );
+                named = name(&sub, &waiting);
                 r?;
                 continue;
             }
             Ok(Attempt::Acquired(g)) => return Ok(Some(g)),
+            Ok(Attempt::OutOfLine) => {
+                // Evicted, or handed the lock whose lease ran out before we took it: rejoin at
+                // our ticket under a new field (a field is handed the lock at most once).
+                fresh.succeeded();
+                let ticket = waiting.entry.ticket.load(Ordering::SeqCst);
+                fresh.retire(inner);
+                waiting = join_queue(
+                    inner,
+                    keys.clone(),
+                    fresh.field.clone(),
+                    ticket,
+                    first_lease,
+                );
+                named = name(&sub, &waiting);
+                continue;
+            }
             Ok(Attempt::Held(p)) if p > 0 => {
                 fresh.succeeded();
                 fresh.refused("held");
@@ -230,8 +272,96 @@ pub(crate) async fn acquire_fair(
         };
         reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);
         if inner.park(sleep, deadline, woken).await?.is_none() {
+            // A handoff that came just as the deadline passed is still ours to take; one
+            // not taken is given back by the leave (dropping `waiting`).
+            if let Some(g) = take_handoff(inner, &keys, &fresh, &waiting.entry).await? {
+                return Ok(Some(g));
+            }
             drop(named);
             return Ok(None);
         }
     }
+}
+
+/// Routes messages naming `waiting`'s field to it.
+fn name(sub: &crate::pubsub::Subscription, waiting: &Waiting) -> crate::pubsub::Named {
+    let e = &waiting.entry;
+    sub.name_waiter(&e.field, e.wake.clone(), e.granted.clone())
+}
+
+/// The first lease a waiter asks for if a release hands it the lock, or `None` (it is told
+/// to come and take it, as before handoff): with the watchdog, the heartbeat deadline (the
+/// hold is renewed to the watchdog lease soon after, off the caller's path); a fixed lease
+/// when it is no longer than that (it is then the hold's whole lease); never for a longer
+/// fixed lease (a renewal would move its end), nor with `sync_replicas` (the grant must be
+/// seen on replicas before anyone relies on it: the waiter's own acquire sends the `WAIT`).
+fn first_lease(inner: &Inner, lease: Option<Duration>) -> Option<Duration> {
+    if inner.settings.sync_replicas.is_some() {
+        return None;
+    }
+    let heartbeat = inner.settings.fair_heartbeat;
+    match lease {
+        None => Some(heartbeat),
+        Some(l) if l <= heartbeat => Some(l),
+        Some(_) => None,
+    }
+}
+
+/// Takes a grant that a release handed this waiter (its message carried the token), if one
+/// came and is usable: the hold is recorded as an acquire's would be, with the lease counted
+/// from the latest call that showed us in line (the handoff ran after it). `None`: no grant,
+/// or too little of its lease is known to be left; the next attempt then reports the grant
+/// with the lease the server has left.
+///
+/// # Cancel safety
+/// Nothing is taken until the line entry's gate is held; from there on it does not await. A
+/// grant not taken is given back when the `Waiting` is dropped (`fair_leave.lua`).
+async fn take_handoff(
+    inner: &Arc<Inner>,
+    keys: &Arc<LockKeys>,
+    fresh: &Fresh,
+    entry: &Arc<QueueEntry>,
+) -> Result<Option<LockGuard>> {
+    if entry.granted.load(Ordering::SeqCst) == 0 {
+        return Ok(None);
+    }
+    let (Some(first), Some(seen)) = (entry.first_lease, *entry.in_line_at.lock().unwrap()) else {
+        return Ok(None);
+    };
+    let valid_until = seen + first;
+    // Less than half of it known to be left (a long stall since we were last seen in line):
+    // ask the server, which knows the lease left.
+    if valid_until.saturating_duration_since(tokio::time::Instant::now()) < first / 2 {
+        entry.granted.store(0, Ordering::SeqCst);
+        return Ok(None);
+    }
+    // Shutdown's leave of the line holds the gate too: either it gave the grant back first
+    // (and we do not take it), or we record the hold first (and shutdown releases it).
+    let _gate = entry.gate.clone().lock_owned().await;
+    inner.check_running()?;
+    let token = entry.granted.swap(0, Ordering::SeqCst);
+    if token == 0 || !entry.queued.swap(false, Ordering::SeqCst) {
+        return Ok(None);
+    }
+    let watchdog = fresh.lease.is_none();
+    let hold = Arc::new(Hold::new(
+        keys.clone(),
+        entry.field.clone(),
+        crate::attempt::mutated_token(token),
+        fresh.owner.clone(),
+        fresh.task,
+        fresh.kind,
+        valid_until,
+    ));
+    if !hold.add_guard(watchdog, valid_until) {
+        // Its lease ran out meanwhile: the leave gives it back, the next attempt rejoins.
+        entry.queued.store(true, Ordering::SeqCst);
+        return Ok(None);
+    }
+    inner.shared.holds.insert(hold.clone());
+    crate::meter::acquired(fresh.kind, fresh.started.elapsed());
+    if watchdog {
+        crate::attempt::renew_first_lease(inner, hold.clone());
+    }
+    Ok(Some(LockGuard::new(inner.clone(), hold, watchdog)))
 }

@@ -35,6 +35,9 @@ pub(crate) struct QueueKeys {
     pub(crate) alive: String,
     /// The ticket sequence (INCR).
     pub(crate) seq: String,
+    /// owner → the first lease it asks for if handed the lock while it waits; then, once
+    /// handed it, owner → its token (`lua/lib/queue.lua`).
+    pub(crate) handoff: String,
 }
 
 impl LockKeys {
@@ -48,6 +51,7 @@ impl LockKeys {
                 queue: prefixed("relock_fair_queue", name),
                 alive: prefixed("relock_fair_alive", name),
                 seq: prefixed("relock_fair_seq", name),
+                handoff: prefixed("relock_fair_handoff", name),
             }),
             rw: None,
         })
@@ -81,18 +85,20 @@ impl LockKeys {
         format!("{}{field}:rwlock_timeout:1", self.hold_prefix())
     }
 
-    /// KEYS of `release.lua` and `force_unlock.lua`: lock, channel, and for a fair
-    /// lock the queue keys, so that the first waiter is the one woken.
+    /// KEYS of `release.lua` and `force_unlock.lua`: lock, channel, and for a fair lock the
+    /// rest of [`queue_group`](Self::queue_group), so that the first waiter is the one handed
+    /// the lock (or woken).
     pub(crate) fn release_keys(&self) -> Vec<String> {
-        let mut keys = vec![self.lock.clone(), self.channel.clone()];
-        if let Some(q) = &self.queue {
-            keys.extend([q.queue.clone(), q.alive.clone(), q.seq.clone()]);
+        match self.queue_group() {
+            Some(group) => group.to_vec(),
+            None => vec![self.lock.clone(), self.channel.clone()],
         }
-        keys
     }
 
-    /// KEYS of the fair-queue scripts that take the group (lock, channel, queue, alive, seq).
-    pub(crate) fn queue_group(&self) -> Option<[String; 5]> {
+    /// KEYS of the fair-queue scripts that take the group (lock, channel, queue, alive, seq,
+    /// counter, handoff): the counter and the handoff hash because a release, a leave or a
+    /// heartbeat may hand the lock to the first waiter (`lua/lib/handoff.lua`).
+    pub(crate) fn queue_group(&self) -> Option<[String; 7]> {
         let q = self.queue.as_ref()?;
         Some([
             self.lock.clone(),
@@ -100,6 +106,8 @@ impl LockKeys {
             q.queue.clone(),
             q.alive.clone(),
             q.seq.clone(),
+            self.token.clone(),
+            q.handoff.clone(),
         ])
     }
 }
@@ -158,6 +166,7 @@ mod tests {
         assert_eq!(q.queue, "relock_fair_queue:{orders:42}");
         assert_eq!(q.alive, "relock_fair_alive:{orders:42}");
         assert_eq!(q.seq, "relock_fair_seq:{orders:42}");
+        assert_eq!(q.handoff, "relock_fair_handoff:{orders:42}");
     }
 
     #[test]

@@ -159,8 +159,10 @@ pub mod lua {
     pub const REENTER: &str = script!("reenter.lua", "extend");
     /// Drop one count of a plain lock's hold (or the whole hold) and publish the release.
     pub const RELEASE: &str = script!("release.lua", "release");
-    /// Drop one count of a fair lock's hold (or the whole hold) and tell the next in line.
-    pub const FAIR_RELEASE: &str = script!("fair_release.lua", "release", "queue");
+    /// Drop one count of a fair lock's hold (or the whole hold) and hand the lock to the next in
+    /// line (or tell it).
+    pub const FAIR_RELEASE: &str =
+        script!("fair_release.lua", "release", "mint", "queue", "handoff");
     /// Several plain acquires and releases in one call (coalesced by the client).
     pub const BATCH: &str = script!("batch.lua", "mint", "acquire", "release");
     /// The watchdog's batch renewal.
@@ -170,11 +172,11 @@ pub mod lua {
     /// Delete whoever holds it and publish.
     pub const FORCE_UNLOCK: &str = script!("force_unlock.lua", "queue");
     /// Fair lock: take it when free and first in line, or join the queue.
-    pub const FAIR_ACQUIRE: &str = script!("fair_acquire.lua", "mint", "queue");
+    pub const FAIR_ACQUIRE: &str = script!("fair_acquire.lua", "mint", "queue", "handoff");
     /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
-    pub const FAIR_HEARTBEAT: &str = script!("fair_heartbeat.lua", "queue");
+    pub const FAIR_HEARTBEAT: &str = script!("fair_heartbeat.lua", "mint", "queue", "handoff");
     /// Fair lock: a waiter leaves the queue (and the next one is told if it was first).
-    pub const FAIR_LEAVE: &str = script!("fair_leave.lua", "queue");
+    pub const FAIR_LEAVE: &str = script!("fair_leave.lua", "mint", "queue", "handoff");
     /// Quorum lock: raise a node's fencing counter to the acquisition's token.
     pub const QUORUM_FENCE: &str = script!("quorum_fence.lua", "fence");
     /// Quorum lock: renew on one node; reports where the lock is free.

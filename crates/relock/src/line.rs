@@ -2,11 +2,13 @@
 //! `lock()` call, by the field its hold will have if granted. The fair wait loop (`fair`)
 //! registers and retires entries; the heartbeat refreshes them; shutdown leaves them all.
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use dashmap::DashMap;
 use tokio::sync::{Mutex as AsyncMutex, Notify};
+use tokio::time::Instant;
 
 use crate::keys::LockKeys;
 use crate::scripts;
@@ -27,10 +29,28 @@ pub(crate) struct QueueEntry {
     pub(crate) gate: Arc<AsyncMutex<()>>,
     /// Woken by a message naming us, or by the heartbeat when we should try now.
     pub(crate) wake: Arc<Notify>,
+    /// The first lease this waiter asks for if a release hands it the lock (direct handoff),
+    /// or `None`: it is told to come and take it instead.
+    pub(crate) first_lease: Option<Duration>,
+    /// The token of a handoff message naming us (0: none yet), set by the dispatcher.
+    pub(crate) granted: Arc<AtomicU64>,
+    /// Whether a reply has shown this field in line: from then on the server does not put the
+    /// field back in line once it is out (evicted, or handed the lock), so a field is handed
+    /// the lock at most once, after every such reply was computed.
+    pub(crate) joined: AtomicBool,
+    /// The send time of the latest call whose reply showed this field in line (an attempt, a
+    /// heartbeat): a handoff to this field happened after that call ran, so no earlier than
+    /// this instant, from which its lease is counted (`docs/safety.md`).
+    pub(crate) in_line_at: Mutex<Option<Instant>>,
 }
 
 impl QueueEntry {
-    pub(crate) fn new(keys: Arc<LockKeys>, field: String, ticket: i64) -> Self {
+    pub(crate) fn new(
+        keys: Arc<LockKeys>,
+        field: String,
+        ticket: i64,
+        first_lease: Option<Duration>,
+    ) -> Self {
         QueueEntry {
             keys,
             field,
@@ -38,6 +58,19 @@ impl QueueEntry {
             queued: AtomicBool::new(false),
             gate: Arc::new(AsyncMutex::new(())),
             wake: Arc::new(Notify::new()),
+            first_lease,
+            granted: Arc::new(AtomicU64::new(0)),
+            joined: AtomicBool::new(false),
+            in_line_at: Mutex::new(None),
+        }
+    }
+
+    /// Records a reply that showed this field in line, to a call sent at `sent`.
+    pub(crate) fn seen_in_line(&self, sent: Instant) {
+        self.joined.store(true, Ordering::SeqCst);
+        let mut at = self.in_line_at.lock().unwrap();
+        if at.is_none_or(|a| a < sent) {
+            *at = Some(sent);
         }
     }
 }
@@ -88,12 +121,15 @@ impl Line {
     }
 }
 
-/// Takes `entry` out of its line on the server (`fair_leave.lua`), telling the next waiter if
-/// it was first. Unbounded: callers bound it.
+/// Takes `entry` out of its line on the server (`fair_leave.lua`), handing the lock to (or
+/// telling) the next waiter if it was first, and giving back a grant a release handed it that
+/// it never took. Unbounded: callers bound it. `grace_ms`: the fencing counter's life once
+/// seeded (a handoff mints a token).
 pub(crate) async fn leave(
     conn: &fred::clients::Client,
     entry: &QueueEntry,
     publish: &str,
+    grace_ms: u64,
 ) -> std::result::Result<(), fred::error::Error> {
     let Some(group) = entry.keys.queue_group() else {
         return Ok(());
@@ -102,7 +138,7 @@ pub(crate) async fn leave(
         .run::<i64>(
             conn,
             group.to_vec(),
-            vec![entry.field.clone(), publish.into()],
+            vec![entry.field.clone(), publish.into(), grace_ms.to_string()],
         )
         .await
         .map(drop)

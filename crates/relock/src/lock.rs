@@ -78,7 +78,8 @@ impl Client {
     /// A handle to the fair lock called `name`: first come, first served across all clients.
     ///
     /// The same methods and guard as [`lock`](Client::lock) (reentrancy, watchdog, fencing
-    /// tokens); waiters form a line on the server and each release wakes only the first.
+    /// tokens); waiters form a line on the server and each release hands the lock to the
+    /// first (its `lock()` returns without a round trip of its own), or wakes only it.
     /// `try_lock` never joins the line and never jumps it. A waiter that dies stops holding up
     /// the line after [`ClientBuilder::fair_heartbeat`](crate::ClientBuilder::fair_heartbeat) (5 s). Use one kind per name: a plain
     /// lock on the same name does not see the line.

@@ -14,6 +14,7 @@
 //! its `1` (count set) none.
 
 use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -62,12 +63,16 @@ struct Channel {
     refs: Mutex<usize>,
     /// Serialises SUBSCRIBE/UNSUBSCRIBE for this channel, and says how far it got.
     subscribed: AsyncMutex<SubState>,
-    /// Fair-lock waiters by owner field: (their wake-up, how many registrations).
-    named: Mutex<HashMap<String, (Arc<Notify>, usize)>>,
+    /// Fair-lock waiters by owner field.
+    named: Mutex<HashMap<String, NamedWaiter>>,
     /// Semaphore messages received so far: a waiter passes a wake-up on at most once per
     /// message (see [`Subscription::pass_on`]).
     messages: std::sync::atomic::AtomicU64,
 }
+
+/// A fair-lock waiter registered under its owner field: (its wake-up, where a handoff's token
+/// goes, how many registrations).
+type NamedWaiter = (Arc<Notify>, Arc<AtomicU64>, usize);
 
 /// How far a channel's subscription got on the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,7 +97,7 @@ pub(crate) struct Named {
 impl Drop for Named {
     fn drop(&mut self) {
         let mut named = self.channel.named.lock().unwrap();
-        if let Some((_, n)) = named.get_mut(&self.field) {
+        if let Some((_, _, n)) = named.get_mut(&self.field) {
             *n -= 1;
             if *n == 0 {
                 named.remove(&self.field);
@@ -256,7 +261,7 @@ impl PubSub {
             *c.held_until.lock().unwrap() = None;
             c.notify.notify_waiters();
             c.notify.notify_one();
-            for (n, _) in c.named.lock().unwrap().values() {
+            for (n, _, _) in c.named.lock().unwrap().values() {
                 n.notify_one();
             }
         }
@@ -545,8 +550,13 @@ impl Channel {
     /// A lock's release: a fair lock's names its waiter, a plain lock's wakes any one.
     fn deliver_release(&self, payload: &str) {
         if payload.contains(':') {
-            // For one fair waiter, on whichever client it is: wake it if it is ours.
-            if let Some((n, _)) = self.named.lock().unwrap().get(payload) {
+            // For one fair waiter, on whichever client it is: wake it if it is ours. A
+            // handoff ("<field>=<token>") also tells it that it holds the lock, with its token.
+            let (field, token) = parse_named(payload);
+            if let Some((n, granted, _)) = self.named.lock().unwrap().get(field) {
+                if let Some(token) = token {
+                    granted.store(token, std::sync::atomic::Ordering::SeqCst);
+                }
                 crate::meter::wakeup();
                 n.notify_one();
             }
@@ -564,10 +574,19 @@ impl Subscription {
         self.pubsub.is_connected()
     }
 
-    /// Routes messages that name `field` (a fair waiter's owner field) to `wake`.
-    pub(crate) fn name_waiter(&self, field: &str, wake: Arc<Notify>) -> Named {
+    /// Routes messages that name `field` (a fair waiter's owner field) to `wake`; the token
+    /// of a handoff message goes to `granted`.
+    pub(crate) fn name_waiter(
+        &self,
+        field: &str,
+        wake: Arc<Notify>,
+        granted: Arc<AtomicU64>,
+    ) -> Named {
         let mut named = self.channel.named.lock().unwrap();
-        named.entry(field.to_string()).or_insert((wake, 0)).1 += 1;
+        named
+            .entry(field.to_string())
+            .or_insert((wake, granted, 0))
+            .2 += 1;
         Named {
             channel: self.channel.clone(),
             field: field.to_string(),
@@ -627,6 +646,19 @@ impl Drop for Subscription {
     }
 }
 
+/// A fair lock's message: `<field>` (come and take it) or `<field>=<token>` (a release handed
+/// you the lock; this is its token). A field is `<client_id>:<n>`, so it never ends in
+/// `=<digits>` itself.
+fn parse_named(payload: &str) -> (&str, Option<u64>) {
+    match payload.rsplit_once('=') {
+        Some((field, token)) => match token.parse::<u64>() {
+            Ok(t) if t > 0 => (field, Some(t)),
+            _ => (payload, None),
+        },
+        None => (payload, None),
+    }
+}
+
 /// The channel a waiter subscribes to for `channel`'s releases: `channel` itself, unless a
 /// chaos mutant (`relock::mutant`) breaks that.
 pub(crate) fn mutated_channel(channel: &str) -> std::borrow::Cow<'_, str> {
@@ -634,4 +666,23 @@ pub(crate) fn mutated_channel(channel: &str) -> std::borrow::Cow<'_, str> {
     return crate::mutant::channel(channel).into();
     #[cfg(not(feature = "chaos-mutants"))]
     channel.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_named;
+
+    #[test]
+    fn a_handoff_message_carries_a_token_and_a_plain_one_does_not() {
+        assert_eq!(
+            parse_named("c1:42=1795436615140171"),
+            ("c1:42", Some(1795436615140171))
+        );
+        assert_eq!(parse_named("c1:42"), ("c1:42", None));
+        // A client id with '=' in it: a field ends in ":<n>", never in "=<digits>".
+        assert_eq!(parse_named("a=b:7"), ("a=b:7", None));
+        assert_eq!(parse_named("a=b:7=99"), ("a=b:7", Some(99)));
+        assert_eq!(parse_named("c1:42=x"), ("c1:42=x", None));
+        assert_eq!(parse_named("c1:42=0"), ("c1:42=0", None));
+    }
 }

@@ -161,7 +161,8 @@ pub(crate) async fn lease_bounded(
                     held_for
                 }
                 Ok(Attempt::Held(-1)) => NO_TTL_RECHECK,
-                Ok(Attempt::Held(_) | Attempt::Behind(_)) => continue,
+                // Only a fair waiter's attempt is out of line or behind.
+                Ok(Attempt::Held(_) | Attempt::Behind(_) | Attempt::OutOfLine) => continue,
             },
         };
         reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);

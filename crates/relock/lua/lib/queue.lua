@@ -1,6 +1,16 @@
--- The fair queue (fair_*.lua, and release/force_unlock when given the queue keys).
--- queue: owner -> ticket (arrival order); alive: owner -> heartbeat deadline (server ms);
--- seq: the ticket sequence. All three share the lock's hash tag.
+-- The fair queue (fair_*.lua, and force_unlock when given the queue keys). A line is a table
+-- of its keys, all with the lock's hash tag (`line`):
+--   queue:   owner -> ticket (arrival order)
+--   alive:   owner -> heartbeat deadline (server ms)
+--   seq:     the ticket sequence
+--   handoff: owner -> the first lease (ms) it asks for if a release hands it the lock while it
+--            waits (it opted into direct handoff); once handed the lock, owner -> the token
+--            minted for it (tokens are >= 10^15, leases far below), until its hold is released
+--            or that first lease ends. Absent (nil) when a caller passed no such key.
+
+local function line(queue, alive, seq, handoff)
+  return {queue = queue, alive = alive, seq = seq, handoff = handoff}
+end
 
 -- Server time in ms: deadlines are judged on one clock, never on the clients' clocks.
 local function now_ms()
@@ -8,27 +18,34 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- Takes `owner` out of the queue; drops the sequence with the last entry.
-local function dequeue(queue, alive, seq, owner)
-  local removed = redis.call('zrem', queue, owner)
-  redis.call('zrem', alive, owner)
-  if redis.call('zcard', queue) == 0 then
-    redis.call('del', alive, seq)
+-- Takes `owner` out of the queue (and its handoff entry); drops the sequence with the last
+-- entry.
+local function dequeue(q, owner)
+  local removed = redis.call('zrem', q.queue, owner)
+  redis.call('zrem', q.alive, owner)
+  if q.handoff then
+    redis.call('hdel', q.handoff, owner)
+  end
+  if redis.call('zcard', q.queue) == 0 then
+    redis.call('del', q.alive, q.seq)
   end
   return removed
 end
 
 -- Evicts every waiter whose heartbeat deadline has passed, wherever it is in the queue.
 -- Returns how many went.
-local function evict(queue, alive, seq, now)
-  local dead = redis.call('zrangebyscore', alive, '-inf', now)
+local function evict(q, now)
+  local dead = redis.call('zrangebyscore', q.alive, '-inf', now)
   for _, owner in ipairs(dead) do
-    redis.call('zrem', queue, owner)
+    redis.call('zrem', q.queue, owner)
+    if q.handoff then
+      redis.call('hdel', q.handoff, owner)
+    end
   end
   if #dead > 0 then
-    redis.call('zremrangebyscore', alive, '-inf', now)
-    if redis.call('zcard', queue) == 0 then
-      redis.call('del', alive, seq)
+    redis.call('zremrangebyscore', q.alive, '-inf', now)
+    if redis.call('zcard', q.queue) == 0 then
+      redis.call('del', q.alive, q.seq)
     end
   end
   return #dead
@@ -36,23 +53,23 @@ end
 
 -- The first waiter in line (false if none). An entry with no heartbeat (the keys were
 -- tampered with) cannot prove it lives, so it is dropped rather than allowed to block.
-local function head(queue, alive, seq)
+local function head(q)
   while true do
-    local first = redis.call('zrange', queue, 0, 0)[1]
+    local first = redis.call('zrange', q.queue, 0, 0)[1]
     if first == nil then
       return false
     end
-    if redis.call('zscore', alive, first) then
+    if redis.call('zscore', q.alive, first) then
       return first
     end
-    dequeue(queue, alive, seq, first)
+    dequeue(q, first)
   end
 end
 
--- Keeps the queue keys alive for at least `ms` more; never shortens them. When every waiter
+-- Keeps the line's keys alive for at least `ms` more; never shortens them. When every waiter
 -- is gone (crashed), the keys expire by themselves.
-local function keep(ms, queue, alive, seq)
-  for _, key in ipairs({queue, alive, seq}) do
+local function keep(ms, q)
+  for _, key in ipairs({q.queue, q.alive, q.seq, q.handoff}) do
     if redis.call('pttl', key) < ms then
       redis.call('pexpire', key, ms)
     end
@@ -61,14 +78,13 @@ end
 
 -- When the lock is free, tells the first waiter (and only it) by publishing its owner field.
 -- Returns that waiter, or false.
-local function wake_head(lock, channel, queue, alive, seq, publish)
+local function wake_head(lock, channel, q, publish)
   if redis.call('exists', lock) == 1 then
     return false
   end
-  local first = head(queue, alive, seq)
+  local first = head(q)
   if first then
     redis.call(publish, channel, first)
   end
   return first
 end
-

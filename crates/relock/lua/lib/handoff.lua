@@ -1,0 +1,42 @@
+-- The fair lock's direct handoff (after lib/mint.lua and lib/queue.lua): a release (or a leave,
+-- a heartbeat, an acquire that finds the lock free) grants the free lock to the first live
+-- waiter itself, instead of telling it to come and take it.
+--
+-- If the first waiter asked for it (it has a first lease in q.handoff), it is granted as its
+-- own acquire would grant it: its token minted, its hold (count 1) written, out of the line.
+-- Its lease is that first lease, cut at its heartbeat deadline: a waiter that died in line
+-- then holds the lock no longer than it would have held up the line (docs/safety.md). The
+-- token is kept under its field in q.handoff (so that its next acquire, if the message is
+-- lost, reports this grant) and published as "<field>=<token>", which tells it that it holds
+-- the lock. A first waiter that did not ask (a relock without handoff) is told "<field>", as
+-- before, when `tell` is true. Nothing happens while the lock is held.
+-- Returns the first waiter, or false.
+local function pass_on(lock, counter, counter_ttl, channel, q, publish, now, tell)
+  if redis.call('exists', lock) == 1 then
+    return false
+  end
+  local first = head(q)
+  if not first then
+    return false
+  end
+  local first_lease = tonumber(redis.call('hget', q.handoff, first) or false)
+  if first_lease and first_lease > 0 and first_lease < 1000000000000000 then
+    local deadline = tonumber(redis.call('zscore', q.alive, first))
+    -- head() returned a waiter that evict() left, so its deadline is after `now`.
+    local lease = math.min(first_lease, deadline - now)
+    -- Minted first: a counter of another type fails before anything is written.
+    local token = mint(counter, counter_ttl)
+    local t = string.format('%.0f', token)
+    dequeue(q, first)
+    redis.call('hset', lock, first, 1)
+    redis.call('pexpire', lock, lease)
+    redis.call('hset', q.handoff, first, t)
+    if redis.call('pttl', q.handoff) < lease then
+      redis.call('pexpire', q.handoff, lease)
+    end
+    redis.call(publish, channel, first .. '=' .. t)
+  elseif tell then
+    redis.call(publish, channel, first)
+  end
+  return first
+end
