@@ -60,6 +60,7 @@ if pttl == -2 and (first == false or first == field) then
   -- Minted first: a counter of another type fails before anything is written.
   local token = mint(KEYS[2], counter_ttl)
   dequeue(q, field)
+  forget_last_grant(q)
   redis.call('hset', KEYS[1], field, 1)
   redis.call('pexpire', KEYS[1], lease)
   return {1, token}
@@ -90,7 +91,7 @@ if not ticket then
     -- under a new field, so that a late handoff message to this one cannot be taken for a new
     -- grant. The token record of a grant that ran out untaken goes now (the field is neither
     -- in the lock nor in line).
-    redis.call('hdel', KEYS[7], field)
+    forget_grant(KEYS[7], field)
     return {0, bound, ticket, -2, behind}
   end
   if ticket == 0 then

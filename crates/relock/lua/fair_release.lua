@@ -20,7 +20,7 @@ local released = drop_hold(KEYS[1], ARGV[1], ARGV[2])
 if released ~= 0 then
   -- The hold is gone (released now, or expired before): its token record too, if a handoff
   -- gave it the lock.
-  redis.call('hdel', KEYS[7], ARGV[1])
+  forget_grant(KEYS[7], ARGV[1])
 end
 if released ~= 1 then
   return released

@@ -17,7 +17,7 @@ end
 if #KEYS >= 7 then
   -- The token records of the holds it ends, if a handoff gave them the lock.
   for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
-    redis.call('hdel', KEYS[7], field)
+    forget_grant(KEYS[7], field)
   end
 end
 redis.call('del', KEYS[1])

@@ -11,6 +11,20 @@
 -- the lock. A first waiter that did not ask (a relock without handoff) is told "<field>", as
 -- before, when `tell` is true. Nothing happens while the lock is held.
 -- Returns the first waiter, or false.
+-- Call when the free lock is granted to anyone: the hold of the owner handed it last has
+-- ended, so its token record is of no use any more (its own next acquire finds it out of line
+-- either way). Without this, an owner that died before releasing kept its record for as long
+-- as the line stayed busy; now the hash holds at most one record (review of the handoff).
+local function forget_last_grant(q)
+  if not q.handoff then
+    return
+  end
+  local last = redis.call('hget', q.handoff, 'relock:last-grant')
+  if last then
+    redis.call('hdel', q.handoff, last, 'relock:last-grant')
+  end
+end
+
 local function pass_on(lock, counter, counter_ttl, channel, q, publish, now, tell)
   if redis.call('exists', lock) == 1 then
     return false
@@ -30,7 +44,8 @@ local function pass_on(lock, counter, counter_ttl, channel, q, publish, now, tel
     dequeue(q, first)
     redis.call('hset', lock, first, 1)
     redis.call('pexpire', lock, lease)
-    redis.call('hset', q.handoff, first, t)
+    forget_last_grant(q)
+    redis.call('hset', q.handoff, first, t, 'relock:last-grant', first)
     if redis.call('pttl', q.handoff) < lease then
       redis.call('pexpire', q.handoff, lease)
     end

@@ -6,7 +6,9 @@
 --   handoff: owner -> the first lease (ms) it asks for if a release hands it the lock while it
 --            waits (it opted into direct handoff); once handed the lock, owner -> the token
 --            minted for it (tokens are >= 10^15, leases far below), until its hold is released
---            or that first lease ends. Absent (nil) when a caller passed no such key.
+--            or the next handoff (lib/handoff.lua); and "relock:last-grant" -> the owner last
+--            handed the lock, whose record that next handoff drops. Absent (nil) when a caller
+--            passed no such key.
 
 local function line(queue, alive, seq, handoff)
   return {queue = queue, alive = alive, seq = seq, handoff = handoff}
@@ -18,13 +20,22 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- Drops `owner`'s entry in the handoff hash (its first lease, or its token record), and the
+-- "last grant" pointer if it names `owner`, so that an idle hash empties (and goes).
+local function forget_grant(handoff, owner)
+  redis.call('hdel', handoff, owner)
+  if redis.call('hget', handoff, 'relock:last-grant') == owner then
+    redis.call('hdel', handoff, 'relock:last-grant')
+  end
+end
+
 -- Takes `owner` out of the queue (and its handoff entry); drops the sequence with the last
 -- entry.
 local function dequeue(q, owner)
   local removed = redis.call('zrem', q.queue, owner)
   redis.call('zrem', q.alive, owner)
   if q.handoff then
-    redis.call('hdel', q.handoff, owner)
+    forget_grant(q.handoff, owner)
   end
   if redis.call('zcard', q.queue) == 0 then
     redis.call('del', q.alive, q.seq)
