@@ -21,7 +21,14 @@ local function forget_last_grant(q)
   end
   local last = redis.call('hget', q.handoff, 'relock:last-grant')
   if last then
-    redis.call('hdel', q.handoff, last, 'relock:last-grant')
+    -- Only a token record goes: if that field has since rejoined the line under the same
+    -- field (a join whose reply was lost, after a plain or older client took the lock without
+    -- clearing the pointer), its entry is a first lease again, and it stays (review).
+    local value = tonumber(redis.call('hget', q.handoff, last) or false)
+    if value and value >= 1000000000000000 then
+      redis.call('hdel', q.handoff, last)
+    end
+    redis.call('hdel', q.handoff, 'relock:last-grant')
   end
 end
 
