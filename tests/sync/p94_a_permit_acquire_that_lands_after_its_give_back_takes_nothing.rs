@@ -111,10 +111,5 @@ async fn a_permit_acquire_that_lands_after_its_give_back_takes_nothing() {
     assert_eq!(sem.available().await.unwrap(), 1);
     c.shutdown().await;
     server.cmd(&["DEL", "p94"]).unwrap();
-    for key in request_keys() {
-        let ttl = server.cmd(&["PTTL", &key]).unwrap().as_int().unwrap();
-        assert!(ttl > 0, "{key}: PTTL {ttl}");
-        server.cmd(&["DEL", &key]).unwrap();
-    }
-    assert_nothing_left(&server).await;
+    crate::only_expiring_request_keys_left(&server, "p94").await;
 }
