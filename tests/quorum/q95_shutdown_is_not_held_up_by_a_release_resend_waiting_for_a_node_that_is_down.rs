@@ -28,9 +28,14 @@ async fn shutdown_is_not_held_up_by_a_release_resend_waiting_for_a_node_that_is_
     guard.unlock().await.unwrap();
     // Then node 1 goes away for good: its connections break and no new one gets through.
     lossy.refuse(true);
+    let accepted = lossy.accepted();
     lossy.reset();
-    // Long enough for the release task to see the set fail and wait for a new one.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The release task has seen the set fail: the client is trying node 1 again (refused).
+    wait_until(Duration::from_secs(3), "a refused reconnection", || async {
+        lossy.accepted() > accepted
+    })
+    .await
+    .unwrap();
     assert_eq!(client.held_locks(), 0);
 
     let started = Instant::now();

@@ -6,20 +6,13 @@
 
 use std::time::Duration;
 
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permit_acquire_that_lands_after_its_give_back_takes_nothing() {
     let server = server();
-    let proxy = FaultProxy::start(&server.addr()).unwrap();
-    let c = relock::Client::builder()
-        .url(proxy.url())
-        .command_timeout(Duration::from_millis(500))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
+    let (proxy, c) = crate::proxied_client(&server, Duration::from_millis(500)).await;
     let sem = c.permit_expirable_semaphore("p94");
     assert!(sem.try_set_permits(1).await.unwrap());
     // Load the scripts first.

@@ -5,20 +5,13 @@
 
 use std::time::Duration;
 
-use relock_testkit::{Direction, FaultProxy};
+use relock_testkit::Direction;
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took() {
     let server = server();
-    let proxy = FaultProxy::start(&server.addr()).unwrap();
-    let c = relock::Client::builder()
-        .url(proxy.url())
-        .command_timeout(Duration::from_millis(1500))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .expect("connect through the proxy");
+    let (proxy, c) = crate::proxied_client(&server, Duration::from_millis(1500)).await;
     let sem = c.semaphore("s92");
     assert!(sem.try_set_permits(1).await.unwrap());
     assert!(sem.try_acquire(1).await.unwrap());

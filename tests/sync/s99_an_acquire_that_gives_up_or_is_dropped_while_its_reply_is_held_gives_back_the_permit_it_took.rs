@@ -6,21 +6,14 @@
 
 use std::time::Duration;
 
-use relock_testkit::{Direction, FaultProxy};
+use relock_testkit::Direction;
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_back_the_permit_it_took(
 ) {
     let server = server();
-    let proxy = FaultProxy::start(&server.addr()).unwrap();
-    let c = relock::Client::builder()
-        .url(proxy.url())
-        .command_timeout(Duration::from_millis(500))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .expect("connect through the proxy");
+    let (proxy, c) = crate::proxied_client(&server, Duration::from_millis(500)).await;
     let sem = c.semaphore("s99");
     assert!(sem.try_set_permits(1).await.unwrap());
     // Load the acquire script, so the attempts below need no NOSCRIPT round trip.

@@ -292,7 +292,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                         "wait",
                         e.ticket.load(Ordering::SeqCst),
                         e.first_lease.map_or(0, |l| l.as_millis()),
-                        e.joined.load(Ordering::SeqCst),
+                        e.joined(),
                     )
                 }
                 _ => ("try", 0, 0, false),

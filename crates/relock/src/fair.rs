@@ -221,16 +221,8 @@ pub(crate) async fn acquire_fair(
                 // The outcome is unknown: the field is retired (its clean-up ran). Wait on
                 // under a new field, keeping our ticket so we keep our place; the old
                 // registration leaves the line in the background.
-                let ticket = waiting.entry.ticket.load(Ordering::SeqCst);
                 let r = fresh.after_error(inner, e).await;
-                waiting = join_queue(
-                    inner,
-                    keys.clone(),
-                    fresh.field.clone(),
-                    ticket,
-                    first_lease,
-                );
-                named = name(&sub, &waiting);
+                (waiting, named) = rejoin(inner, &keys, &fresh, &sub, &waiting, first_lease);
                 r?;
                 continue;
             }
@@ -239,16 +231,8 @@ pub(crate) async fn acquire_fair(
                 // Evicted, or handed the lock whose lease ran out before we took it: rejoin at
                 // our ticket under a new field (a field is handed the lock at most once).
                 fresh.succeeded();
-                let ticket = waiting.entry.ticket.load(Ordering::SeqCst);
                 fresh.retire(inner);
-                waiting = join_queue(
-                    inner,
-                    keys.clone(),
-                    fresh.field.clone(),
-                    ticket,
-                    first_lease,
-                );
-                named = name(&sub, &waiting);
+                (waiting, named) = rejoin(inner, &keys, &fresh, &sub, &waiting, first_lease);
                 continue;
             }
             Ok(Attempt::Held(p)) if p > 0 => {
@@ -281,6 +265,29 @@ pub(crate) async fn acquire_fair(
             return Ok(None);
         }
     }
+}
+
+/// Joins the line again under `fresh`'s new field with `waiting`'s ticket, so that we keep
+/// our place, and routes messages naming it; the old registration leaves the line in the
+/// background once it is dropped.
+fn rejoin(
+    inner: &Arc<Inner>,
+    keys: &Arc<LockKeys>,
+    fresh: &Fresh,
+    sub: &crate::pubsub::Subscription,
+    waiting: &Waiting,
+    first_lease: Option<Duration>,
+) -> (Waiting, crate::pubsub::Named) {
+    let ticket = waiting.entry.ticket.load(Ordering::SeqCst);
+    let new = join_queue(
+        inner,
+        keys.clone(),
+        fresh.field.clone(),
+        ticket,
+        first_lease,
+    );
+    let named = name(sub, &new);
+    (new, named)
 }
 
 /// Routes messages naming `waiting`'s field to it.

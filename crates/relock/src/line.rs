@@ -34,10 +34,6 @@ pub(crate) struct QueueEntry {
     pub(crate) first_lease: Option<Duration>,
     /// The token of a handoff message naming us (0: none yet), set by the dispatcher.
     pub(crate) granted: Arc<AtomicU64>,
-    /// Whether a reply has shown this field in line: from then on the server does not put the
-    /// field back in line once it is out (evicted, or handed the lock), so a field is handed
-    /// the lock at most once, after every such reply was computed.
-    pub(crate) joined: AtomicBool,
     /// The send time of the latest call whose reply showed this field in line (an attempt, a
     /// heartbeat): a handoff to this field happened after that call ran, so no earlier than
     /// this instant, from which its lease is counted (`docs/safety.md`).
@@ -60,18 +56,23 @@ impl QueueEntry {
             wake: Arc::new(Notify::new()),
             first_lease,
             granted: Arc::new(AtomicU64::new(0)),
-            joined: AtomicBool::new(false),
             in_line_at: Mutex::new(None),
         }
     }
 
     /// Records a reply that showed this field in line, to a call sent at `sent`.
     pub(crate) fn seen_in_line(&self, sent: Instant) {
-        self.joined.store(true, Ordering::SeqCst);
         let mut at = self.in_line_at.lock().unwrap();
         if at.is_none_or(|a| a < sent) {
             *at = Some(sent);
         }
+    }
+
+    /// Whether a reply has shown this field in line: from then on the server does not put the
+    /// field back in line once it is out (evicted, or handed the lock), so a field is handed
+    /// the lock at most once, after every such reply was computed.
+    pub(crate) fn joined(&self) -> bool {
+        self.in_line_at.lock().unwrap().is_some()
     }
 }
 
