@@ -79,6 +79,10 @@ struct UncontendedReport {
     ratio_to_ceiling: Option<f64>,
     /// The same against the pipelined (`-P 16`) ceiling.
     ratio_to_pipelined_ceiling: Option<f64>,
+    /// This process's CPU time per pair (getrusage), in µs.
+    client_cpu_us_per_pair: Option<f64>,
+    /// The redis-server's CPU time per pair (`INFO cpu`), in µs.
+    server_cpu_us_per_pair: Option<f64>,
 }
 
 #[derive(serde::Serialize)]
@@ -150,7 +154,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         }
     };
 
-    let pairs = uncontended(
+    let u = uncontended(
         &target.url,
         args.tasks,
         Some(args.connections),
@@ -159,6 +163,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         "uncontended",
     )
     .await?;
+    let pairs = u.pairs;
     outln!(
         text,
         "uncontended: {} tasks, own keys, {} connections",
@@ -167,8 +172,9 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     );
     outln!(
         text,
-        "  relock lock+unlock            {:>9.0} pairs/s",
-        pairs
+        "  relock lock+unlock            {:>9.0} pairs/s  {}",
+        pairs,
+        u.cpu_text()
     );
     if let Some(c) = &ceilings {
         outln!(
@@ -289,6 +295,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                 ratio_to_pipelined_ceiling: ceilings
                     .as_ref()
                     .map(|c| pairs / c.pipelined_ceiling_pairs_per_s),
+                client_cpu_us_per_pair: u.client_cpu_us,
+                server_cpu_us_per_pair: u.server_cpu_us,
             },
             contended: ContendedReport {
                 workers: args.workers,
@@ -577,7 +585,7 @@ pub(crate) async fn uncontended(
     coalesce: bool,
     secs: Duration,
     label: &str,
-) -> Result<f64, CliError> {
+) -> Result<Uncontended, CliError> {
     let mut builder = relock::Client::builder().url(url).coalesce(coalesce);
     if let Some(n) = connections {
         builder = builder.connections(n);
@@ -587,6 +595,8 @@ pub(crate) async fn uncontended(
     // Warm up the connections and the script cache.
     client.lock("bench:u:warm").lock().await?.unlock().await?;
     let c = client.clone();
+    let (client_cpu, server_cpu) = (crate::watchdog_bench::cpu_time(), server_cpu(url).await);
+    let start = Instant::now();
     let pairs = pairs_per_s(tasks, secs, label, move |i| {
         let lock = c.lock(format!("bench:u:{i}"));
         move || {
@@ -595,8 +605,61 @@ pub(crate) async fn uncontended(
         }
     })
     .await?;
+    let n = pairs * start.elapsed().as_secs_f64();
+    let per_pair = |before: Option<Duration>, after: Option<Duration>| match (before, after) {
+        (Some(b), Some(a)) if n > 0.0 => Some(a.saturating_sub(b).as_secs_f64() * 1e6 / n),
+        _ => None,
+    };
+    let client_cpu_us = per_pair(client_cpu, crate::watchdog_bench::cpu_time());
+    let server_cpu_us = per_pair(server_cpu, server_cpu_after(url).await);
     client.shutdown().await;
-    Ok(pairs)
+    Ok(Uncontended {
+        pairs,
+        client_cpu_us,
+        server_cpu_us,
+    })
+}
+
+/// What U measured: pairs/s, and the CPU time each pair cost this process (every thread of
+/// it: the benchmark's tasks are a small share) and the redis-server (`INFO cpu`). CPU per
+/// pair moves far less between runs than pairs/s on a shared 2-core machine.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Uncontended {
+    pub(crate) pairs: f64,
+    pub(crate) client_cpu_us: Option<f64>,
+    pub(crate) server_cpu_us: Option<f64>,
+}
+
+impl Uncontended {
+    /// `client 12.3 µs, server 10.1 µs CPU per pair`, or "" when not measured.
+    pub(crate) fn cpu_text(&self) -> String {
+        match (self.client_cpu_us, self.server_cpu_us) {
+            (Some(c), Some(s)) => format!("client {c:.1} µs, server {s:.1} µs CPU per pair"),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The server's CPU time so far (`used_cpu_user` + `used_cpu_sys` of `INFO cpu`).
+async fn server_cpu(url: &str) -> Option<Duration> {
+    let client = fred_client(url).await.ok()?;
+    let info: String = client.info(Some(fred::types::InfoKind::Cpu)).await.ok()?;
+    let _ = client.quit().await;
+    let field = |name: &str| -> Option<f64> {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))?
+            .trim()
+            .parse()
+            .ok()
+    };
+    Some(Duration::from_secs_f64(
+        field("used_cpu_user")? + field("used_cpu_sys")?,
+    ))
+}
+
+/// [`server_cpu`], read after the run.
+async fn server_cpu_after(url: &str) -> Option<Duration> {
+    server_cpu(url).await
 }
 
 /// Pairs per second of `tasks` tasks: task `i` runs the pair that `make(i)` returns (made

@@ -37,7 +37,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         secs,
         "one master",
     )
-    .await?;
+    .await?
+    .pairs;
     println!("  one master                 {one:>9.0} pairs/s");
     let three = crate::bench::uncontended(
         &cluster.url(),
@@ -47,7 +48,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         secs,
         "3-master cluster",
     )
-    .await?;
+    .await?
+    .pairs;
     println!(
         "  3-master cluster           {three:>9.0} pairs/s  ({:.2} x one master)",
         three / one.max(1.0)

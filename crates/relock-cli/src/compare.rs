@@ -78,12 +78,14 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
 
     // U: relock, then each peer, on the same server.
     let before = server_calls(&url).await?;
-    let relock_u = uncontended(&url, args.tasks, args.connections, true, secs, "U relock").await?;
+    let u = uncontended(&url, args.tasks, args.connections, true, secs, "U relock").await?;
+    let relock_u = u.pairs;
     let calls = (server_calls(&url).await? - before) as f64;
-    // The warm-up pair and the two INFO calls are in the count too: negligible.
+    // The warm-up pair and the INFO calls are in the count too: negligible.
     let per_pair = calls / (relock_u * secs.as_secs_f64()).max(1.0);
     println!(
-        "U relock: {relock_u:.0} pairs/s, {per_pair:.2} server calls per pair (INFO commandstats)"
+        "U relock: {relock_u:.0} pairs/s, {per_pair:.2} server calls per pair (INFO commandstats); {}",
+        u.cpu_text()
     );
     let mut best: Option<(String, f64)> = None;
     if let Some(bin) = peers {

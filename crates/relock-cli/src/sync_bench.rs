@@ -72,7 +72,9 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         relock::redacted_url(&target.url),
         args.seconds
     );
-    let plain = uncontended(&target.url, args.tasks, None, true, secs, "plain lock").await?;
+    let plain = uncontended(&target.url, args.tasks, None, true, secs, "plain lock")
+        .await?
+        .pairs;
     let reads = shared_reads(&target.url, args.tasks, secs).await?;
     let permits = permits(&target.url, args.tasks, secs).await?;
     outln!(text, "uncontended: {} tasks", args.tasks);

@@ -23,7 +23,7 @@ pub(crate) struct Args {
 
 /// This process's CPU time (user + system) from `getrusage(RUSAGE_SELF)`: microsecond
 /// resolution, whatever the kernel's clock tick.
-fn cpu_time() -> Option<Duration> {
+pub(crate) fn cpu_time() -> Option<Duration> {
     use nix::sys::resource::{getrusage, UsageWho};
     use nix::sys::time::TimeValLike;
     let usage = getrusage(UsageWho::RUSAGE_SELF).ok()?;

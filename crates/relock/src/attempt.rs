@@ -1,9 +1,11 @@
-//! One acquire script call for a fresh hold of a single-server lock (plain or fair), run in a
-//! task of its own, and the state a fresh acquisition carries between its calls.
+//! One acquire script call for a fresh hold of a single-server lock (plain or fair), run to
+//! its end whatever its caller does, and the state a fresh acquisition carries between its
+//! calls.
 //!
-//! The call runs in its own task so that a reply arriving after the caller gave up still
-//! becomes a guard, whose drop releases it; and an attempt whose outcome is unknown is
-//! cleaned up under its own field, which the caller then retires.
+//! The call runs to its end (in the caller's task while the caller polls it, then in a tracked
+//! task: `detach`) so that a reply arriving after the caller gave up still becomes a guard,
+//! whose drop releases it; and an attempt whose outcome is unknown is cleaned up under its own
+//! field, which the caller then retires.
 
 use std::pin::pin;
 use std::sync::atomic::Ordering;
@@ -164,8 +166,9 @@ impl Retry {
     }
 }
 
-/// One acquire script call for `fresh`. It runs in its own task, so that a reply arriving
-/// after the caller gave up still becomes a guard, and that guard's drop releases it.
+/// One acquire script call for `fresh`. It runs to its end even if the caller gives up (in
+/// the caller's task while it is polled, then in a tracked task: `detach`), so that a reply
+/// arriving after the caller gave up still becomes a guard, and that guard's drop releases it.
 /// Errors are returned as they are; the caller retires the field and decides whether to
 /// try again.
 pub(crate) async fn attempt(
@@ -195,12 +198,7 @@ pub(crate) async fn attempt(
         mode,
         _gate: gate,
     });
-    inner
-        .shared
-        .tracker
-        .spawn(task)
-        .await
-        .map_err(|_| Error::Shutdown)?
+    inner.shared.run(task).await?
 }
 
 /// Records how an acquisition ended on its `acquire` span: outcome (`acquired`, `timed_out`,
@@ -379,7 +377,8 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             let (token, valid_until, handed) = granted.expect("checked");
             if let Some((wanted, timeout)) = inner.settings.sync_replicas {
                 // Before anyone relies on it, the grant must be on `wanted` replicas.
-                let acked = wait_replicas(conn, &keys.lock, wanted, timeout).await;
+                // Boxed: fred's WAIT future is several KB, and most clients never send it.
+                let acked = Box::pin(wait_replicas(conn, &keys.lock, wanted, timeout)).await;
                 if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
                     clean_up_unknown_outcome(&inner, &keys, &field).await;
                     return Err(match acked {
@@ -526,8 +525,9 @@ pub(crate) fn mutated_token(token: u64) -> u64 {
     token
 }
 
-/// One more guard on `hold`, in its own task (a reply that arrives after the caller gave
-/// up still becomes a guard, whose drop takes the count off again).
+/// One more guard on `hold`, run to its end whatever the caller does (`detach`): a reply that
+/// arrives after the caller gave up still becomes a guard, whose drop takes the count off
+/// again.
 pub(crate) async fn reenter(
     inner: &Arc<Inner>,
     keys: Arc<LockKeys>,
@@ -535,7 +535,8 @@ pub(crate) async fn reenter(
     lease: Option<Duration>,
 ) -> Result<LockGuard> {
     let inner = inner.clone();
-    let task = inner.shared.tracker.clone().spawn(async move {
+    let shared = inner.clone();
+    let task = shared.shared.run(async move {
         let watchdog = lease.is_none();
         let lease = lease.unwrap_or(inner.settings.watchdog_lease);
         let sent = Instant::now();
@@ -569,5 +570,5 @@ pub(crate) async fn reenter(
             }
         }
     });
-    task.await.map_err(|_| Error::Shutdown)?
+    task.await?
 }

@@ -26,6 +26,9 @@ pub(crate) struct Shared {
     /// Every attempt, re-entry, release and leave of a line runs here, so that shutdown can
     /// wait for what is in flight before it releases what is held.
     pub(crate) tracker: TaskTracker,
+    /// Attempts, re-entries and releases running in their callers' tasks: moved to the
+    /// tracker when their futures are dropped, or when shutdown begins (`detach`).
+    in_place: Arc<crate::detach::Registry>,
 }
 
 impl Shared {
@@ -34,7 +37,27 @@ impl Shared {
             id,
             holds: Holds::default(),
             tracker: TaskTracker::new(),
+            in_place: Arc::default(),
         }
+    }
+
+    /// Runs `work` to its end: in the caller's task while the caller polls it, on the tracker
+    /// once its future is dropped or shutdown has begun. Errs with `Shutdown` only if the
+    /// runtime dropped the work unfinished.
+    pub(crate) fn run<T, F>(&self, work: F) -> crate::detach::Detachable<T>
+    where
+        T: Send + 'static,
+        F: Future<Output = T> + Send + 'static,
+    {
+        self.in_place.run(&self.tracker, work)
+    }
+
+    /// Shutdown's first step: every piece of work running in a caller's task moves to the
+    /// tracker (and later work starts there), then the tracker is closed, so that waiting for
+    /// the tracker waits for all of it, whether or not its callers still poll it.
+    pub(crate) fn close(&self) {
+        self.in_place.detach_all(&self.tracker);
+        self.tracker.close();
     }
 }
 

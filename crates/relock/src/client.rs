@@ -1006,7 +1006,7 @@ impl Client {
         }
         inner.stopping.send_replace(true);
         inner.pubsub.wake_all();
-        inner.shared.tracker.close();
+        inner.shared.close();
         let settle = inner.settings.command_timeout + Duration::from_millis(100);
         if tokio::time::timeout(settle, inner.shared.tracker.wait())
             .await

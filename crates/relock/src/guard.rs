@@ -143,7 +143,8 @@ impl LockGuard {
     /// retrying the release in the background until the lease would have ended.
     ///
     /// # Cancel safety
-    /// The release runs in its own task, so dropping this future does not stop it.
+    /// The release runs to its end even if this future is dropped (it moves to a task of its
+    /// own then, and at shutdown).
     pub async fn unlock(mut self) -> Result<()> {
         self.released = true;
         let (remaining, lost) = self.hold.remove_guard(self.watchdog);
@@ -151,10 +152,7 @@ impl LockGuard {
             .backend
             .clone()
             .release(self.hold.clone(), remaining, lost);
-        match self.backend.shared().tracker.spawn(fut).await {
-            Ok(r) => r,
-            Err(_) => Err(Error::Shutdown),
-        }
+        self.backend.shared().run(fut).await?
     }
 }
 

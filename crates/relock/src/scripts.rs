@@ -103,7 +103,9 @@ impl Script {
         call.extend(keys.into_iter().map(Value::from));
         call.extend(args.into_iter().map(Value::from));
         let sha = CustomCommand::new_static(by_sha, hash.clone(), false);
-        let first = client.custom(sha, call.clone());
+        // fred's command future is several KB: boxed, so that every future that awaits a
+        // script (and every task or slot that carries one) stays small and cheap to move.
+        let first = Box::pin(client.custom(sha, call.clone()));
         let first = match tracked {
             Some(t) => t.handing(first).await,
             None => first.await,
@@ -119,7 +121,8 @@ impl Script {
                 }
                 tracing::debug!(script = self.name, "NOSCRIPT; sending the script body");
                 call[0] = self.lua.as_ref().into();
-                let body = client.custom(CustomCommand::new_static(by_body, hash, false), call);
+                let body =
+                    Box::pin(client.custom(CustomCommand::new_static(by_body, hash, false), call));
                 match tracked {
                     Some(t) => t.handing(body).await,
                     None => body.await,

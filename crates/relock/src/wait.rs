@@ -82,7 +82,8 @@ pub(crate) async fn start(
     } else {
         ChannelKind::Lock
     };
-    let subscribe = inner.pubsub.subscribe_as(&channel, kind);
+    // Boxed: a subscription's future holds fred's (several KB), and only waiters need it.
+    let subscribe = Box::pin(inner.pubsub.subscribe_as(&channel, kind));
     let sub = match deadline {
         Some(d) => match tokio::time::timeout_at(d, subscribe).await {
             Ok(r) => r,
