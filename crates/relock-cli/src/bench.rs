@@ -641,7 +641,7 @@ impl Uncontended {
 }
 
 /// The server's CPU time so far (`used_cpu_user` + `used_cpu_sys` of `INFO cpu`).
-async fn server_cpu(url: &str) -> Option<Duration> {
+pub(crate) async fn server_cpu(url: &str) -> Option<Duration> {
     let client = fred_client(url).await.ok()?;
     let info: String = client.info(Some(fred::types::InfoKind::Cpu)).await.ok()?;
     let _ = client.quit().await;

@@ -90,6 +90,10 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let mut best: Option<(String, f64)> = None;
     if let Some(bin) = peers {
         for lib in ["rslock", "redis-lock", "async-redis-lock"] {
+            let (server_before, client_before) = (
+                crate::bench::server_cpu(&url).await,
+                crate::watchdog_bench::children_cpu_time(),
+            );
             let out = peer(
                 bin,
                 &[
@@ -102,9 +106,27 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             )?;
             let out: Vec<&str> = out.iter().map(String::as_str).collect();
             match out.as_slice() {
-                [name, "u", _pairs, rate, errors] => {
+                [name, "u", pairs, rate, errors] => {
                     let rate: f64 = rate.parse().unwrap_or(0.0);
-                    println!("U {name}: {rate:.0} pairs/s ({errors} errors)");
+                    let pairs: f64 = pairs.parse().unwrap_or(0.0);
+                    // The same CPU figures as relock's: what a pair costs each side.
+                    let cpu = crate::bench::Uncontended {
+                        pairs: rate,
+                        client_cpu_us: per_pair_us(
+                            client_before,
+                            crate::watchdog_bench::children_cpu_time(),
+                            pairs,
+                        ),
+                        server_cpu_us: per_pair_us(
+                            server_before,
+                            crate::bench::server_cpu(&url).await,
+                            pairs,
+                        ),
+                    };
+                    println!(
+                        "U {name}: {rate:.0} pairs/s ({errors} errors); {}",
+                        cpu.cpu_text()
+                    );
                     if best.as_ref().is_none_or(|(_, b)| rate > *b) {
                         best = Some((name.to_string(), rate));
                     }
@@ -189,6 +211,16 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         ms(q.p99),
         q.pairs
     );
+    // What a majority round costs this client library on these masters, whatever the lock:
+    // relock's vote is a Lua script; the peers' is a SET NX PX.
+    let floor_set = majority_round(&m.urls(), Vote::SetNx, secs).await?;
+    let floor_lua = majority_round(&m.urls(), Vote::AcquireScript, secs).await?;
+    println!(
+        "Q floor (bare fred, majority of {} answers): SET NX PX p50 {}, EVALSHA acquire.lua p50 {}",
+        args.nodes,
+        ms(floor_set),
+        ms(floor_lua)
+    );
     m[args.nodes / 2].pause()?;
     let paused = serial("Q-paused", secs, pair).await;
     m[args.nodes / 2].resume()?;
@@ -232,6 +264,19 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             met: ratio <= 1.0,
         });
     }
+    rows.push(Row {
+        scenario: "Q: relock ÷ its own vote's floor (bare fred, EVALSHA acquire.lua, majority)"
+            .into(),
+        relock: ms(q.p50),
+        baseline: format!(
+            "floor {} (SET NX PX floor {})",
+            ms(floor_lua),
+            ms(floor_set)
+        ),
+        ratio: q.p50.as_secs_f64() / floor_lua.as_secs_f64().max(1e-9),
+        target: "—".into(),
+        met: true,
+    });
     let ratio = paused.p50.as_secs_f64() / q.p50.as_secs_f64().max(1e-9);
     rows.push(Row {
         scenario: "Q-paused: one master stopped, p50".into(),
@@ -297,6 +342,104 @@ async fn server_calls(url: &str) -> Result<u64, CliError> {
         .filter_map(|r| r.split(',').next())
         .filter_map(|n| n.parse::<u64>().ok())
         .sum())
+}
+
+/// What one node is asked in a bare majority round.
+#[derive(Debug, Clone, Copy)]
+enum Vote {
+    /// `SET k v NX PX 30000` (what the SET-based peers send).
+    SetNx,
+    /// `EVALSHA` of relock's `acquire.lua`, as a vote sends it.
+    AcquireScript,
+}
+
+/// p50 of a bare majority round: the same command to every node at once from one fred client
+/// per node, timed until a majority has answered; the key is deleted everywhere between rounds
+/// (untimed). The floor of a quorum acquire whose vote is that command, with no lock library.
+async fn majority_round(urls: &[String], vote: Vote, secs: Duration) -> Result<Duration, CliError> {
+    use fred::interfaces::{KeysInterface, LuaInterface};
+    use futures_util::stream::{FuturesUnordered, StreamExt};
+    let failed = |e: fred::error::Error| CliError::Failed(e.to_string());
+    let mut clients = Vec::with_capacity(urls.len());
+    for url in urls {
+        clients.push(fred_client(url).await?);
+    }
+    let mut sha = String::new();
+    for c in &clients {
+        sha = c.script_load(relock::lua::ACQUIRE).await.map_err(failed)?;
+    }
+    let majority = urls.len() / 2 + 1;
+    let mut lat = Latencies::new();
+    let end = Instant::now() + secs;
+    let mut n = 0u64;
+    while Instant::now() < end {
+        n += 1;
+        let field = format!("floor:{n}");
+        let t = Instant::now();
+        let mut calls: FuturesUnordered<_> = clients
+            .iter()
+            .map(|c| {
+                let (c, sha, field) = (c.clone(), sha.clone(), field.clone());
+                async move {
+                    match vote {
+                        Vote::SetNx => c
+                            .set::<Option<String>, _, _>(
+                                "bench:floor",
+                                field,
+                                Some(fred::types::Expiration::PX(30_000)),
+                                Some(fred::types::SetOptions::NX),
+                                false,
+                            )
+                            .await
+                            .map(drop),
+                        Vote::AcquireScript => c
+                            .evalsha::<Vec<i64>, _, _, _>(
+                                sha,
+                                vec!["bench:floor:hash", "bench:floor:token"],
+                                vec!["30000".to_string(), field, "1000".to_string()],
+                            )
+                            .await
+                            .map(drop),
+                    }
+                }
+            })
+            .collect();
+        let mut answered = 0;
+        while let Some(r) = calls.next().await {
+            r.map_err(failed)?;
+            answered += 1;
+            if answered == majority {
+                break;
+            }
+        }
+        lat.record(t.elapsed());
+        while let Some(r) = calls.next().await {
+            r.map_err(failed)?;
+        }
+        for c in &clients {
+            let _: i64 = c
+                .del(vec!["bench:floor", "bench:floor:hash"])
+                .await
+                .map_err(failed)?;
+        }
+    }
+    for c in &clients {
+        let _: i64 = c.del("bench:floor:token").await.map_err(failed)?;
+        let _ = c.quit().await;
+    }
+    Ok(lat.percentile(50.0))
+}
+
+/// CPU µs per pair between two readings, over `pairs` pairs.
+fn per_pair_us(
+    before: Option<std::time::Duration>,
+    after: Option<std::time::Duration>,
+    pairs: f64,
+) -> Option<f64> {
+    match (before, after) {
+        (Some(b), Some(a)) if pairs > 0.0 => Some(a.saturating_sub(b).as_secs_f64() * 1e6 / pairs),
+        _ => None,
+    }
 }
 
 /// p50 of 5000 serial PINGs from a fred client on this runtime.

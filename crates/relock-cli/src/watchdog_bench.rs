@@ -24,9 +24,19 @@ pub(crate) struct Args {
 /// This process's CPU time (user + system) from `getrusage(RUSAGE_SELF)`: microsecond
 /// resolution, whatever the kernel's clock tick.
 pub(crate) fn cpu_time() -> Option<Duration> {
-    use nix::sys::resource::{getrusage, UsageWho};
+    rusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+}
+
+/// The CPU time of this process's children that have ended and been waited for (a peer
+/// benchmark run as a subprocess): its difference around one run is that run's CPU time.
+pub(crate) fn children_cpu_time() -> Option<Duration> {
+    rusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+}
+
+fn rusage(who: nix::sys::resource::UsageWho) -> Option<Duration> {
+    use nix::sys::resource::getrusage;
     use nix::sys::time::TimeValLike;
-    let usage = getrusage(UsageWho::RUSAGE_SELF).ok()?;
+    let usage = getrusage(who).ok()?;
     let us = usage.user_time().num_microseconds() + usage.system_time().num_microseconds();
     Some(Duration::from_micros(u64::try_from(us).ok()?))
 }

@@ -328,9 +328,13 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
     let conn = inner.pool.next();
     let reply = match (&inner.batcher, &mode) {
         (Some(b), Mode::Plain) => {
+            // Moved, not copied: the plain acquire's keys and arguments are exactly the op's.
+            let mut k = script_keys.into_iter();
+            let mut a = args.into_iter();
+            let next = |i: &mut std::vec::IntoIter<String>| i.next().unwrap_or_default();
             let op = crate::batch::Op::Acquire {
-                keys: [script_keys[0].clone(), script_keys[1].clone()],
-                args: [args[0].clone(), args[1].clone(), args[2].clone()],
+                keys: [next(&mut k), next(&mut k)],
+                args: [next(&mut a), next(&mut a), next(&mut a)],
             };
             b.run::<Vec<i64>>(op).await
         }

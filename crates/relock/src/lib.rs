@@ -70,7 +70,13 @@
 //! - `holds`: the client's record of what it holds (one entry and one server field per hold).
 //! - `reentry`: which hold a `lock()` re-enters (scopes, owners, the per-task mode).
 //! - `watchdog`: one task per client that renews holds in batches, through its backend.
-//! - `attempt`: one acquire script call for a fresh hold, in its own task.
+//! - `attempt`: one acquire script call for a fresh hold, run to its end whatever its caller
+//!   does.
+//! - `detach`: work that must run to its end (an attempt, a re-entry, a release) runs in the
+//!   caller's task while it is polled, and moves to a tracked task when its future is dropped
+//!   or shutdown begins.
+//! - `race`: several nodes' calls polled in place until the caller has a majority; the rest
+//!   go on in one tracked task.
 //! - `wait`: the start of every wait: first attempts, then the subscription before the retry.
 //! - `pubsub`: one subscriber per client; refcounted subscriptions; wakes waiters.
 //! - `raw`: [`DistributedLock`], and the acquiring methods written once for every kind.
