@@ -145,6 +145,7 @@ impl Registry {
             slot,
             registry: self.clone(),
             tracker: tracker.clone(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
             index,
         }
     }
@@ -186,6 +187,9 @@ pub(crate) struct Detachable<T: Send + 'static> {
     slot: Arc<Slot<T>>,
     registry: Arc<Registry>,
     tracker: TaskTracker,
+    /// The runtime it was made on: a future dropped on a thread outside any runtime (a plain
+    /// thread it was moved to) still has its work spawned there (found by review).
+    runtime: Option<tokio::runtime::Handle>,
     index: Option<usize>,
 }
 
@@ -194,7 +198,10 @@ impl<T: Send + 'static> Future for Detachable<T> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<T>> {
         let this = self.get_mut();
-        let mut state = lock(&this.slot.state);
+        let Ok(mut state) = this.slot.state.lock() else {
+            // As an `async fn` polled again after it panicked.
+            panic!("a relock lock operation was polled again after it panicked");
+        };
         let out = match &mut *state {
             State::InPlace { work, waker } => match work.as_mut().poll(cx) {
                 Poll::Ready(v) => Ok(v),
@@ -224,24 +231,39 @@ impl<T: Send + 'static> Future for Detachable<T> {
 
 impl<T: Send + 'static> Drop for Detachable<T> {
     fn drop(&mut self) {
+        // Poisoned: the work panicked while polled (the panic went to the caller); it cannot
+        // be polled again.
+        if let Ok(mut state) = self.slot.state.lock() {
+            if matches!(*state, State::InPlace { .. }) {
+                let State::InPlace { work, .. } = std::mem::replace(&mut *state, State::Done)
+                else {
+                    unreachable!("checked above")
+                };
+                // Spawned before the slot's lock is let go and before the slot leaves the
+                // registry: a shutdown that finds the slot either detaches it or, waiting for
+                // its lock, finds it spawned; one that no longer finds it finds the task.
+                spawn(&self.tracker, self.runtime.as_ref(), work);
+            }
+        }
         if let Some(i) = self.index.take() {
             self.registry.remove(i);
         }
-        // Poisoned: the work panicked while polled (the panic went to the caller); it cannot
-        // be polled again.
-        let Ok(mut state) = self.slot.state.lock() else {
-            return;
-        };
-        if matches!(*state, State::InPlace { .. }) {
-            let State::InPlace { work, .. } = std::mem::replace(&mut *state, State::Done) else {
-                unreachable!("checked above")
-            };
-            drop(state);
-            // Outside a runtime nothing can run it (a runtime going away drops its tasks'
-            // futures): a command already sent still runs on the server, and a grant expires
-            // with its lease.
-            if tokio::runtime::Handle::try_current().is_ok() {
-                self.tracker.spawn(work);
+    }
+}
+
+/// Spawns `work` on `tracker`, on the current runtime or else on `runtime` (the one the work
+/// was made on). With neither (the runtime is gone), nothing can run it: a command already
+/// sent still runs on the server, and a grant expires with its lease.
+pub(crate) fn spawn<F>(tracker: &TaskTracker, runtime: Option<&tokio::runtime::Handle>, work: F)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match tokio::runtime::Handle::try_current() {
+        Ok(_) => drop(tracker.spawn(work)),
+        Err(_) => {
+            if let Some(rt) = runtime {
+                drop(tracker.spawn_on(work, rt));
             }
         }
     }

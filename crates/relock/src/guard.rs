@@ -143,8 +143,7 @@ impl LockGuard {
     /// retrying the release in the background until the lease would have ended.
     ///
     /// # Cancel safety
-    /// The release runs to its end even if this future is dropped (it moves to a task of its
-    /// own then, and at shutdown).
+    /// The release runs in its own task, so dropping this future does not stop it.
     pub async fn unlock(mut self) -> Result<()> {
         self.released = true;
         let (remaining, lost) = self.hold.remove_guard(self.watchdog);
@@ -152,7 +151,15 @@ impl LockGuard {
             .backend
             .clone()
             .release(self.hold.clone(), remaining, lost);
-        self.backend.shared().run(fut).await?
+        // A task of its own, not the caller's: the release changes what others see (the hold
+        // stays "releasing", and a quorum hold's gate stays taken, until its reply is
+        // handled), so it must not wait for a caller that may stop polling this future (found
+        // by review: a kept, unpolled unlock stalled the next lock() of the name and a quorum
+        // client's whole watchdog).
+        match self.backend.shared().tracker.spawn(fut).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Shutdown),
+        }
     }
 }
 

@@ -795,8 +795,13 @@ impl QuorumInner {
         // may never be written, and a node must not keep a lock that was released everywhere
         // else.)
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        let mut calls: Vec<std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>> =
-            Vec::with_capacity(self.nodes.len());
+        // Polled here until a majority answered; the rest go on in a tracked task. (Made
+        // empty and filled, with no `Vec` of calls alive across an await: that would make this
+        // future, and shutdown's, not `Sync`.)
+        let mut calls: crate::race::InPlace<
+            std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
+            (),
+        > = crate::race::InPlace::new(&self.shared.tracker, []);
         for (i, node) in self.nodes.iter().enumerate() {
             // Before anything else (even for a node without connections now): the votes and
             // re-entries of this field on this node send nothing more.
@@ -903,8 +908,6 @@ impl QuorumInner {
             }));
         }
         drop(tx);
-        // Polled here until a majority answered; the rest go on in a tracked task.
-        let mut calls = crate::race::InPlace::new(&self.shared.tracker, calls);
         let mut out = vec![Err("not awaited".to_string()); self.nodes.len()];
         let mut answered = 0;
         while answered < self.quorum {

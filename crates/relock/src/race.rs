@@ -10,14 +10,19 @@
 //! the client's tracker, which shutdown waits for.
 
 use std::future::Future;
+use std::sync::{Mutex, MutexGuard};
 
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use tokio_util::task::TaskTracker;
 
 /// Calls polled in place; on drop, the ones still running go on in a task on `tracker`.
 pub(crate) struct InPlace<F: Future<Output = T> + Send + 'static, T: Send + 'static> {
-    calls: FuturesUnordered<F>,
+    /// Behind a lock only so that futures holding this stay `Sync` (the calls need not be):
+    /// it is taken for each poll, by one task at a time.
+    calls: Mutex<FuturesUnordered<F>>,
     tracker: TaskTracker,
+    /// The runtime it was made on (see `detach::spawn`).
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl<F, T> InPlace<F, T>
@@ -27,9 +32,21 @@ where
 {
     pub(crate) fn new(tracker: &TaskTracker, calls: impl IntoIterator<Item = F>) -> Self {
         InPlace {
-            calls: calls.into_iter().collect(),
+            calls: Mutex::new(calls.into_iter().collect()),
             tracker: tracker.clone(),
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
+    }
+
+    /// One more call.
+    pub(crate) fn push(&mut self, call: F) {
+        self.calls().push(call);
+    }
+
+    fn calls(&self) -> MutexGuard<'_, FuturesUnordered<F>> {
+        self.calls
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The next call to end, with its output; `None` once every call has ended.
@@ -37,12 +54,12 @@ where
     /// # Cancel safety
     /// Cancel safe: no output is lost by dropping this future (the call stays in the set).
     pub(crate) async fn next(&mut self) -> Option<T> {
-        self.calls.next().await
+        std::future::poll_fn(|cx| self.calls().poll_next_unpin(cx)).await
     }
 
     /// Whether every call has ended.
     pub(crate) fn is_empty(&self) -> bool {
-        self.calls.is_empty()
+        self.calls().is_empty()
     }
 }
 
@@ -52,17 +69,13 @@ where
     T: Send + 'static,
 {
     fn drop(&mut self) {
-        if self.calls.is_empty() {
+        let mut rest = std::mem::take(&mut *self.calls());
+        if rest.is_empty() {
             return;
         }
-        let mut rest = std::mem::take(&mut self.calls);
-        // Outside a runtime (a runtime shutting down drops its tasks' futures) nothing can
-        // run them: their commands already sent still run on the servers, as with any client
-        // that goes away.
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.tracker
-                .spawn(async move { while rest.next().await.is_some() {} });
-        }
+        crate::detach::spawn(&self.tracker, self.runtime.as_ref(), async move {
+            while rest.next().await.is_some() {}
+        });
     }
 }
 
