@@ -75,6 +75,12 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         ms(ping_p50),
         ms(bench_ping)
     );
+    let floor = handoff_floor_p50(&url).await?;
+    println!(
+        "H-wait floor (bare fred: a script publishes, another client's subscribed task wakes): p50 {} = {:.2} × fred PING",
+        ms(floor),
+        floor.as_secs_f64() / ping_p50.as_secs_f64().max(1e-9)
+    );
 
     // U: relock, then each peer, on the same server.
     let before = server_calls(&url).await?;
@@ -181,6 +187,14 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             ratio,
             target: "≤ 3 × PING".into(),
             met: ratio <= 3.0,
+        });
+        rows.push(Row {
+            scenario: format!("H-wait {kind}: handoff p50 ÷ the bare-fred handoff floor"),
+            relock: ms(p50),
+            baseline: format!("floor {}", ms(floor)),
+            ratio: p50.as_secs_f64() / floor.as_secs_f64().max(1e-9),
+            target: "—".into(),
+            met: true,
         });
         rows.push(Row {
             scenario: format!("H-wait {kind}: handoff p99"),
@@ -440,6 +454,57 @@ fn per_pair_us(
         (Some(b), Some(a)) if pairs > 0.0 => Some(a.saturating_sub(b).as_secs_f64() * 1e6 / pairs),
         _ => None,
     }
+}
+
+/// p50 of the shortest handoff a lock built on fred could make, with no lock library: one
+/// client runs a script that publishes a message (a release that names the next holder, as
+/// the fair lock's does), and a task of the same runtime blocked on another client's
+/// subscription wakes with it. Timed from the script's send to that task's wake-up, 2000 times.
+async fn handoff_floor_p50(url: &str) -> Result<Duration, CliError> {
+    use fred::interfaces::{EventInterface, LuaInterface, PubsubInterface};
+    let failed = |e: fred::error::Error| CliError::Failed(e.to_string());
+    let publisher = fred_client(url).await?;
+    let config =
+        fred::types::config::Config::from_url(url).map_err(|e| CliError::Failed(e.to_string()))?;
+    let subscriber = fred::clients::SubscriberClient::new(config, None, None, None);
+    subscriber.init().await.map_err(failed)?;
+    subscriber
+        .subscribe("bench:floor:channel")
+        .await
+        .map_err(failed)?;
+    let mut messages = subscriber.message_rx();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+    // The waiter: a task of its own, woken by the subscriber's message.
+    let waiter = tokio::spawn(async move {
+        while let Ok(_m) = messages.recv().await {
+            if tx.send(Instant::now()).is_err() {
+                return;
+            }
+        }
+    });
+    let script = "redis.call('publish', KEYS[1], ARGV[1]) return 1";
+    let sha: String = publisher.script_load(script).await.map_err(failed)?;
+    let mut lat = Latencies::new();
+    for i in 0..2000u32 {
+        let t = Instant::now();
+        let _: i64 = publisher
+            .evalsha(
+                sha.as_str(),
+                vec!["bench:floor:channel"],
+                vec![i.to_string()],
+            )
+            .await
+            .map_err(failed)?;
+        let woken = tokio::time::timeout(Duration::from_secs(2), rx.recv())
+            .await
+            .map_err(|_| CliError::Failed("the floor's message never came".into()))?
+            .ok_or_else(|| CliError::Failed("the floor's subscriber ended".into()))?;
+        lat.record(woken.saturating_duration_since(t));
+    }
+    waiter.abort();
+    let _ = subscriber.quit().await;
+    let _ = publisher.quit().await;
+    Ok(lat.percentile(50.0))
 }
 
 /// p50 of 5000 serial PINGs from a fred client on this runtime.
