@@ -88,6 +88,15 @@ async fn renew_all<B: Backend>(backend: &Arc<B>) -> bool {
     if holds.is_empty() {
         return true;
     }
-    let batches = backend.renewal_batches(holds);
-    all_succeed(batches.into_iter().map(|b| backend.clone().renew_batch(b))).await
+    let mut batches = backend.renewal_batches(holds).into_iter();
+    // The first batch alone, then the rest at once: on a server that lacks the script (new, or
+    // restarted empty) the first call's NOSCRIPT and EVAL cache it, instead of every call in
+    // flight meeting NOSCRIPT and being sent twice (bench-watchdog counted 1.02 calls per 100
+    // locks per period for that).
+    let Some(first) = batches.next() else {
+        return true;
+    };
+    let first = backend.clone().renew_batch(first).await;
+    let rest = all_succeed(batches.map(|b| backend.clone().renew_batch(b))).await;
+    first && rest
 }
