@@ -18,7 +18,6 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use crate::attempt::{attempt, Attempt, Fresh, Mode, NO_TTL_RECHECK};
@@ -137,13 +136,21 @@ async fn beat_all(inner: &Arc<Inner>) {
     if entries.is_empty() {
         return;
     }
-    let mut batches = JoinSet::new();
-    for batch in inner.batches(&entries, |e| e.keys.lock.as_str()) {
-        let inner = inner.clone();
-        let span = tracing::debug_span!("heartbeat", waiters = batch.len());
-        batches.spawn(async move { beat_batch(&inner, &batch).await }.instrument(span));
-    }
-    while batches.join_next().await.is_some() {}
+    let calls = inner
+        .batches(&entries, |e| e.keys.lock.as_str())
+        .into_iter()
+        .map(|batch| {
+            let inner = inner.clone();
+            let span = tracing::debug_span!("heartbeat", waiters = batch.len());
+            async move {
+                beat_batch(&inner, &batch).await;
+                true
+            }
+            .instrument(span)
+        });
+    // The first batch alone, then the rest at once (see `all_succeed`: one NOSCRIPT, not one
+    // per batch in flight, on a server that lacks the script).
+    crate::watchdog::all_succeed(calls).await;
 }
 
 async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
