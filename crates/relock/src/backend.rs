@@ -26,9 +26,9 @@ pub(crate) struct Shared {
     /// Every attempt, re-entry, release and leave of a line runs here, so that shutdown can
     /// wait for what is in flight before it releases what is held.
     pub(crate) tracker: TaskTracker,
-    /// Attempts, re-entries and releases running in their callers' tasks: moved to the
-    /// tracker when their futures are dropped, or when shutdown begins (`detach`).
-    in_place: Arc<crate::detach::Registry>,
+    /// Attempts and re-entries running in their callers' tasks: moved to the tracker when
+    /// their futures are dropped, or when shutdown begins (`detach`).
+    pub(crate) in_place: Arc<crate::detach::Registry>,
 }
 
 impl Shared {

@@ -12,8 +12,8 @@
 //! waits for a free slot (meanwhile more operations arrive), takes whatever else is queued (up
 //! to [`MAX_BATCH`]), and sends them in one call on the next pool connection.
 //! Each operation's reply is handed back on its own oneshot. The callers keep their own
-//! semantics: an acquire still runs in its own task, so a reply that arrives after its caller
-//! gave up still becomes a guard; an error of the call (timeout, connection) is every
+//! semantics: an acquire runs to its end whatever its caller does (`detach`), so a reply that
+//! arrives after its caller gave up still becomes a guard; an error of the call (timeout, connection) is every
 //! operation's error, exactly as if each had been sent alone and failed; an error of one
 //! operation (WRONGTYPE, READONLY) is that operation's only.
 //!
@@ -32,6 +32,14 @@ use crate::scripts;
 
 /// Most operations in one call: bounds the script's run time (a few µs each) and the reply.
 pub(crate) const MAX_BATCH: usize = 64;
+
+/// How long the queue's task waits for a free call slot before it moves the client's in-place
+/// work to tasks of their own. A slot is normally held for one round trip (well under a
+/// millisecond), but an acquire sent alone runs in its caller's task (`detach`): a caller that
+/// keeps its `lock()` future without polling it keeps that slot until it polls again, and
+/// every queued lock and unlock of the client would wait behind it (`t78`, found by review).
+/// In a task of its own the acquire lets go of its slot as soon as its reply comes.
+const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// An operation to coalesce.
 #[derive(Debug)]
@@ -70,12 +78,36 @@ impl std::fmt::Debug for Queued {
 }
 
 impl Batcher {
-    /// Starts the task that sends the operations on `pool`, at most `in_flight` calls at once.
-    pub(crate) fn spawn(pool: Pool, in_flight: usize) -> Batcher {
+    /// Starts the task that sends the operations on `pool`, at most `in_flight` calls at once;
+    /// `in_place` and `tracker` are the client's (see [`SLOT_WAIT`]).
+    pub(crate) fn spawn(
+        pool: Pool,
+        in_flight: usize,
+        in_place: Arc<crate::detach::Registry>,
+        tracker: tokio_util::task::TaskTracker,
+    ) -> Batcher {
         let (tx, rx) = mpsc::unbounded_channel();
         let slots = Arc::new(Semaphore::new(in_flight.max(1)));
         let queued = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(run(pool.clone(), rx, slots.clone(), queued.clone()));
+        let free_slots = move |slots: Arc<Semaphore>| {
+            let (in_place, tracker) = (in_place.clone(), tracker.clone());
+            async move {
+                match tokio::time::timeout(SLOT_WAIT, slots.clone().acquire_owned()).await {
+                    Ok(slot) => slot.ok(),
+                    Err(_) => {
+                        in_place.detach_current(&tracker);
+                        slots.acquire_owned().await.ok()
+                    }
+                }
+            }
+        };
+        tokio::spawn(run(
+            pool.clone(),
+            rx,
+            slots.clone(),
+            queued.clone(),
+            free_slots,
+        ));
         Batcher {
             tx,
             slots,
@@ -109,15 +141,19 @@ impl Batcher {
     }
 }
 
-async fn run(
+async fn run<F, Fut>(
     pool: Pool,
     mut rx: mpsc::UnboundedReceiver<Queued>,
     slots: Arc<Semaphore>,
     queued: Arc<AtomicUsize>,
-) {
+    free_slot: F,
+) where
+    F: Fn(Arc<Semaphore>) -> Fut,
+    Fut: std::future::Future<Output = Option<tokio::sync::OwnedSemaphorePermit>>,
+{
     while let Some(first) = rx.recv().await {
         // While every slot is busy, operations queue up: they go together in the next call.
-        let Ok(slot) = slots.clone().acquire_owned().await else {
+        let Some(slot) = free_slot(slots.clone()).await else {
             return;
         };
         let mut ops = vec![first];

@@ -625,12 +625,19 @@ async fn start(
         stopping.subscribe(),
     );
     pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
-    let batcher = (s.coalesce && !cluster && s.sync_replicas.is_none())
-        .then(|| crate::batch::Batcher::spawn(pool.clone(), pool.size()));
+    let shared = crate::backend::Shared::new(reentry::next_client_id());
+    let batcher = (s.coalesce && !cluster && s.sync_replicas.is_none()).then(|| {
+        crate::batch::Batcher::spawn(
+            pool.clone(),
+            pool.size(),
+            shared.in_place.clone(),
+            shared.tracker.clone(),
+        )
+    });
     let inner = Arc::new(Inner {
         pool_failed: pool_failed.1,
         batcher,
-        shared: crate::backend::Shared::new(reentry::next_client_id()),
+        shared,
         fields: FieldMaker::new(&s.client_id),
         settings: s,
         pool,

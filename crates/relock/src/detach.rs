@@ -153,11 +153,23 @@ impl Registry {
     /// Moves every piece of work still in place to a task on `tracker`, and every later one
     /// too. Shutdown calls this before it waits for the tracker.
     pub(crate) fn detach_all(&self, tracker: &TaskTracker) {
+        self.detach(tracker, true);
+    }
+
+    /// Moves every piece of work now in place to a task on `tracker`; later work still runs
+    /// in place. For whoever finds a shared resource held too long: in-place work whose caller
+    /// stopped polling holds what it holds (a coalescer's call slot) until it is polled again,
+    /// and in a task of its own it lets go as soon as its reply comes.
+    pub(crate) fn detach_current(&self, tracker: &TaskTracker) {
+        self.detach(tracker, false);
+    }
+
+    fn detach(&self, tracker: &TaskTracker, close: bool) {
         // Taken under the registry's lock, detached outside it: detaching locks a slot, and a
         // slot's work may be polled (under the slot's lock) while it registers other work.
         let slots: Vec<Arc<dyn Detach>> = {
             let mut e = lock(&self.inner);
-            e.closed = true;
+            e.closed |= close;
             e.slots.iter().flatten().cloned().collect()
         };
         for s in slots {

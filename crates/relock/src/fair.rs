@@ -150,7 +150,8 @@ async fn beat_all(inner: &Arc<Inner>) {
         });
     // The first batch alone, then the rest at once (see `all_succeed`: one NOSCRIPT, not one
     // per batch in flight, on a server that lacks the script).
-    crate::watchdog::all_succeed(calls).await;
+    let period = inner.settings.fair_heartbeat / 5;
+    crate::watchdog::all_succeed(calls, crate::watchdog::first_alone(period)).await;
 }
 
 async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {

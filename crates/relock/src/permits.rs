@@ -772,14 +772,15 @@ async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
 /// watchdog's loop renews this client's renewed permits, in script calls of up to
 /// `renew_batch` (100) permits of one cluster slot. It ends at shutdown or with the client.
 fn spawn_renewal(inner: Weak<Inner>, period: Duration, shutdown: watch::Receiver<bool>) {
-    crate::watchdog::spawn_rounds(inner, period, shutdown, |inner| async move {
+    let first = crate::watchdog::first_alone(period);
+    crate::watchdog::spawn_rounds(inner, period, shutdown, move |inner| async move {
         let leases = inner.permits.to_renew();
         let batches = inner.batches(&leases, |l| l.keys.timeouts.as_str());
         let calls = batches.into_iter().map(|batch| {
             let inner = inner.clone();
             async move { renew_batch(&inner, &batch).await }
         });
-        crate::watchdog::all_succeed(calls).await
+        crate::watchdog::all_succeed(calls, first).await
     });
 }
 
