@@ -75,8 +75,6 @@
 //! - `detach`: work that must run to its end (an attempt, a re-entry, a release) runs in the
 //!   caller's task while it is polled, and moves to a tracked task when its future is dropped
 //!   or shutdown begins.
-//! - `race`: several nodes' calls polled in place until the caller has a majority; the rest
-//!   go on in one tracked task.
 //! - `wait`: the start of every wait: first attempts, then the subscription before the retry.
 //! - `pubsub`: one subscriber per client; refcounted subscriptions; wakes waiters.
 //! - `raw`: [`DistributedLock`], and the acquiring methods written once for every kind.
@@ -129,7 +127,6 @@ mod permits;
 mod pubsub;
 mod quorum;
 mod quorum_lock;
-mod race;
 mod raw;
 mod redact;
 mod reentry;

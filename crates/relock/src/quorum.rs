@@ -7,6 +7,7 @@
 //! acquire can never overtake it, even when the acquire's reply was not awaited.
 
 use std::collections::hash_map::DefaultHasher;
+use std::future::Future;
 use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock, Weak};
@@ -21,7 +22,6 @@ use crate::client::{validate_lease, ClientBuilder, Inner};
 use crate::error::{Error, Result};
 use crate::holds::{FieldMaker, Hold};
 use crate::keys::LockKeys;
-pub(crate) use crate::race::race;
 use crate::reentry::{self, Reentrancy};
 use crate::scripts;
 
@@ -790,18 +790,10 @@ impl QuorumInner {
         all: bool,
     ) -> Vec<std::result::Result<Option<i64>, String>> {
         let mode = if all { "all" } else { "1" };
-        // Each node's release runs to its end (in place until a majority answered, then in a
-        // tracked task: `race`): only the wait stops at a majority. (A dropped command future
-        // may never be written, and a node must not keep a lock that was released everywhere
-        // else.)
+        // Each node's release runs in its own task to the end: only the wait stops at a
+        // majority. (A dropped command future may never be written, and a node must not keep
+        // a lock that was released everywhere else.)
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-        // Polled here until a majority answered; the rest go on in a tracked task. (Made
-        // empty and filled, with no `Vec` of calls alive across an await: that would make this
-        // future, and shutdown's, not `Sync`.)
-        let mut calls: crate::race::InPlace<
-            std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send>>,
-            (),
-        > = crate::race::InPlace::new(&self.shared.tracker, []);
         for (i, node) in self.nodes.iter().enumerate() {
             // Before anything else (even for a node without connections now): the votes and
             // re-entries of this field on this node send nothing more.
@@ -810,7 +802,7 @@ impl QuorumInner {
             let (keys, field) = (keys.release_keys(), field.to_string());
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
             let q = Arc::downgrade(self);
-            calls.push(Box::pin(async move {
+            self.shared.tracker.spawn(async move {
                 // The outcome of one call: answered, refused (an error reply), or unknown
                 // (no answer in time, or the connection broke).
                 enum Sent {
@@ -905,21 +897,15 @@ impl QuorumInner {
                         return;
                     }
                 }
-            }));
+            });
         }
         drop(tx);
         let mut out = vec![Err("not awaited".to_string()); self.nodes.len()];
         let mut answered = 0;
         while answered < self.quorum {
-            tokio::select! {
-                biased;
-                m = rx.recv() => {
-                    let Some((i, r)) = m else { break };
-                    answered += usize::from(r.is_ok());
-                    out[i] = r;
-                }
-                Some(()) = calls.next(), if !calls.is_empty() => {}
-            }
+            let Some((i, r)) = rx.recv().await else { break };
+            answered += usize::from(r.is_ok());
+            out[i] = r;
         }
         out
     }
@@ -1234,6 +1220,34 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
     race(&q.shared.tracker, repairs, |()| false).await;
     drop(gates);
     ok
+}
+
+/// Runs every future in `futs` to its end, each in its own task on `tracker` (so shutdown waits
+/// for them), and hands each output to `on_ready` as it arrives, until `on_ready` returns true
+/// or all are done. Only the *waiting* stops early: a node's call that is still running goes
+/// on (a slow node's EVALSHA that meets NOSCRIPT still sends its EVAL). A call not yet run may
+/// not even have been sent: a release that must come after it waits for it (`in_flight`).
+pub(crate) async fn race<F, T>(
+    tracker: &tokio_util::task::TaskTracker,
+    futs: Vec<F>,
+    mut on_ready: impl FnMut(T) -> bool,
+) where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    for f in futs {
+        let tx = tx.clone();
+        tracker.spawn(async move {
+            let _ = tx.send(f.await);
+        });
+    }
+    drop(tx);
+    while let Some(out) = rx.recv().await {
+        if on_ready(out) {
+            return;
+        }
+    }
 }
 
 /// Clock drift allowance of the Redlock algorithm: 1% of the lease plus 2 ms.

@@ -163,18 +163,17 @@ impl QuorumLock {
             // touch a later attempt's grant.
             self.q.check_running()?;
             let field = self.q.fields.next();
-            // Run to its end whatever this future does (in place while polled, then in a
-            // tracked task: `detach`): if this future is dropped mid-attempt, the attempt
-            // still ends by releasing everywhere or by becoming a guard, which is dropped and
-            // released.
+            // In its own task: if this future is dropped mid-attempt, the attempt still ends
+            // by releasing everywhere or by becoming a guard, which is dropped and released.
             let attempt = {
                 let (this, keys, owner) = (self.clone(), keys.clone(), owner.clone());
                 let task = crate::reentry::Caller::current();
                 self.q
                     .shared
-                    .run(async move { this.attempt(&keys, field, (owner, task), lease).await })
+                    .tracker
+                    .spawn(async move { this.attempt(&keys, field, (owner, task), lease).await })
             };
-            let failure = match attempt.await?? {
+            let failure = match attempt.await.map_err(|_| Error::Shutdown)?? {
                 Outcome::Acquired(g) => {
                     crate::meter::acquired(crate::meter::Kind::Quorum, started.elapsed());
                     return Ok(Some(g));
@@ -275,7 +274,7 @@ impl QuorumLock {
     }
 
     /// One more guard on `hold`: `reenter.lua` on every eligible node at once; a majority must
-    /// still have the hold. Runs to its end whatever the caller does (`detach`).
+    /// still have the hold. Runs in its own task.
     async fn reenter(
         &self,
         keys: Arc<LockKeys>,
@@ -284,7 +283,7 @@ impl QuorumLock {
     ) -> Result<LockGuard> {
         let q = self.q.clone();
         let (name, watchdog) = (self.name.clone(), self.lease.is_none());
-        let task = self.q.shared.run(async move {
+        let task = self.q.shared.tracker.spawn(async move {
             let start = Instant::now();
             let n = q.nodes.len();
             let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
@@ -358,7 +357,7 @@ impl QuorumLock {
                 hint: None,
             })
         });
-        task.await?
+        task.await.map_err(|_| Error::Shutdown)?
     }
 
     fn not_reached(&self, f: Failure) -> Error {
@@ -767,5 +766,5 @@ async fn any_notified(subs: &[Subscription]) {
 crate::raw::lock_methods!(
     QuorumLock,
     errors: "[`Error::QuorumNotReached`](crate::Error::QuorumNotReached) (naming every node and its answer) when too many nodes are down or in restart quarantine for a majority to be possible, or (from `try_lock` and `try_lock_for`) when the votes split or the budget ran out without any owner holding a majority; [`Error::InvalidArgument`](crate::Error::InvalidArgument); [`Error::Shutdown`](crate::Error::Shutdown).",
-    cancel: "Cancel safe: every vote runs to its end even if this future is dropped, and an attempt that is abandoned releases on every node (or, if it had succeeded, becomes a guard that is dropped and released)."
+    cancel: "Cancel safe: every vote runs in its own task, and an attempt that is abandoned releases on every node (or, if it had succeeded, becomes a guard that is dropped and released)."
 );
