@@ -178,3 +178,40 @@ pub async fn proxied_waiter(
     .await;
     (proxy, client, sub)
 }
+
+/// A lock+unlock of `name` on `client`: its connections are up and the scripts loaded (so a
+/// later EVALSHA meets no NOSCRIPT round trip).
+pub async fn warm(client: &relock::Client, name: &str) {
+    client
+        .lock(name)
+        .lock()
+        .await
+        .unwrap()
+        .unlock()
+        .await
+        .unwrap();
+}
+
+/// Polls `fut` (an acquire or a release) with the replies from Redis frozen at `proxy`, until
+/// `key` on `server` exists (`exists`) or not: the command ran on the server and its reply is
+/// held back. Returns the future, still pending, and leaves the replies frozen.
+pub async fn ran_with_reply_held<F>(
+    proxy: &FaultProxy,
+    server: &RedisServer,
+    key: &str,
+    exists: bool,
+    mut fut: std::pin::Pin<Box<F>>,
+) -> std::pin::Pin<Box<F>>
+where
+    F: std::future::Future,
+{
+    proxy.set(Direction::Down, relock_testkit::Mode::Freeze);
+    let want = i64::from(exists);
+    tokio::select! {
+        _ = &mut fut => panic!("`{key}`'s command completed with replies frozen"),
+        _ = eventually(Duration::from_secs(3), "the command run on the server", || async {
+            (server.cmd(&["EXISTS", key]).unwrap().as_int() == Some(want)).then_some(())
+        }) => {}
+    }
+    fut
+}

@@ -23,21 +23,8 @@ async fn an_acquire_dropped_off_the_runtime_threads_still_releases_its_grant() {
     )
     .await;
     let lock = c.lock("x92");
-    c.lock("x92-warm")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
-    proxy.set(Direction::Down, Mode::Freeze);
-    let mut acquire = Box::pin(lock.lock());
-    tokio::select! {
-        r = &mut acquire => panic!("acquired with replies frozen: {:?}", r.map(|_| ())),
-        _ = eventually(Duration::from_secs(3), "the grant on the server", || async {
-            (s.cmd(&["EXISTS", "x92"]).unwrap().as_int() == Some(1)).then_some(())
-        }) => {}
-    }
+    warm(&c, "x92-warm").await;
+    let acquire = ran_with_reply_held(&proxy, &s, "x92", true, Box::pin(lock.lock())).await;
     // Dropped on a thread outside the runtime's context.
     std::thread::scope(|t| {
         t.spawn(move || drop(acquire));

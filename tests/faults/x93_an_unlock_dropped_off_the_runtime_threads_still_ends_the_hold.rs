@@ -24,22 +24,9 @@ async fn an_unlock_dropped_off_the_runtime_threads_still_ends_the_hold() {
     )
     .await;
     let lock = c.lock("x93");
-    c.lock("x93-warm")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    warm(&c, "x93-warm").await;
     let guard = lock.lock().await.unwrap();
-    proxy.set(Direction::Down, Mode::Freeze);
-    let mut unlock = Box::pin(guard.unlock());
-    tokio::select! {
-        r = &mut unlock => panic!("unlocked with replies frozen: {r:?}"),
-        _ = eventually(Duration::from_secs(3), "the release on the server", || async {
-            (s.cmd(&["EXISTS", "x93"]).unwrap().as_int() == Some(0)).then_some(())
-        }) => {}
-    }
+    let unlock = ran_with_reply_held(&proxy, &s, "x93", false, Box::pin(guard.unlock())).await;
     std::thread::scope(|t| {
         t.spawn(move || drop(unlock));
     });

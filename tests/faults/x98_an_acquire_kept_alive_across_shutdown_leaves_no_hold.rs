@@ -24,23 +24,10 @@ async fn an_acquire_kept_alive_across_shutdown_leaves_no_hold() {
     .await;
     let lock = c.lock("x98");
     // The scripts are loaded (an EVALSHA's NOSCRIPT reply would be held too).
-    c.lock("x98-warm")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    warm(&c, "x98-warm").await;
     // Replies are held back: the acquire reaches the server, its reply does not come yet.
-    proxy.set(Direction::Down, Mode::Freeze);
     // Boxed, not `tokio::pin!`ed, so that it can be dropped at a chosen moment.
-    let mut acquire = Box::pin(lock.lock());
-    tokio::select! {
-        r = &mut acquire => panic!("acquired with replies frozen: {:?}", r.map(|_| ())),
-        _ = eventually(Duration::from_secs(3), "the grant on the server", || async {
-            (s.cmd(&["EXISTS", "x98"]).unwrap().as_int() == Some(1)).then_some(())
-        }) => {}
-    }
+    let acquire = ran_with_reply_held(&proxy, &s, "x98", true, Box::pin(lock.lock())).await;
     // The network is fine again; the application shuts down (the acquire future is still in
     // scope, as after a `select!` over `&mut acquire`).
     proxy.set(Direction::Down, Mode::Pass);
