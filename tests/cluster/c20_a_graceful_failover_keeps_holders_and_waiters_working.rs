@@ -68,13 +68,7 @@ async fn a_graceful_failover_keeps_holders_and_waiters_working() {
         at - released
     );
     g.unlock().await.unwrap();
-    a.lock("c20:new")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    lock_and_unlock(&a.lock("c20:new")).await;
     a.shutdown().await;
     b.shutdown().await;
     wait_until(Duration::from_secs(5), "nothing left", || async {

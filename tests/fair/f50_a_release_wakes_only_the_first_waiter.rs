@@ -22,13 +22,7 @@ async fn acquire_calls_per_handoff(server: &RedisServer, fair: bool) -> f64 {
         }
     };
     // Warm-up, so that no NOSCRIPT fallback is counted.
-    lock(&clients[0])
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    lock_and_unlock(&lock(&clients[0])).await;
     let holder = lock(&clients[0]).lock().await.unwrap();
     let mut waiters = Vec::new();
     for i in 0..20 {

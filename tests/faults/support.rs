@@ -160,14 +160,7 @@ pub async fn proxied_waiter(
     server: &RedisServer,
     command_timeout: Duration,
 ) -> (FaultProxy, relock::Client, ConnId) {
-    let proxy = FaultProxy::start(&server.addr()).unwrap();
-    let client = relock::Client::builder()
-        .url(proxy.url())
-        .command_timeout(command_timeout)
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
+    let (proxy, client) = client_behind_proxy(server, command_timeout).await;
     let probe = client.lock("proxied-waiter:probe");
     let sub = subscriber_conn(&proxy, || {
         let p = probe.clone();
@@ -177,19 +170,6 @@ pub async fn proxied_waiter(
     })
     .await;
     (proxy, client, sub)
-}
-
-/// A lock+unlock of `name` on `client`: its connections are up and the scripts loaded (so a
-/// later EVALSHA meets no NOSCRIPT round trip).
-pub async fn warm(client: &relock::Client, name: &str) {
-    client
-        .lock(name)
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
 }
 
 /// Polls `fut` (an acquire or a release) with the replies from Redis frozen at `proxy`, until

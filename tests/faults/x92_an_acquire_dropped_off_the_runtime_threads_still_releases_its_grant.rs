@@ -23,7 +23,7 @@ async fn an_acquire_dropped_off_the_runtime_threads_still_releases_its_grant() {
     )
     .await;
     let lock = c.lock("x92");
-    warm(&c, "x92-warm").await;
+    lock_and_unlock(&c.lock("x92-warm")).await;
     let acquire = ran_with_reply_held(&proxy, &s, "x92", true, Box::pin(lock.lock())).await;
     // Dropped on a thread outside the runtime's context.
     std::thread::scope(|t| {

@@ -24,7 +24,7 @@ async fn an_unlock_dropped_off_the_runtime_threads_still_ends_the_hold() {
     )
     .await;
     let lock = c.lock("x93");
-    warm(&c, "x93-warm").await;
+    lock_and_unlock(&c.lock("x93-warm")).await;
     let guard = lock.lock().await.unwrap();
     let unlock = ran_with_reply_held(&proxy, &s, "x93", false, Box::pin(guard.unlock())).await;
     std::thread::scope(|t| {

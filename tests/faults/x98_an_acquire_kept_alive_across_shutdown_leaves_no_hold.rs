@@ -24,7 +24,7 @@ async fn an_acquire_kept_alive_across_shutdown_leaves_no_hold() {
     .await;
     let lock = c.lock("x98");
     // The scripts are loaded (an EVALSHA's NOSCRIPT reply would be held too).
-    warm(&c, "x98-warm").await;
+    lock_and_unlock(&c.lock("x98-warm")).await;
     // Replies are held back: the acquire reaches the server, its reply does not come yet.
     // Boxed, not `tokio::pin!`ed, so that it can be dropped at a chosen moment.
     let acquire = ran_with_reply_held(&proxy, &s, "x98", true, Box::pin(lock.lock())).await;

@@ -66,13 +66,7 @@ async fn metrics_count_acquisitions_waits_holds_renewals_wakeups_and_losses() {
     for _ in 0..3 {
         a.lock("t70").lock().await.unwrap().unlock().await.unwrap();
     }
-    a.fair_lock("t70:fair")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    lock_and_unlock(&a.fair_lock("t70:fair")).await;
     // A contended one: b is refused once, parks, is woken by a's release.
     let held = a.lock("t70").lock().await.unwrap();
     assert!(b.lock("t70").try_lock().await.unwrap().is_none());

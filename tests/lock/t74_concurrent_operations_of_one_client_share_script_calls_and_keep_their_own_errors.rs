@@ -24,13 +24,7 @@ async fn run(server: &RedisServer, coalesce: bool) -> (u64, u64) {
         .await
         .unwrap();
     // Warm the script cache so NOSCRIPT fallbacks do not count.
-    c.lock("t74:warm")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    lock_and_unlock(&c.lock("t74:warm")).await;
     server.reset_stats().unwrap();
     let wrong_type = Arc::new(AtomicU64::new(0));
     let mut tasks = Vec::new();

@@ -29,14 +29,7 @@ async fn shutdown_waits_for_a_cancelled_attempts_clean_up() {
         .unwrap();
     let name = "q84";
     // Load the scripts on every node first, so the vote below is one EVALSHA (no NOSCRIPT).
-    client
-        .lock("q84:warm-up")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    warm_up(&client, "q84:warm-up").await;
     for p in &proxies {
         p.set(Direction::Up, Mode::Delay(DELAY));
     }

@@ -214,8 +214,31 @@ pub fn quorum_builder(urls: Vec<String>, node_timeout: Duration) -> relock::Quor
 /// Locks and unlocks `name` once, so that every script is loaded on every node: a fault
 /// injected afterwards hits the script call itself, not a `SCRIPT LOAD` or a NOSCRIPT retry.
 pub async fn warm_up(client: &relock::QuorumClient, name: &str) {
-    let guard = client.lock(name).lock().await.expect("warm-up lock");
-    guard.unlock().await.expect("warm-up unlock");
+    lock_and_unlock(&client.lock(name)).await;
+}
+
+/// One `lock()` and `unlock()` of `lock`, of any kind (a warm-up: connections up, scripts
+/// loaded, so that a later EVALSHA meets no NOSCRIPT round trip).
+pub async fn lock_and_unlock(lock: &impl relock::DistributedLock) {
+    let guard = lock.lock().await.expect("lock");
+    guard.unlock().await.expect("unlock");
+}
+
+/// A client on `server` through a new `FaultProxy`, with `command_timeout` and a 2 s connect
+/// timeout; and the proxy.
+pub async fn client_behind_proxy(
+    server: &RedisServer,
+    command_timeout: Duration,
+) -> (relock_testkit::FaultProxy, relock::Client) {
+    let proxy = relock_testkit::FaultProxy::start(&server.addr()).unwrap();
+    let client = relock::Client::builder()
+        .url(proxy.url())
+        .command_timeout(command_timeout)
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("connect through the proxy");
+    (proxy, client)
 }
 
 /// Locks `name` with a fixed `lease`, and waits (bounded) until its hold is on `node`, which

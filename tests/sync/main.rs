@@ -94,22 +94,6 @@ pub(crate) async fn resending_pool_client(
     (pool, client)
 }
 
-/// A client on `server` through a new fault proxy, with `command_timeout`; and the proxy.
-pub(crate) async fn proxied_client(
-    server: &RedisServer,
-    command_timeout: Duration,
-) -> (FaultProxy, relock::Client) {
-    let proxy = FaultProxy::start(&server.addr()).unwrap();
-    let client = relock::Client::builder()
-        .url(proxy.url())
-        .command_timeout(command_timeout)
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .expect("connect through the proxy");
-    (proxy, client)
-}
-
 /// `GET key` on the server, as text (None: no key).
 pub(crate) fn get(server: &RedisServer, key: &str) -> Option<String> {
     server.cmd(&["GET", key]).unwrap().as_string()

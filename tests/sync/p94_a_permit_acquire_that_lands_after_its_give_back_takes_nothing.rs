@@ -12,7 +12,7 @@ use relock_tests::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_permit_acquire_that_lands_after_its_give_back_takes_nothing() {
     let server = server();
-    let (proxy, c) = crate::proxied_client(&server, Duration::from_millis(500)).await;
+    let (proxy, c) = client_behind_proxy(&server, Duration::from_millis(500)).await;
     let sem = c.permit_expirable_semaphore("p94");
     assert!(sem.try_set_permits(1).await.unwrap());
     // Load the scripts first.

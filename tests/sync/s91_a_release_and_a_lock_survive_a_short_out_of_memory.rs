@@ -26,13 +26,7 @@ async fn a_release_and_a_lock_survive_a_short_out_of_memory() {
     // Load the scripts first.
     assert!(sem.try_acquire(1).await.unwrap());
     sem.release(1).await.unwrap();
-    c.lock("s91:lock")
-        .lock()
-        .await
-        .unwrap()
-        .unlock()
-        .await
-        .unwrap();
+    lock_and_unlock(&c.lock("s91:lock")).await;
 
     assert!(sem.try_acquire(1).await.unwrap());
     let released = during_oom(&server, sem.release(1)).await;

@@ -11,7 +11,7 @@ use relock_tests::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took() {
     let server = server();
-    let (proxy, c) = crate::proxied_client(&server, Duration::from_millis(1500)).await;
+    let (proxy, c) = client_behind_proxy(&server, Duration::from_millis(1500)).await;
     let sem = c.semaphore("s92");
     assert!(sem.try_set_permits(1).await.unwrap());
     assert!(sem.try_acquire(1).await.unwrap());

@@ -538,9 +538,9 @@ pub(crate) async fn reenter(
     hold: Arc<Hold>,
     lease: Option<Duration>,
 ) -> Result<LockGuard> {
-    let inner = inner.clone();
-    let shared = inner.clone();
-    let task = shared.shared.run(async move {
+    let work = inner.clone();
+    let task = inner.shared.run(async move {
+        let inner = work;
         let watchdog = lease.is_none();
         let lease = lease.unwrap_or(inner.settings.watchdog_lease);
         let sent = Instant::now();
