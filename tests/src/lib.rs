@@ -54,6 +54,14 @@ pub async fn bounded<F: std::future::Future>(limit: Duration, what: &str, f: F) 
     }
 }
 
+/// Polls `f` once, in the calling task, and says what that poll gave. For "polled once, then
+/// kept alive unpolled" scenarios. On a loaded machine a poll that only sends a command can
+/// still see its reply (the thread stalls between the send and the look), so such a test
+/// retries on `Ready` instead of assuming `Pending`.
+pub async fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> std::task::Poll<F::Output> {
+    std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut *f).poll(cx))).await
+}
+
 /// Starts a task that waits for `lock` and returns when it got it, and waits (bounded) until
 /// that waiter is subscribed on the server.
 pub async fn spawn_parked_waiter(
