@@ -1230,8 +1230,22 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
 pub(crate) async fn race<F, T>(
     tracker: &tokio_util::task::TaskTracker,
     futs: Vec<F>,
-    mut on_ready: impl FnMut(T) -> bool,
+    on_ready: impl FnMut(T) -> bool,
 ) where
+    F: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
+    let _late = race_keeping_late(tracker, futs, on_ready).await;
+}
+
+/// [`race`], returning where the outputs of the calls not awaited will arrive: for a caller
+/// that must still act on what they did (a late grant that minted a lower fencing token).
+pub(crate) async fn race_keeping_late<F, T>(
+    tracker: &tokio_util::task::TaskTracker,
+    futs: Vec<F>,
+    mut on_ready: impl FnMut(T) -> bool,
+) -> tokio::sync::mpsc::UnboundedReceiver<T>
+where
     F: Future<Output = T> + Send + 'static,
     T: Send + 'static,
 {
@@ -1245,9 +1259,10 @@ pub(crate) async fn race<F, T>(
     drop(tx);
     while let Some(out) = rx.recv().await {
         if on_ready(out) {
-            return;
+            break;
         }
     }
+    rx
 }
 
 /// Clock drift allowance of the Redlock algorithm: 1% of the lease plus 2 ms.

@@ -18,7 +18,7 @@ use crate::holds::Hold;
 use crate::keys::LockKeys;
 use crate::owner::Owner;
 use crate::pubsub::Subscription;
-use crate::quorum::{drift, pinned, race, QuorumInner};
+use crate::quorum::{drift, pinned, race, race_keeping_late, QuorumInner};
 use crate::reentry::{self, Target};
 use crate::scripts;
 
@@ -442,7 +442,9 @@ impl QuorumLock {
             eligible.clear();
         }
         let mut calls = Vec::with_capacity(eligible.len());
+        let mut conns = vec![None; n];
         for (i, conn) in eligible {
+            conns[i] = Some(conn.clone());
             let (keys, limit) = (keys.clone(), q.node_timeout);
             let args = vec![
                 lease.as_millis().to_string(),
@@ -467,60 +469,63 @@ impl QuorumLock {
         let mut tokens = Vec::new();
         let mut min_pttl: Option<Duration> = None;
         let mut clean_up = false;
+        let mut late = None;
         if no + q.quorum <= n {
-            race(&q.shared.tracker, calls, |(i, r)| {
-                votes[i] = match r {
-                    Ok(Ok(reply)) => match reply.as_slice() {
-                        [1, token] => {
-                            granted += 1;
-                            tokens.push(*token as u64);
-                            Vote::Granted
-                        }
-                        [0, pttl] => {
-                            held += 1;
-                            no += 1;
-                            let ttl = (*pttl >= 0).then(|| Duration::from_millis(*pttl as u64));
-                            if let Some(t) = ttl {
-                                min_pttl = Some(min_pttl.map_or(t, |m| m.min(t)));
+            late = Some(
+                race_keeping_late(&q.shared.tracker, calls, |(i, r)| {
+                    votes[i] = match r {
+                        Ok(Ok(reply)) => match reply.as_slice() {
+                            [1, token] => {
+                                granted += 1;
+                                tokens.push(*token as u64);
+                                Vote::Granted
                             }
-                            Vote::HeldByAnother(ttl)
-                        }
-                        other => {
+                            [0, pttl] => {
+                                held += 1;
+                                no += 1;
+                                let ttl = (*pttl >= 0).then(|| Duration::from_millis(*pttl as u64));
+                                if let Some(t) = ttl {
+                                    min_pttl = Some(min_pttl.map_or(t, |m| m.min(t)));
+                                }
+                                Vote::HeldByAnother(ttl)
+                            }
+                            other => {
+                                no += 1;
+                                Vote::Error(format!("unexpected reply {other:?}"))
+                            }
+                        },
+                        Ok(Err(e)) => {
                             no += 1;
-                            Vote::Error(format!("unexpected reply {other:?}"))
+                            clean_up = true;
+                            if matches!(
+                                e.kind(),
+                                fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
+                            ) {
+                                q.nodes[i].suspect();
+                                // Its set is dead and about to be replaced.
+                                q.nodes[i].mark_reconnecting(true);
+                            }
+                            Vote::Error(e.to_string())
                         }
-                    },
-                    Ok(Err(e)) => {
-                        no += 1;
-                        clean_up = true;
-                        if matches!(
-                            e.kind(),
-                            fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
-                        ) {
-                            q.nodes[i].suspect();
-                            // Its set is dead and about to be replaced.
-                            q.nodes[i].mark_reconnecting(true);
+                        Err(_) => {
+                            no += 1;
+                            clean_up = true;
+                            Vote::Timeout(q.node_timeout)
                         }
-                        Vote::Error(e.to_string())
-                    }
-                    Err(_) => {
-                        no += 1;
-                        clean_up = true;
-                        Vote::Timeout(q.node_timeout)
-                    }
-                };
-                crate::meter::vote(match &votes[i] {
-                    Vote::Granted => "granted",
-                    Vote::HeldByAnother(_) => "held",
-                    Vote::Timeout(_) => "timeout",
-                    Vote::Quarantined { .. } => "quarantined",
-                    _ => "error",
-                });
-                // Stop as soon as a quorum is reached or has become impossible; the calls
-                // not awaited still run on their nodes.
-                granted >= q.quorum || n - no < q.quorum
-            })
-            .await;
+                    };
+                    crate::meter::vote(match &votes[i] {
+                        Vote::Granted => "granted",
+                        Vote::HeldByAnother(_) => "held",
+                        Vote::Timeout(_) => "timeout",
+                        Vote::Quarantined { .. } => "quarantined",
+                        _ => "error",
+                    });
+                    // Stop as soon as a quorum is reached or has become impossible; the calls
+                    // not awaited still run on their nodes.
+                    granted >= q.quorum || n - no < q.quorum
+                })
+                .await,
+            );
         } else {
             // Never sent: their registrations must not hold up this attempt's release.
             drop(calls);
@@ -547,6 +552,8 @@ impl QuorumLock {
         // the token is written back to a majority first.
         if ok && tokens.iter().any(|t| *t != token) {
             ok = self.write_back(keys, token).await && !validity(Instant::now()).is_zero();
+        } else if let (true, Some(late)) = (ok, late) {
+            self.raise_late_counters(late, conns, keys, token);
         }
         let watchdog = self.lease.is_none();
         if ok {
@@ -614,6 +621,45 @@ impl QuorumLock {
         })
         .await;
         acks >= q.quorum
+    }
+
+    /// Raises, in the background, the counter of every node whose vote comes after the quorum
+    /// was reached and minted a token below `token`. No write-back round is sent when the
+    /// granting majority minted `token` alike, so without this a node that was restarted empty
+    /// (its counter seeded from its clock) and answered late would keep its lower counter; and
+    /// if enough such nodes later form a majority of their own, a quorum whose tokens all come
+    /// from clocks can mint below `token` (`q70`, with the restart quarantine off). Keeping
+    /// every counter equal after each grant restores what the write-back round gives.
+    fn raise_late_counters(
+        &self,
+        mut late: tokio::sync::mpsc::UnboundedReceiver<(
+            usize,
+            std::result::Result<fred::prelude::FredResult<Vec<i64>>, tokio::time::error::Elapsed>,
+        )>,
+        conns: Vec<Option<Arc<crate::client::Inner>>>,
+        keys: &Arc<LockKeys>,
+        token: u64,
+    ) {
+        let q = &self.q;
+        let (keys, ttl, limit) = (keys.clone(), q.grace_ms().to_string(), q.node_timeout);
+        q.shared.tracker.spawn(async move {
+            while let Some((i, reply)) = late.recv().await {
+                let Ok(Ok(reply)) = reply else { continue };
+                let ([1, minted], Some(conn)) = (reply.as_slice(), &conns[i]) else {
+                    continue;
+                };
+                if (*minted as u64) >= token {
+                    continue;
+                }
+                // On the connection the vote came on: it lands after that vote.
+                let call = scripts::QUORUM_FENCE.run::<i64>(
+                    pinned(conn, &keys.lock),
+                    vec![keys.token.clone()],
+                    vec![token.to_string(), ttl.clone()],
+                );
+                let _ = tokio::time::timeout(limit, call).await;
+            }
+        });
     }
 
     /// Whether a majority of the nodes have the lock (held by anyone).
