@@ -22,6 +22,9 @@ use crate::quorum::{drift, pinned, race, race_keeping_late, QuorumInner};
 use crate::reentry::{self, Target};
 use crate::scripts;
 
+/// A node's reply to a call bounded by the node timeout.
+type TimedReply<T> = std::result::Result<fred::prelude::FredResult<T>, tokio::time::error::Elapsed>;
+
 /// A quorum (Redlock) lock: held when a majority of independent masters granted it.
 ///
 /// Made by [`QuorumClient::lock`](crate::QuorumClient::lock). The same methods and guard as
@@ -632,10 +635,7 @@ impl QuorumLock {
     /// every counter equal after each grant restores what the write-back round gives.
     fn raise_late_counters(
         &self,
-        mut late: tokio::sync::mpsc::UnboundedReceiver<(
-            usize,
-            std::result::Result<fred::prelude::FredResult<Vec<i64>>, tokio::time::error::Elapsed>,
-        )>,
+        mut late: tokio::sync::mpsc::UnboundedReceiver<(usize, TimedReply<Vec<i64>>)>,
         conns: Vec<Option<Arc<crate::client::Inner>>>,
         keys: &Arc<LockKeys>,
         token: u64,
