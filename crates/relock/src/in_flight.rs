@@ -87,13 +87,7 @@ impl InFlight {
     /// does not stop them: a re-entry never brings a hold back (`reenter.lua` needs the
     /// field), and a vote that lands after it leaves the node with the count the client has.
     pub(crate) fn release(&self, field: &str, node: usize, whole: bool) -> Pending {
-        let slot = self
-            .0
-            .lock()
-            .unwrap()
-            .get(&(field.to_string(), node))
-            .cloned();
-        let Some(slot) = slot else {
+        let Some(slot) = self.slot(field, node) else {
             return Pending(Vec::new());
         };
         if whole {
@@ -101,6 +95,25 @@ impl InFlight {
         }
         let calls = slot.calls.lock().unwrap().clone();
         Pending(calls)
+    }
+
+    /// The calls registered so far for `key` on node `node`, to wait for; unlike
+    /// [`release`](Self::release), it stops none of them. For calls that never say they were
+    /// handed over (no [`Call::handed`]), [`Pending::wait`] waits for them to end.
+    pub(crate) fn registered(&self, key: &str, node: usize) -> Pending {
+        match self.slot(key, node) {
+            Some(slot) => Pending(slot.calls.lock().unwrap().clone()),
+            None => Pending(Vec::new()),
+        }
+    }
+
+    fn slot(&self, key: &str, node: usize) -> Option<Arc<Slot>> {
+        let map = self.0.lock().unwrap();
+        if map.is_empty() {
+            // The common case: nothing in flight, no key to build.
+            return None;
+        }
+        map.get(&(key.to_string(), node)).cloned()
     }
 
     /// Fields with calls registered (for tests).
@@ -240,6 +253,28 @@ mod tests {
         drop(late);
         tokio::time::timeout(Duration::from_secs(5), pending.wait())
             .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn registered_waits_for_calls_that_never_hand_over_until_they_end_and_stops_none() {
+        let f = InFlight::default();
+        let release = f.start("lock", 1);
+        let waiting = tokio::spawn(f.registered("lock", 1).wait());
+        tokio::time::sleep(SHORT).await;
+        assert!(!waiting.is_finished(), "the release has not ended");
+        // Other nodes and keys have nothing registered.
+        tokio::time::timeout(SHORT, f.registered("lock", 2).wait())
+            .await
+            .unwrap();
+        tokio::time::timeout(SHORT, f.registered("other", 1).wait())
+            .await
+            .unwrap();
+        assert!(release.may_send_more(), "registered() stops nothing");
+        drop(release);
+        tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .unwrap()
             .unwrap();
     }
 

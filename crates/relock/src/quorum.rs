@@ -267,6 +267,7 @@ impl QuorumClientBuilder {
             shutting_down: AtomicBool::new(false),
             closing_at: Mutex::new(None),
             in_flight: Default::default(),
+            releasing: Default::default(),
             shutdown: shutdown_tx,
             builder,
         });
@@ -590,6 +591,11 @@ pub(crate) struct QuorumInner {
     /// Votes and re-entries still running, which a release of their field on their node
     /// waits for (see `in_flight`).
     pub(crate) in_flight: crate::in_flight::InFlight,
+    /// Releases on their way, by lock name and node, until each has its first answer (or
+    /// none in time): a vote of a later attempt on that node waits for them, or it could
+    /// overtake one (a release sent from a task that has not run yet, or resent after
+    /// NOSCRIPT) and find the lock still held by the hold just released (`q74`).
+    pub(crate) releasing: crate::in_flight::InFlight,
     shutdown: watch::Sender<bool>,
     builder: ClientBuilder,
 }
@@ -799,6 +805,8 @@ impl QuorumInner {
             // re-entries of this field on this node send nothing more.
             let after = self.in_flight.release(field, i, all);
             let Some(conn) = node.conn() else { continue };
+            // Registered before `unlock()` can return; ends with the first call's outcome.
+            let releasing = self.releasing.start(&keys.lock, i);
             let (keys, field) = (keys.release_keys(), field.to_string());
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
             let q = Arc::downgrade(self);
@@ -838,6 +846,7 @@ impl QuorumInner {
                 after.wait().await;
                 let mut sent_on = conn.clone();
                 let first = once(conn).await;
+                drop(releasing);
                 let unknown = matches!(first, Sent::Unknown(_));
                 let _ = tx.send((
                     i,

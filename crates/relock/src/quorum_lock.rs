@@ -457,7 +457,13 @@ impl QuorumLock {
             // Registered before the attempt can return: its release waits for this vote to be
             // handed to fred.
             let in_flight = q.in_flight.start(field, i);
+            // This client's releases of the lock still on their way to this node go first:
+            // overtaken, one would leave the node answering "held" by a hold already let go.
+            let releases = q.releasing.registered(&keys.lock, i);
             calls.push(Box::pin(async move {
+                // Bounded apart from the vote: a release that gets no answer in time ends
+                // within the node timeout too.
+                let _ = tokio::time::timeout(limit, releases.wait()).await;
                 let call = scripts::ACQUIRE.run_tracked::<Vec<i64>>(
                     pinned(&conn, &keys.lock),
                     vec![keys.lock.clone(), keys.token.clone()],
