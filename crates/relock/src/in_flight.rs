@@ -98,8 +98,7 @@ impl InFlight {
     }
 
     /// The calls registered so far for `key` on node `node`, to wait for; unlike
-    /// [`release`](Self::release), it stops none of them. For calls that never say they were
-    /// handed over (no [`Call::handed`]), [`Pending::wait`] waits for them to end.
+    /// [`release`](Self::release), it stops none of them.
     pub(crate) fn registered(&self, key: &str, node: usize) -> Pending {
         match self.slot(key, node) {
             Some(slot) => Pending(slot.calls.lock().unwrap().clone()),
@@ -131,10 +130,32 @@ impl Pending {
     /// Waits until every call has handed over its command or ended. Bounded by the calls'
     /// own bounds (each ends within the node timeout); normally immediate.
     pub(crate) async fn wait(self) {
-        for (state, mut rx) in self.0 {
+        self.handed().await;
+    }
+
+    /// [`wait`](Self::wait), keeping the calls for [`ended`](Self::ended) and
+    /// [`answered`](Self::answered).
+    pub(crate) async fn handed(&self) {
+        self.until(|s| s.ended.load(SeqCst) || s.handed.load(SeqCst))
+            .await;
+    }
+
+    /// Whether every call has ended.
+    pub(crate) fn ended(&self) -> bool {
+        self.0.iter().all(|(s, _)| s.ended.load(SeqCst))
+    }
+
+    /// Waits until every call has ended (for a release: it has its answer, or none in time).
+    pub(crate) async fn answered(&self) {
+        self.until(|s| s.ended.load(SeqCst)).await;
+    }
+
+    async fn until(&self, done: impl Fn(&CallState) -> bool) {
+        for (state, rx) in &self.0 {
+            let mut rx = rx.clone();
             loop {
                 rx.borrow_and_update();
-                if state.ended.load(SeqCst) || state.handed.load(SeqCst) {
+                if done(state) {
                     break;
                 }
                 if rx.changed().await.is_err() {
@@ -257,10 +278,17 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn registered_waits_for_calls_that_never_hand_over_until_they_end_and_stops_none() {
+    async fn registered_tells_handed_over_from_answered_and_stops_none() {
         let f = InFlight::default();
         let release = f.start("lock", 1);
-        let waiting = tokio::spawn(f.registered("lock", 1).wait());
+        let pending = f.registered("lock", 1);
+        assert!(tokio::time::timeout(SHORT, pending.handed()).await.is_err());
+        release.handed();
+        tokio::time::timeout(Duration::from_secs(5), pending.handed())
+            .await
+            .expect("handed over");
+        assert!(!pending.ended());
+        let waiting = tokio::spawn(async move { pending.answered().await });
         tokio::time::sleep(SHORT).await;
         assert!(!waiting.is_finished(), "the release has not ended");
         // Other nodes and keys have nothing registered.

@@ -592,9 +592,12 @@ pub(crate) struct QuorumInner {
     /// waits for (see `in_flight`).
     pub(crate) in_flight: crate::in_flight::InFlight,
     /// Releases on their way, by lock name and node, until each has its first answer (or
-    /// none in time): a vote of a later attempt on that node waits for them, or it could
-    /// overtake one (a release sent from a task that has not run yet, or resent after
-    /// NOSCRIPT) and find the lock still held by the hold just released (`q74`).
+    /// none in time). A vote of a later attempt on that node is handed to fred only after
+    /// them, so it is queued behind them on the lock's pinned connection: otherwise it could
+    /// overtake one (sent from a task that has not run yet) and find the lock still held by
+    /// the hold just released. A vote that was still overtaken (the release met NOSCRIPT and
+    /// its body followed a round trip later) and was answered "held" is sent once more once
+    /// those releases have answered (`q74`, `q75`, `q76`).
     pub(crate) releasing: crate::in_flight::InFlight,
     shutdown: watch::Sender<bool>,
     builder: ClientBuilder,
@@ -805,7 +808,8 @@ impl QuorumInner {
             // re-entries of this field on this node send nothing more.
             let after = self.in_flight.release(field, i, all);
             let Some(conn) = node.conn() else { continue };
-            // Registered before `unlock()` can return; ends with the first call's outcome.
+            // Registered before `unlock()` can return; says when its first call is with fred,
+            // and ends with that call's outcome.
             let releasing = self.releasing.start(&keys.lock, i);
             let (keys, field) = (keys.release_keys(), field.to_string());
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
@@ -818,14 +822,25 @@ impl QuorumInner {
                     Refused(String),
                     Unknown(String),
                 }
-                let once = |conn: Arc<Inner>| {
+                let once = |conn: Arc<Inner>, tracked: Option<crate::in_flight::Call>| {
                     let (keys, field, name) = (keys.clone(), field.clone(), name.clone());
                     async move {
-                        let call = scripts::RELEASE.run::<Option<i64>>(
-                            pinned(&conn, &name),
-                            keys,
-                            vec![field, mode.into(), "publish".into()],
-                        );
+                        let args = vec![field, mode.into(), "publish".into()];
+                        let client = pinned(&conn, &name);
+                        let call = async {
+                            match &tracked {
+                                Some(t) => {
+                                    scripts::RELEASE
+                                        .run_tracked::<Option<i64>>(client, keys, args, t)
+                                        .await
+                                }
+                                None => {
+                                    scripts::RELEASE
+                                        .run::<Option<i64>>(client, keys, args)
+                                        .await
+                                }
+                            }
+                        };
                         match tokio::time::timeout(limit, call).await {
                             Ok(Ok(r)) => Sent::Answered(r),
                             Ok(Err(e))
@@ -845,8 +860,8 @@ impl QuorumInner {
                 // not even have sent them yet.
                 after.wait().await;
                 let mut sent_on = conn.clone();
-                let first = once(conn).await;
-                drop(releasing);
+                // The registration goes with the call's end.
+                let first = once(conn, Some(releasing)).await;
                 let unknown = matches!(first, Sent::Unknown(_));
                 let _ = tx.send((
                     i,
@@ -902,7 +917,7 @@ impl QuorumInner {
                     }
                     drop(q);
                     sent_on = current.clone();
-                    if !matches!(once(current).await, Sent::Unknown(_)) {
+                    if !matches!(once(current, None).await, Sent::Unknown(_)) {
                         return;
                     }
                 }

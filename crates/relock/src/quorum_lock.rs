@@ -461,16 +461,30 @@ impl QuorumLock {
             // overtaken, one would leave the node answering "held" by a hold already let go.
             let releases = q.releasing.registered(&keys.lock, i);
             calls.push(Box::pin(async move {
-                // Bounded apart from the vote: a release that gets no answer in time ends
-                // within the node timeout too.
-                let _ = tokio::time::timeout(limit, releases.wait()).await;
-                let call = scripts::ACQUIRE.run_tracked::<Vec<i64>>(
-                    pinned(&conn, &keys.lock),
-                    vec![keys.lock.clone(), keys.token.clone()],
-                    args,
-                    &in_flight,
-                );
-                (i, tokio::time::timeout(limit, call).await)
+                // Handed over behind them, not after their answers: a slow node is not asked
+                // one round trip later. Bounded apart from the vote (normally immediate).
+                let _ = tokio::time::timeout(limit, releases.handed()).await;
+                let vote = |args: Vec<String>| {
+                    let call = scripts::ACQUIRE.run_tracked::<Vec<i64>>(
+                        pinned(&conn, &keys.lock),
+                        vec![keys.lock.clone(), keys.token.clone()],
+                        args,
+                        &in_flight,
+                    );
+                    tokio::time::timeout(limit, call)
+                };
+                let r = vote(args.clone()).await;
+                // "Held" while one of those releases has not answered: the vote may have
+                // overtaken it after all (its EVALSHA met NOSCRIPT, and the body went out
+                // behind the vote). Once they have answered, ask again, once. The first vote
+                // took nothing, and a release of this attempt's field stops the second.
+                if matches!(&r, Ok(Ok(v)) if v.first() == Some(&0)) && !releases.ended() {
+                    let _ = tokio::time::timeout(limit, releases.answered()).await;
+                    if in_flight.may_send_more() {
+                        return (i, vote(args).await);
+                    }
+                }
+                (i, r)
             }));
         }
         let pending = calls.len();
