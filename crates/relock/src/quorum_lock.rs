@@ -473,12 +473,17 @@ impl QuorumLock {
                     );
                     tokio::time::timeout(limit, call)
                 };
+                // Whether the vote can overtake one of them at all: judged before it is sent
+                // (one may answer between the vote's answer and a look afterwards).
+                if releases.ended() {
+                    return (i, vote(args).await);
+                }
                 let r = vote(args.clone()).await;
-                // "Held" while one of those releases has not answered: the vote may have
+                // "Held" while one of those releases had not answered: the vote may have
                 // overtaken it after all (its EVALSHA met NOSCRIPT, and the body went out
                 // behind the vote). Once they have answered, ask again, once. The first vote
                 // took nothing, and a release of this attempt's field stops the second.
-                if matches!(&r, Ok(Ok(v)) if v.first() == Some(&0)) && !releases.ended() {
+                if matches!(&r, Ok(Ok(v)) if v.first() == Some(&0)) {
                     let _ = tokio::time::timeout(limit, releases.answered()).await;
                     if in_flight.may_send_more() {
                         return (i, vote(args).await);
