@@ -1,6 +1,9 @@
 //! Scenarios for the quorum (Redlock) lock on 5 independent masters, one per file, each named
 //! as a sentence.
 
+mod q100_a_try_lock_of_a_held_lock_after_a_failed_attempts_clean_up_asks_a_slow_node_once;
+mod q101_many_tasks_of_one_client_contending_with_noscript_and_a_slow_node_never_overlap_nor_leave_a_hold;
+mod q102_a_failed_attempts_second_vote_is_not_sent_after_its_clean_up;
 mod q10_with_a_minority_down_lock_renew_and_unlock_still_work;
 mod q20_with_a_majority_down_quorum_not_reached_comes_back_fast_naming_the_dead_nodes;
 mod q30_a_paused_node_costs_acquire_no_more_than_the_node_timeout;

@@ -47,6 +47,9 @@ struct CallState {
     /// more).
     handed: AtomicBool,
     ended: AtomicBool,
+    /// It asked to send another command (the script body after NOSCRIPT): what it sends then
+    /// may be queued behind calls handed over after its first.
+    resent: AtomicBool,
 }
 
 /// One registered call: keep it inside the call's future; it ends when dropped.
@@ -145,6 +148,16 @@ impl Pending {
         self.0.iter().all(|(s, _)| s.ended.load(SeqCst))
     }
 
+    /// Whether a call that had not ended may have been overtaken by a command handed over
+    /// after its first one: waits until each has ended or asked to send again (both follow
+    /// its first answer, so for a call answered before the caller's own, at once), and says
+    /// whether any asked to send again.
+    pub(crate) async fn resent(&self) -> bool {
+        self.until(|s| s.ended.load(SeqCst) || s.resent.load(SeqCst))
+            .await;
+        self.0.iter().any(|(s, _)| s.resent.load(SeqCst))
+    }
+
     /// Waits until every call has ended (for a release: it has its answer, or none in time).
     pub(crate) async fn answered(&self) {
         self.until(|s| s.ended.load(SeqCst)).await;
@@ -177,6 +190,7 @@ impl Call {
     /// its field on its node has begun. (Stored before the release flag is read, as the
     /// release stores its flag before it reads this one: one of the two sees the other.)
     pub(crate) fn may_send_more(&self) -> bool {
+        self.state.resent.store(true, SeqCst);
         self.state.handed.store(false, SeqCst);
         self.tx.send_replace(());
         !self.slot.released.load(SeqCst)
@@ -298,12 +312,34 @@ mod tests {
         tokio::time::timeout(SHORT, f.registered("other", 1).wait())
             .await
             .unwrap();
+        let resent = f.registered("lock", 1);
+        assert!(tokio::time::timeout(SHORT, resent.resent()).await.is_err());
         assert!(release.may_send_more(), "registered() stops nothing");
+        assert!(
+            tokio::time::timeout(Duration::from_secs(5), resent.resent())
+                .await
+                .unwrap(),
+            "asked to send again"
+        );
         drop(release);
         tokio::time::timeout(Duration::from_secs(5), waiting)
             .await
             .unwrap()
             .unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_call_that_ended_without_sending_again_was_not_resent() {
+        let f = InFlight::default();
+        let release = f.start("lock", 1);
+        release.handed();
+        let pending = f.registered("lock", 1);
+        drop(release);
+        assert!(
+            !tokio::time::timeout(Duration::from_secs(5), pending.resent())
+                .await
+                .unwrap()
+        );
     }
 
     #[tokio::test]

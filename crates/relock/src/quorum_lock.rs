@@ -479,11 +479,16 @@ impl QuorumLock {
                     return (i, vote(args).await);
                 }
                 let r = vote(args.clone()).await;
-                // "Held" while one of those releases had not answered: the vote may have
-                // overtaken it after all (its EVALSHA met NOSCRIPT, and the body went out
-                // behind the vote). Once they have answered, ask again, once. The first vote
-                // took nothing, and a release of this attempt's field stops the second.
-                if matches!(&r, Ok(Ok(v)) if v.first() == Some(&0)) {
+                // "Held" while one of those releases had not answered: the vote overtook it
+                // after all if its EVALSHA met NOSCRIPT and its body went out behind the vote.
+                // Only then (otherwise "held" is the answer): once they have answered, ask
+                // again, once. The first vote took nothing, and a release of this attempt's
+                // field stops the second.
+                if matches!(&r, Ok(Ok(v)) if v.first() == Some(&0))
+                    && tokio::time::timeout(limit, releases.resent())
+                        .await
+                        .unwrap_or(false)
+                {
                     let _ = tokio::time::timeout(limit, releases.answered()).await;
                     if in_flight.may_send_more() {
                         return (i, vote(args).await);
