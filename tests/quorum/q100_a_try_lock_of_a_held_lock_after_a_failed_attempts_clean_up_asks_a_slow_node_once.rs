@@ -15,12 +15,7 @@ const DELAY: Duration = Duration::from_millis(1000);
 async fn a_try_lock_of_a_held_lock_after_a_failed_attempts_clean_up_asks_a_slow_node_once() {
     let m = masters(3);
     let (p3, urls) = urls_with_proxy(&m, 2);
-    let client = quorum_builder(urls, Duration::from_millis(2500))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
-    warm_up(&client, "q100:warm").await;
+    let client = warm_quorum_client(urls, Duration::from_millis(2500), "q100:warm").await;
     let lock = client.lock("q100").with_lease(Duration::from_secs(30));
     for s in [&m[0], &m[2]] {
         s.cmd(&["HSET", "q100", "someone-else:1", "1"]).unwrap();

@@ -14,12 +14,7 @@ async fn many_tasks_of_one_client_contending_with_noscript_and_a_slow_node_never
 ) {
     let m = Arc::new(masters(5));
     let (p4, urls) = urls_with_proxy(&m, 3);
-    let client = quorum_builder(urls, Duration::from_millis(400))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
-    warm_up(&client, "q101:warm").await;
+    let client = warm_quorum_client(urls, Duration::from_millis(400), "q101:warm").await;
     p4.set_both(Mode::Delay(Duration::from_millis(3)));
     let inside = Arc::new(AtomicUsize::new(0));
     let last_token = Arc::new(AtomicU64::new(0));

@@ -11,21 +11,10 @@ use relock_tests::*;
 async fn a_failed_attempts_second_vote_is_not_sent_after_its_clean_up() {
     let m = masters(5);
     let (d4, urls) = urls_with_proxy(&m, 3);
-    let client = quorum_builder(urls, Duration::from_millis(400))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
-    warm_up(&client, "q102:warm-up").await;
+    let client = warm_quorum_client(urls, Duration::from_millis(400), "q102:warm-up").await;
     let lock = client.lock("q102").with_lease(Duration::from_secs(10));
     let g = lock.try_lock().await.unwrap().expect("a free lock");
-    wait_until(Duration::from_secs(2), "the hold on every node", || async {
-        m.servers()
-            .iter()
-            .all(|s| s.cmd(&["EXISTS", "q102"]).unwrap().as_int() == Some(1))
-    })
-    .await
-    .unwrap();
+    wait_held_on_every_node(&m, "q102").await;
     m[3].script_flush().unwrap();
     m[3].cmd(&["SCRIPT", "LOAD", relock::lua::ACQUIRE]).unwrap();
     d4.set_both(Mode::Delay(Duration::from_millis(20)));

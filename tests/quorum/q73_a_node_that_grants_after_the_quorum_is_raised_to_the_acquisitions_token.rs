@@ -20,12 +20,7 @@ fn counter_on(s: &RedisServer) -> Option<u64> {
 async fn a_node_that_grants_after_the_quorum_is_raised_to_the_acquisitions_token() {
     let m = masters(5);
     let (slow, urls) = urls_with_proxy(&m, 4);
-    let client = quorum_builder(urls, Duration::from_millis(500))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
-    warm_up(&client, "q73:warm-up").await;
+    let client = warm_quorum_client(urls, Duration::from_millis(500), "q73:warm-up").await;
     // Nodes 1–4 share a counter that a clock 0.5 s ahead seeded; node 5 has none.
     let ahead = (server_ms(&m[0]) * 1000 + 500_000).to_string();
     for s in &m.servers()[..4] {

@@ -23,21 +23,10 @@ async fn a_try_lock_right_after_the_clients_own_unlock_is_not_refused_by_that_un
     let mut urls = m.urls();
     urls[2] = c3.url();
     urls[3] = d4.url();
-    let client = quorum_builder(urls, Duration::from_millis(400))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
-    warm_up(&client, "q74:warm-up").await;
+    let client = warm_quorum_client(urls, Duration::from_millis(400), "q74:warm-up").await;
     let lock = client.lock("q74").with_lease(Duration::from_secs(10));
     let g = lock.try_lock().await.unwrap().expect("a free lock");
-    wait_until(Duration::from_secs(2), "the hold on every node", || async {
-        m.servers()
-            .iter()
-            .all(|s| s.cmd(&["EXISTS", "q74"]).unwrap().as_int() == Some(1))
-    })
-    .await
-    .unwrap();
+    wait_held_on_every_node(&m, "q74").await;
     // Node 4 keeps the vote script but loses the release script, and is 40 ms away.
     m[3].script_flush().unwrap();
     m[3].cmd(&["SCRIPT", "LOAD", relock::lua::ACQUIRE]).unwrap();

@@ -19,12 +19,7 @@ async fn a_try_lock_right_after_unlock_waits_for_a_slow_nodes_release_to_be_sent
     let mut urls = m.urls();
     urls[0] = p1.url();
     urls[2] = p3.url();
-    let client = quorum_builder(urls, Duration::from_millis(2500))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
-    warm_up(&client, "q75:warm").await;
+    let client = warm_quorum_client(urls, Duration::from_millis(2500), "q75:warm").await;
     let lock = client.lock("q75").with_lease(Duration::from_secs(30));
     // Equal counters on every node: no write-back round (it would cost a delay of its own).
     let seed = (server_ms(&m[0]) * 1000).to_string();

@@ -12,21 +12,10 @@ const NODE_TIMEOUT: Duration = Duration::from_millis(500);
 #[tokio::test]
 async fn a_paused_node_costs_a_try_lock_after_unlock_no_more_than_the_node_timeout() {
     let m = masters(3);
-    let client = quorum_builder(m.urls(), NODE_TIMEOUT)
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
-    warm_up(&client, "q76:warm").await;
+    let client = warm_quorum_client(m.urls(), NODE_TIMEOUT, "q76:warm").await;
     let lock = client.lock("q76").with_lease(Duration::from_secs(30));
     let g = lock.try_lock().await.unwrap().expect("a free lock");
-    wait_until(Duration::from_secs(2), "the hold on every node", || async {
-        m.servers()
-            .iter()
-            .all(|s| s.cmd(&["EXISTS", "q76"]).unwrap().as_int() == Some(1))
-    })
-    .await
-    .unwrap();
+    wait_held_on_every_node(&m, "q76").await;
     m[2].pause().unwrap();
     g.unlock().await.unwrap();
     // Another owner holds it on node 1 only.

@@ -219,6 +219,35 @@ pub fn quorum_builder(urls: Vec<String>, node_timeout: Duration) -> relock::Quor
         .restart_quarantine(Duration::ZERO)
 }
 
+/// A quorum client over `urls` (no restart quarantine, `node_timeout`, a 2 s connect
+/// timeout), warmed up on `warm_up_name` (every script loaded on every node): the usual start
+/// of a quorum scenario with proxies in front of some nodes.
+pub async fn warm_quorum_client(
+    urls: Vec<String>,
+    node_timeout: Duration,
+    warm_up_name: &str,
+) -> relock::QuorumClient {
+    let client = quorum_builder(urls, node_timeout)
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("connect to the masters");
+    warm_up(&client, warm_up_name).await;
+    client
+}
+
+/// Waits (bounded) until `name` exists on every one of `masters` (a hold's late votes too).
+pub async fn wait_held_on_every_node(masters: &RedisMasters, name: &str) {
+    wait_until(Duration::from_secs(2), "the hold on every node", || async {
+        masters
+            .servers()
+            .iter()
+            .all(|s| s.cmd(&["EXISTS", name]).ok().and_then(|v| v.as_int()) == Some(1))
+    })
+    .await
+    .unwrap();
+}
+
 /// Locks and unlocks `name` once, so that every script is loaded on every node: a fault
 /// injected afterwards hits the script call itself, not a `SCRIPT LOAD` or a NOSCRIPT retry.
 pub async fn warm_up(client: &relock::QuorumClient, name: &str) {
