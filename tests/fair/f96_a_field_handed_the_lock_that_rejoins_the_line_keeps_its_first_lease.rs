@@ -47,8 +47,8 @@ fn handoff(server: &RedisServer, field: &str) -> Option<String> {
 async fn a_field_handed_the_lock_that_rejoins_the_line_keeps_its_first_lease() {
     let server = server();
     acquire(&server, "H:1", "0", "0", "0"); // H holds
-    acquire(&server, "A:1", "0", "300", "0"); // A waits (ticket 1), first lease 300 ms
-    acquire(&server, "W:1", "0", "5000", "0"); // W waits (ticket 2)
+    acquire(&server, "A:1", "0", "300", "0"); // A waits (first ticket), first lease 300 ms
+    acquire(&server, "W:1", "0", "5000", "0"); // W waits (next ticket)
                                                // H releases: A is handed the lock for 300 ms.
     let (l, ch, q, alive, seq, counter, h) = (
         KEYS[0], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[1], KEYS[6],

@@ -96,9 +96,18 @@ if not ticket then
   end
   if ticket == 0 then
     ticket = redis.call('incr', KEYS[6])
+    if ticket < 1000000000000000 then
+      -- A new sequence (the line emptied, and `dequeue`/`evict` dropped it, or it expired)
+      -- starts at the server clock in µs, as the fencing counter does (lib/mint.lua): above
+      -- every ticket of an earlier sequence, so that a waiter whose entry went meanwhile (a
+      -- retired field, an eviction) rejoins with its ticket ahead of those who came later.
+      local t = redis.call('time')
+      ticket = tonumber(t[1]) * 1000000 + tonumber(t[2])
+      redis.call('set', KEYS[6], string.format('%.0f', ticket))
+    end
   elseif tonumber(redis.call('get', KEYS[6]) or '0') < ticket then
     -- The sequence restarted while we were out of line: keep later arrivals behind us.
-    redis.call('set', KEYS[6], ticket)
+    redis.call('set', KEYS[6], ARGV[6])
   end
   redis.call('zadd', KEYS[4], ticket, field)
 end
