@@ -62,6 +62,43 @@ pub async fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> std::task::
     std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut *f).poll(cx))).await
 }
 
+/// With a reply held by `proxy` (the client's connections frozen towards it), starts
+/// `client.shutdown()` in a task, waits (bounded) until `shutting_down` says shutdown has begun,
+/// then loses the held reply (resets those connections) and lets traffic pass again. Returns
+/// the shutdown task. For "an operation cut off during shutdown" scenarios.
+pub async fn shut_down_losing_the_held_reply<F, Fut>(
+    proxy: &relock_testkit::FaultProxy,
+    client: &relock::Client,
+    mut shutting_down: F,
+) -> tokio::task::JoinHandle<()>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    use relock_testkit::Direction;
+    wait_until(Duration::from_secs(3), "the reply held", || async {
+        !proxy.conns_holding(Direction::Down).is_empty()
+    })
+    .await
+    .unwrap();
+    let shutdown = {
+        let c = client.clone();
+        tokio::spawn(async move { c.shutdown().await })
+    };
+    wait_until(
+        Duration::from_secs(3),
+        "shutdown to begin",
+        &mut shutting_down,
+    )
+    .await
+    .unwrap();
+    for id in proxy.conns_holding(Direction::Down) {
+        proxy.reset_conn(id);
+    }
+    proxy.clear_overrides();
+    shutdown
+}
+
 /// Starts a task that waits for `lock` and returns when it got it, and waits (bounded) until
 /// that waiter is subscribed on the server.
 pub async fn spawn_parked_waiter(

@@ -27,27 +27,14 @@ async fn a_read_acquire_cut_off_during_shutdown_leaves_no_read_hold_behind() {
     })
     .await
     .unwrap();
-    wait_until(Duration::from_secs(3), "the reply held", || async {
-        !proxy.conns_holding(Direction::Down).is_empty()
-    })
-    .await
-    .unwrap();
-    let shutdown = {
-        let c = c.clone();
-        tokio::spawn(async move { c.shutdown().await })
-    };
-    wait_until(Duration::from_secs(3), "shutdown to begin", || async {
+    // Shutdown begins while the attempt is in flight; then its reply is lost.
+    let shutdown = shut_down_losing_the_held_reply(&proxy, &c, || async {
         matches!(
             rw.read_lock().try_lock().await,
             Err(relock::Error::Shutdown)
         )
     })
-    .await
-    .unwrap();
-    for id in proxy.conns_holding(Direction::Down) {
-        proxy.reset_conn(id);
-    }
-    proxy.clear_overrides();
+    .await;
     let r = bounded(Duration::from_secs(5), "acquire", acquire)
         .await
         .unwrap();
