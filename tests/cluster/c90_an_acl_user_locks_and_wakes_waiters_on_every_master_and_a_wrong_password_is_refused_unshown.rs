@@ -138,8 +138,9 @@ async fn an_acl_user_locks_and_wakes_waiters_on_every_master_and_a_wrong_passwor
             .unwrap_err();
         let text = format!("{e} {e:?}");
         assert!(
-            matches!(&e, Error::Connection { url, cause: c }
-                if url.starts_with("redis-cluster://") && c.contains(cause)),
+            matches!(&e, Error::Authentication { url, source }
+                if url.starts_with("redis-cluster://") && source.details().contains(cause))
+                && !e.is_transient(),
             "{what}: {text}"
         );
         for secret in [PASSWORD, WRONG_PASSWORD, ADMIN_PASSWORD] {

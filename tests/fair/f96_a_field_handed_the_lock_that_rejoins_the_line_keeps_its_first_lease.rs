@@ -10,10 +10,9 @@ use std::time::Duration;
 
 use relock_tests::*;
 
-const KEYS: [&str; 7] = [
+const KEYS: [&str; 6] = [
     "f96",
     "redisson_lock_token:{f96}",
-    "redisson_lock__channel:{f96}",
     "relock_fair_queue:{f96}",
     "relock_fair_alive:{f96}",
     "relock_fair_seq:{f96}",
@@ -23,7 +22,7 @@ const KEYS: [&str; 7] = [
 /// `fair_acquire.lua` in "wait" mode for `field` with `ticket`, asking for `first_lease` ms
 /// if handed the lock; `joined`: a reply already showed it in line.
 fn acquire(server: &RedisServer, field: &str, ticket: &str, first_lease: &str, joined: &str) {
-    let mut args = vec!["EVAL", relock::lua::FAIR_ACQUIRE, "7"];
+    let mut args = vec!["EVAL", relock::lua::FAIR_ACQUIRE, "6"];
     args.extend(KEYS);
     args.extend([
         "30000",
@@ -35,12 +34,15 @@ fn acquire(server: &RedisServer, field: &str, ticket: &str, first_lease: &str, j
         "publish",
         first_lease,
         joined,
+        CHANNEL,
     ]);
     server.cmd(&args).unwrap();
 }
 
+const CHANNEL: &str = "redisson_lock__channel:{f96}";
+
 fn handoff(server: &RedisServer, field: &str) -> Option<String> {
-    server.cmd(&["HGET", KEYS[6], field]).unwrap().as_string()
+    server.cmd(&["HGET", KEYS[5], field]).unwrap().as_string()
 }
 
 #[tokio::test]
@@ -50,15 +52,12 @@ async fn a_field_handed_the_lock_that_rejoins_the_line_keeps_its_first_lease() {
     acquire(&server, "A:1", "0", "300", "0"); // A waits (first ticket), first lease 300 ms
     acquire(&server, "W:1", "0", "5000", "0"); // W waits (next ticket)
                                                // H releases: A is handed the lock for 300 ms.
-    let (l, ch, q, alive, seq, counter, h) = (
-        KEYS[0], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[1], KEYS[6],
-    );
+    let (l, q, alive, seq, counter, h) = (KEYS[0], KEYS[2], KEYS[3], KEYS[4], KEYS[1], KEYS[5]);
     let release = [
         "EVAL",
         relock::lua::FAIR_RELEASE,
-        "7",
+        "6",
         l,
-        ch,
         q,
         alive,
         seq,
@@ -68,6 +67,7 @@ async fn a_field_handed_the_lock_that_rejoins_the_line_keeps_its_first_lease() {
         "all",
         "publish",
         "60000",
+        CHANNEL,
     ];
     server.cmd(&release).unwrap();
     let token = handoff(&server, "A:1").expect("A's token record");

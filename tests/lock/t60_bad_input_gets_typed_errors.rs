@@ -115,9 +115,11 @@ async fn bad_input_gets_typed_errors() {
     );
     let r = c.lock("t60:string").hold_count().await;
     assert!(matches!(&r, Err(Error::WrongType { .. })), "{r:?}");
+    // force_unlock leaves foreign keys alone, and says so (as `relock force-unlock` does).
+    let r = c.lock("t60:string").force_unlock().await;
     assert!(
-        !c.lock("t60:string").force_unlock().await.unwrap(),
-        "force_unlock leaves foreign keys alone"
+        matches!(&r, Err(Error::WrongType { key }) if key == "t60:string"),
+        "{r:?}"
     );
     assert_eq!(
         server

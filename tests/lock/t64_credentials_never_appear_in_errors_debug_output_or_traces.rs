@@ -86,11 +86,11 @@ async fn credentials_never_appear_in_errors_debug_output_or_traces() {
         shown.push(("error after shutdown".into(), format!("{e} {e:?}")));
     }
 
-    // A wrong password: a connection error that names the server, without the password.
+    // A wrong password: an authentication error that names the server, without the password.
     let wrong = format!("redis://relock-app:{SENTINEL_PASSWORD}@127.0.0.1:{port}");
     let e = builder(wrong).build().await.unwrap_err();
     assert!(
-        matches!(&e, Error::Connection { url, .. } if url.contains("relock-app:***@")),
+        matches!(&e, Error::Authentication { url, .. } if url.contains("relock-app:***@")),
         "{e:?}"
     );
     shown.push(("wrong password".into(), format!("{e} {e:?}")));

@@ -1,9 +1,11 @@
 //! relock's fencing counter lives a grace period (1 s) from its seed, so during a longer hold
 //! it expires. A Redisson `RFencedLock` that takes the lock next finds no counter and starts
 //! one at 1, with no TTL (Redisson expects it to live forever). relock's next grant must not
-//! count on from there: its token stays above its earlier ones, and the counter gets a TTL
-//! again, so nothing is left behind. (Found by review: relock handed out token 2 after
-//! 1.79e15, on a counter that never expired.)
+//! count on from there: its token stays above its earlier ones. (Found by review: relock handed
+//! out token 2 after 1.79e15, on a counter that never expired.) And it must not give Redisson's
+//! counter an expiry either (issue 22: relock re-seeded it with a 1 s life, and after relock's
+//! release Java's next token was 1 again, below its own earlier 2): the counter keeps no
+//! expiry, and Java counts on from relock's token.
 
 use std::time::Duration;
 
@@ -78,12 +80,23 @@ async fn a_redisson_fenced_lock_that_restarts_the_counter_never_sends_relock_tok
         second > first,
         "relock's token went back: {first} -> {second}"
     );
-    let pttl = server.cmd(&["PTTL", COUNTER]).unwrap().as_int().unwrap();
-    assert!((1..=1000).contains(&pttl), "counter PTTL {pttl}");
-    // Redisson counts on from relock's token while the counter lives.
-    let next = server.cmd(&["INCR", COUNTER]).unwrap().as_int().unwrap() as u64;
-    assert_eq!(next, second + 1);
+    // Redisson's counter keeps living for ever, as Redisson made it.
+    assert_eq!(server.cmd(&["PTTL", COUNTER]).unwrap().as_int(), Some(-1));
     g.unlock().await.unwrap();
     client.shutdown().await;
+    // Long after relock's release, Redisson counts on from relock's token, never back to 2.
+    // (Past relock's 1 s grace: the counter is still there.)
+    let expired = wait_until(
+        Duration::from_millis(1500),
+        "the counter to expire",
+        || async { server.cmd(&["EXISTS", COUNTER]).unwrap().as_int() == Some(0) },
+    )
+    .await;
+    assert!(expired.is_err(), "relock gave Redisson's counter an expiry");
+    let next = server.cmd(&["INCR", COUNTER]).unwrap().as_int().unwrap() as u64;
+    assert_eq!(next, second + 1);
+    // The only key left is Redisson's own counter.
+    assert_eq!(server.keys().unwrap(), vec![COUNTER.to_string()]);
+    server.cmd(&["DEL", COUNTER]).unwrap();
     assert_nothing_left(&server).await;
 }

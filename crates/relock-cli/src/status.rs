@@ -320,7 +320,17 @@ pub(crate) async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, CliError> 
     let client = relock::Client::connect(resolve_url(args.url)).await?;
     let lock = client.fair_lock(&args.name);
     let r = async {
-        let s = lock.status().await?;
+        let s = match lock.status().await {
+            Ok(s) => s,
+            // A data hash under the name (no lease, or fields that are not owners).
+            Err(relock::Error::NotALock { key, found }) => {
+                say(format_args!(
+                    "`{key}` does not look like a lock ({found}): not deleted"
+                ));
+                return Ok(1);
+            }
+            Err(e) => return Err(e),
+        };
         if !s.is_held() {
             println!("{}: free, nothing to delete", s.name);
             return Ok(0);

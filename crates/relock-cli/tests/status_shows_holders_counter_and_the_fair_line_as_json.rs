@@ -84,6 +84,8 @@ async fn status_shows_holders_counter_and_the_fair_line_as_json() {
     server
         .cmd(&["HSET", "st-rw", "mode", "write", "5e3b5a1c:57:write", "1"])
         .unwrap();
+    // Redisson gives every lock hash a lease; a hash without one is not a lock.
+    server.cmd(&["PEXPIRE", "st-rw", "30000"]).unwrap();
     let out = Command::new(RELOCK)
         .args(["status", "st-rw", "--url", &server.url()])
         .output()

@@ -4,10 +4,10 @@
 -- serve many locks; an operation's error (WRONGTYPE, READONLY) is its own.
 --
 -- KEYS[1]..  each operation's keys in turn: an acquire's lock and counter (2), a release's
---            lock and channel (2)
+--            lock (1)
 -- ARGV[1]    "a" (acquire) or "r" (release) for the first operation, then its arguments as
 --            acquire.lua (lease, field, counter TTL) or release.lua (field, mode, publish
---            command) takes them; then the next operation's letter, and so on
+--            command, channel) takes them; then the next operation's letter, and so on
 --
 -- Returns one array per operation: {"ok", reply...} with acquire.lua's reply ({1, token} or
 -- {0, pttl}) or release.lua's (1, 0, or -1 for its nil), or {"err", message}.
@@ -23,11 +23,11 @@ while a <= #ARGV do
     end
     k, a = k + 2, a + 4
   else
-    ok, r = pcall(release, KEYS[k], KEYS[k + 1], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
+    ok, r = pcall(release, KEYS[k], ARGV[a + 4], ARGV[a + 1], ARGV[a + 2], ARGV[a + 3])
     if ok then
       r = {'ok', r or -1}
     end
-    k, a = k + 2, a + 4
+    k, a = k + 1, a + 5
   end
   if not ok then
     r = {'err', type(r) == 'table' and r.err or tostring(r)}

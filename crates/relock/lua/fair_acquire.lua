@@ -3,11 +3,10 @@
 --
 -- KEYS[1]  the lock hash; field <client_id>:<n> -> hold count
 -- KEYS[2]  the fencing counter, redisson_lock_token:{name}
--- KEYS[3]  the release channel, redisson_lock__channel:{name}
--- KEYS[4]  the queue, relock_fair_queue:{name}: owner -> ticket
--- KEYS[5]  the heartbeats, relock_fair_alive:{name}: owner -> deadline (server ms)
--- KEYS[6]  the ticket sequence, relock_fair_seq:{name}
--- KEYS[7]  the handoff hash, relock_fair_handoff:{name} (lib/queue.lua)
+-- KEYS[3]  the queue, relock_fair_queue:{name}: owner -> ticket
+-- KEYS[4]  the heartbeats, relock_fair_alive:{name}: owner -> deadline (server ms)
+-- KEYS[5]  the ticket sequence, relock_fair_seq:{name}
+-- KEYS[6]  the handoff hash, relock_fair_handoff:{name} (lib/queue.lua)
 -- ARGV[1]  lease in ms
 -- ARGV[2]  the waiter's field, <client_id>:<n>: its place in line, and its hold's field if
 --          granted
@@ -21,6 +20,8 @@
 -- ARGV[9]  "1" if a reply already showed this field in line: a field that is not in line any
 --          more (evicted, or handed the lock and that lease ran out) never rejoins under the
 --          same field, so that a field is handed the lock at most once (absent: "0")
+-- ARGV[10] the release channel, redisson_lock__channel:{name} (an argument, not a key: an ACL user needs a channel grant
+--          for it, `&`, not a key grant, `~`)
 --
 -- Returns
 --   {1, token}                     acquired afresh (and out of the queue)
@@ -39,14 +40,14 @@
 local lease = tonumber(ARGV[1])
 local counter_ttl = tonumber(ARGV[3])
 local field = ARGV[2]
-local q = line(KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+local q = line(KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 local now = now_ms()
 -- HLEN fails with WRONGTYPE if the key is not a lock hash, before anything is changed.
-redis.call('hlen', KEYS[1])
+ensure_lock(KEYS[1])
 if redis.call('hexists', KEYS[1], field) == 1 then
   -- A field is asked for by one acquisition only and never re-entered here, so this field's
   -- hold was written by a handoff (lib/handoff.lua), which recorded its token.
-  local token = redis.call('hget', KEYS[7], field)
+  local token = redis.call('hget', KEYS[6], field)
   if not token then
     return redis.error_reply('ERR relock: a hold under this field without its handoff record')
   end
@@ -72,18 +73,18 @@ if pttl == -2 then
   -- Free, but someone else is first: hand it the lock if it asked for that (its lease ran out
   -- without a release, or a release could not reach it), else tell it if the eviction may have
   -- made it first just now. Either way it has until its heartbeat deadline to take it.
-  pass_on(KEYS[1], KEYS[2], counter_ttl, KEYS[3], q, ARGV[7], now, evicted > 0)
+  pass_on(KEYS[1], KEYS[2], counter_ttl, ARGV[10], q, ARGV[7], now, evicted > 0)
   bound = redis.call('pttl', KEYS[1])
   if bound == -2 then
     behind = 1
-    bound = tonumber(redis.call('zscore', KEYS[5], first)) - now + 1
+    bound = tonumber(redis.call('zscore', KEYS[4], first)) - now + 1
   end
 end
 if ARGV[5] ~= 'wait' then
   return {0, bound, 0, -1, behind}
 end
 
-local ticket = redis.call('zscore', KEYS[4], field)
+local ticket = redis.call('zscore', KEYS[3], field)
 if not ticket then
   ticket = tonumber(ARGV[6])
   if ARGV[9] == '1' then
@@ -91,11 +92,11 @@ if not ticket then
     -- under a new field, so that a late handoff message to this one cannot be taken for a new
     -- grant. The token record of a grant that ran out untaken goes now (the field is neither
     -- in the lock nor in line).
-    forget_grant(KEYS[7], field)
+    forget_grant(KEYS[6], field)
     return {0, bound, ticket, -2, behind}
   end
   if ticket == 0 then
-    ticket = redis.call('incr', KEYS[6])
+    ticket = redis.call('incr', KEYS[5])
     if ticket < 1000000000000000 then
       -- A new sequence (the line emptied, and `dequeue`/`evict` dropped it, or it expired)
       -- starts at the server clock in µs, as the fencing counter does (lib/mint.lua): above
@@ -103,19 +104,19 @@ if not ticket then
       -- retired field, an eviction) rejoins with its ticket ahead of those who came later.
       local t = redis.call('time')
       ticket = tonumber(t[1]) * 1000000 + tonumber(t[2])
-      redis.call('set', KEYS[6], string.format('%.0f', ticket))
+      redis.call('set', KEYS[5], string.format('%.0f', ticket))
     end
-  elseif tonumber(redis.call('get', KEYS[6]) or '0') < ticket then
+  elseif tonumber(redis.call('get', KEYS[5]) or '0') < ticket then
     -- The sequence restarted while we were out of line: keep later arrivals behind us.
-    redis.call('set', KEYS[6], ARGV[6])
+    redis.call('set', KEYS[5], ARGV[6])
   end
-  redis.call('zadd', KEYS[4], ticket, field)
+  redis.call('zadd', KEYS[3], ticket, field)
 end
 local heartbeat = tonumber(ARGV[4])
-redis.call('zadd', KEYS[5], now + heartbeat, field)
+redis.call('zadd', KEYS[4], now + heartbeat, field)
 local first_lease = tonumber(ARGV[8] or '0')
 if first_lease > 0 then
-  redis.call('hset', KEYS[7], field, first_lease)
+  redis.call('hset', KEYS[6], field, first_lease)
 end
 keep(heartbeat + 1000, q)
-return {0, bound, tonumber(ticket), redis.call('zrank', KEYS[4], field), behind}
+return {0, bound, tonumber(ticket), redis.call('zrank', KEYS[3], field), behind}

@@ -1,12 +1,13 @@
 -- fair_heartbeat: one client's heartbeat for its waiters, one call for up to a batch of them.
 --
--- KEYS     groups of seven per waiter i: KEYS[7i-6] the lock hash, KEYS[7i-5] the release
---          channel, KEYS[7i-4] the queue, KEYS[7i-3] the heartbeats, KEYS[7i-2] the sequence,
---          KEYS[7i-1] the fencing counter, KEYS[7i] the handoff hash
+-- KEYS     groups of six per waiter i: KEYS[6i-5] the lock hash, KEYS[6i-4] the queue,
+--          KEYS[6i-3] the heartbeats, KEYS[6i-2] the sequence, KEYS[6i-1] the fencing
+--          counter, KEYS[6i] the handoff hash
 -- ARGV[1]  heartbeat deadline in ms
 -- ARGV[2]  the publish command: "publish" (or "spublish" on a cluster)
 -- ARGV[3]  ms the fencing counter lives once seeded (the grace)
--- ARGV[3+i] owner field of waiter i
+-- ARGV[2+2i] owner field of waiter i, ARGV[3+2i] its lock's release channel (an argument,
+--          not a key: an ACL user needs a channel grant for it, `&`, not a key grant, `~`)
 --
 -- Evicts dead waiters first (and hands the lock to, or tells, the new first waiter if the lock
 -- is free). Returns an array with, for each waiter i: 2 (still in line, and first while the
@@ -16,10 +17,10 @@
 local heartbeat = tonumber(ARGV[1])
 local grace = tonumber(ARGV[3])
 local result = {}
-for i = 1, (#KEYS) / 7 do
-  local lock, channel, counter = KEYS[7*i-6], KEYS[7*i-5], KEYS[7*i-1]
-  local q = line(KEYS[7*i-4], KEYS[7*i-3], KEYS[7*i-2], KEYS[7*i])
-  local field = ARGV[3 + i]
+for i = 1, (#KEYS) / 6 do
+  local lock, channel, counter = KEYS[6*i-5], ARGV[3 + 2*i], KEYS[6*i-1]
+  local q = line(KEYS[6*i-4], KEYS[6*i-3], KEYS[6*i-2], KEYS[6*i])
+  local field = ARGV[2 + 2*i]
   local now = now_ms()
   local evicted = evict(q, now)
   if redis.call('zscore', q.queue, field) then

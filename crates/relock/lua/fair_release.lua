@@ -3,14 +3,15 @@
 -- plain waiters are woken when the line is empty.
 --
 -- KEYS[1]  the lock hash
--- KEYS[2]  the release channel, redisson_lock__channel:{name}
--- KEYS[3]  the queue, KEYS[4] the heartbeats, KEYS[5] the sequence
--- KEYS[6]  the fencing counter (a handoff mints the next holder's token)
--- KEYS[7]  the handoff hash
+-- KEYS[2]  the queue, KEYS[3] the heartbeats, KEYS[4] the sequence
+-- KEYS[5]  the fencing counter (a handoff mints the next holder's token)
+-- KEYS[6]  the handoff hash
 -- ARGV[1]  the hold's field, <client_id>:<n>
 -- ARGV[2]  "1": drop one count (a nested guard); "all": drop the hold whatever its count
 -- ARGV[3]  the publish command: "publish" (or "spublish" on a cluster)
 -- ARGV[4]  ms the fencing counter lives once seeded (the grace)
+-- ARGV[5]  the release channel, redisson_lock__channel:{name} (an argument, not a key: an ACL user needs a channel grant
+--          for it, `&`, not a key grant, `~`)
 --
 -- Returns 1 (released: the lock was handed on, or is free and a wake-up was published: the
 -- first waiter's field, or "0" when nobody is in its line), 0 (the hold is still there, count
@@ -20,7 +21,7 @@ local released = drop_hold(KEYS[1], ARGV[1], ARGV[2])
 if released ~= 0 then
   -- The hold is gone (released now, or expired before): its token record too, if a handoff
   -- gave it the lock.
-  forget_grant(KEYS[7], ARGV[1])
+  forget_grant(KEYS[6], ARGV[1])
 end
 if released ~= 1 then
   return released
@@ -28,12 +29,12 @@ end
 if redis.call('exists', KEYS[1]) == 1 then
   return 0
 end
-local q = line(KEYS[3], KEYS[4], KEYS[5], KEYS[7])
+local q = line(KEYS[2], KEYS[3], KEYS[4], KEYS[6])
 local now = now_ms()
 evict(q, now)
 -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain lock)
 -- with Redisson's unlock message.
-if not pass_on(KEYS[1], KEYS[6], tonumber(ARGV[4]), KEYS[2], q, ARGV[3], now, true) then
-  redis.call(ARGV[3], KEYS[2], 0)
+if not pass_on(KEYS[1], KEYS[5], tonumber(ARGV[4]), ARGV[5], q, ARGV[3], now, true) then
+  redis.call(ARGV[3], ARGV[5], 0)
 end
 return 1

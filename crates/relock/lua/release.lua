@@ -3,14 +3,15 @@
 -- can never touch a later hold (which has another field).
 --
 -- KEYS[1]  the lock hash
--- KEYS[2]  the release channel, redisson_lock__channel:{name}
 -- ARGV[1]  the hold's field, <client_id>:<n>
 -- ARGV[2]  "1": drop one count (a nested guard); "all": drop the hold whatever its count (its
 --          last guard, or the clean-up of an acquisition whose reply was lost)
 -- ARGV[3]  the publish command: "publish" (or "spublish" on a cluster)
+-- ARGV[4]  the release channel, redisson_lock__channel:{name} (an argument, not a key: an ACL
+--          user needs a channel grant for it, `&`, not a key grant, `~`)
 -- The fencing counter is not touched: it expires by itself (lib/mint.lua).
 --
 -- Returns 1 (released: the lock is free and "0", Redisson's unlock message, was published), 0
 -- (the hold is still there, count decremented) or nil (this hold is not here: its lease ran
 -- out, it was deleted or released).
-return release(KEYS[1], KEYS[2], ARGV[1], ARGV[2], ARGV[3])
+return release(KEYS[1], ARGV[4], ARGV[1], ARGV[2], ARGV[3])

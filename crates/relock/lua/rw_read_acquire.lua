@@ -17,6 +17,8 @@
 -- exclusive: readers holding at once have different tokens.
 -- A key of another type fails with WRONGTYPE and is left untouched.
 local lock, lease = KEYS[1], tonumber(ARGV[1])
+-- A data hash under the lock's name (even one with a `mode` field) is never joined.
+ensure_lock(lock)
 local mode = redis.call('hget', lock, 'mode')
 local free = mode == false and redis.call('exists', lock) == 0
 local shared = mode == 'read'

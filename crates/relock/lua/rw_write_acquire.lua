@@ -18,5 +18,5 @@ if redis.call('exists', lock) == 0 then
   redis.call('pexpire', lock, tonumber(ARGV[1]))
   return {1, token}
 end
-redis.call('hlen', lock)
+ensure_lock(lock)
 return {0, redis.call('pttl', lock)}

@@ -1,8 +1,8 @@
-#!lua flags=no-writes
 -- status: one consistent read of a lock for operators (`Lock::status`, `relock status`,
 -- `relock watch`): a script runs alone, so the holders, the lease, the counter and the line
--- are all from one moment. Reads only, and flagged so (the shebang line): Redis then runs it
--- during a CLIENT PAUSE WRITE (a failover) instead of holding it back.
+-- are all from one moment. Reads only, and flagged so (the `no-writes` shebang line that
+-- `relock::lua` puts first): Redis then runs it during a CLIENT PAUSE WRITE (a failover)
+-- instead of holding it back.
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the fencing counter
@@ -13,13 +13,18 @@
 -- count, ...), pttl and counter_pttl are PTTLs (-2: no key), counter is the counter's value
 -- (false: none), line is {field, ticket, deadline or false, ...} in queue order.
 -- Or {'wrongtype', key} when a key has another type than a lock's (or the counter is not a
--- number), naming that key.
+-- number), naming that key; or {'notalock', key, found} when the lock's key is a hash that is
+-- not a lock (lib/shape.lua), saying what was found.
 local kinds = {'hash', 'string', 'zset', 'zset'}
 for i, key in ipairs(KEYS) do
   local t = redis.call('type', key)['ok']
   if t ~= 'none' and t ~= kinds[i] then
     return {'wrongtype', key}
   end
+end
+local found = not_a_lock(KEYS[1])
+if found then
+  return {'notalock', KEYS[1], found}
 end
 local counter = redis.call('get', KEYS[2])
 -- INCR's own rule: a counter is a decimal integer (no sign, fraction, exponent or hex here).

@@ -278,10 +278,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
         inner.grace_ms().to_string(),
     ];
     let (script, script_keys) = match (&mode, keys.queue_group()) {
-        (
-            Mode::FairTry | Mode::FairWait(_),
-            Some([lock, channel, queue, alive, seq, token, handoff]),
-        ) => {
+        (Mode::FairTry | Mode::FairWait(_), Some([lock, queue, alive, seq, token, handoff])) => {
             let (join, ticket, first_lease, joined) = match &mode {
                 Mode::FairWait(e) => {
                     // Set before sending: if the reply is lost we may be in line.
@@ -302,8 +299,9 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                 inner.publish_cmd().to_string(),
                 first_lease.to_string(),
                 u8::from(joined).to_string(),
+                keys.channel.clone(),
             ]);
-            let k = vec![lock, token, channel, queue, alive, seq, handoff];
+            let k = vec![lock, token, queue, alive, seq, handoff];
             (&*scripts::FAIR_ACQUIRE, k)
         }
         (Mode::Read { writer }, _) => {

@@ -49,10 +49,10 @@ pub(crate) enum Op {
         keys: [String; 2],
         args: [String; 3],
     },
-    /// `release.lua`'s keys (lock, channel) and arguments (field, mode, publish command).
+    /// `release.lua`'s keys (the lock) and arguments (field, mode, publish command, channel).
     Release {
         keys: Vec<String>,
-        args: [String; 3],
+        args: [String; 4],
     },
 }
 
@@ -180,7 +180,7 @@ async fn send(conn: &fred::clients::Client, ops: Vec<Queued>) {
         return;
     }
     let mut keys = Vec::with_capacity(ops.len() * 2);
-    let mut args = Vec::with_capacity(ops.len() * 4);
+    let mut args = Vec::with_capacity(ops.len() * 5);
     let mut replies = Vec::with_capacity(ops.len());
     for Queued { op, reply } in ops {
         match op {

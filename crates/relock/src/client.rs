@@ -43,6 +43,8 @@ pub(crate) struct Settings {
     pub(crate) command_timeout: Duration,
     pub(crate) connections: usize,
     pub(crate) counter_grace: Duration,
+    pub(crate) persistent_counters: bool,
+    pub(crate) key_prefix: String,
     pub(crate) renew_batch: usize,
     pub(crate) fair_heartbeat: Duration,
     pub(crate) sync_replicas: Option<(u32, Duration)>,
@@ -126,6 +128,8 @@ impl Default for ClientBuilder {
                 command_timeout: Duration::from_secs(3),
                 connections: 4,
                 counter_grace: COUNTER_GRACE,
+                persistent_counters: false,
+                key_prefix: String::new(),
                 renew_batch: RENEW_BATCH,
                 fair_heartbeat: Duration::from_secs(5),
                 sync_replicas: None,
@@ -349,8 +353,46 @@ impl ClientBuilder {
         self
     }
 
+    /// Fencing counters that never expire, as Redisson's `RFencedLock` keeps them: one small
+    /// key (`redisson_lock_token:{name}`) per lock name ever taken, left on the server.
+    ///
+    /// Turn it on in every relock client that shares lock names with Java services using
+    /// `RFencedLock` (or any client that creates the counter at 1 when it is missing): with
+    /// the default 1 s counter life, a Java client that finds relock's counter expired starts
+    /// again at 1, below relock's earlier tokens, so a resource that compares tokens of both
+    /// would take Java's as stale-but-newer. With it on, tokens rise for every client of the
+    /// name, whichever side came first (`docs/safety.md`, "Sharing names with Redisson").
+    ///
+    /// Either way relock never gives an expiry to, lowers or deletes a counter it found
+    /// without one. Default: off (the counter lives 1 s past its seed; nothing is left behind).
+    pub fn persistent_fencing_counters(mut self, on: bool) -> Self {
+        self.settings.persistent_counters = on;
+        self
+    }
+
+    /// A prefix put before every name this client's locks, semaphores and latches are given
+    /// (`key_prefix("locks:")` makes `client.lock("orders:42")` the key `locks:orders:42`),
+    /// so that lock keys can never collide with the application's data keys. Java services
+    /// that share these locks must use the full name. Default: none (Redisson's names, as
+    /// given). It may not contain `{` or `}` (the name's own hash tag decides its cluster
+    /// slot). [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) counts the prefix. A
+    /// [`QuorumClient`](crate::QuorumClient) has no prefix of its own: give it prefixed names.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.settings.key_prefix = prefix.into();
+        self
+    }
+
     fn validate(&self) -> Result<()> {
         let s = &self.settings;
+        if s.key_prefix.contains(['{', '}']) || s.key_prefix.len() > 256 {
+            return Err(Error::invalid(
+                "key_prefix",
+                format!(
+                    "`{}`: a key prefix may not contain `{{` or `}}` (each name's own hash tag decides its cluster slot) and may have at most 256 bytes",
+                    crate::error::short(&s.key_prefix)
+                ),
+            ));
+        }
         if s.client_id.is_empty() || s.client_id.contains(':') {
             return Err(Error::invalid(
                 "client_id",
@@ -497,9 +539,107 @@ fn fred_command_settings(mut builder: Builder, s: &Settings) -> Builder {
     builder
 }
 
+/// What `lua/lib/shape.lua` found, from its `NOTALOCK <found>` error, without the script
+/// location Redis appends (` script: <sha>, on @user_script:84.`).
+fn not_a_lock_found(details: &str) -> String {
+    let found = details.split_once("NOTALOCK ").map_or("", |(_, f)| f);
+    let found = found.split_once(" script: ").map_or(found, |(f, _)| f);
+    found.trim_end().to_string()
+}
+
+/// fred's error at connect time, typed: refused credentials, a refused permission and a bad
+/// setting are not connection trouble (they are not transient); anything else is
+/// [`connection_error`].
+fn connect_error(s: &Settings, e: fred::error::Error) -> Error {
+    if let Some(typed) = refusal(&crate::redact::url(&s.url), "connect", "", &e) {
+        return typed;
+    }
+    connection_error(s, e.to_string())
+}
+
+/// The server's refusals that a retry cannot cure, as their own variants.
+fn refusal(url: &str, operation: &'static str, key: &str, e: &fred::error::Error) -> Option<Error> {
+    let d = e.details();
+    let has = |code: &str| {
+        d.starts_with(code) || d.contains(&format!(" {code} ")) || d.contains(&format!(": {code}"))
+    };
+    if has("WRONGPASS") || has("NOAUTH") || d.contains("invalid username-password") {
+        return Some(Error::Authentication {
+            url: url.to_string(),
+            source: e.clone(),
+        });
+    }
+    // Inside a script Redis 7 does not say NOPERM for a refused channel or command.
+    if has("NOPERM")
+        || d.contains("can't publish to the channel")
+        || d.contains("can't run this command")
+        || d.contains("no permissions to")
+    {
+        return Some(Error::Permission {
+            operation,
+            server: url.to_string(),
+            key: key.to_string(),
+            source: e.clone(),
+        });
+    }
+    if d.contains("DB index is out of range") || d.contains("invalid DB index") {
+        return Some(Error::Configuration {
+            url: url.to_string(),
+            source: e.clone(),
+        });
+    }
+    None
+}
+
+/// `Os { code: 111, kind: ConnectionRefused, message: "Connection refused" }` (an I/O error's
+/// `Debug`, which fred puts in its messages) as `Connection refused (os error 111)`.
+fn tidy_io(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("Os { code: ") {
+        out.push_str(&rest[..at]);
+        let tail = &rest[at..];
+        let Some(inner) = tail
+            .find(" }")
+            .and_then(|end| tail.get("Os { code: ".len()..end))
+        else {
+            break;
+        };
+        let end = "Os { code: ".len() + inner.len();
+        let code = inner.split(',').next().unwrap_or("").trim();
+        let message = inner
+            .split_once("message: \"")
+            .map_or("", |(_, m)| m.trim_end_matches('"'));
+        out.push_str(&format!("{message} (os error {code})"));
+        rest = &tail[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// A connection error naming the server without credentials, with a hint for TLS trouble.
 fn connection_error(s: &Settings, cause: String) -> Error {
+    let cause = tidy_io(&cause);
     let mut cause = crate::redact::in_text(&cause, &s.url);
+    let tls = s.url.starts_with("rediss");
+    if !tls
+        && (cause.contains("reset by peer")
+            || cause.contains("unexpected end of file")
+            || cause.contains("UnexpectedEof"))
+    {
+        cause.push_str(
+            "; the server closed the connection at once: it may speak TLS only (use a rediss:// URL)",
+        );
+    }
+    if tls
+        && (cause.contains("timed out")
+            || cause.contains("InvalidContentType")
+            || cause.contains("CorruptMessage"))
+    {
+        cause.push_str(
+            "; no TLS handshake completed: the server may not speak TLS on this port (use a redis:// URL)",
+        );
+    }
     if cause.contains("Failed to connect to all sentinel nodes") {
         // fred drops each sentinel's own error (a refused connection, WRONGPASS).
         if cause.ends_with('.') {
@@ -601,7 +741,7 @@ async fn start(
         };
         match tokio::time::timeout(s.connect_timeout, connect).await {
             Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(connection_error(&s, e.to_string())),
+            Ok(Err(e)) => return Err(connect_error(&s, e)),
             Err(_) => {
                 return Err(connection_error(
                     &s,
@@ -1175,25 +1315,38 @@ impl Inner {
                 Side::Read => (&scripts::RW_READ_RELEASE, vec![keys.read_timeout(field)]),
                 Side::Write => (&scripts::RW_WRITE_RELEASE, vec![]),
             };
-            script_keys.splice(0..0, [keys.lock.clone(), keys.channel.clone()]);
+            script_keys.insert(0, keys.lock.clone());
             let args = vec![
                 field.to_string(),
                 mode.into(),
                 self.publish_cmd().into(),
                 keys.hold_prefix(),
+                keys.channel.clone(),
             ];
             return script.run(self.pool.next(), script_keys, args).await;
         }
+        let fair = keys.queue.is_some();
+        let channel = keys.channel.clone();
         let keys = keys.release_keys();
-        let args = [field.to_string(), mode.into(), self.publish_cmd().into()];
-        if keys.len() > 2 {
+        if fair {
             // A fair release may hand the lock on, minting the next holder's token.
-            let mut args = args.to_vec();
-            args.push(self.grace_ms().to_string());
+            let args = vec![
+                field.to_string(),
+                mode.into(),
+                self.publish_cmd().into(),
+                self.grace_ms().to_string(),
+                channel,
+            ];
             return scripts::FAIR_RELEASE
                 .run(self.pool.next(), keys, args)
                 .await;
         }
+        let args = [
+            field.to_string(),
+            mode.into(),
+            self.publish_cmd().into(),
+            channel,
+        ];
         match &self.batcher {
             Some(b) => b.run(crate::batch::Op::Release { keys, args }).await,
             None => {
@@ -1237,8 +1390,22 @@ impl Inner {
             .collect()
     }
 
+    /// The fencing counter's life once seeded, in ms; 0 for counters that never expire
+    /// ([`ClientBuilder::persistent_fencing_counters`]).
     pub(crate) fn grace_ms(&self) -> u64 {
+        if self.settings.persistent_counters {
+            return 0;
+        }
         self.settings.counter_grace.as_millis() as u64
+    }
+
+    /// `name` with the client's [`key_prefix`](ClientBuilder::key_prefix), if any.
+    pub(crate) fn named(&self, name: String) -> String {
+        if self.settings.key_prefix.is_empty() {
+            name
+        } else {
+            format!("{}{name}", self.settings.key_prefix)
+        }
     }
 
     /// The server's URL without credentials, for messages.
@@ -1273,6 +1440,27 @@ impl Inner {
         });
     }
 
+    /// Whether the lock hash `lock` exists, and `field`'s value in it (none for `""`), in one
+    /// read that first makes sure the key is a lock: `NotALock` / `WrongType` otherwise
+    /// (`lua/check.lua`), so that data under a lock's name is never reported as a held lock.
+    pub(crate) async fn check(&self, lock: &str, field: String) -> Result<(bool, Option<String>)> {
+        let (exists, value, _) = self.check_with_pttl(lock, field).await?;
+        Ok((exists, value))
+    }
+
+    /// [`check`](Self::check), with the lock's PTTL (-2: no key, -1: no expiry).
+    pub(crate) async fn check_with_pttl(
+        &self,
+        lock: &str,
+        field: String,
+    ) -> Result<(bool, Option<String>, i64)> {
+        let (exists, value, pttl): (i64, Option<String>, i64) = crate::scripts::CHECK
+            .run_read_only(self.pool.next(), vec![lock.to_string()], vec![field])
+            .await
+            .map_err(|e| self.error("check", lock, e))?;
+        Ok((exists == 1, value, pttl))
+    }
+
     /// Turns a fred error into ours, naming the server, what we were doing and on which key.
     pub(crate) fn error(&self, operation: &'static str, key: &str, e: fred::error::Error) -> Error {
         use fred::error::ErrorKind;
@@ -1292,6 +1480,15 @@ impl Inner {
                     &self.settings.url,
                 ),
             },
+            // First: its text names a field of the user's data (escaped, no spaces), which
+            // must not be read as another error code.
+            _ if e.details().contains("NOTALOCK ") => Error::NotALock {
+                key: key.to_string(),
+                found: not_a_lock_found(e.details()),
+            },
+            _ if refusal(&self.server(), operation, key, &e).is_some() => {
+                refusal(&self.server(), operation, key, &e).expect("checked")
+            }
             _ if e.details().starts_with("READONLY") => {
                 // We are talking to a master that was demoted (a Sentinel failover): reconnect,
                 // which asks the sentinels for the current master. Callers retry.

@@ -24,6 +24,42 @@ pub enum Error {
         /// Why.
         cause: String,
     },
+    /// The server refused the credentials (`WRONGPASS`, `NOAUTH`): a wrong user name or
+    /// password in the URL, or none where the server needs one. Not transient: retrying with
+    /// the same credentials fails the same way.
+    #[error("Redis at {url} refused the credentials ({}); check the user name and password in the URL (docs/operations.md, Credentials)", .source.details())]
+    Authentication {
+        /// The server, without credentials.
+        url: String,
+        /// The server's reply.
+        #[source]
+        source: fred::error::Error,
+    },
+    /// The server's ACL does not let this user run a command, or touch a key or channel
+    /// (`NOPERM`). Not transient: grant what `docs/operations.md` ("Least-privilege ACL
+    /// users") lists for the kind and deployment.
+    #[error("Redis at {server} refused `{operation}` on `{}` for lack of permission ({}); grant the user the keys, channels and commands docs/operations.md lists (Least-privilege ACL users)", short(.key), .source.details())]
+    Permission {
+        /// What we asked.
+        operation: &'static str,
+        /// The node.
+        server: String,
+        /// The key (lock name, or the client's first key) it was about.
+        key: String,
+        /// The server's reply, which names the command, key or channel refused.
+        #[source]
+        source: fred::error::Error,
+    },
+    /// The server refused the connection's own settings (a database index out of range in
+    /// the URL, for example). Not transient: fix the URL.
+    #[error("Redis at {url} refused the connection's settings ({}); fix the URL (docs/operations.md, URLs)", .source.details())]
+    Configuration {
+        /// The server, without credentials.
+        url: String,
+        /// The server's reply.
+        #[source]
+        source: fred::error::Error,
+    },
     /// The operation needs a hold that the caller does not have.
     ///
     /// The reentrant lock's guards never return it (a guard whose hold ended reports
@@ -67,6 +103,19 @@ pub enum Error {
     WrongType {
         /// The key.
         key: String,
+    },
+    /// The key at a lock's name exists but is not a lock: a hash without a time to live, or
+    /// whose fields are not lock owners (`<id>:<n>` → hold count), typically application data
+    /// that shares the lock's name (`HSET orders:99 status paid`). Nothing was written,
+    /// renewed, deleted or waited on; name the lock apart from data (for example with
+    /// [`ClientBuilder::key_prefix`](crate::ClientBuilder::key_prefix)), or delete the key if it
+    /// really is a broken lock. A key of another type than a hash is [`Error::WrongType`].
+    #[error("key `{}` is not a lock: it is {found}; nothing was changed. Name locks apart from data (ClientBuilder::key_prefix), or delete the key if it is a broken lock", short(.key))]
+    NotALock {
+        /// The key.
+        key: String,
+        /// What was found there, in words (for example "a hash without a time to live").
+        found: String,
     },
     /// A command did not answer in time. Its outcome on the server is unknown.
     #[error(
@@ -180,6 +229,19 @@ fn votes_text(votes: &[NodeVote]) -> String {
         .map(ToString::to_string)
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// A name as errors and logs print it: whole up to 80 bytes, else its first 60 bytes (cut at a
+/// character boundary), an ellipsis and its length.
+pub(crate) fn short(name: &str) -> std::borrow::Cow<'_, str> {
+    if name.len() <= 80 {
+        return name.into();
+    }
+    let mut end = 60;
+    while !name.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes)", &name[..end], name.len()).into()
 }
 
 /// `Result<T, relock::Error>`.

@@ -156,14 +156,15 @@ async fn beat_all(inner: &Arc<Inner>) {
 
 async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
     let hb = inner.settings.fair_heartbeat;
-    let mut keys = Vec::with_capacity(batch.len() * 7);
-    let mut args = Vec::with_capacity(batch.len() + 3);
+    let mut keys = Vec::with_capacity(batch.len() * 6);
+    let mut args = Vec::with_capacity(2 * batch.len() + 3);
     args.push(hb.as_millis().to_string());
     args.push(inner.publish_cmd().to_string());
     args.push(inner.grace_ms().to_string());
     for e in batch {
         keys.extend(e.keys.queue_group().into_iter().flatten());
         args.push(e.field.clone());
+        args.push(e.keys.channel.clone());
     }
     let limit = inner.settings.command_timeout.min(hb / 5);
     let sent = tokio::time::Instant::now();

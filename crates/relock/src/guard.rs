@@ -21,8 +21,10 @@ use crate::holds::Hold;
 /// `docs/safety.md`.
 ///
 /// Dropping the guard stops it counting at once and releases on the server in the
-/// background; use [`unlock`](LockGuard::unlock) to learn the outcome. A guard dropped where
-/// no tokio runtime runs is forgotten locally, and its lock expires with its lease.
+/// background; use [`unlock`](LockGuard::unlock) to learn the outcome. A guard dropped on a
+/// thread outside any tokio runtime (a `Drop` of a struct moved to `std::thread`) releases
+/// through the runtime it was made on, as promptly; only when that runtime is gone is it
+/// forgotten locally, its lock then expiring with its lease.
 #[must_use = "if unused the lock will immediately unlock"]
 #[clippy::has_significant_drop]
 pub struct LockGuard {
@@ -30,6 +32,8 @@ pub struct LockGuard {
     hold: Arc<Hold>,
     watchdog: bool,
     released: bool,
+    /// The runtime the guard was made on: a drop outside any runtime releases through it.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl std::fmt::Debug for LockGuard {
@@ -53,6 +57,7 @@ impl LockGuard {
             hold,
             watchdog,
             released: false,
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -72,6 +77,14 @@ impl LockGuard {
     ///
     /// Pass it with every write to the protected resource, and have the resource reject a
     /// token lower than the highest it has seen.
+    ///
+    /// Tokens are about 1.8 × 10¹⁵ (seeded from the server clock in µs): store them in a
+    /// 64-bit column (`BIGINT`), never a 32-bit one. A fenced write in SQL:
+    ///
+    /// ```sql
+    /// UPDATE orders SET status = $2, fence = $3 WHERE id = $1 AND fence <= $3;
+    /// -- 0 rows: a later holder already wrote; stop, this hold is stale
+    /// ```
     pub fn fencing_token(&self) -> u64 {
         self.hold.token
     }
@@ -147,6 +160,9 @@ impl LockGuard {
     pub async fn unlock(mut self) -> Result<()> {
         self.released = true;
         let (remaining, lost) = self.hold.remove_guard(self.watchdog);
+        // Whether the hold was lost when the caller let it go (not after the release's reply:
+        // a renewal or a short lease ending meanwhile says nothing of what the caller did).
+        let was_lost = lost || self.hold.is_lost();
         let fut = self
             .backend
             .clone()
@@ -157,6 +173,13 @@ impl LockGuard {
         // by review: a kept, unpolled unlock stalled the next lock() of the name and a quorum
         // client's whole watchdog).
         match self.backend.shared().tracker.spawn(fut).await {
+            // A hold that was already lost when its release failed (a timeout, a connection
+            // down) is reported as lost, as documented: its release's fate does not change
+            // what the caller must know, that its exclusion ended (issue 22: a server down
+            // past the lease gave `Timeout { operation: "release" }`).
+            Ok(Err(e)) if was_lost && e.may_have_run() => Err(Error::LockLost {
+                name: self.hold.keys.lock.clone(),
+            }),
             Ok(r) => r,
             Err(_) => Err(Error::Shutdown),
         }
@@ -171,25 +194,72 @@ impl Drop for LockGuard {
         // Stop counting at once: from here on no `lock()` can re-enter a hold whose last guard
         // is gone, even before the release below has run.
         let (remaining, lost) = self.hold.remove_guard(self.watchdog);
-        if tokio::runtime::Handle::try_current().is_ok() {
-            let fut = self
-                .backend
-                .clone()
-                .release(self.hold.clone(), remaining, lost);
-            self.backend.shared().tracker.spawn(async move {
-                if let Err(e) = fut.await {
-                    if !matches!(e, Error::LockLost { .. } | Error::Shutdown) {
-                        tracing::warn!(error = %e, "background release failed; retrying until the lease would end");
-                    }
+        let fut = self
+            .backend
+            .clone()
+            .release(self.hold.clone(), remaining, lost);
+        // If the release cannot even be spawned (no runtime to run it on, or the guard's
+        // runtime is gone: a closed runtime drops a task at once, inside the spawn call), the
+        // hold is forgotten locally instead: the watchdog stops renewing it, and its lease
+        // ends it on the server. A release dropped later, by a runtime shutting down, leaves
+        // the hold recorded, so that the client's last handle names it.
+        let spawning = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let forget = ForgetUnlessRun {
+            backend: self.backend.clone(),
+            hold: self.hold.clone(),
+            armed: remaining == 0,
+            spawning: spawning.clone(),
+        };
+        let work = async move {
+            let r = fut.await;
+            forget.disarm();
+            if let Err(e) = r {
+                if !matches!(e, Error::LockLost { .. } | Error::Shutdown) {
+                    tracing::warn!(error = %e, "background release failed; retrying until the lease would end");
                 }
-            });
-        } else if remaining == 0 {
-            // No runtime to release on: forget the hold locally (the watchdog stops renewing
-            // it) and let its lease end it on the server.
-            tracing::warn!(lock = %self.hold.keys.lock, "guard dropped outside a tokio runtime; the lock expires with its lease");
-            self.hold.mark_ended();
-            self.backend.shared().holds.remove(&self.hold);
+            }
+        };
+        let tracker = &self.backend.shared().tracker;
+        if tokio::runtime::Handle::try_current().is_ok() {
+            tracker.spawn(work);
+        } else if let Some(rt) = &self.runtime {
+            // Off the runtime's threads (issue 22): the runtime that made the guard runs the
+            // release, as promptly as a drop inside it.
+            tracker.spawn_on(work, rt);
+        } else {
+            drop(work);
         }
+        // Else `work` is dropped here, unrun: `forget` forgets the hold.
+        spawning.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Forgets a hold locally when its release is dropped before it ran (see `LockGuard`'s drop).
+struct ForgetUnlessRun {
+    backend: Arc<dyn Backend>,
+    hold: Arc<Hold>,
+    armed: bool,
+    /// Still inside the guard's drop: the task was refused by its runtime, not dropped later.
+    spawning: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ForgetUnlessRun {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ForgetUnlessRun {
+    fn drop(&mut self) {
+        if !self.armed || !self.spawning.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        // A hold already ended (by shutdown, which released it, or lost) has nothing to say.
+        if !self.hold.is_lost() {
+            tracing::warn!(lock = %self.hold.keys.lock, "guard dropped where its release cannot run (its runtime is gone); the lock expires with its lease");
+        }
+        self.hold.mark_ended();
+        self.backend.shared().holds.remove(&self.hold);
     }
 }
 

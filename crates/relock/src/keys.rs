@@ -1,7 +1,7 @@
 //! Key and channel names of one lock, following Redisson's `{name}` hash-tag rule so that every
 //! key of a lock lands in the same Redis Cluster slot.
 
-use crate::error::{Error, Result};
+use crate::error::{short, Error, Result};
 
 /// The Redis names that belong to one lock.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -85,24 +85,25 @@ impl LockKeys {
         format!("{}{field}:rwlock_timeout:1", self.hold_prefix())
     }
 
-    /// KEYS of `release.lua` and `force_unlock.lua`: lock, channel, and for a fair lock the
-    /// rest of [`queue_group`](Self::queue_group), so that the first waiter is the one handed
-    /// the lock (or woken).
+    /// KEYS of `release.lua` and `force_unlock.lua`: the lock, and for a fair lock the rest of
+    /// [`queue_group`](Self::queue_group), so that the first waiter is the one handed the lock
+    /// (or woken). The channel is never a key (it goes with the arguments): an ACL user needs a
+    /// channel grant for it, not a key grant (`docs/operations.md`, issue 22).
     pub(crate) fn release_keys(&self) -> Vec<String> {
         match self.queue_group() {
             Some(group) => group.to_vec(),
-            None => vec![self.lock.clone(), self.channel.clone()],
+            None => vec![self.lock.clone()],
         }
     }
 
-    /// KEYS of the fair-queue scripts that take the group (lock, channel, queue, alive, seq,
-    /// counter, handoff): the counter and the handoff hash because a release, a leave or a
-    /// heartbeat may hand the lock to the first waiter (`lua/lib/handoff.lua`).
-    pub(crate) fn queue_group(&self) -> Option<[String; 7]> {
+    /// KEYS of the fair-queue scripts that take the group (lock, queue, alive, seq, counter,
+    /// handoff): the counter and the handoff hash because a release, a leave or a heartbeat
+    /// may hand the lock to the first waiter (`lua/lib/handoff.lua`). The channel goes with
+    /// the arguments.
+    pub(crate) fn queue_group(&self) -> Option<[String; 6]> {
         let q = self.queue.as_ref()?;
         Some([
             self.lock.clone(),
-            self.channel.clone(),
             q.queue.clone(),
             q.alive.clone(),
             q.seq.clone(),
@@ -130,10 +131,25 @@ pub(crate) fn suffixed(name: &str, suffix: &str) -> String {
     }
 }
 
-/// Rejects names whose derived keys could not share a cluster slot.
+/// The longest name a lock, semaphore or latch may have, in bytes. Redis takes keys of up to
+/// 512 MB, but a name is sent with every call and printed in every error and log line: a
+/// megabyte-long name is a bug in the caller, refused before anything is sent.
+pub const MAX_NAME_LEN: usize = 1024;
+
+/// Rejects names whose derived keys could not share a cluster slot, and names over
+/// [`MAX_NAME_LEN`].
 pub(crate) fn validate_name(name: &str) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("name", "a lock name must not be empty"));
+    }
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::invalid(
+            "name",
+            format!(
+                "`{}` is longer than the {MAX_NAME_LEN} bytes a name may have; use a shorter name (a hash of a long one, say)",
+                short(name)
+            ),
+        ));
     }
     if let Some(open) = name.find('{') {
         // Redis hashes only the text between the first `{` and the next `}`, and only if it is
@@ -143,8 +159,9 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
             return Err(Error::invalid(
                 "name",
                 format!(
-                    "`{name}` contains `{{` but no non-empty `{{tag}}`; its keys could land in \
-                     different cluster slots. Use a complete hash tag such as `orders:{{42}}`, or no braces"
+                    "`{}` contains `{{` but no non-empty `{{tag}}`; its keys could land in \
+                     different cluster slots. Use a complete hash tag such as `orders:{{42}}`, or no braces",
+                    short(name)
                 ),
             ));
         }

@@ -63,7 +63,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
-        let name: String = name.into();
+        let name: String = self.inner.named(name.into());
         let names = names(&name, self.inner.pubsub.cluster);
         CountDownLatch {
             inner: self.inner.clone(),

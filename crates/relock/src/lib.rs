@@ -158,8 +158,15 @@ pub mod lua {
             )
         };
     }
+    // A read-only script: the `no-writes` flag must be the script's first line, before the
+    // shared functions.
+    macro_rules! read_only_script {
+        ($file:literal $(, $lib:literal)*) => {
+            concat!("#!lua flags=no-writes\n", script!($file $(, $lib)*))
+        };
+    }
     /// Take a fresh hold, or report the holder's PTTL.
-    pub const ACQUIRE: &str = script!("acquire.lua", "mint", "acquire");
+    pub const ACQUIRE: &str = script!("acquire.lua", "mint", "shape", "acquire");
     /// One more count on an existing hold; never creates one.
     pub const REENTER: &str = script!("reenter.lua", "extend");
     /// Drop one count of a plain lock's hold (or the whole hold) and publish the release.
@@ -169,15 +176,18 @@ pub mod lua {
     pub const FAIR_RELEASE: &str =
         script!("fair_release.lua", "release", "mint", "queue", "handoff");
     /// Several plain acquires and releases in one call (coalesced by the client).
-    pub const BATCH: &str = script!("batch.lua", "mint", "acquire", "release");
+    pub const BATCH: &str = script!("batch.lua", "mint", "shape", "acquire", "release");
     /// The watchdog's batch renewal.
     pub const RENEW: &str = script!("renew.lua", "each", "extend");
     /// One consistent read of a lock: holders, lease, counter, fair line (reads only).
-    pub const STATUS: &str = script!("status.lua");
+    pub const STATUS: &str = read_only_script!("status.lua", "shape");
+    /// Whether a lock is held and one hold's count, after checking that the key is a lock (reads
+    /// only).
+    pub const CHECK: &str = read_only_script!("check.lua", "shape");
     /// Delete whoever holds it and publish.
-    pub const FORCE_UNLOCK: &str = script!("force_unlock.lua", "queue");
+    pub const FORCE_UNLOCK: &str = script!("force_unlock.lua", "shape", "queue");
     /// Fair lock: take it when free and first in line, or join the queue.
-    pub const FAIR_ACQUIRE: &str = script!("fair_acquire.lua", "mint", "queue", "handoff");
+    pub const FAIR_ACQUIRE: &str = script!("fair_acquire.lua", "mint", "shape", "queue", "handoff");
     /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
     pub const FAIR_HEARTBEAT: &str = script!("fair_heartbeat.lua", "mint", "queue", "handoff");
     /// Fair lock: a waiter leaves the queue (and the next one is told if it was first).
@@ -189,9 +199,9 @@ pub mod lua {
     /// Quorum lock: put a hold back on a node of a minority that lost it.
     pub const QUORUM_PUTBACK: &str = script!("quorum_putback.lua", "each", "fence");
     /// Read-write lock: a fresh read hold (shared; a write holder may take one).
-    pub const RW_READ_ACQUIRE: &str = script!("rw_read_acquire.lua", "mint");
+    pub const RW_READ_ACQUIRE: &str = script!("rw_read_acquire.lua", "mint", "shape");
     /// Read-write lock: a fresh write hold (exclusive).
-    pub const RW_WRITE_ACQUIRE: &str = script!("rw_write_acquire.lua", "mint");
+    pub const RW_WRITE_ACQUIRE: &str = script!("rw_write_acquire.lua", "mint", "shape");
     /// Read-write lock: drop (a count of) a read hold; free the lock when no hold is left.
     pub const RW_READ_RELEASE: &str = script!("rw_read_release.lua", "release", "readers");
     /// Read-write lock: drop (a count of) a write hold; wake every waiter.
@@ -223,6 +233,7 @@ pub mod lua {
 }
 pub use error::{Error, NodeVote, Result, Vote};
 pub use guard::LockGuard;
+pub use keys::MAX_NAME_LEN;
 pub use latch::CountDownLatch;
 pub use lock::Lock;
 pub use multilock::{MultiGuard, MultiLock};

@@ -139,7 +139,12 @@ pub(crate) async fn leave(
         .run::<i64>(
             conn,
             group.to_vec(),
-            vec![entry.field.clone(), publish.into(), grace_ms.to_string()],
+            vec![
+                entry.field.clone(),
+                publish.into(),
+                grace_ms.to_string(),
+                entry.keys.channel.clone(),
+            ],
         )
         .await
         .map(drop)

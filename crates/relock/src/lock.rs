@@ -4,7 +4,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use fred::interfaces::{HashesInterface, KeysInterface, SortedSetsInterface};
+use fred::interfaces::SortedSetsInterface;
 use tracing::Instrument;
 
 use crate::attempt::{record_acquire, Fresh, Mode};
@@ -72,7 +72,7 @@ impl Client {
     /// A handle to the reentrant lock called `name`. Cheap; nothing is sent until it is used.
     /// A bad name is reported by the first operation, as [`Error::InvalidArgument`](crate::Error::InvalidArgument).
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.inner.clone(), name.into(), false)
+        Lock::new(self.inner.clone(), self.inner.named(name.into()), false)
     }
 
     /// A handle to the fair lock called `name`: first come, first served across all clients.
@@ -93,7 +93,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.inner.clone(), name.into(), true)
+        Lock::new(self.inner.clone(), self.inner.named(name.into()), true)
     }
 }
 
@@ -230,20 +230,22 @@ impl Lock {
     /// Whether anyone holds the lock.
     ///
     /// # Errors
-    /// Connection errors; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name.
+    /// Connection errors; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad
+    /// name; [`Error::NotALock`](crate::Error::NotALock) or
+    /// [`Error::WrongType`](crate::Error::WrongType) if the key holds something else than a lock.
     ///
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn is_locked(&self) -> Result<bool> {
         let keys = self.keys()?;
-        let n: i64 = self
-            .inner
-            .pool
-            .next()
-            .exists(keys.lock.as_str())
-            .await
-            .map_err(|e| self.inner.error("exists", &keys.lock, e))?;
-        Ok(n == 1)
+        Ok(self.check(&keys, String::new()).await?.0)
+    }
+
+    /// One read of whether the lock is held and of `field`'s hold count (see
+    /// [`Inner::check`]).
+    async fn check(&self, keys: &LockKeys, field: String) -> Result<(bool, u32)> {
+        let (exists, count) = self.inner.check(&keys.lock, field).await?;
+        Ok((exists, count.and_then(|c| c.parse().ok()).unwrap_or(0)))
     }
 
     /// Whether the calling code holds the lock: inside a hold's scope, as the owner of a hold
@@ -273,14 +275,7 @@ impl Lock {
         let field = self
             .current_hold(&keys)
             .map_or(String::new(), |h| h.field.clone());
-        let n: Option<u32> = self
-            .inner
-            .pool
-            .next()
-            .hget(keys.lock.as_str(), field.as_str())
-            .await
-            .map_err(|e| self.inner.error("hget", &keys.lock, e))?;
-        Ok(n.unwrap_or(0))
+        Ok(self.check(&keys, field).await?.1)
     }
 
     /// The lock's remaining lease on the server, or `None` if it is free (or has no expiry).
@@ -292,13 +287,11 @@ impl Lock {
     /// Cancel safe (read only).
     pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
         let keys = self.keys()?;
-        let ms: i64 = self
+        // Through the shape check: a data hash's TTL is not a lease.
+        let (_, _, ms) = self
             .inner
-            .pool
-            .next()
-            .pttl(keys.lock.as_str())
-            .await
-            .map_err(|e| self.inner.error("pttl", &keys.lock, e))?;
+            .check_with_pttl(&keys.lock, String::new())
+            .await?;
         Ok((ms >= 0).then(|| Duration::from_millis(ms as u64)))
     }
 
@@ -374,7 +367,11 @@ impl Lock {
             .run(
                 self.inner.pool.next(),
                 keys.release_keys(),
-                vec![self.inner.publish_cmd().into()],
+                vec![
+                    self.inner.publish_cmd().into(),
+                    "0".into(),
+                    keys.channel.clone(),
+                ],
             )
             .await
             .map_err(|e| self.inner.error("force_unlock", &keys.lock, e))?;

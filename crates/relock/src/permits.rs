@@ -85,7 +85,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn permit_expirable_semaphore(&self, name: impl Into<String>) -> PermitSemaphore {
-        let name: String = name.into();
+        let name: String = self.inner.named(name.into());
         let keys = validate_name(&name).ok().map(|()| {
             let channel = prefixed("redisson_sc", &name);
             let names = Names {
@@ -681,18 +681,24 @@ impl Drop for PermitGuard {
         if self.released {
             return;
         }
-        if tokio::runtime::Handle::try_current().is_ok() {
-            let task = give_back(self.inner.clone(), self.lease.clone());
-            self.inner.shared.tracker.spawn(async move {
-                if let Err(e) = task.await {
-                    if !matches!(e, Error::PermitLost { .. } | Error::Shutdown) {
-                        tracing::warn!(error = %e, "background release of a permit failed; retrying until its lease would end");
-                    }
+        let task = give_back(self.inner.clone(), self.lease.clone());
+        let work = async move {
+            if let Err(e) = task.await {
+                if !matches!(e, Error::PermitLost { .. } | Error::Shutdown) {
+                    tracing::warn!(error = %e, "background release of a permit failed; retrying until its lease would end");
                 }
-            });
+            }
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.inner.shared.tracker.spawn(work);
         } else {
-            tracing::warn!(semaphore = %self.lease.keys.count, id = %self.lease.id, "permit guard dropped outside a tokio runtime; the permit comes back when its lease ends");
-            self.inner.permits.remove(&self.lease);
+            // Off the runtime's threads (issue 22): the client's runtime gives the permit back,
+            // as promptly as a drop inside it. If that runtime is gone, the task is dropped
+            // unrun and the permit comes back when its lease ends.
+            self.inner
+                .shared
+                .tracker
+                .spawn_on(work, &self.inner.runtime);
         }
     }
 }

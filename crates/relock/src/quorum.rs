@@ -811,6 +811,7 @@ impl QuorumInner {
             // Registered before `unlock()` can return; says when its first call is with fred,
             // and ends with that call's outcome.
             let releasing = self.releasing.start(&keys.lock, i);
+            let channel = keys.channel.clone();
             let (keys, field) = (keys.release_keys(), field.to_string());
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
             let q = Arc::downgrade(self);
@@ -824,8 +825,9 @@ impl QuorumInner {
                 }
                 let once = |conn: Arc<Inner>, tracked: Option<crate::in_flight::Call>| {
                     let (keys, field, name) = (keys.clone(), field.clone(), name.clone());
+                    let channel = channel.clone();
                     async move {
-                        let args = vec![field, mode.into(), "publish".into()];
+                        let args = vec![field, mode.into(), "publish".into(), channel];
                         let client = pinned(&conn, &name);
                         let call = async {
                             match &tracked {

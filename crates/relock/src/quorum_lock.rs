@@ -761,9 +761,10 @@ impl QuorumLock {
             .on_every_node(
                 move |c, k| {
                     let keys = k.release_keys();
+                    let args = vec!["publish".into(), "0".into(), k.channel.clone()];
                     async move {
                         scripts::FORCE_UNLOCK
-                            .run::<i64>(&c, keys, vec!["publish".into()])
+                            .run::<i64>(&c, keys, args)
                             .await
                             .map(|n| n as u64)
                     }

@@ -12,7 +12,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use fred::interfaces::HashesInterface;
 use tracing::Instrument;
 
 use crate::attempt::{record_acquire, Fresh, Mode};
@@ -102,7 +101,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
-        let name: Arc<str> = name.into().into();
+        let name: Arc<str> = self.inner.named(name.into()).into();
         let half = |side| Half {
             inner: self.inner.clone(),
             name: name.clone(),
@@ -252,13 +251,7 @@ impl Half {
     /// Whether the hash's mode is this side's.
     async fn is_locked(&self) -> Result<bool> {
         let keys = self.keys()?;
-        let mode: Option<String> = self
-            .inner
-            .pool
-            .next()
-            .hget(keys.lock.as_str(), "mode")
-            .await
-            .map_err(|e| self.inner.error("hget", &keys.lock, e))?;
+        let (_, mode) = self.inner.check(&keys.lock, "mode".into()).await?;
         Ok(mode.as_deref()
             == Some(match self.side {
                 Side::Read => "read",
@@ -271,7 +264,7 @@ impl Half {
         let inner = &self.inner;
         inner.check_running()?;
         let keys = self.keys()?;
-        let args = vec![inner.publish_cmd().into(), "1".into()];
+        let args = vec![inner.publish_cmd().into(), "1".into(), keys.channel.clone()];
         let r: i64 = scripts::FORCE_UNLOCK
             .run(inner.pool.next(), keys.release_keys(), args)
             .await
@@ -309,7 +302,8 @@ macro_rules! side_methods {
             ///
             /// # Errors
             /// Connection errors; [`Error::InvalidArgument`] for a bad name;
-            /// [`Error::WrongType`] if the key is not a hash.
+            /// [`Error::WrongType`] if the key is not a hash, [`Error::NotALock`] if it is a
+            /// hash that is not a lock.
             ///
             /// # Cancel safety
             /// Cancel safe (read only).

@@ -154,6 +154,8 @@ pub(crate) static BATCH: LazyLock<Script> =
     LazyLock::new(|| Script::new("batch", crate::lua::BATCH));
 pub(crate) static RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new("renew", crate::lua::RENEW));
+pub(crate) static CHECK: LazyLock<Script> =
+    LazyLock::new(|| Script::new("check", crate::lua::CHECK));
 pub(crate) static FORCE_UNLOCK: LazyLock<Script> =
     LazyLock::new(|| Script::new("force_unlock", crate::lua::FORCE_UNLOCK));
 pub(crate) static STATUS: LazyLock<Script> =
@@ -216,6 +218,7 @@ mod tests {
             &*super::RENEW,
             &*super::FORCE_UNLOCK,
             &*super::STATUS,
+            &*super::CHECK,
             &*super::FAIR_ACQUIRE,
             &*super::FAIR_HEARTBEAT,
             &*super::FAIR_LEAVE,

@@ -72,7 +72,7 @@ impl Client {
     /// # Ok(()) }
     /// ```
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
-        let name: String = name.into();
+        let name: String = self.inner.named(name.into());
         let names = validate_name(&name).ok().map(|()| {
             Arc::new(Names {
                 channel: prefixed("redisson_sc", &name),

@@ -168,6 +168,14 @@ impl Lock {
         let Value::Array(mut parts) = reply else {
             return Err(wrong());
         };
+        if let [tag, key, found] = parts.as_slice() {
+            if tag.as_str().as_deref() == Some("notalock") {
+                return Err(crate::Error::NotALock {
+                    key: key.as_string().unwrap_or_default(),
+                    found: found.as_string().unwrap_or_default(),
+                });
+            }
+        }
         if let [tag, key] = parts.as_slice() {
             if tag.as_str().as_deref() == Some("wrongtype") {
                 return Err(crate::Error::WrongType {

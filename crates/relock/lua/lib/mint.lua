@@ -7,15 +7,26 @@
 -- that (docs/safety.md has the argument). So the hot path is one INCR: the counter's lifetime
 -- is set when it is seeded and never touched again.
 --
+-- `counter_ttl` 0 (`ClientBuilder::persistent_fencing_counters`): a counter relock creates
+-- never expires, as Redisson's RFencedLock keeps its own; then a Redisson client that comes
+-- after relock counts on from relock's tokens instead of starting again at 1.
+--
 -- A counter below 10^15 (µs since 1970: September 2001) was not seeded by relock: it is new (1),
--- or Redisson's RFencedLock created it (it counts from 1, with no TTL). It is seeded from the
--- clock too, so relock's tokens never fall back to that count, and it gets a TTL.
+-- or Redisson's RFencedLock created it (it counts from 1, with no TTL). It is raised to the
+-- clock too, so relock's tokens never fall back to that count; a counter that existed keeps
+-- its own life (KEEPTTL): relock never gives an expiry to a counter another client created,
+-- and never lowers one, so Redisson's next token is above relock's (issue 22).
 local function mint(counter, counter_ttl)
   local token = redis.call('incr', counter)
   if token < 1000000000000000 then
     local t = redis.call('time')
-    token = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('set', counter, string.format('%.0f', token), 'px', counter_ttl)
+    local seed = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))
+    if token == 1 and counter_ttl > 0 then
+      redis.call('set', counter, seed, 'px', counter_ttl)
+    else
+      redis.call('set', counter, seed, 'keepttl')
+    end
+    token = tonumber(seed)
   end
   return token
 end

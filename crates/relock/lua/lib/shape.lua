@@ -1,0 +1,74 @@
+-- What a lock's hash must look like before any script deletes, renews, joins or waits on it,
+-- so that a data key that shares a lock's name (`HSET orders:99 status paid`) is never taken
+-- for a held lock (docs/safety.md, "Keys that are not locks").
+--
+-- A lock hash (Redisson's RLock, RFairLock, RReadWriteLock and relock's) always has a time to
+-- live, and its fields are owners, `<id>:<n>` (Redisson: `<uuid>:<thread id>`), or a write
+-- hold's `<id>:<n>:write`, each mapped to a positive hold count; a read-write lock's also has
+-- `mode` (`read` or `write`).
+
+-- A field as an error message may show it: printable ASCII other than space and backquote
+-- kept, every other byte shown as `?`, cut to 40 bytes. Never a value (it may be a secret),
+-- never bytes that are not UTF-8 (the reply must decode), never a space (so that no field can
+-- read as another error code).
+local function shape_short(s)
+  local cut = string.sub(s, 1, 40)
+  cut = string.gsub(cut, '[^%w%p]', '?')
+  cut = string.gsub(cut, '`', '?')
+  if #s > 40 then
+    cut = cut .. '...'
+  end
+  return cut
+end
+
+-- The most fields a lock hash is read in full for: a lock has one holder, or a few readers
+-- (each reader's field, and `mode`). A larger hash is refused as not a lock, rather than
+-- sampled, so that no field of it goes unseen.
+local SHAPE_MAX_FIELDS = 1000
+
+-- nil if `key` is missing or a lock hash; else what was found, in words. A key of another
+-- type than a hash fails with WRONGTYPE (HLEN), as before this check existed.
+local function not_a_lock(key)
+  local n = redis.call('hlen', key)
+  if n == 0 then
+    return nil
+  end
+  if n > SHAPE_MAX_FIELDS then
+    return 'a hash of ' .. n .. ' fields (a lock has one holder, or at most ' ..
+      (SHAPE_MAX_FIELDS - 1) .. ' readers)'
+  end
+  if redis.call('pttl', key) == -1 then
+    return 'a hash without a time to live'
+  end
+  local all = redis.call('hgetall', key)
+  local owners = 0
+  for i = 1, #all, 2 do
+    local f, v = all[i], all[i + 1]
+    if f == 'mode' then
+      if v ~= 'read' and v ~= 'write' then
+        return 'a hash whose field `mode` is neither read nor write'
+      end
+    elseif not (string.match(f, '.:%-?%d+$') or string.match(f, '.:%-?%d+:write$')) then
+      return 'a hash with field `' .. shape_short(f) .. '`, which is not a lock owner\'s (<id>:<n>)'
+    elseif not string.match(v, '^%d+$') then
+      return 'a hash whose field `' .. shape_short(f) .. '` does not hold a hold count'
+    else
+      owners = owners + 1
+    end
+  end
+  if owners == 0 then
+    -- A lock's hash goes with its last holder; `mode` alone is data.
+    return 'a hash with no lock owner field'
+  end
+  return nil
+end
+
+-- Raises NOTALOCK (the client's `Error::NotALock`) if `key` exists and is not a lock hash;
+-- nothing has been written when it does, since every caller checks before its first write.
+local function ensure_lock(key)
+  local found = not_a_lock(key)
+  if found then
+    error({err = 'NOTALOCK ' .. found})
+  end
+end
+
