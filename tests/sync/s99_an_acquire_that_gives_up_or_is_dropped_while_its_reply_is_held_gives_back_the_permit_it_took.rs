@@ -13,7 +13,10 @@ use relock_tests::*;
 async fn an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_back_the_permit_it_took(
 ) {
     let server = server();
-    let (proxy, c) = client_behind_proxy(&server, Duration::from_millis(500)).await;
+    // A command timeout well above what a loaded machine can stall a healthy reply by: fred judges
+    // a connection unresponsive after it and reconnects it, and a connection opened after the
+    // freeze below would let the reply through (a CI run once saw `Ok(true)`).
+    let (proxy, c) = client_behind_proxy(&server, Duration::from_secs(2)).await;
     let sem = c.semaphore("s99");
     assert!(sem.try_set_permits(1).await.unwrap());
     // Load the acquire script, so the attempts below need no NOSCRIPT round trip.
