@@ -27,7 +27,8 @@ async fn shutdown_releases_a_hold_only_after_a_put_back_on_its_way() {
     m[2].script_flush().unwrap();
     m[2].cmd(&["SCRIPT", "LOAD", relock::lua::QUORUM_RENEW])
         .unwrap();
-    m[2].cmd(&["SCRIPT", "LOAD", relock::lua::RELEASE]).unwrap();
+    m[2].cmd(&["SCRIPT", "LOAD", relock::lua::QUORUM_RELEASE])
+        .unwrap();
     let base = m[2].command_calls("evalsha").unwrap();
     let evals_before = m[2].command_calls("eval").unwrap();
     proxy.set(Direction::Down, Mode::Delay(Duration::from_millis(300)));

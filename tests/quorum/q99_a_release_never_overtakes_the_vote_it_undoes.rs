@@ -39,7 +39,8 @@ async fn a_release_never_overtakes_the_vote_it_undoes() {
 
     // Node 1 forgets its scripts but the release; its replies take 300 ms from now on.
     m[0].cmd(&["SCRIPT", "FLUSH"]).unwrap();
-    m[0].cmd(&["SCRIPT", "LOAD", relock::lua::RELEASE]).unwrap();
+    m[0].cmd(&["SCRIPT", "LOAD", relock::lua::QUORUM_RELEASE])
+        .unwrap();
     let evals = calls(&m[0], "eval");
     proxy.set(Direction::Down, Mode::Delay(Duration::from_millis(300)));
 

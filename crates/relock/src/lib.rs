@@ -194,6 +194,8 @@ pub mod lua {
     pub const FAIR_LEAVE: &str = script!("fair_leave.lua", "mint", "queue", "handoff");
     /// Quorum lock: raise a node's fencing counter to the acquisition's token.
     pub const QUORUM_FENCE: &str = script!("quorum_fence.lua", "fence");
+    /// Quorum lock: release on one node, raising its fencing counter to the hold's token.
+    pub const QUORUM_RELEASE: &str = script!("quorum_release.lua", "release", "fence");
     /// Quorum lock: renew on one node; reports where the lock is free.
     pub const QUORUM_RENEW: &str = script!("quorum_renew.lua", "each", "extend", "fence");
     /// Quorum lock: put a hold back on a node of a minority that lost it.

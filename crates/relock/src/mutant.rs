@@ -77,7 +77,9 @@ pub(crate) fn lua(name: &str, lua: &'static str) -> std::borrow::Cow<'static, st
     const RENEW_CHECK: &str = "local held = redis.pcall('hexists', lock, ARGV[1 + i])";
     const ADD: &str = "local available = redis.call('incrby', KEYS[1], ARGV[1])";
     match name {
-        "release" | "fair_release" | "batch" if is(Mutant::ReleaseWithoutOwnerCheck) => {
+        "release" | "fair_release" | "batch" | "quorum_release"
+            if is(Mutant::ReleaseWithoutOwnerCheck) =>
+        {
             assert!(
                 lua.contains(OWNER_CHECK),
                 "release.lua changed: update the mutant"

@@ -421,7 +421,7 @@ impl QuorumClient {
                 // otherwise land after this release.
                 let _gate = hold.gate.lock().await;
                 inner
-                    .release_everywhere(&hold.keys, &hold.field, true)
+                    .release_everywhere(&hold.keys, &hold.field, true, hold.token)
                     .await
             });
         }
@@ -437,7 +437,7 @@ impl QuorumClient {
             hold.mark_ended();
             let _gate = hold.gate.lock().await;
             inner
-                .release_everywhere(&hold.keys, &hold.field, true)
+                .release_everywhere(&hold.keys, &hold.field, true, hold.token)
                 .await;
         }
         let _ = tokio::time::timeout(settle, inner.shared.tracker.wait()).await;
@@ -790,13 +790,15 @@ impl QuorumInner {
         spawn_reconnect(Arc::downgrade(self), i, self.shutdown.subscribe(), delay);
     }
 
-    /// Runs `release.lua` for `field` on every node at once (including the ones that may not
-    /// vote); returns each node's reply.
+    /// Runs `quorum_release.lua` for `field` on every node at once (including the ones that
+    /// may not vote); returns each node's reply. `token`: the hold's, which each node's
+    /// counter is raised to in the same script (0 for an attempt's clean-up).
     pub(crate) async fn release_everywhere(
         self: &Arc<Self>,
         keys: &LockKeys,
         field: &str,
         all: bool,
+        token: u64,
     ) -> Vec<std::result::Result<Option<i64>, String>> {
         let mode = if all { "all" } else { "1" };
         // Each node's release runs in its own task to the end: only the wait stops at a
@@ -812,7 +814,11 @@ impl QuorumInner {
             // and ends with that call's outcome.
             let releasing = self.releasing.start(&keys.lock, i);
             let channel = keys.channel.clone();
-            let (keys, field) = (keys.release_keys(), field.to_string());
+            let (token, grace) = (token.to_string(), self.grace_ms().to_string());
+            let (keys, field) = (
+                vec![keys.lock.clone(), keys.token.clone()],
+                field.to_string(),
+            );
             let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
             let q = Arc::downgrade(self);
             self.shared.tracker.spawn(async move {
@@ -825,19 +831,20 @@ impl QuorumInner {
                 }
                 let once = |conn: Arc<Inner>, tracked: Option<crate::in_flight::Call>| {
                     let (keys, field, name) = (keys.clone(), field.clone(), name.clone());
-                    let channel = channel.clone();
+                    let (channel, token, grace) = (channel.clone(), token.clone(), grace.clone());
                     async move {
-                        let args = vec![field, mode.into(), "publish".into(), channel];
+                        let args =
+                            vec![field, mode.into(), "publish".into(), channel, token, grace];
                         let client = pinned(&conn, &name);
                         let call = async {
                             match &tracked {
                                 Some(t) => {
-                                    scripts::RELEASE
+                                    scripts::QUORUM_RELEASE
                                         .run_tracked::<Option<i64>>(client, keys, args, t)
                                         .await
                                 }
                                 None => {
-                                    scripts::RELEASE
+                                    scripts::QUORUM_RELEASE
                                         .run::<Option<i64>>(client, keys, args)
                                         .await
                                 }
@@ -985,7 +992,7 @@ pub(crate) async fn release(
     // With the last guard, the whole hold goes, also when it was lost (clean-up of whatever
     // is left on the nodes): it names only this hold's field.
     let replies = q
-        .release_everywhere(&hold.keys, &hold.field, remaining == 0)
+        .release_everywhere(&hold.keys, &hold.field, remaining == 0, hold.token)
         .await;
     if remaining == 0 {
         q.shared.holds.remove(&hold);

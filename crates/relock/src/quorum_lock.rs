@@ -609,7 +609,7 @@ impl QuorumLock {
         // Not acquired: take back whatever this attempt may have been granted, under its own
         // field (nothing to take back if every node answered, and none granted).
         if ok || granted > 0 || clean_up || pending > granted + held {
-            q.release_everywhere(keys, field, true).await;
+            q.release_everywhere(keys, field, true, 0).await;
         }
         Ok(Outcome::Failed(Failure {
             votes,

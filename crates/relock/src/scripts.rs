@@ -168,6 +168,8 @@ pub(crate) static FAIR_LEAVE: LazyLock<Script> =
     LazyLock::new(|| Script::new("fair_leave", crate::lua::FAIR_LEAVE));
 pub(crate) static QUORUM_FENCE: LazyLock<Script> =
     LazyLock::new(|| Script::new("quorum_fence", crate::lua::QUORUM_FENCE));
+pub(crate) static QUORUM_RELEASE: LazyLock<Script> =
+    LazyLock::new(|| Script::new("quorum_release", crate::lua::QUORUM_RELEASE));
 pub(crate) static QUORUM_RENEW: LazyLock<Script> =
     LazyLock::new(|| Script::new("quorum_renew", crate::lua::QUORUM_RENEW));
 pub(crate) static QUORUM_PUTBACK: LazyLock<Script> =
@@ -223,6 +225,7 @@ mod tests {
             &*super::FAIR_HEARTBEAT,
             &*super::FAIR_LEAVE,
             &*super::QUORUM_FENCE,
+            &*super::QUORUM_RELEASE,
             &*super::QUORUM_RENEW,
             &*super::QUORUM_PUTBACK,
             &*super::SEMAPHORE_ACQUIRE,
