@@ -15,7 +15,8 @@ async fn a_waiter_whose_subscription_lands_late_still_wakes_on_the_release() {
     let s = server();
     let (proxy, waiter_client, sub) =
         crate::support::proxied_waiter(&s, Duration::from_secs(2)).await;
-    let holder = client_with_lease(&s, Duration::from_secs(8)).await;
+    // Its own subscription (its hold's watch) would count as the waiter's below.
+    let holder = client_not_watching_holds(&s, Duration::from_secs(8)).await;
     let name = "r30";
     proxy.set_conn(
         sub,

@@ -15,7 +15,8 @@ async fn a_waiter_that_gives_up_mid_confirm_leaves_the_next_local_waiter_an_unco
     let s = server();
     let (proxy, waiter_client, sub) =
         crate::support::proxied_waiter(&s, Duration::from_secs(3)).await;
-    let holder = client_with_lease(&s, Duration::from_secs(10)).await;
+    // Its own subscription (its hold's watch) would count as the waiter's below.
+    let holder = client_not_watching_holds(&s, Duration::from_secs(10)).await;
     let name = "rv10";
     proxy.set_conn(
         sub,

@@ -14,7 +14,8 @@ async fn a_waiter_whose_subscriber_connection_is_down_still_takes_a_released_loc
     let s = server();
     let (proxy, waiter_client, sub) =
         crate::support::proxied_waiter(&s, Duration::from_secs(3)).await;
-    let holder = client_with_lease(&s, Duration::from_secs(10)).await;
+    // Its own subscription (its hold's watch) would count as the waiter's below.
+    let holder = client_not_watching_holds(&s, Duration::from_secs(10)).await;
     let name = "rv20";
     let channel = format!("redisson_lock__channel:{{{name}}}");
 

@@ -9,7 +9,9 @@ use relock_tests::*;
 #[tokio::test]
 async fn a_waiter_survives_losing_its_subscription() {
     let server = server();
-    let (a, b) = (client(&server).await, client(&server).await);
+    // The holder's own subscription (its hold's watch) would count as a waiter's below.
+    let a = client_not_watching_holds(&server, Duration::from_secs(30)).await;
+    let b = client(&server).await;
     let held = a.lock("t32").lock().await.unwrap();
     let waiter = spawn_parked_waiter(&server, b.lock("t32")).await;
     assert!(

@@ -23,6 +23,21 @@ pub async fn client_with_lease(server: &RedisServer, lease: Duration) -> relock:
         .expect("connect")
 }
 
+/// [`client_with_lease`] whose holds do not listen on their locks' channels
+/// (`ClientBuilder::watch_holds(false)`): for the holder in scenarios that count the waiters'
+/// subscriptions on the server, where the holder's own would count as one.
+pub async fn client_not_watching_holds(server: &RedisServer, lease: Duration) -> relock::Client {
+    relock::Client::builder()
+        .url(server.url())
+        .watchdog_lease(lease)
+        .watch_holds(false)
+        .command_timeout(Duration::from_secs(1))
+        .connect_timeout(Duration::from_secs(2))
+        .build()
+        .await
+        .expect("connect")
+}
+
 /// A client on `server` with default settings but short timeouts.
 pub async fn client(server: &RedisServer) -> relock::Client {
     client_with_lease(server, Duration::from_secs(30)).await

@@ -417,6 +417,9 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             // Shutdown waits for this task before it releases every recorded hold, so this
             // one is released (and reported lost) too if the client is shutting down.
             inner.shared.holds.insert(hold.clone());
+            if inner.settings.watch_holds {
+                crate::hold_watch::spawn(&inner.pubsub, &inner.pool, hold.clone());
+            }
             crate::meter::acquired(kind, started.elapsed());
             if handed && watchdog {
                 renew_first_lease(&inner, hold.clone());

@@ -44,6 +44,7 @@ pub(crate) struct Settings {
     pub(crate) connections: usize,
     pub(crate) counter_grace: Duration,
     pub(crate) persistent_counters: bool,
+    pub(crate) watch_holds: bool,
     pub(crate) key_prefix: String,
     pub(crate) renew_batch: usize,
     pub(crate) fair_heartbeat: Duration,
@@ -129,6 +130,7 @@ impl Default for ClientBuilder {
                 connections: 4,
                 counter_grace: COUNTER_GRACE,
                 persistent_counters: false,
+                watch_holds: true,
                 key_prefix: String::new(),
                 renew_batch: RENEW_BATCH,
                 fair_heartbeat: Duration::from_secs(5),
@@ -367,6 +369,18 @@ impl ClientBuilder {
     /// without one. Default: off (the counter lives 1 s past its seed; nothing is left behind).
     pub fn persistent_fencing_counters(mut self, on: bool) -> Self {
         self.settings.persistent_counters = on;
+        self
+    }
+
+    /// Whether each hold listens on its lock's channel, so that its `lost()` fires within a
+    /// round trip of a force-unlock or of any deletion announced there (Redisson's
+    /// `forceUnlock`, `relock force-unlock`), not at the watchdog's next renewal (up to a third
+    /// of the lease later). A hold subscribes once it has lived 30 ms (shorter holds cost
+    /// nothing), and at most 10,000 holds of a client listen at once (the rest rely on the
+    /// renewal). Off: one subscription less per held lock, and a deletion is noticed by the
+    /// renewal alone. Default: on.
+    pub fn watch_holds(mut self, on: bool) -> Self {
+        self.settings.watch_holds = on;
         self
     }
 

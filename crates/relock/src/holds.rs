@@ -230,6 +230,26 @@ impl Hold {
         s.lost || Instant::now() >= s.valid_until
     }
 
+    /// Resolves once the hold has ended: lost (as [`lost`](Self::lost)), or its last guard
+    /// went (released).
+    pub(crate) async fn ended(&self) {
+        let mut rx = self.changed.subscribe();
+        let released = async {
+            loop {
+                if self.is_releasing() {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            _ = released => {}
+            _ = self.lost() => {}
+        }
+    }
+
     /// Resolves once the hold is lost: marked lost, or its local `valid_until` passed, with or
     /// without a watchdog (a renewal that succeeds moves `valid_until` first). So it never
     /// resolves later than `valid_until`, whatever the watchdog is doing.

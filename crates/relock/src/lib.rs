@@ -109,6 +109,7 @@ mod detach;
 mod error;
 mod fair;
 mod guard;
+mod hold_watch;
 mod holds;
 mod in_flight;
 mod keys;

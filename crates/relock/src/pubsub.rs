@@ -14,7 +14,7 @@
 //! its `1` (count set) none.
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -34,6 +34,9 @@ pub(crate) struct PubSub {
     /// a long outage asks fred for one reconnect, not one per failed keep-alive.
     forcing: std::sync::atomic::AtomicBool,
     channels: Mutex<HashMap<String, Arc<Channel>>>,
+    /// Holds watched for the deletion of their field (`hold_watch`), at most
+    /// `hold_watch::MAX_WATCHED`.
+    pub(crate) watched: AtomicUsize,
 }
 
 /// What a channel's messages mean, and so whom a message wakes.
@@ -56,6 +59,9 @@ pub(crate) enum ChannelKind {
 struct Channel {
     kind: ChannelKind,
     notify: Notify,
+    /// Holders of the lock (`hold_watch`): every message wakes all of them, apart from the
+    /// waiters' `notify`, so that a holder never takes a waiter's wake-up.
+    holders: Notify,
     /// When the holder's lease ends, as last reported to a local waiter; cleared by a release
     /// message. Lets a newly arriving waiter park without asking Redis first.
     held_until: Mutex<Option<tokio::time::Instant>>,
@@ -123,6 +129,7 @@ impl PubSub {
             cluster,
             forcing: std::sync::atomic::AtomicBool::new(false),
             channels: Mutex::new(HashMap::new()),
+            watched: AtomicUsize::new(0),
         })
     }
 
@@ -261,6 +268,8 @@ impl PubSub {
             *c.held_until.lock().unwrap() = None;
             c.notify.notify_waiters();
             c.notify.notify_one();
+            // Messages may have been lost: holders check their holds again.
+            c.holders.notify_waiters();
             for (n, _, _) in c.named.lock().unwrap().values() {
                 n.notify_one();
             }
@@ -298,6 +307,7 @@ impl PubSub {
                     Arc::new(Channel {
                         kind,
                         notify: Notify::new(),
+                        holders: Notify::new(),
                         held_until: Mutex::new(None),
                         refs: Mutex::new(0),
                         subscribed: AsyncMutex::new(SubState::None),
@@ -512,6 +522,7 @@ impl PubSub {
 impl Channel {
     /// Routes one message as its channel's kind says.
     fn deliver(&self, payload: &str) {
+        self.holders.notify_waiters();
         match self.kind {
             ChannelKind::Lock => self.deliver_release(payload),
             ChannelKind::ReadWrite if payload == "1" => {
@@ -569,6 +580,12 @@ impl Channel {
 }
 
 impl Subscription {
+    /// Resolves at the next message on the channel (or when messages may have been lost), for
+    /// a holder of the lock; never takes a waiter's wake-up.
+    pub(crate) fn holder_notified(&self) -> tokio::sync::futures::Notified<'_> {
+        self.channel.holders.notified()
+    }
+
     /// Whether this subscription's connection is up (release messages can reach it).
     pub(crate) fn is_connected(&self) -> bool {
         self.pubsub.is_connected()
