@@ -19,6 +19,10 @@ pub(crate) struct Args {
     /// Renewal periods to observe.
     #[arg(long, default_value_t = 5)]
     periods: u32,
+    /// Holds do not listen on their locks' channels (`ClientBuilder::watch_holds(false)`): the
+    /// baseline for what the hold watch costs.
+    #[arg(long)]
+    no_watch_holds: bool,
 }
 
 /// This process's CPU time (user + system) from `getrusage(RUSAGE_SELF)`: microsecond
@@ -47,14 +51,16 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let client = relock::Client::builder()
         .url(server.url())
         .watchdog_lease(lease)
+        .watch_holds(!args.no_watch_holds)
         .build()
         .await?;
     crate::signals::register(&client);
     println!(
-        "relock bench-watchdog: {} locks on one client, lease {:?} (renewal every {:?})",
+        "relock bench-watchdog: {} locks on one client, lease {:?} (renewal every {:?}), hold watch {}",
         args.locks,
         lease,
-        lease / 3
+        lease / 3,
+        if args.no_watch_holds { "off" } else { "on" }
     );
     let started = Instant::now();
     let mut tasks = Vec::new();
@@ -103,6 +109,10 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         );
     }
     println!("  holds lost: {lost}");
+    println!(
+        "  channels subscribed (hold watches, at most 10,000): {}",
+        server.pubsub_channels()?.len()
+    );
     // Shutdown releases every hold at once; the guards then report themselves ended.
     let t = Instant::now();
     client.shutdown().await;
