@@ -418,7 +418,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             // one is released (and reported lost) too if the client is shutting down.
             inner.shared.holds.insert(hold.clone());
             if inner.settings.watch_holds {
-                crate::hold_watch::spawn(&inner.pubsub, &inner.pool, hold.clone());
+                crate::hold_watch::spawn(&inner.pubsub, &inner.pool, &inner.runtime, hold.clone());
             }
             crate::meter::acquired(kind, started.elapsed());
             if handed && watchdog {

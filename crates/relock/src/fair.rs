@@ -376,7 +376,7 @@ async fn take_handoff(
     }
     inner.shared.holds.insert(hold.clone());
     if inner.settings.watch_holds {
-        crate::hold_watch::spawn(&inner.pubsub, &inner.pool, hold.clone());
+        crate::hold_watch::spawn(&inner.pubsub, &inner.pool, &inner.runtime, hold.clone());
     }
     crate::meter::acquired(fresh.kind, fresh.started.elapsed());
     if watchdog {

@@ -30,20 +30,26 @@ pub(crate) const SETTLE: Duration = Duration::from_millis(30);
 pub(crate) const MAX_WATCHED: usize = 10_000;
 
 /// Watches `hold` until it ends (released or lost) or the client is gone: see the module.
-/// `pool` answers the field checks.
-pub(crate) fn spawn(pubsub: &Arc<PubSub>, pool: &fred::clients::Pool, hold: Arc<Hold>) {
+/// `pool` answers the field checks; `rt` is the client's runtime, which runs the watch (not
+/// the caller's, which may be a short-lived one: its end would drop the watch, and its
+/// subscription with it, unreleased).
+pub(crate) fn spawn(
+    pubsub: &Arc<PubSub>,
+    pool: &fred::clients::Pool,
+    rt: &tokio::runtime::Handle,
+    hold: Arc<Hold>,
+) {
     let watched = &pubsub.watched;
     if watched.fetch_add(1, Ordering::SeqCst) >= MAX_WATCHED {
         watched.fetch_sub(1, Ordering::SeqCst);
         return;
     }
-    let Ok(rt) = tokio::runtime::Handle::try_current() else {
-        watched.fetch_sub(1, Ordering::SeqCst);
-        return;
-    };
+    // Made before the spawn and moved into the task: a task dropped before it first runs (its
+    // runtime ending) still gives its place back.
+    let slot = Slot(Arc::downgrade(pubsub));
     let (pubsub, pool) = (Arc::downgrade(pubsub), pool.clone());
     rt.spawn(async move {
-        let _slot = Slot(pubsub.clone());
+        let _slot = slot;
         tokio::select! {
             _ = hold.ended() => return,
             _ = tokio::time::sleep(SETTLE) => {}
@@ -54,24 +60,33 @@ pub(crate) fn spawn(pubsub: &Arc<PubSub>, pool: &fred::clients::Pool, hold: Arc<
             ChannelKind::Lock
         };
         let Some(ps) = pubsub.upgrade() else { return };
+        // fred's command futures are several KB: boxed, so that the task of a hold released
+        // within SETTLE (most of them) stays small.
+        let channel = hold.keys.channel.clone();
+        let subscribe = Box::pin(async move { ps.subscribe_as(&channel, kind).await });
         let sub = tokio::select! {
-            s = ps.subscribe_as(&hold.keys.channel, kind) => match s {
+            s = subscribe => match s {
                 Ok(s) => s,
                 // The renewal still notices; nothing else to do.
                 Err(_) => return,
             },
             _ = hold.ended() => return,
         };
-        drop(ps);
         loop {
             // Registered before the check, so that a message during it is not missed.
             let message = sub.holder_notified();
             tokio::pin!(message);
             message.as_mut().enable();
-            let exists: Result<bool, _> = pool
-                .next()
-                .hexists(hold.keys.lock.as_str(), hold.field.as_str())
-                .await;
+            let check = Box::pin(
+                pool.next()
+                    .hexists::<bool, _, _>(hold.keys.lock.as_str(), hold.field.as_str()),
+            );
+            let exists = tokio::select! {
+                r = check => r,
+                // Released meanwhile: the answer no longer matters (and a stalled connection
+                // must not keep the subscription).
+                _ = hold.ended() => return,
+            };
             // Only a hold still live (not being released by its own guard) can be lost here.
             if matches!(exists, Ok(false)) && hold.is_live() {
                 hold.mark_lost("its watch found the hold gone (force-unlocked or deleted)");

@@ -230,23 +230,24 @@ impl Hold {
         s.lost || Instant::now() >= s.valid_until
     }
 
-    /// Resolves once the hold has ended: lost (as [`lost`](Self::lost)), or its last guard
-    /// went (released).
+    /// Resolves once the hold has ended: marked lost, its last guard gone (released), or its
+    /// local deadline passed. Unlike [`lost`](Self::lost) it marks nothing (a watcher's wait
+    /// must not turn an unobserved lease end into a reported loss).
     pub(crate) async fn ended(&self) {
         let mut rx = self.changed.subscribe();
-        let released = async {
-            loop {
-                if self.is_releasing() {
+        loop {
+            let until = {
+                let s = self.state.lock().unwrap();
+                if s.lost || s.releasing || Instant::now() >= s.valid_until {
                     return;
                 }
-                if rx.changed().await.is_err() {
-                    return;
-                }
+                s.valid_until
+            };
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return },
+                // A renewal may have moved the deadline meanwhile: the loop looks again.
+                _ = tokio::time::sleep_until(until) => {}
             }
-        };
-        tokio::select! {
-            _ = released => {}
-            _ = self.lost() => {}
         }
     }
 

@@ -156,7 +156,7 @@ impl PubSub {
                         Err(RecvError::Lagged(n)) => {
                             tracing::warn!(missed = n, "pub/sub receiver lagged; waking every waiter");
                             let Some(this) = this.upgrade() else { break };
-                            this.wake_all();
+                            this.wake_all_and_holders();
                         }
                         Err(RecvError::Closed) => break,
                     },
@@ -172,7 +172,7 @@ impl PubSub {
                             this.wake_all();
                             tokio::spawn(async move {
                                 this.reconfirm_all().await;
-                                this.wake_all();
+                                this.wake_all_and_holders();
                             });
                         }
                         Err(RecvError::Lagged(_)) => {
@@ -264,12 +264,25 @@ impl PubSub {
 
     /// Wakes every waiter on every channel, and leaves a wake-up for one that is about to wait.
     pub(crate) fn wake_all(&self) {
+        self.wake(false);
+    }
+
+    /// [`wake_all`](Self::wake_all), and every holder too (its hold checked once more): for a
+    /// moment after which messages may have been lost but the subscriptions are known to work
+    /// again (re-confirmed after a reconnect, or a lagging receiver), so that one outage costs
+    /// each watched hold one check, not one per event.
+    pub(crate) fn wake_all_and_holders(&self) {
+        self.wake(true);
+    }
+
+    fn wake(&self, holders: bool) {
         for c in self.channels.lock().unwrap().values() {
             *c.held_until.lock().unwrap() = None;
             c.notify.notify_waiters();
             c.notify.notify_one();
-            // Messages may have been lost: holders check their holds again.
-            c.holders.notify_waiters();
+            if holders {
+                c.holders.notify_waiters();
+            }
             for (n, _, _) in c.named.lock().unwrap().values() {
                 n.notify_one();
             }
@@ -368,16 +381,22 @@ impl PubSub {
             .iter()
             .map(|(n, c)| (n.clone(), c.clone()))
             .collect();
-        for (name, channel) in channels {
-            let mut state = channel.subscribed.lock().await;
-            if *state == SubState::None {
-                continue;
-            }
-            *state = SubState::Sent;
-            if let Err(e) = self.ensure(&name, &mut state).await {
-                tracing::debug!(channel = %name, error = %e, "re-subscribing failed; waiters stay bounded by the lease");
-            }
-        }
+        // Many at once (they are pipelined on the subscriber connection): one by one, the
+        // post-reconnect wake-up of waiters came after 2,000 watched holds' channels were
+        // re-confirmed, 0.9 s later (found by review).
+        use futures_util::StreamExt;
+        futures_util::stream::iter(channels)
+            .for_each_concurrent(64, |(name, channel)| async move {
+                let mut state = channel.subscribed.lock().await;
+                if *state == SubState::None {
+                    return;
+                }
+                *state = SubState::Sent;
+                if let Err(e) = self.ensure(&name, &mut state).await {
+                    tracing::debug!(channel = %name, error = %e, "re-subscribing failed; waiters stay bounded by the lease");
+                }
+            })
+            .await;
     }
 
     /// Waits until the server has processed everything sent on the connection that carries
