@@ -208,7 +208,10 @@ impl ClientBuilder {
         self
     }
 
-    /// How long connecting may take before [`Error::Connection`]. Default: 5 s.
+    /// How long connecting may take before [`Error::Connection`]: `build()` (and
+    /// [`Client::connect`]) never takes longer. A server that accepts the TCP connection but
+    /// does not answer fails sooner, after [`command_timeout`](Self::command_timeout), which
+    /// bounds each command of the handshake (`AUTH`, `PING`, `CLIENT ID`, `INFO`). Default: 5 s.
     pub fn connect_timeout(mut self, timeout: Duration) -> Self {
         self.settings.connect_timeout = timeout;
         self
