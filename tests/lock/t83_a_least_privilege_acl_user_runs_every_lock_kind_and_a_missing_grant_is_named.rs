@@ -1,7 +1,8 @@
-//! A user granted exactly what `docs/operations.md` lists for the lock kinds on one server
+//! A user granted exactly what `docs/operations.md` lists for every kind on one server
 //! (its lock keys, their channels as channels, the script and pub/sub commands) acquires,
 //! waits and is woken, renews, releases, reads the status of and force-unlocks every lock kind
-//! (plain, fair, read-write); without the channel grant its release is refused with a typed
+//! (plain, fair, read-write), and acquires, waits, renews and releases the counting kinds
+//! (semaphore, permit semaphore, latch); without the channel grant its release is refused with a typed
 //! `Permission` error that names the lock and the refused channel. Nothing outside the grant
 //! is ever sent (the server's `ACL LOG` stays empty). (Issue 22: the release
 //! script passed the channel as a key, so such a user could acquire but never release, and
@@ -20,8 +21,11 @@ const GRANT: &[&str] = &[
     "~{orders:*",
     "~redisson_lock_token:{orders:*",
     "~relock_fair_*:{orders:*",
+    "~relock_request:{orders:*",
     "&redisson_lock__channel:{orders:*",
     "&redisson_rwlock:{orders:*",
+    "&redisson_sc:{orders:*",
+    "&redisson_countdownlatch__channel__{orders:*",
     "-@all",
     // The scripts, and what they call.
     "+evalsha",
@@ -36,6 +40,9 @@ const GRANT: &[&str] = &[
     "+get",
     "+set",
     "+incr",
+    "+incrby",
+    "+decr",
+    "+decrby",
     "+time",
     "+hlen",
     "+hgetall",
@@ -105,6 +112,72 @@ async fn a_least_privilege_acl_user_runs_every_lock_kind_and_a_missing_grant_is_
         other.read_write_lock("orders:rw").write_lock(),
     )
     .await;
+    // The counting kinds: a waiter on the other client woken by a release, a permit renewed
+    // past three leases, a latch opened by a count-down.
+    let sem = c.semaphore("orders:sem");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    sem.acquire(1).await.unwrap();
+    let theirs = other.semaphore("orders:sem");
+    let waiter = tokio::spawn(async move { theirs.acquire(1).await.map(|()| theirs) });
+    wait_until(
+        Duration::from_secs(2),
+        "the semaphore waiter to park",
+        || async { other.parked_waiters() == 1 },
+    )
+    .await
+    .unwrap();
+    sem.release(1).await.unwrap();
+    let theirs = bounded(Duration::from_secs(2), "the semaphore waiter woken", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    theirs.release(1).await.unwrap();
+    assert_eq!(sem.available().await.unwrap(), 1);
+    let permits = c.permit_expirable_semaphore("orders:permits");
+    assert!(permits.try_set_permits(1).await.unwrap());
+    let p = permits.acquire(None).await.unwrap();
+    let first = p.valid_until();
+    wait_until(Duration::from_secs(3), "three permit renewals", || async {
+        p.valid_until() >= first + Duration::from_millis(700)
+    })
+    .await
+    .unwrap();
+    let theirs = other.permit_expirable_semaphore("orders:permits");
+    let waiter = tokio::spawn(async move { theirs.acquire(None).await.map(|g| (theirs, g)) });
+    wait_until(
+        Duration::from_secs(2),
+        "the permit waiter to park",
+        || async { other.parked_waiters() == 1 },
+    )
+    .await
+    .unwrap();
+    p.release().await.unwrap();
+    let (_theirs, g) = bounded(Duration::from_secs(2), "the permit waiter woken", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    g.release().await.unwrap();
+    assert_eq!(permits.available().await.unwrap(), 1);
+    let latch = c.count_down_latch("orders:latch");
+    assert!(latch.try_set_count(1).await.unwrap());
+    let theirs = other.count_down_latch("orders:latch");
+    let waiter = tokio::spawn(async move { theirs.wait().await });
+    wait_until(
+        Duration::from_secs(2),
+        "the latch waiter to park",
+        || async { other.parked_waiters() == 1 },
+    )
+    .await
+    .unwrap();
+    latch.count_down().await.unwrap();
+    bounded(Duration::from_secs(2), "the latch waiter woken", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    server
+        .cmd(&["DEL", "orders:sem", "orders:permits"])
+        .unwrap();
+
     assert!(c
         .lock("orders:plain")
         .status()

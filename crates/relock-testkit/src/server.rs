@@ -453,7 +453,27 @@ impl RedisServer {
 
 impl Drop for RedisServer {
     fn drop(&mut self) {
-        if let Some(child) = self.child.lock().map(|mut c| c.take()).unwrap_or(None) {
+        if let Some(mut child) = self.child.lock().map(|mut c| c.take()).unwrap_or(None) {
+            // A server that ended on its own (not killed by the kit) says why: its log's
+            // last lines go to stderr before the directory goes.
+            if let Ok(Some(status)) = child.try_wait() {
+                let tail = std::fs::read_dir(&self.dir)
+                    .into_iter()
+                    .flatten()
+                    .flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "log"))
+                    .filter_map(|e| std::fs::read_to_string(e.path()).ok())
+                    .map(|log| {
+                        let lines: Vec<&str> = log.lines().collect();
+                        lines[lines.len().saturating_sub(40)..].join("\n")
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                eprintln!(
+                    "relock-testkit: redis-server on port {} had ended on its own ({status}); its log ends:\n{tail}",
+                    self.port
+                );
+            }
             // A paused server ignores SIGTERM, but not SIGKILL.
             kill_child(child);
         }

@@ -10,7 +10,8 @@
 -- ARGV[3]  optional "return": take nothing; give back what this request took, once, and make
 --          any copy of it still on its way take nothing (for an acquire that gave up, or
 --          whose caller is gone, after an attempt whose reply never came)
--- KEYS[3], ARGV[4]  with "return": the channel, and the publish command
+-- ARGV[4], ARGV[5]  with "return": the publish command, and the channel (an argument, not a key: an ACL user needs a channel grant for
+--          it, `&`, not a key grant, `~`)
 --
 -- The request key holds 1 while the request holds the permits it took, and 0 once it has
 -- given them back or given up: a copy arriving then takes nothing.
@@ -31,7 +32,7 @@ if ARGV[3] == 'return' then
   end
   local available = redis.call('incrby', KEYS[1], ARGV[1])
   if available > 0 then
-    redis.call(ARGV[4], KEYS[3], available)
+    redis.call(ARGV[4], ARGV[5], available)
   end
   return {2, available}
 end

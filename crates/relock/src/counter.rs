@@ -251,9 +251,10 @@ pub(crate) struct Names {
 }
 
 impl Names {
-    /// Runs `script` with KEYS `[key, channel, more…]` and ARGV `args` followed by the
-    /// publish command (`publish`, or `spublish` on a Cluster). With `once` (a call that must
-    /// take effect once), KEYS also gets a [`Request`] key, and ARGV its lifetime.
+    /// Runs `script` with KEYS `[key, more…]` and ARGV `args` followed by the publish command
+    /// (`publish`, or `spublish` on a Cluster). With `once` (a call that must take effect
+    /// once), KEYS also gets a [`Request`] key, and ARGV its lifetime. The channel comes last
+    /// in ARGV: never a key, so that an ACL user needs a channel grant for it, not a key grant.
     pub(crate) async fn run_publishing<R: FromValue>(
         &self,
         inner: &Inner,
@@ -263,13 +264,14 @@ impl Names {
         once: bool,
     ) -> Result<R> {
         args.push(inner.publish_cmd().into());
-        let mut keys = vec![self.key.clone(), self.channel.clone()];
+        let mut keys = vec![self.key.clone()];
         keys.extend(more.iter().map(|k| k.to_string()));
         let request = once.then(|| Request::new(inner, &self.key));
         if let Some(r) = &request {
             keys.push(r.key.clone());
             args.push(r.ttl_ms.clone());
         }
+        args.push(self.channel.clone());
         let once = || async {
             script
                 .run(inner.pool.next(), keys.clone(), args.clone())

@@ -32,13 +32,9 @@ impl PermitKeys {
         )
     }
 
-    /// KEYS of `permits_acquire`, `permits_release` and `permits_count`.
+    /// KEYS of `permits_release` (the channel goes with the arguments).
     pub(crate) fn all(&self) -> Vec<String> {
-        vec![
-            self.count.clone(),
-            self.channel.clone(),
-            self.timeouts.clone(),
-        ]
+        vec![self.count.clone(), self.timeouts.clone()]
     }
 }
 
@@ -185,7 +181,10 @@ pub(crate) async fn release(
     publish: &str,
     request: Option<(&str, &str, bool)>,
 ) -> std::result::Result<i64, fred::error::Error> {
-    let (mut all, mut args) = (keys.all(), vec![id.to_string(), publish.to_string()]);
+    let (mut all, mut args) = (
+        keys.all(),
+        vec![id.to_string(), publish.to_string(), keys.channel.clone()],
+    );
     if let Some((key, ttl_ms, forget)) = request {
         all.push(key.to_string());
         args.push(ttl_ms.to_string());

@@ -174,16 +174,13 @@ impl Drop for Abandon {
 /// an attempt whose reply never came. Sent again after transient errors for one command
 /// timeout; the request key is left to expire if a copy may still land.
 async fn give_back_request(inner: Arc<Inner>, names: Arc<Names>, request: Arc<Request>, n: u64) {
-    let keys = vec![
-        names.key.clone(),
-        request.key.clone(),
-        names.channel.clone(),
-    ];
+    let keys = vec![names.key.clone(), request.key.clone()];
     let args = vec![
         n.to_string(),
         request.ttl_ms.clone(),
         "return".to_string(),
         inner.publish_cmd().to_string(),
+        names.channel.clone(),
     ];
     let call = || async {
         scripts::SEMAPHORE_ACQUIRE
