@@ -417,9 +417,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             // Shutdown waits for this task before it releases every recorded hold, so this
             // one is released (and reported lost) too if the client is shutting down.
             inner.shared.holds.insert(hold.clone());
-            if inner.settings.watch_holds {
-                crate::hold_watch::spawn(&inner.pubsub, &inner.pool, &inner.runtime, hold.clone());
-            }
+            inner.watch_hold(&hold);
             crate::meter::acquired(kind, started.elapsed());
             if handed && watchdog {
                 renew_first_lease(&inner, hold.clone());

@@ -802,6 +802,7 @@ async fn start(
         line: crate::line::Line::default(),
         heartbeats: std::sync::Once::new(),
         runtime: tokio::runtime::Handle::current(),
+        watches: Arc::default(),
         permits: crate::leases::Leases::default(),
         permit_renewal: std::sync::Once::new(),
         owns_pool,
@@ -1068,6 +1069,8 @@ pub(crate) struct Inner {
     /// later (the fair heartbeat) runs there too, not on the runtime of whatever called it,
     /// which may end sooner.
     pub(crate) runtime: tokio::runtime::Handle,
+    /// Holds waiting for their watch (`hold_watch`).
+    pub(crate) watches: Arc<crate::hold_watch::Watches>,
     /// Permits held through this client's guards on permit-expirable semaphores.
     pub(crate) permits: crate::leases::Leases,
     /// Started with the first renewed permit (`permits`).
@@ -1144,8 +1147,17 @@ impl Client {
         self.inner.line.queued_count()
     }
 
+    /// Holds of this client whose watch listens on their lock's channel right now (at most
+    /// 10,000; see [`ClientBuilder::watch_holds`]).
+    pub fn watched_holds(&self) -> usize {
+        self.inner
+            .pubsub
+            .watched
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Channels this client is subscribed to right now (one per lock, semaphore or latch with
-    /// local waiters).
+    /// local waiters, or with a watched hold).
     pub fn subscribed_channels(&self) -> usize {
         self.inner.pubsub.channel_count()
     }
@@ -1455,6 +1467,20 @@ impl Inner {
             sub.wake_all();
             done.store(false, Ordering::SeqCst);
         });
+    }
+
+    /// Queues `hold` for its watch (`hold_watch`), if this client watches holds.
+    pub(crate) fn watch_hold(&self, hold: &Arc<crate::holds::Hold>) {
+        if self.settings.watch_holds {
+            crate::hold_watch::watch(
+                &self.watches,
+                &self.pubsub,
+                &self.pool,
+                &self.runtime,
+                &self.shutdown,
+                hold,
+            );
+        }
     }
 
     /// Whether the lock hash `lock` exists, and `field`'s value in it (none for `""`), in one

@@ -375,9 +375,7 @@ async fn take_handoff(
         return Ok(None);
     }
     inner.shared.holds.insert(hold.clone());
-    if inner.settings.watch_holds {
-        crate::hold_watch::spawn(&inner.pubsub, &inner.pool, &inner.runtime, hold.clone());
-    }
+    inner.watch_hold(&hold);
     crate::meter::acquired(fresh.kind, fresh.started.elapsed());
     if watchdog {
         crate::attempt::renew_first_lease(inner, hold.clone());
