@@ -32,7 +32,7 @@ async fn refused_credentials_a_missing_grant_and_a_bad_database_are_typed_and_no
 
     // A wrong password.
     let r = connect(format!("redis://:wrong-pw@127.0.0.1:{port}")).await;
-    let e = r.err().expect("a wrong password connects");
+    let e = r.expect_err("a wrong password connects");
     assert!(matches!(e, Error::Authentication { .. }), "{e:?}");
     assert!(!e.is_transient() && e.source().is_some(), "{e:?}");
     let msg = e.to_string();
@@ -43,8 +43,7 @@ async fn refused_credentials_a_missing_grant_and_a_bad_database_are_typed_and_no
     // No password where one is needed.
     let e = connect(format!("redis://127.0.0.1:{port}"))
         .await
-        .err()
-        .expect("connects without a password");
+        .expect_err("connects without a password");
     assert!(
         matches!(e, Error::Authentication { .. }) && !e.is_transient(),
         "{e:?}"
@@ -53,8 +52,7 @@ async fn refused_credentials_a_missing_grant_and_a_bad_database_are_typed_and_no
     // A database index out of range.
     let e = connect(format!("redis://:s3cret-admin@127.0.0.1:{port}/99"))
         .await
-        .err()
-        .expect("db 99 connects");
+        .expect_err("db 99 connects");
     assert!(
         matches!(e, Error::Configuration { .. }) && !e.is_transient(),
         "{e:?}"
@@ -81,8 +79,7 @@ async fn refused_credentials_a_missing_grant_and_a_bad_database_are_typed_and_no
         .lock("t82")
         .try_lock()
         .await
-        .err()
-        .expect("a lock outside the user's keys");
+        .expect_err("a lock outside the user's keys");
     match &e {
         Error::Permission { key, source, .. } => {
             assert_eq!(key, "t82");
@@ -128,8 +125,7 @@ async fn refused_credentials_a_missing_grant_and_a_bad_database_are_typed_and_no
     drop(free);
     let e = connect(format!("redis://127.0.0.1:{closed}"))
         .await
-        .err()
-        .expect("nothing listens");
+        .expect_err("nothing listens");
     assert!(
         matches!(e, Error::Connection { .. }) && e.is_transient(),
         "{e:?}"

@@ -83,6 +83,9 @@ async fn starter(
     rt: tokio::runtime::Handle,
     mut shutdown: watch::Receiver<bool>,
 ) {
+    // However this task ends (shutdown, the client gone, a panic, its runtime dropping it),
+    // the next acquisition starts another: the queue is never left without one.
+    let _restart = Restart(watches.clone());
     loop {
         let next = watches.pending.lock().unwrap().front().map(|(due, _)| *due);
         tokio::select! {
@@ -110,6 +113,15 @@ async fn starter(
             let Some(ps) = pubsub.upgrade() else { return };
             start(&ps, &pool, &rt, hold);
         }
+    }
+}
+
+/// Lets the next [`watch`] start a starter again once this one has ended.
+struct Restart(Arc<Watches>);
+
+impl Drop for Restart {
+    fn drop(&mut self) {
+        self.0.started.store(false, Ordering::SeqCst);
     }
 }
 
