@@ -70,6 +70,8 @@
 //! - `holds`: the client's record of what it holds (one entry and one server field per hold).
 //! - `reentry`: which hold a `lock()` re-enters (scopes, owners, the per-task mode).
 //! - `watchdog`: one task per client that renews holds in batches, through its backend.
+//! - `hold_watch`: a hold that lives 30 ms listens on its lock's channel, so that a
+//!   force-unlock fires its `lost()` within a round trip (one starter task per client).
 //! - `attempt`: one acquire script call for a fresh hold, run to its end whatever its caller
 //!   does.
 //! - `detach`: work that must run to its end (an attempt, a re-entry, a release) runs in the
