@@ -26,6 +26,9 @@ async fn a_classic_cluster_waiter_confirms_its_subscription_on_the_node_that_hol
                 .url(url)
                 .cluster_pubsub(ClusterPubSub::Classic)
                 .watchdog_lease(lease)
+                // The holder's hold watch would subscribe and PING on its own node, beside
+                // the waiter's PINGs this test counts.
+                .watch_holds(false)
                 .command_timeout(Duration::from_secs(3))
                 .build()
                 .await

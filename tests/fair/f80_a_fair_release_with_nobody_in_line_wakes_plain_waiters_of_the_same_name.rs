@@ -19,7 +19,7 @@ async fn a_fair_release_with_nobody_in_line_wakes_plain_waiters_of_the_same_name
 
     // Released by a fair force_unlock: the same.
     let held = a.fair_lock("f80").lock().await.unwrap();
-    let waiter = spawn_parked_waiter(&server, b.lock("f80")).await;
+    let waiter = spawn_parked_waiter(&server, &b, b.lock("f80")).await;
     let forced = std::time::Instant::now();
     assert!(a.fair_lock("f80").force_unlock().await.unwrap());
     let (at, g) = bounded(

@@ -20,7 +20,7 @@ async fn a_waiter_whose_subscriber_connection_is_down_still_takes_a_released_loc
     let channel = format!("redisson_lock__channel:{{{name}}}");
 
     let held = holder.lock(name).lock().await.unwrap();
-    let waiter = spawn_parked_waiter(&s, waiter_client.lock(name)).await;
+    let waiter = spawn_parked_waiter(&s, &waiter_client, waiter_client.lock(name)).await;
     wait_until(Duration::from_secs(3), "the waiter parked", || async {
         waiter_client.parked_waiters() == 1
     })

@@ -18,7 +18,7 @@ async fn a_silently_dead_subscriber_connection_is_noticed_and_the_waiter_takes_t
     let holder = client_with_lease(&s, Duration::from_secs(12)).await;
     let name = "r20";
     let held = holder.lock(name).lock().await.unwrap();
-    let waiter = spawn_parked_waiter(&s, waiter_client.lock(name)).await;
+    let waiter = spawn_parked_waiter(&s, &waiter_client, waiter_client.lock(name)).await;
     wait_until(Duration::from_secs(3), "the waiter parked", || async {
         waiter_client.parked_waiters() == 1
     })

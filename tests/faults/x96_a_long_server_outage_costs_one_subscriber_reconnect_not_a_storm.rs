@@ -24,7 +24,7 @@ async fn a_long_server_outage_costs_one_subscriber_reconnect_not_a_storm() {
     // The holder's key is set directly: the waiter's lock stays held throughout.
     s.cmd(&["HSET", "r20", "someone:1", "1"]).unwrap();
     s.cmd(&["PEXPIRE", "r20", "60000"]).unwrap();
-    let waiter = spawn_parked_waiter(&s, c.lock("r20")).await;
+    let waiter = spawn_parked_waiter(&s, &c, c.lock("r20")).await;
     drop(other);
     s.pause().unwrap();
     tokio::time::sleep(Duration::from_secs(8)).await;

@@ -18,7 +18,7 @@ async fn two_successive_half_open_subscribers_are_both_recovered() {
         let name = format!("rv5-{round}");
         let held = holder.lock(&name).lock().await.unwrap();
         let before: Vec<_> = proxy.conns();
-        let waiter = spawn_parked_waiter(&s, waiter_client.lock(&name)).await;
+        let waiter = spawn_parked_waiter(&s, &waiter_client, waiter_client.lock(&name)).await;
         wait_until(Duration::from_secs(3), "parked", || async {
             waiter_client.parked_waiters() == 1
         })

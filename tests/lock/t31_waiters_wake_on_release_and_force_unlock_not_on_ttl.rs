@@ -11,7 +11,7 @@ async fn waiters_wake_on_release_and_force_unlock_not_on_ttl() {
     let (a, b) = (client(&server).await, client(&server).await);
 
     let held = a.lock("t31").lock().await.unwrap();
-    let waiter = spawn_parked_waiter(&server, b.lock("t31")).await;
+    let waiter = spawn_parked_waiter(&server, &b, b.lock("t31")).await;
     let released = Instant::now();
     held.unlock().await.unwrap();
     let (got_at, g) = bounded(Duration::from_secs(5), "woken waiter", waiter)
@@ -25,7 +25,7 @@ async fn waiters_wake_on_release_and_force_unlock_not_on_ttl() {
     );
 
     // force_unlock from a third party wakes the next waiter.
-    let waiter = spawn_parked_waiter(&server, a.lock("t31")).await;
+    let waiter = spawn_parked_waiter(&server, &a, a.lock("t31")).await;
     let forced = Instant::now();
     assert!(b.lock("t31").force_unlock().await.unwrap());
     let (got_at, g2) = bounded(Duration::from_secs(5), "woken by force_unlock", waiter)

@@ -13,7 +13,7 @@ async fn a_waiter_survives_losing_its_subscription() {
     let a = client_not_watching_holds(&server, Duration::from_secs(30)).await;
     let b = client(&server).await;
     let held = a.lock("t32").lock().await.unwrap();
-    let waiter = spawn_parked_waiter(&server, b.lock("t32")).await;
+    let waiter = spawn_parked_waiter(&server, &b, b.lock("t32")).await;
     assert!(
         server.client_kill_type("pubsub").unwrap() >= 1,
         "the waiting client's subscriber was killed"

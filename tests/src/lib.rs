@@ -114,21 +114,22 @@ where
     shutdown
 }
 
-/// Starts a task that waits for `lock` and returns when it got it, and waits (bounded) until
-/// that waiter is subscribed on the server.
+/// Starts a task that waits for `lock` (of `client`) and returns when it got it, and waits
+/// (bounded) until that waiter is parked, so subscribed on the server. Counted on the client,
+/// not by the channel's subscribers on the server: a holder's watch (`hold_watch`) may
+/// subscribe to the same channel meanwhile.
 pub async fn spawn_parked_waiter(
     server: &RedisServer,
+    client: &relock::Client,
     lock: relock::Lock,
 ) -> tokio::task::JoinHandle<relock::Result<(std::time::Instant, relock::LockGuard)>> {
     let channel = format!("redisson_lock__channel:{{{}}}", lock.name());
-    let before = server.pubsub_numsub(&channel).unwrap();
+    let before = client.parked_waiters();
     let waiter =
         tokio::spawn(async move { lock.lock().await.map(|g| (std::time::Instant::now(), g)) });
-    wait_until(
-        Duration::from_secs(2),
-        "the waiter to subscribe",
-        || async { server.pubsub_numsub(&channel).unwrap() > before },
-    )
+    wait_until(Duration::from_secs(2), "the waiter to park", || async {
+        client.parked_waiters() > before && server.pubsub_numsub(&channel).unwrap() > 0
+    })
     .await
     .unwrap();
     waiter
