@@ -18,8 +18,9 @@ async fn shutdown_releases_held_locks_and_wakes_waiters() {
         let l = a.lock("t63:blocked");
         async move { l.lock().await.map(|_| ()) }
     });
+    // Parked, so subscribed (counted on the client: its holds' watches subscribe too).
     wait_until(Duration::from_secs(2), "a's waiter subscribed", || async {
-        a.subscribed_channels() == 1
+        a.parked_waiters() == 1
     })
     .await
     .unwrap();
