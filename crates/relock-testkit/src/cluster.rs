@@ -46,24 +46,40 @@ impl RedisCluster {
         }
         let mut nodes = Vec::new();
         for _ in 0..6 {
-            let bus = free_port()?;
-            let mut extra_args: Vec<String> = [
-                "--cluster-enabled",
-                "yes",
-                "--cluster-config-file",
-                "nodes.conf",
-                "--cluster-node-timeout",
-                "1000",
-                "--cluster-port",
-                &bus.to_string(),
-            ]
-            .map(String::from)
-            .to_vec();
-            extra_args.extend(options.extra_args.iter().cloned());
-            nodes.push(RedisServer::start_with(ServerOptions {
-                extra_args,
-                ..options.clone()
-            })?);
+            // The bus port is probed apart from the node's own (which `start_with` retries),
+            // so it can be taken in between too: a node that fails to start gets a new one
+            // (a clean-clone run saw "bind: Address already in use" on the bus port).
+            let mut last = None;
+            for _ in 0..5 {
+                let bus = free_port()?;
+                let mut extra_args: Vec<String> = [
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "1000",
+                    "--cluster-port",
+                    &bus.to_string(),
+                ]
+                .map(String::from)
+                .to_vec();
+                extra_args.extend(options.extra_args.iter().cloned());
+                match RedisServer::start_with(ServerOptions {
+                    extra_args,
+                    ..options.clone()
+                }) {
+                    Ok(node) => {
+                        last = None;
+                        nodes.push(node);
+                        break;
+                    }
+                    Err(e) => last = Some(e),
+                }
+            }
+            if let Some(e) = last {
+                return Err(e);
+            }
         }
         let mut create = Command::new("redis-cli");
         if let Some(p) = &options.password {
