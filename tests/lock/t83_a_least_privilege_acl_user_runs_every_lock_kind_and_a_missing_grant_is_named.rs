@@ -119,13 +119,7 @@ async fn a_least_privilege_acl_user_runs_every_lock_kind_and_a_missing_grant_is_
     sem.acquire(1).await.unwrap();
     let theirs = other.semaphore("orders:sem");
     let waiter = tokio::spawn(async move { theirs.acquire(1).await.map(|()| theirs) });
-    wait_until(
-        Duration::from_secs(2),
-        "the semaphore waiter to park",
-        || async { other.parked_waiters() == 1 },
-    )
-    .await
-    .unwrap();
+    parked(&other, "the semaphore waiter to park").await;
     sem.release(1).await.unwrap();
     let theirs = bounded(Duration::from_secs(2), "the semaphore waiter woken", waiter)
         .await
@@ -144,13 +138,7 @@ async fn a_least_privilege_acl_user_runs_every_lock_kind_and_a_missing_grant_is_
     .unwrap();
     let theirs = other.permit_expirable_semaphore("orders:permits");
     let waiter = tokio::spawn(async move { theirs.acquire(None).await.map(|g| (theirs, g)) });
-    wait_until(
-        Duration::from_secs(2),
-        "the permit waiter to park",
-        || async { other.parked_waiters() == 1 },
-    )
-    .await
-    .unwrap();
+    parked(&other, "the permit waiter to park").await;
     p.release().await.unwrap();
     let (_theirs, g) = bounded(Duration::from_secs(2), "the permit waiter woken", waiter)
         .await
@@ -162,13 +150,7 @@ async fn a_least_privilege_acl_user_runs_every_lock_kind_and_a_missing_grant_is_
     assert!(latch.try_set_count(1).await.unwrap());
     let theirs = other.count_down_latch("orders:latch");
     let waiter = tokio::spawn(async move { theirs.wait().await });
-    wait_until(
-        Duration::from_secs(2),
-        "the latch waiter to park",
-        || async { other.parked_waiters() == 1 },
-    )
-    .await
-    .unwrap();
+    parked(&other, "the latch waiter to park").await;
     latch.count_down().await.unwrap();
     bounded(Duration::from_secs(2), "the latch waiter woken", waiter)
         .await
@@ -241,6 +223,15 @@ async fn a_least_privilege_acl_user_runs_every_lock_kind_and_a_missing_grant_is_
     c.shutdown().await;
     server.cmd(&["FLUSHALL"]).unwrap();
     assert_nothing_left(&server).await;
+}
+
+/// Waits (bounded) until `client` has one waiter parked.
+async fn parked(client: &relock::Client, what: &str) {
+    wait_until(Duration::from_secs(2), what, || async {
+        client.parked_waiters() == 1
+    })
+    .await
+    .unwrap();
 }
 
 async fn exercise<A, B>(mine: A, theirs: B)

@@ -38,6 +38,15 @@ fn channel(kind: &str, name: &str) -> String {
     }
 }
 
+/// Waits (bounded) until the hold's watch listens on `channel`.
+async fn listening(server: &RedisServer, channel: &str) {
+    wait_until(Duration::from_secs(2), "the holder to listen", || async {
+        server.pubsub_numsub(channel).unwrap() == 1
+    })
+    .await
+    .unwrap();
+}
+
 #[tokio::test]
 async fn a_force_unlocked_holder_of_any_kind_hears_of_it_at_once() {
     let server = server();
@@ -49,11 +58,7 @@ async fn a_force_unlocked_holder_of_any_kind_hears_of_it_at_once() {
         let name = format!("t84:{kind}");
         let g = held(kind, &holder, &name).await;
         let ch = channel(kind, &name);
-        wait_until(Duration::from_secs(2), "the holder to listen", || async {
-            server.pubsub_numsub(&ch).unwrap() == 1
-        })
-        .await
-        .unwrap();
+        listening(&server, &ch).await;
         let t0 = Instant::now();
         assert!(force(kind, &other, &name).await);
         bounded(PROMPT, "lost() after a force-unlock", g.lost()).await;
@@ -71,11 +76,7 @@ async fn a_force_unlocked_holder_of_any_kind_hears_of_it_at_once() {
 
         // Deleted and announced by hand, as Redisson's forceUnlock does.
         let g = held(kind, &holder, &name).await;
-        wait_until(Duration::from_secs(2), "the holder to listen", || async {
-            server.pubsub_numsub(&ch).unwrap() == 1
-        })
-        .await
-        .unwrap();
+        listening(&server, &ch).await;
         server.cmd(&["DEL", &name]).unwrap();
         server.cmd(&["PUBLISH", &ch, "0"]).unwrap();
         // (A read hold's own timeout key, which a by-hand delete leaves to its lease.)
@@ -89,11 +90,7 @@ async fn a_force_unlocked_holder_of_any_kind_hears_of_it_at_once() {
 
         // A hold released normally is not reported lost, and its watch goes with it.
         let g = held(kind, &holder, &name).await;
-        wait_until(Duration::from_secs(2), "the holder to listen", || async {
-            server.pubsub_numsub(&ch).unwrap() == 1
-        })
-        .await
-        .unwrap();
+        listening(&server, &ch).await;
         assert!(!g.is_lost());
         g.unlock().await.unwrap();
     }

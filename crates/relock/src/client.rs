@@ -1511,45 +1511,48 @@ impl Inner {
             return Error::Shutdown;
         }
         match e.kind() {
-            ErrorKind::Timeout => Error::Timeout {
-                operation,
-                server: self.server(),
-                timeout: self.settings.command_timeout,
-            },
-            ErrorKind::IO | ErrorKind::Canceled => Error::Connection {
-                url: self.server(),
-                cause: crate::redact::in_text(
-                    &format!("during `{operation}`: {}", e.details()),
-                    &self.settings.url,
-                ),
-            },
-            // First: its text names a field of the user's data (escaped, no spaces), which
-            // must not be read as another error code.
-            _ if e.details().contains("NOTALOCK ") => Error::NotALock {
-                key: key.to_string(),
-                found: not_a_lock_found(e.details()),
-            },
-            _ if refusal(&self.server(), operation, key, &e).is_some() => {
-                refusal(&self.server(), operation, key, &e).expect("checked")
-            }
-            _ if e.details().starts_with("READONLY") => {
-                // We are talking to a master that was demoted (a Sentinel failover): reconnect,
-                // which asks the sentinels for the current master. Callers retry.
-                self.rediscover();
-                Error::Redis {
+            ErrorKind::Timeout => {
+                return Error::Timeout {
                     operation,
                     server: self.server(),
-                    source: e,
+                    timeout: self.settings.command_timeout,
                 }
             }
-            _ if e.details().contains("WRONGTYPE") => Error::WrongType {
+            ErrorKind::IO | ErrorKind::Canceled => {
+                return Error::Connection {
+                    url: self.server(),
+                    cause: crate::redact::in_text(
+                        &format!("during `{operation}`: {}", e.details()),
+                        &self.settings.url,
+                    ),
+                }
+            }
+            _ => {}
+        }
+        // First: its text names a field of the user's data (escaped, no spaces), which must
+        // not be read as another error code.
+        if e.details().contains("NOTALOCK ") {
+            return Error::NotALock {
                 key: key.to_string(),
-            },
-            _ => Error::Redis {
-                operation,
-                server: self.server(),
-                source: e,
-            },
+                found: not_a_lock_found(e.details()),
+            };
+        }
+        if let Some(refused) = refusal(&self.server(), operation, key, &e) {
+            return refused;
+        }
+        if e.details().starts_with("READONLY") {
+            // We are talking to a master that was demoted (a Sentinel failover): reconnect,
+            // which asks the sentinels for the current master. Callers retry.
+            self.rediscover();
+        } else if e.details().contains("WRONGTYPE") {
+            return Error::WrongType {
+                key: key.to_string(),
+            };
+        }
+        Error::Redis {
+            operation,
+            server: self.server(),
+            source: e,
         }
     }
 }
