@@ -69,6 +69,9 @@ pub(crate) struct Fresh {
     pub(crate) started: Instant,
     /// Acquire script calls made so far, for the `acquire` span.
     pub(crate) attempts: Arc<std::sync::atomic::AtomicU32>,
+    /// When the latest attempt was sent, in µs after `started`: a run of errors is budgeted
+    /// from the attempt that began it, not from when its timeout ran out.
+    last_try: std::sync::atomic::AtomicU64,
     /// The lock kind, for metrics.
     pub(crate) kind: crate::meter::Kind,
     /// The fixed lease asked for, or `None` for the watchdog's.
@@ -89,6 +92,7 @@ impl Fresh {
             task: crate::holds::Caller::current(),
             started: Instant::now(),
             attempts: Arc::default(),
+            last_try: Default::default(),
             kind,
             lease,
             retry: Retry::default(),
@@ -106,7 +110,8 @@ impl Fresh {
     pub(crate) async fn after_error(&mut self, inner: &Inner, e: Error) -> Result<()> {
         crate::meter::failed_attempt(self.kind, crate::meter::cause(&e));
         self.field = field_for(inner, self.kind);
-        self.retry.after(inner, e).await
+        let tried = Duration::from_micros(self.last_try.load(Ordering::Relaxed));
+        self.retry.after(inner, e, self.started + tried).await
     }
 
     /// Replaces the field without an error (a fair waiter out of line rejoins under a new
@@ -116,7 +121,20 @@ impl Fresh {
     }
 
     pub(crate) fn succeeded(&mut self) {
-        self.retry = Retry::default();
+        self.retry.give_up = None;
+        self.retry.backoff = Retry::FIRST_BACKOFF;
+        self.retry.warned = false;
+    }
+
+    /// Says how long the caller waits: a waiting call (`lock()`, `try_lock_for`) retries
+    /// through an outage until its own deadline (`None`: as long as it takes), not just one
+    /// command timeout; `try_lock` (`waits == false`) keeps the one-timeout budget.
+    pub(crate) fn set_wait(&mut self, waits: bool, deadline: Option<Instant>) {
+        self.retry.patience = if waits {
+            Patience::Until(deadline)
+        } else {
+            Patience::OneTimeout
+        };
     }
 }
 
@@ -134,34 +152,66 @@ fn field_for(inner: &Inner, kind: crate::meter::Kind) -> String {
 /// Backoff for transient errors: a stale connection after a Redis restart, a timeout.
 #[derive(Debug)]
 struct Retry {
+    /// The end of the budget of the current run of errors (one command timeout from the
+    /// attempt that began it); `None` while no error is in a row.
     give_up: Option<Instant>,
     backoff: Duration,
+    patience: Patience,
+    /// Whether this run of errors was reported as an outage.
+    warned: bool,
+}
+
+/// How long transient errors in a row are retried.
+#[derive(Debug, Clone, Copy)]
+enum Patience {
+    /// One command timeout from the attempt that began the run of errors (`try_lock`).
+    OneTimeout,
+    /// Until the caller's deadline (`None`: for ever): a waiting call waits through an
+    /// outage as it waits for a holder.
+    Until(Option<Instant>),
 }
 
 impl Default for Retry {
     fn default() -> Self {
         Retry {
             give_up: None,
-            backoff: Duration::from_millis(5),
+            backoff: Retry::FIRST_BACKOFF,
+            patience: Patience::OneTimeout,
+            warned: false,
         }
     }
 }
 
 impl Retry {
-    async fn after(&mut self, inner: &Inner, e: Error) -> Result<()> {
+    const FIRST_BACKOFF: Duration = Duration::from_millis(5);
+
+    /// After a transient error of an attempt sent at `tried`: waits a backoff and returns `Ok`
+    /// to try again, or the error once the budget is spent.
+    async fn after(&mut self, inner: &Inner, e: Error, tried: Instant) -> Result<()> {
         if !e.is_transient() {
             return Err(e);
         }
         let now = Instant::now();
-        let give_up = *self
+        let budget = *self
             .give_up
-            .get_or_insert(now + inner.settings.command_timeout);
-        if now + self.backoff >= give_up {
+            .get_or_insert(tried + inner.settings.command_timeout);
+        let (give_up, cap) = match self.patience {
+            Patience::OneTimeout => (Some(budget), Duration::from_millis(200)),
+            // Past one command timeout this is an outage, not a blip: try once a second.
+            Patience::Until(deadline) if now >= budget => (deadline, Duration::from_secs(1)),
+            Patience::Until(deadline) => (deadline, Duration::from_millis(200)),
+        };
+        if give_up.is_some_and(|g| now + self.backoff >= g) {
             return Err(e);
         }
-        tracing::debug!(error = %e, "acquire failed; retrying under a new field");
+        if matches!(self.patience, Patience::Until(_)) && now >= budget && !self.warned {
+            self.warned = true;
+            tracing::warn!(error = %e, "Redis does not answer; a waiting call keeps trying until its deadline");
+        } else {
+            tracing::debug!(error = %e, "acquire failed; retrying under a new field");
+        }
         tokio::time::sleep(self.backoff).await;
-        self.backoff = (self.backoff * 2).min(Duration::from_millis(200));
+        self.backoff = (self.backoff * 2).min(cap);
         inner.check_running()
     }
 }
@@ -181,6 +231,8 @@ pub(crate) async fn attempt(
     // took its list of holds to release.
     inner.check_running()?;
     fresh.attempts.fetch_add(1, Ordering::Relaxed);
+    let since = fresh.started.elapsed().as_micros();
+    fresh.last_try.store(since as u64, Ordering::Relaxed);
     // A leave of the line must not overtake this attempt (it would put us back).
     let gate = match &mode {
         Mode::FairWait(e) => Some(e.gate.clone().lock_owned().await),
@@ -357,7 +409,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             let err = inner.error("acquire", &keys.lock, e);
             // A WRONGTYPE reply means the script ran and changed nothing.
             if !matches!(err, Error::WrongType { .. }) {
-                clean_up_unknown_outcome(&inner, &keys, &field).await;
+                clean_up_unknown_outcome(&inner, &keys, &field, lease);
             }
             return Err(err);
         }
@@ -382,7 +434,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                 // Boxed: fred's WAIT future is several KB, and most clients never send it.
                 let acked = Box::pin(wait_replicas(conn, &keys.lock, wanted, timeout)).await;
                 if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
-                    clean_up_unknown_outcome(&inner, &keys, &field).await;
+                    clean_up_unknown_outcome(&inner, &keys, &field, lease);
                     return Err(match acked {
                         Ok(acked) => Error::ReplicationFailed {
                             name: keys.lock.clone(),
@@ -407,7 +459,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                 // The reply took longer than the lease: the grant may already have expired
                 // and been taken by someone else. Drop it (under its own field); the caller
                 // retires the field and tries again.
-                clean_up_unknown_outcome(&inner, &keys, &hold.field).await;
+                clean_up_unknown_outcome(&inner, &keys, &hold.field, lease);
                 return Err(Error::Timeout {
                     operation: "acquire",
                     server: inner.server(),
@@ -432,7 +484,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
         [3, _, pttl] => {
             // Handed this field with no lease left to count on (none, or a key made
             // persistent by hand): give it back under its own field rather than keep it.
-            clean_up_unknown_outcome(&inner, &keys, &field).await;
+            clean_up_unknown_outcome(&inner, &keys, &field, lease);
             Err(Error::Redis {
                 operation: "acquire",
                 server: inner.server(),
@@ -484,10 +536,27 @@ async fn wait_replicas(
 /// caller then retires, so this clean-up can never touch another hold, whenever it lands. If
 /// the acquire itself lands after this clean-up (a connection that delayed it), it leaves a
 /// hold nobody renews, which expires with its lease.
-async fn clean_up_unknown_outcome(inner: &Inner, keys: &LockKeys, field: &str) {
-    if let Err(e) = inner.run_release(keys, field, true).await {
-        tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; the lease will expire it");
-    }
+///
+/// It runs in a tracked task (shutdown waits for it), not in the caller's path: the caller
+/// holds nothing either way and goes on (retries under a new field, or returns its error)
+/// without a second command timeout when the server is away. A clean-up that fails is retried
+/// until a grant landed by then would have expired, so a server back within the lease keeps no
+/// grant that nobody holds.
+fn clean_up_unknown_outcome(
+    inner: &Arc<Inner>,
+    keys: &Arc<LockKeys>,
+    field: &str,
+    lease: Duration,
+) {
+    let (inner, keys, field) = (inner.clone(), keys.clone(), field.to_string());
+    let tracker = inner.shared.tracker.clone();
+    tracker.spawn(async move {
+        let until = Instant::now() + lease.max(inner.settings.command_timeout);
+        if let Err(e) = inner.run_release(&keys, &field, true).await {
+            tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; retrying in the background");
+            crate::single::retry_release(inner, keys, field, until).await;
+        }
+    });
 }
 
 /// A watchdog hold that a handoff granted has the first lease (at most the heartbeat

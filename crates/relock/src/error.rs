@@ -117,9 +117,13 @@ pub enum Error {
         /// What was found there, in words (for example "a hash without a time to live").
         found: String,
     },
-    /// A command did not answer in time. Its outcome on the server is unknown.
+    /// A command did not answer in time. Its outcome on the server is unknown, except for a
+    /// lock's `acquire`: the call holds nothing, and a grant that landed anyway is released
+    /// under the attempt's own field (retried in the background while the server is away) or
+    /// ends with its lease.
     #[error(
-        "Redis at {server} did not answer `{operation}` within {timeout:?}; the outcome is unknown"
+        "Redis at {server} did not answer `{operation}` within {timeout:?}; {}",
+        timeout_outcome(operation)
     )]
     Timeout {
         /// What we asked.
@@ -233,6 +237,16 @@ fn votes_text(votes: &[NodeVote]) -> String {
 
 /// A name as errors and logs print it: whole up to 80 bytes, else its first 60 bytes (cut at a
 /// character boundary), an ellipsis and its length.
+/// What a timed-out call leaves behind, in words.
+fn timeout_outcome(operation: &str) -> &'static str {
+    match operation {
+        // `attempt.rs`: an acquire whose reply is lost is released under its own field, and
+        // the caller retires that field.
+        "acquire" => "this call holds nothing (a grant that landed anyway is released, or ends with its lease)",
+        _ => "the outcome is unknown",
+    }
+}
+
 pub(crate) fn short(name: &str) -> std::borrow::Cow<'_, str> {
     if name.len() <= 80 {
         return name.into();

@@ -149,19 +149,30 @@ fn start(
         } else {
             ChannelKind::Lock
         };
-        let Some(ps) = pubsub.upgrade() else { return };
         // fred's command futures are several KB: boxed, so that the task of a hold released
-        // within SETTLE (most of them) stays small.
-        let channel = hold.keys.channel.clone();
-        let subscribe = Box::pin(async move { ps.subscribe_as(&channel, kind).await });
-        let sub = tokio::select! {
-            s = subscribe => match s {
-                Ok(s) => s,
-                // The renewal still notices; nothing else to do.
-                Err(_) => return,
-            },
-            _ = hold.ended() => return,
+        // within SETTLE (most of them) stays small. A subscription that fails (the server away) is tried again while the hold lives:
+        // a watch given up in an outage would leave the hold unwatched once the server is
+        // back. Meanwhile the renewal still notices a deletion.
+        let mut retry = Duration::from_millis(50);
+        let sub = loop {
+            // Upgraded per try: a watch retrying in an outage does not keep a dropped
+            // client's pub/sub alive.
+            let Some(ps) = pubsub.upgrade() else { return };
+            let channel = hold.keys.channel.clone();
+            let subscribe = Box::pin(async move { ps.subscribe_as(&channel, kind).await });
+            tokio::select! {
+                s = subscribe => if let Ok(s) = s { break s },
+                _ = hold.ended() => return,
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(retry) => {}
+                _ = hold.ended() => return,
+            }
+            retry = (retry * 2).min(Duration::from_secs(1));
         };
+        // After a failed check (the pool still reconnecting after an outage, whose
+        // resubscription woke us): check again after this, doubling up to a second.
+        retry = Duration::from_millis(50);
         loop {
             // Registered before the check, so that a message during it is not missed.
             let message = sub.holder_notified();
@@ -181,6 +192,16 @@ fn start(
             if matches!(exists, Ok(false)) && hold.is_live() {
                 hold.mark_lost("its watch found the hold gone (force-unlocked or deleted)");
             }
+            if exists.is_err() {
+                tokio::select! {
+                    _ = tokio::time::sleep(retry) => {}
+                    _ = message => {}
+                    _ = hold.ended() => return,
+                }
+                retry = (retry * 2).min(Duration::from_secs(1));
+                continue;
+            }
+            retry = Duration::from_millis(50);
             tokio::select! {
                 _ = message => {}
                 _ = hold.ended() => return,

@@ -346,7 +346,7 @@ side_methods!(WriteLock, "writing");
 
 crate::raw::lock_methods!(
     ReadLock,
-    errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) if the key holds something else, connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold of this lock that has ended.",
+    errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) or [`Error::NotALock`](crate::Error::NotALock) if the key holds something else (at once: nothing is changed or waited on), connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold of this lock that has ended. While Redis does not answer (an outage, a restart), `lock` keeps trying (about once a second, with one warning) until it answers or the client shuts down; `try_lock_for` until its bound, then returns the transient error; `try_lock` for one command timeout. An attempt whose reply was lost never becomes a hold of the caller: it is released in the background (`Error::Timeout` says the call holds nothing).",
     cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped."
 );
 

@@ -12,6 +12,7 @@ use crate::backend::{Backend, BoxFuture};
 use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::holds::Hold;
+use crate::keys::LockKeys;
 use crate::scripts;
 
 impl Backend for Inner {
@@ -122,10 +123,12 @@ async fn release_hold(
         Err(e) => {
             let err = inner.error("release", &hold.keys.lock, e);
             if err.is_transient() {
-                inner
-                    .shared
-                    .tracker
-                    .spawn(retry_release(inner.clone(), hold.clone()));
+                inner.shared.tracker.spawn(retry_release(
+                    inner.clone(),
+                    hold.keys.clone(),
+                    hold.field.clone(),
+                    hold.valid_until(),
+                ));
             }
             Err(err)
         }
@@ -135,11 +138,17 @@ async fn release_hold(
     result
 }
 
-/// Retries a final release that failed (timed out, connection lost) until it gets a reply or
-/// the hold's lease has ended on the local clock (the server has dropped it by then). When
+/// Retries a final release of `field` that failed (timed out, connection lost), or the clean-up
+/// of an acquire whose reply was lost, until it gets a reply or `until` (when the lease of
+/// whatever it removes has ended on the local clock: the server has dropped it by then). When
 /// shutdown begins it makes one last attempt at once (shutdown waits for it). Safe to repeat,
-/// and safe to land late: it names only this hold's field.
-async fn retry_release(inner: Arc<Inner>, hold: Arc<Hold>) {
+/// and safe to land late: it names only its own field, which no later hold reuses.
+pub(crate) async fn retry_release(
+    inner: Arc<Inner>,
+    keys: Arc<LockKeys>,
+    field: String,
+    until: Instant,
+) {
     let mut stopping = inner.stopping.subscribe();
     let mut backoff = Duration::from_millis(50);
     loop {
@@ -147,27 +156,27 @@ async fn retry_release(inner: Arc<Inner>, hold: Arc<Hold>) {
             _ = tokio::time::sleep(backoff) => {}
             _ = stopping.wait_for(|s| *s) => {}
         }
-        if Instant::now() >= hold.valid_until() {
+        if Instant::now() >= until {
             return;
         }
         if *stopping.borrow() {
             // Shutdown waits about one command timeout for us: keep trying (a connection may
             // still be reconnecting) until then.
-            let until = Instant::now() + inner.settings.command_timeout;
+            let last = Instant::now() + inner.settings.command_timeout;
             loop {
-                match inner.run_release(&hold.keys, &hold.field, true).await {
+                match inner.run_release(&keys, &field, true).await {
                     Ok(_) => return,
-                    Err(e) if Instant::now() + Duration::from_millis(50) >= until => {
-                        tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
+                    Err(e) if Instant::now() + Duration::from_millis(50) >= last => {
+                        tracing::warn!(lock = %keys.lock, error = %e, "release at shutdown failed; the lease will expire");
                         return;
                     }
                     Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
                 }
             }
         }
-        match inner.run_release(&hold.keys, &hold.field, true).await {
+        match inner.run_release(&keys, &field, true).await {
             Ok(_) => return,
-            Err(e) => tracing::debug!(lock = %hold.keys.lock, error = %e, "release retry failed"),
+            Err(e) => tracing::debug!(lock = %keys.lock, error = %e, "release retry failed"),
         }
         backoff = (backoff * 2).min(Duration::from_secs(1));
     }

@@ -48,6 +48,7 @@ pub(crate) async fn start(
     wait: Option<Duration>,
 ) -> Result<Start> {
     let deadline = wait.and_then(|w| Instant::now().checked_add(w));
+    fresh.set_wait(wait != Some(Duration::ZERO), deadline);
     if matches!(first, Mode::Plain) {
         // After the deadline is set: a caller's bound includes this wait. `try_lock` (no
         // wait at all) still lets this client's own release land first, so that it finds
