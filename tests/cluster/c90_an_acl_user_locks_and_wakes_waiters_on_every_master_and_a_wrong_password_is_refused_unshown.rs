@@ -83,12 +83,21 @@ async fn an_acl_user_locks_and_wakes_waiters_on_every_master_and_a_wrong_passwor
         assert_eq!(cluster.master_of(name).unwrap().port(), *port);
 
         // A waiter of the other client, woken by the release through sharded pub/sub.
-        for (held, waiting) in [
-            (a.lock(name.clone()), b.lock(name.clone())),
-            (a.fair_lock(fair.clone()), b.fair_lock(fair.clone())),
+        // (A fair lock's waiters listen on its own channel: docs/data-layout.md.)
+        for (held, waiting, prefix) in [
+            (
+                a.lock(name.clone()),
+                b.lock(name.clone()),
+                "redisson_lock__channel",
+            ),
+            (
+                a.fair_lock(fair.clone()),
+                b.fair_lock(fair.clone()),
+                "relock_fair_channel",
+            ),
         ] {
             let held = held.lock().await.unwrap();
-            let channel = format!("redisson_lock__channel:{{{}}}", waiting.name());
+            let channel = format!("{prefix}:{{{}}}", waiting.name());
             let before = b.parked_waiters();
             let waiter =
                 tokio::spawn(async move { waiting.lock().await.map(|g| (Instant::now(), g)) });

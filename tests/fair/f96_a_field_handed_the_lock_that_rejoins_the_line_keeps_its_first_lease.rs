@@ -34,12 +34,13 @@ fn acquire(server: &RedisServer, field: &str, ticket: &str, first_lease: &str, j
         "publish",
         first_lease,
         joined,
-        CHANNEL,
+        FAIR_CHANNEL,
     ]);
     server.cmd(&args).unwrap();
 }
 
 const CHANNEL: &str = "redisson_lock__channel:{f96}";
+const FAIR_CHANNEL: &str = "relock_fair_channel:{f96}";
 
 fn handoff(server: &RedisServer, field: &str) -> Option<String> {
     server.cmd(&["HGET", KEYS[5], field]).unwrap().as_string()
@@ -68,6 +69,7 @@ async fn a_field_handed_the_lock_that_rejoins_the_line_keeps_its_first_lease() {
         "publish",
         "60000",
         CHANNEL,
+        FAIR_CHANNEL,
     ];
     server.cmd(&release).unwrap();
     let token = handoff(&server, "A:1").expect("A's token record");

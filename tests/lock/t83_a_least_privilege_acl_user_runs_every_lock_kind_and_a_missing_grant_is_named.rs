@@ -23,6 +23,7 @@ const GRANT: &[&str] = &[
     "~relock_fair_*:{orders:*",
     "~relock_request:{orders:*",
     "&redisson_lock__channel:{orders:*",
+    "&relock_fair_channel:{orders:*",
     "&redisson_rwlock:{orders:*",
     "&redisson_sc:{orders:*",
     "&redisson_countdownlatch__channel__{orders:*",

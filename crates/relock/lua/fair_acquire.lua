@@ -20,7 +20,8 @@
 -- ARGV[9]  "1" if a reply already showed this field in line: a field that is not in line any
 --          more (evicted, or handed the lock and that lease ran out) never rejoins under the
 --          same field, so that a field is handed the lock at most once (absent: "0")
--- ARGV[10] the release channel, redisson_lock__channel:{name} (an argument, not a key: an ACL user needs a channel grant
+-- ARGV[10] the fair lock's channel, relock_fair_channel:{name}, for its messages that name a
+--          waiter (an argument, not a key: an ACL user needs a channel grant
 --          for it, `&`, not a key grant, `~`)
 --
 -- Returns

@@ -6,7 +6,7 @@
 -- ARGV[1]  heartbeat deadline in ms
 -- ARGV[2]  the publish command: "publish" (or "spublish" on a cluster)
 -- ARGV[3]  ms the fencing counter lives once seeded (the grace)
--- ARGV[2+2i] owner field of waiter i, ARGV[3+2i] its lock's release channel (an argument,
+-- ARGV[2+2i] owner field of waiter i, ARGV[3+2i] its lock's fair channel (an argument,
 --          not a key: an ACL user needs a channel grant for it, `&`, not a key grant, `~`)
 --
 -- Evicts dead waiters first (and hands the lock to, or tells, the new first waiter if the lock

@@ -10,7 +10,7 @@
 -- ARGV[1]  owner field
 -- ARGV[2]  the publish command: "publish" (or "spublish" on a cluster)
 -- ARGV[3]  ms the fencing counter lives once seeded (the grace)
--- ARGV[4]  the release channel (an argument, not a key: an ACL user needs a channel grant
+-- ARGV[4]  the fair lock's channel, relock_fair_channel:{name} (an argument, not a key: an ACL user needs a channel grant
 --          for it, `&`, not a key grant, `~`)
 --
 -- Returns 1 if the waiter was in the queue, 0 if not, 2 if a release had handed it the lock

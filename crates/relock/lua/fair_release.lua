@@ -10,8 +10,11 @@
 -- ARGV[2]  "1": drop one count (a nested guard); "all": drop the hold whatever its count
 -- ARGV[3]  the publish command: "publish" (or "spublish" on a cluster)
 -- ARGV[4]  ms the fencing counter lives once seeded (the grace)
--- ARGV[5]  the release channel, redisson_lock__channel:{name} (an argument, not a key: an ACL user needs a channel grant
---          for it, `&`, not a key grant, `~`)
+-- ARGV[5]  the release channel, redisson_lock__channel:{name}, for Redisson's "0" when nobody is
+--          in line; ARGV[6] the fair lock's channel, relock_fair_channel:{name}, for the messages
+--          that name a waiter (arguments, not keys: an ACL user needs channel grants for them,
+--          `&`, not key grants, `~`). A Redisson `RLock` waiter decodes every message of the
+--          release channel as a number: relock's own never go there (issue 22).
 --
 -- Returns 1 (released: the lock was handed on, or is free and a wake-up was published: the
 -- first waiter's field, or "0" when nobody is in its line), 0 (the hold is still there, count
@@ -34,7 +37,7 @@ local now = now_ms()
 evict(q, now)
 -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain lock)
 -- with Redisson's unlock message.
-if not pass_on(KEYS[1], KEYS[5], tonumber(ARGV[4]), ARGV[5], q, ARGV[3], now, true) then
+if not pass_on(KEYS[1], KEYS[5], tonumber(ARGV[4]), ARGV[6], q, ARGV[3], now, true) then
   redis.call(ARGV[3], ARGV[5], 0)
 end
 return 1

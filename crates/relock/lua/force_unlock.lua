@@ -8,11 +8,13 @@
 --          read-write lock: wakes every waiter)
 -- ARGV[3]  the release channel (an argument, not a key: an ACL user needs a channel grant
 --          for it, `&`, not a key grant, `~`)
+-- ARGV[4]  (fair lock only) the fair lock's channel, for the message to its first waiter
 -- The fencing counter is not touched: it expires by itself (lib/mint.lua).
 --
 -- Returns 1 if a lock was deleted, 0 if there was none; WRONGTYPE or NOTALOCK (nothing deleted)
--- if the key is not a lock. A plain lock's waiters get "0"; a fair
--- lock's first waiter gets its owner field.
+-- if the key is not a lock. The release channel always gets the deletion's message (so the
+-- holder's watch hears it); a fair lock's first waiter also gets its owner field on the fair
+-- channel.
 if redis.call('exists', KEYS[1]) == 0 then
   return 0
 end
@@ -29,12 +31,11 @@ redis.call('del', KEYS[1])
 if #KEYS >= 6 then
   local q = line(KEYS[2], KEYS[3], KEYS[4], KEYS[6])
   evict(q, now_ms())
-  -- The first waiter is told, not handed the lock (it takes it with its own acquire).
-  -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain
-  -- lock) with Redisson's unlock message.
-  if not wake_head(KEYS[1], ARGV[3], q, ARGV[1]) then
-    redis.call(ARGV[1], ARGV[3], 0)
-  end
+  -- The first waiter is told, not handed the lock (it takes it with its own acquire), on the
+  -- fair channel. Redisson's unlock message goes to the release channel either way: the
+  -- holder's watch (and plain waiters of the same name) hear of the deletion.
+  wake_head(KEYS[1], ARGV[4], q, ARGV[1])
+  redis.call(ARGV[1], ARGV[3], 0)
 else
   redis.call(ARGV[1], ARGV[3], ARGV[2])
 end

@@ -351,7 +351,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                 inner.publish_cmd().to_string(),
                 first_lease.to_string(),
                 u8::from(joined).to_string(),
-                keys.channel.clone(),
+                keys.wake_channel().to_string(),
             ]);
             let k = vec![lock, token, queue, alive, seq, handoff];
             (&*scripts::FAIR_ACQUIRE, k)
@@ -434,7 +434,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                 // Boxed: fred's WAIT future is several KB, and most clients never send it.
                 let acked = Box::pin(wait_replicas(conn, &keys.lock, wanted, timeout)).await;
                 if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
-                    clean_up_unknown_outcome(&inner, &keys, &field, lease);
+                    clean_up_refused_grant(&inner, &keys, &field, lease).await;
                     return Err(match acked {
                         Ok(acked) => Error::ReplicationFailed {
                             name: keys.lock.clone(),
@@ -459,7 +459,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                 // The reply took longer than the lease: the grant may already have expired
                 // and been taken by someone else. Drop it (under its own field); the caller
                 // retires the field and tries again.
-                clean_up_unknown_outcome(&inner, &keys, &hold.field, lease);
+                clean_up_refused_grant(&inner, &keys, &hold.field, lease).await;
                 return Err(Error::Timeout {
                     operation: "acquire",
                     server: inner.server(),
@@ -484,7 +484,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
         [3, _, pttl] => {
             // Handed this field with no lease left to count on (none, or a key made
             // persistent by hand): give it back under its own field rather than keep it.
-            clean_up_unknown_outcome(&inner, &keys, &field, lease);
+            clean_up_refused_grant(&inner, &keys, &field, lease).await;
             Err(Error::Redis {
                 operation: "acquire",
                 server: inner.server(),
@@ -537,11 +537,11 @@ async fn wait_replicas(
 /// the acquire itself lands after this clean-up (a connection that delayed it), it leaves a
 /// hold nobody renews, which expires with its lease.
 ///
-/// It runs in a tracked task (shutdown waits for it), not in the caller's path: the caller
-/// holds nothing either way and goes on (retries under a new field, or returns its error)
-/// without a second command timeout when the server is away. A clean-up that fails is retried
-/// until a grant landed by then would have expired, so a server back within the lease keeps no
-/// grant that nobody holds.
+/// After an error (the server did not answer) it runs in a tracked task (shutdown waits for
+/// it), not in the caller's path: the caller holds nothing either way and goes on (retries
+/// under a new field, or returns its error) without a second command timeout when the server
+/// is away. A clean-up that fails is retried until a grant landed by then would have expired,
+/// so a server back within the lease keeps no grant that nobody holds.
 fn clean_up_unknown_outcome(
     inner: &Arc<Inner>,
     keys: &Arc<LockKeys>,
@@ -550,13 +550,28 @@ fn clean_up_unknown_outcome(
 ) {
     let (inner, keys, field) = (inner.clone(), keys.clone(), field.to_string());
     let tracker = inner.shared.tracker.clone();
-    tracker.spawn(async move {
-        let until = Instant::now() + lease.max(inner.settings.command_timeout);
-        if let Err(e) = inner.run_release(&keys, &field, true).await {
-            tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; retrying in the background");
-            crate::single::retry_release(inner, keys, field, until).await;
-        }
-    });
+    tracker.spawn(clean_up(inner, keys, field, lease));
+}
+
+/// The clean-up of a grant the caller will not keep (the server answered: too few replicas
+/// acknowledged it, or the reply came after its lease), in the caller's path so that the
+/// grant is gone when the caller hears of it; retried in the background if it fails.
+async fn clean_up_refused_grant(
+    inner: &Arc<Inner>,
+    keys: &Arc<LockKeys>,
+    field: &str,
+    lease: Duration,
+) {
+    clean_up(inner.clone(), keys.clone(), field.to_string(), lease).await;
+}
+
+async fn clean_up(inner: Arc<Inner>, keys: Arc<LockKeys>, field: String, lease: Duration) {
+    let until = Instant::now() + lease.max(inner.settings.command_timeout);
+    if let Err(e) = inner.run_release(&keys, &field, true).await {
+        tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; retrying in the background");
+        let tracker = inner.shared.tracker.clone();
+        tracker.spawn(crate::single::retry_release(inner, keys, field, until));
+    }
 }
 
 /// A watchdog hold that a handoff granted has the first lease (at most the heartbeat

@@ -1356,6 +1356,7 @@ impl Inner {
         }
         let fair = keys.queue.is_some();
         let channel = keys.channel.clone();
+        let fair_channel = keys.wake_channel().to_string();
         let keys = keys.release_keys();
         if fair {
             // A fair release may hand the lock on, minting the next holder's token.
@@ -1365,6 +1366,7 @@ impl Inner {
                 self.publish_cmd().into(),
                 self.grace_ms().to_string(),
                 channel,
+                fair_channel,
             ];
             return scripts::FAIR_RELEASE
                 .run(self.pool.next(), keys, args)

@@ -164,7 +164,7 @@ async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
     for e in batch {
         keys.extend(e.keys.queue_group().into_iter().flatten());
         args.push(e.field.clone());
-        args.push(e.keys.channel.clone());
+        args.push(e.keys.wake_channel().to_string());
     }
     let limit = inner.settings.command_timeout.min(hb / 5);
     let sent = tokio::time::Instant::now();

@@ -38,6 +38,11 @@ pub(crate) struct QueueKeys {
     /// owner → the first lease it asks for if handed the lock while it waits; then, once
     /// handed it, owner → its token (`lua/lib/queue.lua`).
     pub(crate) handoff: String,
+    /// The channel of relock's fair-lock messages (`<field>`: you are first and the lock is
+    /// free; `<field>=<token>`: you hold it), which the line's waiters listen on. Not Redisson's
+    /// `redisson_lock__channel`: a Redisson `RLock` waiter of the same name decodes that
+    /// channel's messages as numbers, and logs an error for anything else (issue 22).
+    pub(crate) channel: String,
 }
 
 impl LockKeys {
@@ -52,6 +57,7 @@ impl LockKeys {
                 alive: prefixed("relock_fair_alive", name),
                 seq: prefixed("relock_fair_seq", name),
                 handoff: prefixed("relock_fair_handoff", name),
+                channel: prefixed("relock_fair_channel", name),
             }),
             rw: None,
         })
@@ -68,6 +74,15 @@ impl LockKeys {
             queue: None,
             rw: Some(side),
         })
+    }
+
+    /// The channel this lock's waiters listen on: a fair lock's own channel (its messages name
+    /// one waiter), or the release channel.
+    pub(crate) fn wake_channel(&self) -> &str {
+        match &self.queue {
+            Some(q) => &q.channel,
+            None => &self.channel,
+        }
     }
 
     /// The prefix of a read-write lock's per-hold keys (Redisson's `suffixName`): `{name}:`,

@@ -143,7 +143,7 @@ pub(crate) async fn leave(
                 entry.field.clone(),
                 publish.into(),
                 grace_ms.to_string(),
-                entry.keys.channel.clone(),
+                entry.keys.wake_channel().to_string(),
             ],
         )
         .await

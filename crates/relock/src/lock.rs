@@ -371,6 +371,7 @@ impl Lock {
                     self.inner.publish_cmd().into(),
                     "0".into(),
                     keys.channel.clone(),
+                    keys.wake_channel().to_string(),
                 ],
             )
             .await

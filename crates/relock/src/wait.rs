@@ -59,7 +59,7 @@ pub(crate) async fn start(
     // A read-write lock's waiter never skips its attempt: a reader may share with holders.
     let joining = keys.rw.is_none()
         && wait != Some(Duration::ZERO)
-        && inner.pubsub.is_subscribed(&keys.channel);
+        && inner.pubsub.is_subscribed(keys.wake_channel());
     if !joining {
         // The uncontended path: one round trip, no subscription.
         loop {
@@ -77,7 +77,7 @@ pub(crate) async fn start(
         }
     }
     // Joining an existing subscription costs no round trip.
-    let channel = crate::pubsub::mutated_channel(&keys.channel);
+    let channel = crate::pubsub::mutated_channel(keys.wake_channel());
     let kind = if keys.rw.is_some() {
         ChannelKind::ReadWrite
     } else {
@@ -92,7 +92,7 @@ pub(crate) async fn start(
         },
         None => subscribe.await,
     }
-    .map_err(|e| inner.error("subscribe", &keys.channel, e))?;
+    .map_err(|e| inner.error("subscribe", keys.wake_channel(), e))?;
     Ok(Start::Wait {
         sub,
         joining,
