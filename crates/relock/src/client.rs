@@ -650,6 +650,7 @@ fn connection_error(s: &Settings, cause: String) -> Error {
     }
     if tls
         && (cause.contains("timed out")
+            || cause.starts_with("no connection within")
             || cause.contains("InvalidContentType")
             || cause.contains("CorruptMessage"))
     {
