@@ -6,6 +6,8 @@ use std::time::Duration;
 
 pub use relock_testkit::{wait_until, RedisServer};
 
+pub mod acl;
+
 /// A fresh standalone server.
 pub fn server() -> RedisServer {
     RedisServer::start().expect("start redis-server (run scripts/ensure-redis)")

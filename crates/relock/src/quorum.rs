@@ -729,15 +729,22 @@ impl QuorumInner {
             return; // replaced meanwhile: the new connections get their own check
         }
         let mut state = node.state.lock().unwrap();
-        if state.run_id.is_some() && state.run_id.as_deref() != Some(run_id.as_str()) {
+        let same_instance = state.run_id.as_deref() == Some(run_id.as_str());
+        if state.run_id.is_some() && !same_instance {
             tracing::warn!(node = %node.name, "node restarted (new run id); quarantined");
         }
         state.run_id = Some(run_id);
-        // Whole seconds, rounded down: the quarantine ends no earlier than it should.
+        // Whole seconds, rounded down: the server started no later than `now - uptime`, so
+        // the quarantine ends no earlier than it should.
         let wait = quarantine.saturating_sub(Duration::from_secs(uptime));
         let at = Instant::now() + wait;
-        // A later check never shortens a quarantine that is running.
         state.eligible_at = Some(match state.eligible_at {
+            // The same instance: each check bounds its start from above, and the earliest
+            // bound is the tightest. (Taking the latest, every check while the uptime still
+            // read 0 put the end 250 ms further: a quarantine under a second lasted one.)
+            Some(prev) if same_instance => prev.min(at),
+            // Another instance, or the first check: a quarantine that is running is never
+            // shortened.
             Some(prev) if prev > at && prev > Instant::now() => prev,
             _ => at,
         });

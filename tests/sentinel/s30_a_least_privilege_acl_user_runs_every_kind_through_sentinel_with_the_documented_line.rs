@@ -1,0 +1,64 @@
+//! A user granted exactly the Sentinel line of `docs/operations.md` ("Least-privilege ACL
+//! users"), set on both data servers (master and replica: either may be master after a
+//! failover), runs every kind through Sentinel: the lock kinds acquire, wait and wake across
+//! clients, renew, report their status and are force-unlocked; the counting kinds acquire,
+//! wait and wake, and renew a permit. Neither data server refused anything (`ACL LOG` empty).
+//! The sentinels get their own credentials (`sentinelUsername`, `sentinelPassword`).
+
+use std::time::Duration;
+
+use relock_testkit::RedisSentinel;
+use relock_tests::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_least_privilege_acl_user_runs_every_kind_through_sentinel_with_the_documented_line() {
+    let set = RedisSentinel::start().expect("start a sentinel set-up");
+    for s in set.servers() {
+        acl::set_user(s, "app", "app-pw", &acl::sentinel());
+    }
+    // The sentinels here have no users of their own: their default user takes any password.
+    let url = format!(
+        "{}&sentinelUsername=default&sentinelPassword=unused",
+        set.url().replacen("://", "://app:app-pw@", 1)
+    );
+    let app = || {
+        relock::Client::builder()
+            .url(url.clone())
+            .watchdog_lease(Duration::from_millis(300))
+            .fair_heartbeat(Duration::from_millis(500))
+            .command_timeout(Duration::from_secs(1))
+            .connect_timeout(Duration::from_secs(3))
+            .build()
+    };
+    let logs = capture_traces(tracing::Level::WARN, "");
+    let c = app().await.expect("connect as the least-privilege user");
+    let other = app().await.expect("connect as the least-privilege user");
+
+    acl::exercise_every_kind(&c, &other).await;
+
+    c.shutdown().await;
+    other.shutdown().await;
+    for s in set.servers() {
+        acl::assert_nothing_refused(s);
+    }
+    assert_eq!(logs.count("NOPERM"), 0, "{}", logs.text());
+    let master = set.master().unwrap();
+    master
+        .cmd(&["DEL", "orders:sem", "orders:permits"])
+        .unwrap();
+    // The sentinels keep their own `__sentinel__:hello` channel; ours must be gone.
+    wait_until(
+        Duration::from_secs(5),
+        "no keys and no lock channels left",
+        || async {
+            master.dbsize().unwrap() == 0
+                && master
+                    .pubsub_channels()
+                    .unwrap()
+                    .iter()
+                    .all(|c| c.starts_with("__sentinel__"))
+        },
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{e}: {:?} {:?}", master.keys(), master.pubsub_channels()));
+}

@@ -1,0 +1,224 @@
+//! The least-privilege ACL lines of `docs/operations.md` ("Least-privilege ACL users"), per
+//! deployment, and the exercise every deployment's test runs under them.
+
+use std::time::Duration;
+
+use relock_testkit::{wait_until, RedisServer, Value};
+
+use crate::bounded;
+
+/// Keys, channels and the commands the scripts call, for names `orders:*`: every deployment.
+const COMMON: &[&str] = &[
+    "resetkeys",
+    "resetchannels",
+    "~orders:*",
+    "~{orders:*",
+    "~redisson_lock_token:{orders:*",
+    "~relock_fair_*:{orders:*",
+    "~relock_request:{orders:*",
+    "&redisson_lock__channel:{orders:*",
+    "&relock_fair_channel:{orders:*",
+    "&redisson_rwlock:{orders:*",
+    "&redisson_sc:{orders:*",
+    "&redisson_countdownlatch__channel__{orders:*",
+    "-@all",
+    // The scripts, and what they call.
+    "+evalsha",
+    "+eval",
+    "+evalsha_ro",
+    "+eval_ro",
+    "+exists",
+    "+type",
+    "+pttl",
+    "+pexpire",
+    "+del",
+    "+get",
+    "+set",
+    "+incr",
+    "+incrby",
+    "+decr",
+    "+decrby",
+    "+time",
+    "+hlen",
+    "+hgetall",
+    "+hget",
+    "+hset",
+    "+hdel",
+    "+hexists",
+    "+hincrby",
+    "+hkeys",
+    "+zadd",
+    "+zrem",
+    "+zscore",
+    "+zrange",
+    "+zrank",
+    "+zcard",
+    "+zrangebyscore",
+    "+zremrangebyscore",
+    // The client's keep-alive and confirmations.
+    "+ping",
+    // fred asks these on every connect (it logs a warning, and the server an ACL LOG entry,
+    // for each one refused).
+    "+info",
+    "+client|id",
+];
+
+/// One server, and a quorum (on every master).
+pub fn one_server() -> Vec<&'static str> {
+    let mut g = COMMON.to_vec();
+    g.extend(["+publish", "+subscribe", "+unsubscribe"]);
+    g
+}
+
+/// Sentinel (on every data node): fred asks the master it was given for its `ROLE`.
+pub fn sentinel() -> Vec<&'static str> {
+    let mut g = one_server();
+    g.push("+role");
+    g
+}
+
+/// A Cluster (on every node): sharded pub/sub, and the topology.
+pub fn cluster() -> Vec<&'static str> {
+    let mut g = COMMON.to_vec();
+    g.extend([
+        "+spublish",
+        "+ssubscribe",
+        "+sunsubscribe",
+        "+cluster|info",
+        "+cluster|slots",
+    ]);
+    g
+}
+
+/// `ACL SETUSER user on >password <rules>` on `server` (as the kit's admin).
+pub fn set_user(server: &RedisServer, user: &str, password: &str, rules: &[&str]) {
+    let pass = format!(">{password}");
+    let mut cmd = vec!["ACL", "SETUSER", user, "on", pass.as_str()];
+    cmd.extend(rules);
+    server.cmd(&cmd).unwrap();
+}
+
+/// Asserts that `server` refused nothing (`ACL LOG` is empty): no command outside the grant
+/// was even tried.
+pub fn assert_nothing_refused(server: &RedisServer) {
+    let denied = server.cmd(&["ACL", "LOG"]).unwrap();
+    assert_eq!(
+        denied,
+        Value::Array(Some(vec![])),
+        "port {}: {denied:?}",
+        server.port()
+    );
+}
+
+/// Waits (bounded) until `client` has one waiter parked.
+pub async fn parked(client: &relock::Client, what: &str) {
+    wait_until(Duration::from_secs(3), what, || async {
+        client.parked_waiters() == 1
+    })
+    .await
+    .unwrap();
+}
+
+/// One lock kind under the user: acquire, a waiter on the other client woken by the release
+/// (not by expiry: the watchdog renews `mine`'s lease, which must be about 300 ms, meanwhile),
+/// renewal past three leases, and a force-unlock that the holder hears of.
+pub async fn exercise<A, B>(mine: A, theirs: B)
+where
+    A: relock::DistributedLock,
+    B: relock::DistributedLock + 'static,
+{
+    let g = bounded(Duration::from_secs(3), "lock", mine.lock())
+        .await
+        .unwrap();
+    assert!(mine.is_locked().await.unwrap());
+    let waiter = tokio::spawn(async move {
+        let g = theirs.lock().await.unwrap();
+        let t = g.fencing_token();
+        g.unlock().await.unwrap();
+        (theirs, t)
+    });
+    // Renewed past three leases: its deadline moves on by more than two leases.
+    let first = g.valid_until();
+    let renewed = || async { g.valid_until() >= first + Duration::from_millis(700) };
+    wait_until(Duration::from_secs(3), "three renewals", renewed)
+        .await
+        .unwrap();
+    assert!(
+        !g.is_lost(),
+        "renewal failed under the least-privilege user"
+    );
+    assert!(!waiter.is_finished());
+    let token = g.fencing_token();
+    g.unlock().await.unwrap();
+    let (theirs, t) = bounded(Duration::from_secs(3), "the waiter to be woken", waiter)
+        .await
+        .unwrap();
+    assert!(t > token);
+    let g = mine.lock().await.unwrap();
+    assert!(theirs.force_unlock().await.unwrap());
+    bounded(Duration::from_secs(3), "lost after force-unlock", g.lost()).await;
+    drop(g);
+}
+
+/// Every kind of a one-server, Cluster or Sentinel client under the user (names `orders:*`):
+/// the lock kinds as [`exercise`], then the counting kinds (a waiter on the other client woken
+/// by a release, a permit renewed past three leases, a latch opened by a count-down).
+/// Leaves nothing behind but the semaphores' counts (`orders:sem`, `orders:permits`).
+pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
+    exercise(c.lock("orders:plain"), other.lock("orders:plain")).await;
+    exercise(c.fair_lock("orders:fair"), other.fair_lock("orders:fair")).await;
+    exercise(
+        c.read_write_lock("orders:rw").write_lock(),
+        other.read_write_lock("orders:rw").read_lock(),
+    )
+    .await;
+    let sem = c.semaphore("orders:sem");
+    assert!(sem.try_set_permits(1).await.unwrap());
+    sem.acquire(1).await.unwrap();
+    let theirs = other.semaphore("orders:sem");
+    let waiter = tokio::spawn(async move { theirs.acquire(1).await.map(|()| theirs) });
+    parked(other, "the semaphore waiter to park").await;
+    sem.release(1).await.unwrap();
+    let theirs = bounded(Duration::from_secs(3), "the semaphore waiter woken", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    theirs.release(1).await.unwrap();
+    assert_eq!(sem.available().await.unwrap(), 1);
+    let permits = c.permit_expirable_semaphore("orders:permits");
+    assert!(permits.try_set_permits(1).await.unwrap());
+    let p = permits.acquire(None).await.unwrap();
+    let first = p.valid_until();
+    wait_until(Duration::from_secs(3), "three permit renewals", || async {
+        p.valid_until() >= first + Duration::from_millis(700)
+    })
+    .await
+    .unwrap();
+    let theirs = other.permit_expirable_semaphore("orders:permits");
+    let waiter = tokio::spawn(async move { theirs.acquire(None).await.map(|g| (theirs, g)) });
+    parked(other, "the permit waiter to park").await;
+    p.release().await.unwrap();
+    let (_theirs, g) = bounded(Duration::from_secs(3), "the permit waiter woken", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    g.release().await.unwrap();
+    assert_eq!(permits.available().await.unwrap(), 1);
+    let latch = c.count_down_latch("orders:latch");
+    assert!(latch.try_set_count(1).await.unwrap());
+    let theirs = other.count_down_latch("orders:latch");
+    let waiter = tokio::spawn(async move { theirs.wait().await });
+    parked(other, "the latch waiter to park").await;
+    latch.count_down().await.unwrap();
+    bounded(Duration::from_secs(3), "the latch waiter woken", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    for (name, status) in [
+        ("plain", c.lock("orders:plain").status().await),
+        ("fair", c.fair_lock("orders:fair").status().await),
+        ("rw", c.read_write_lock("orders:rw").status().await),
+    ] {
+        assert!(status.unwrap().holders.is_empty(), "{name}");
+    }
+}
