@@ -9,7 +9,8 @@ use std::time::Duration;
 use relock_testkit::RedisCluster;
 use relock_tests::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Current-thread: the capture of warnings sees every task's events.
+#[tokio::test]
 async fn a_least_privilege_acl_user_runs_every_kind_on_a_cluster_with_the_documented_line() {
     let cluster = RedisCluster::start().expect("start a cluster");
     for node in cluster.nodes() {

@@ -9,7 +9,8 @@ use std::time::Duration;
 use relock_testkit::RedisMasters;
 use relock_tests::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Current-thread: the capture of warnings sees every task's events.
+#[tokio::test]
 async fn a_least_privilege_acl_user_on_every_master_runs_the_quorum_lock_with_the_documented_line()
 {
     let masters = RedisMasters::start(3).unwrap();

@@ -10,7 +10,8 @@ use std::time::Duration;
 use relock_testkit::RedisSentinel;
 use relock_tests::*;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Current-thread: the capture of warnings sees every task's events.
+#[tokio::test]
 async fn a_least_privilege_acl_user_runs_every_kind_through_sentinel_with_the_documented_line() {
     let set = RedisSentinel::start().expect("start a sentinel set-up");
     for s in set.servers() {

@@ -259,3 +259,4 @@ pub(crate) async fn only_expiring_request_keys_left(server: &RedisServer, name: 
     relock_tests::assert_nothing_left(server).await;
     left.len()
 }
+mod p96_a_permit_released_by_id_elsewhere_is_reported_lost_at_once_and_others_releases_are_not_a_loss;

@@ -10,7 +10,9 @@ use relock_tests::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_acquires_leave_every_permit_available_and_no_subscription() {
     let server = server();
-    let (a, b) = (client(&server).await, client(&server).await);
+    // The holder does not watch its permits: only b's waiters may subscribe here.
+    let a = client_not_watching_holds(&server, Duration::from_secs(30)).await;
+    let b = client(&server).await;
     let holder = a.permit_expirable_semaphore("p50");
     assert!(holder.try_set_permits(2).await.unwrap());
     let sem = b.permit_expirable_semaphore("p50");

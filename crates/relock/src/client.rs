@@ -380,8 +380,10 @@ impl ClientBuilder {
     /// `forceUnlock`, `relock force-unlock`), not at the watchdog's next renewal (up to a third
     /// of the lease later). A hold subscribes once it has lived 30 ms (shorter holds cost
     /// nothing), and at most 10,000 holds of a client listen at once (the rest rely on the
-    /// renewal). Off: one subscription less per held lock, and a deletion is noticed by the
-    /// renewal alone. Default: on.
+    /// renewal). A permit of a permit-expirable semaphore listens on the semaphore's channel
+    /// the same way, so a `release_id` of it elsewhere (Redisson's `release(id)`) fires its
+    /// `lost()` at once. Off: one subscription less per held lock or permit, and a deletion is
+    /// noticed by the renewal alone. Default: on.
     pub fn watch_holds(mut self, on: bool) -> Self {
         self.settings.watch_holds = on;
         self
@@ -1473,6 +1475,13 @@ impl Inner {
     }
 
     /// Queues `hold` for its watch (`hold_watch`), if this client watches holds.
+    /// Watches a permit as [`watch_hold`](Self::watch_hold) watches a hold.
+    pub(crate) fn watch_permit(&self, lease: &Arc<crate::leases::Lease>) {
+        if self.settings.watch_holds {
+            crate::hold_watch::watch_permit(&self.pubsub, &self.pool, &self.runtime, lease);
+        }
+    }
+
     pub(crate) fn watch_hold(&self, hold: &Arc<crate::holds::Hold>) {
         if self.settings.watch_holds {
             crate::hold_watch::watch(

@@ -210,6 +210,87 @@ fn start(
     });
 }
 
+/// Watches a permit of a permit-expirable semaphore as [`start`] watches a hold: from
+/// [`SETTLE`] after its grant, on the semaphore's channel (every release, Redisson's
+/// `release(id)` by anyone included, publishes the new count there), it checks that its id is
+/// still among the semaphore's timeouts once subscribed and after every message; an id gone
+/// while the permit is live marks it lost. Each release on the channel costs one `ZSCORE` per
+/// watched local permit of that semaphore.
+pub(crate) fn watch_permit(
+    pubsub: &Arc<PubSub>,
+    pool: &fred::clients::Pool,
+    rt: &tokio::runtime::Handle,
+    lease: &Arc<crate::leases::Lease>,
+) {
+    use fred::interfaces::SortedSetsInterface;
+    let watched = &pubsub.watched;
+    if watched.fetch_add(1, Ordering::SeqCst) >= MAX_WATCHED {
+        watched.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let slot = Slot(Arc::downgrade(pubsub));
+    let (pubsub, pool, lease) = (Arc::downgrade(pubsub), pool.clone(), lease.clone());
+    // The id as the scripts store it: the 16 bytes its hex digits spell.
+    let member: Vec<u8> = (0..lease.id.len() / 2)
+        .filter_map(|i| u8::from_str_radix(lease.id.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect();
+    rt.spawn(async move {
+        let _slot = slot;
+        tokio::select! {
+            _ = tokio::time::sleep(SETTLE) => {}
+            _ = lease.ended() => return,
+        }
+        let mut retry = Duration::from_millis(50);
+        let sub = loop {
+            let Some(ps) = pubsub.upgrade() else { return };
+            let channel = lease.keys.channel.clone();
+            let subscribe =
+                Box::pin(async move { ps.subscribe_as(&channel, ChannelKind::Semaphore).await });
+            tokio::select! {
+                s = subscribe => if let Ok(s) = s { break s },
+                _ = lease.ended() => return,
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(retry) => {}
+                _ = lease.ended() => return,
+            }
+            retry = (retry * 2).min(Duration::from_secs(1));
+        };
+        retry = Duration::from_millis(50);
+        loop {
+            let message = sub.holder_notified();
+            tokio::pin!(message);
+            message.as_mut().enable();
+            let check = Box::pin(pool.next().zscore::<Option<f64>, _, _>(
+                lease.keys.timeouts.as_str(),
+                fred::types::Value::Bytes(member.clone().into()),
+            ));
+            let score = tokio::select! {
+                r = check => r,
+                _ = lease.ended() => return,
+            };
+            if matches!(score, Ok(None)) && lease.is_live() && lease.mark_lost() {
+                tracing::warn!(semaphore = %lease.keys.count, id = %lease.id, "permit lost: its watch found it gone (released by id elsewhere, or the semaphore deleted)");
+                return;
+            }
+            if score.is_err() {
+                tokio::select! {
+                    _ = tokio::time::sleep(retry) => {}
+                    _ = &mut message => {}
+                    _ = lease.ended() => return,
+                }
+                retry = (retry * 2).min(Duration::from_secs(1));
+                continue;
+            }
+            retry = Duration::from_millis(50);
+            tokio::select! {
+                _ = message => {}
+                _ = lease.ended() => return,
+            }
+        }
+    });
+}
+
 /// Gives the watch's place back when its task ends (or is dropped with its runtime).
 struct Slot(std::sync::Weak<PubSub>);
 

@@ -46,6 +46,8 @@ struct Standing {
     until: Instant,
     /// Found gone, or its lease ran out locally: it never comes back.
     lost: bool,
+    /// Given back by its guard (or being given back): nothing it finds gone is a loss.
+    released: bool,
 }
 
 /// One permit held through a guard of this client.
@@ -65,7 +67,11 @@ impl Lease {
             keys,
             id,
             renewed,
-            standing: watch::Sender::new(Standing { until, lost: false }),
+            standing: watch::Sender::new(Standing {
+                until,
+                lost: false,
+                released: false,
+            }),
         }
     }
 
@@ -77,6 +83,34 @@ impl Lease {
     pub(crate) fn is_lost(&self) -> bool {
         let s = *self.standing.borrow();
         s.lost || Instant::now() >= s.until
+    }
+
+    /// Its guard gives it back (called before the give-back is sent): a watch that then
+    /// finds it gone is not told of a loss.
+    pub(crate) fn mark_released(&self) {
+        self.standing
+            .send_if_modified(|s| !std::mem::replace(&mut s.released, true));
+    }
+
+    /// Neither lost, nor given back, nor past its local deadline.
+    pub(crate) fn is_live(&self) -> bool {
+        let s = *self.standing.borrow();
+        !s.lost && !s.released && Instant::now() < s.until
+    }
+
+    /// Resolves once the permit is no longer live (see [`is_live`](Self::is_live)).
+    pub(crate) async fn ended(&self) {
+        let mut rx = self.standing.subscribe();
+        loop {
+            let s = *rx.borrow_and_update();
+            if s.lost || s.released || Instant::now() >= s.until {
+                return;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep_until(s.until) => {}
+                changed = rx.changed() => if changed.is_err() { return },
+            }
+        }
     }
 
     /// Marks it lost (idempotent); returns whether this call did.

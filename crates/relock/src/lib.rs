@@ -130,6 +130,7 @@ mod permits;
 mod pubsub;
 mod quorum;
 mod quorum_lock;
+mod quorum_watch;
 mod raw;
 mod redact;
 mod reentry;

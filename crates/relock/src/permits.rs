@@ -579,6 +579,7 @@ impl PermitGuard {
     ) -> Self {
         let lease = Arc::new(Lease::new(keys, id, renewed, until));
         inner.permits.insert(lease.clone());
+        inner.watch_permit(&lease);
         if renewed {
             inner.permit_renewal.call_once(|| {
                 let period = inner.settings.watchdog_lease / 3;
@@ -712,6 +713,7 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Lease>) -> Result<()> {
         id: lease.id.clone(),
     };
     let was_lost = lease.is_lost();
+    lease.mark_released();
     if !inner.permits.remove(&lease) {
         // Shutdown gave it back already.
         return Err(lost());

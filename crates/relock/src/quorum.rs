@@ -53,6 +53,7 @@ pub struct QuorumClientBuilder {
     watchdog_lease: Duration,
     connect_timeout: Duration,
     reentrancy: Reentrancy,
+    watch_holds: bool,
 }
 
 impl std::fmt::Debug for QuorumClientBuilder {
@@ -81,6 +82,7 @@ impl Default for QuorumClientBuilder {
             watchdog_lease: Duration::from_secs(30),
             connect_timeout: Duration::from_secs(5),
             reentrancy: Reentrancy::Scoped,
+            watch_holds: true,
         }
     }
 }
@@ -134,6 +136,15 @@ impl QuorumClientBuilder {
     /// for [`Reentrancy::PerTask`]. Default: [`Reentrancy::Scoped`].
     pub fn reentrancy(mut self, mode: Reentrancy) -> Self {
         self.reentrancy = mode;
+        self
+    }
+
+    /// Whether each hold listens on its lock's channel on every node, so that `lost()` fires
+    /// within a round trip of a force-unlock (or any deletion announced there) on a majority
+    /// of nodes, rather than at the watchdog's next renewal; as
+    /// [`ClientBuilder::watch_holds`](crate::ClientBuilder::watch_holds). Default: on.
+    pub fn watch_holds(mut self, on: bool) -> Self {
+        self.watch_holds = on;
         self
     }
 
@@ -268,6 +279,8 @@ impl QuorumClientBuilder {
             closing_at: Mutex::new(None),
             in_flight: Default::default(),
             releasing: Default::default(),
+            watch_holds: self.watch_holds,
+            watched: Default::default(),
             shutdown: shutdown_tx,
             builder,
         });
@@ -599,6 +612,9 @@ pub(crate) struct QuorumInner {
     /// its body followed a round trip later) and was answered "held" is sent once more once
     /// those releases have answered (`q74`, `q75`, `q76`).
     pub(crate) releasing: crate::in_flight::InFlight,
+    /// Whether holds are watched (`quorum_watch`), and how many are now.
+    pub(crate) watch_holds: bool,
+    pub(crate) watched: std::sync::atomic::AtomicUsize,
     shutdown: watch::Sender<bool>,
     builder: ClientBuilder,
 }

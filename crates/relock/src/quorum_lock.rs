@@ -603,6 +603,7 @@ impl QuorumLock {
             // False if the validity ran out between the check above and now.
             if hold.add_guard(watchdog, valid_until) {
                 q.shared.holds.insert(hold.clone());
+                crate::quorum_watch::watch(q, &hold);
                 return Ok(Outcome::Acquired(LockGuard::new(q.clone(), hold, watchdog)));
             }
         }
