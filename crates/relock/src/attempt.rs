@@ -72,6 +72,9 @@ pub(crate) struct Fresh {
     /// When the latest attempt was sent, in µs after `started`: a run of errors is budgeted
     /// from the attempt that began it, not from when its timeout ran out.
     last_try: std::sync::atomic::AtomicU64,
+    /// The clean-ups of this acquisition's attempts whose outcome is unknown (one task for
+    /// all of them, however many attempts an outage costs).
+    clean_ups: Arc<CleanUps>,
     /// The lock kind, for metrics.
     pub(crate) kind: crate::meter::Kind,
     /// The fixed lease asked for, or `None` for the watchdog's.
@@ -93,6 +96,7 @@ impl Fresh {
             started: Instant::now(),
             attempts: Arc::default(),
             last_try: Default::default(),
+            clean_ups: Arc::default(),
             kind,
             lease,
             retry: Retry::default(),
@@ -124,6 +128,12 @@ impl Fresh {
         self.retry.give_up = None;
         self.retry.backoff = Retry::FIRST_BACKOFF;
         self.retry.warned = false;
+    }
+
+    /// After a transient error that is not an attempt's (the subscription of a waiter): waits a
+    /// backoff and returns `Ok` to go on, or the error, under the same budget as the attempts.
+    pub(crate) async fn wait_out(&mut self, inner: &Inner, e: Error) -> Result<()> {
+        self.retry.after(inner, e, Instant::now()).await
     }
 
     /// Says how long the caller waits: a waiting call (`lock()`, `try_lock_for`) retries
@@ -244,6 +254,7 @@ pub(crate) async fn attempt(
         field: fresh.field.clone(),
         owner: fresh.owner.clone(),
         task: fresh.task,
+        clean_ups: fresh.clean_ups.clone(),
         started: fresh.started,
         kind: fresh.kind,
         fixed_lease: fresh.lease,
@@ -302,6 +313,7 @@ struct AttemptArgs {
     field: String,
     owner: Option<Owner>,
     task: crate::holds::Caller,
+    clean_ups: Arc<CleanUps>,
     started: Instant,
     kind: crate::meter::Kind,
     fixed_lease: Option<Duration>,
@@ -316,6 +328,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
         field,
         owner,
         task,
+        clean_ups,
         started,
         kind,
         fixed_lease,
@@ -409,7 +422,7 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
             let err = inner.error("acquire", &keys.lock, e);
             // A WRONGTYPE reply means the script ran and changed nothing.
             if !matches!(err, Error::WrongType { .. }) {
-                clean_up_unknown_outcome(&inner, &keys, &field, lease);
+                clean_up_unknown_outcome(&inner, &keys, &clean_ups, &field, lease);
             }
             return Err(err);
         }
@@ -537,20 +550,100 @@ async fn wait_replicas(
 /// the acquire itself lands after this clean-up (a connection that delayed it), it leaves a
 /// hold nobody renews, which expires with its lease.
 ///
-/// After an error (the server did not answer) it runs in a tracked task (shutdown waits for
-/// it), not in the caller's path: the caller holds nothing either way and goes on (retries
-/// under a new field, or returns its error) without a second command timeout when the server
-/// is away. A clean-up that fails is retried until a grant landed by then would have expired,
-/// so a server back within the lease keeps no grant that nobody holds.
+/// It runs in a tracked task (shutdown waits for it), not in the caller's path: the caller
+/// holds nothing either way and goes on (retries under a new field, or returns its error)
+/// without a second command timeout when the server is away. One task per acquisition does
+/// the clean-ups of all its failed attempts ([`CleanUps`]): a `lock()` waiting through an
+/// outage fails an attempt a second, and a task (and a release a second) for each would pile
+/// up for a whole lease.
 fn clean_up_unknown_outcome(
     inner: &Arc<Inner>,
     keys: &Arc<LockKeys>,
+    clean_ups: &Arc<CleanUps>,
     field: &str,
     lease: Duration,
 ) {
-    let (inner, keys, field) = (inner.clone(), keys.clone(), field.to_string());
-    let tracker = inner.shared.tracker.clone();
-    tracker.spawn(clean_up(inner, keys, field, lease));
+    // A grant that landed by now has expired by then.
+    let until = Instant::now() + lease.max(inner.settings.command_timeout);
+    clean_ups
+        .pending
+        .lock()
+        .unwrap()
+        .push((field.to_string(), until));
+    if !clean_ups.running.swap(true, Ordering::SeqCst) {
+        let tracker = inner.shared.tracker.clone();
+        tracker.spawn(drain(inner.clone(), keys.clone(), clean_ups.clone()));
+    }
+}
+
+/// The fields of one acquisition's attempts whose outcome is unknown, each until a grant
+/// under it would have expired, and whether a task is releasing them.
+#[derive(Debug, Default)]
+pub(crate) struct CleanUps {
+    pending: std::sync::Mutex<Vec<(String, Instant)>>,
+    running: std::sync::atomic::AtomicBool,
+}
+
+/// Releases the pending fields one by one: the next at once after a reply; after an error,
+/// the same again after a backoff (doubling to a second), so that a server that is away costs
+/// one release a second, and the rest follow at once when it answers. Fields past their time
+/// are dropped. When shutdown begins, every pending field gets one more try (shutdown waits
+/// about one command timeout for this task).
+async fn drain(inner: Arc<Inner>, keys: Arc<LockKeys>, clean_ups: Arc<CleanUps>) {
+    let mut stopping = inner.stopping.subscribe();
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let next = {
+            let mut pending = clean_ups.pending.lock().unwrap();
+            let now = Instant::now();
+            pending.retain(|(_, until)| now < *until);
+            pending.first().cloned()
+        };
+        let Some((field, _)) = next else {
+            clean_ups.running.store(false, Ordering::SeqCst);
+            // A field queued between the look and the store found the task still running.
+            if clean_ups.pending.lock().unwrap().is_empty()
+                || clean_ups.running.swap(true, Ordering::SeqCst)
+            {
+                return;
+            }
+            continue;
+        };
+        if *stopping.borrow() {
+            let fields: Vec<String> = std::mem::take(&mut *clean_ups.pending.lock().unwrap())
+                .into_iter()
+                .map(|(f, _)| f)
+                .collect();
+            let last = Instant::now() + inner.settings.command_timeout;
+            for f in fields {
+                let call = inner.run_release(&keys, &f, true);
+                if tokio::time::timeout_at(last, call).await.is_err() {
+                    tracing::warn!(lock = %keys.lock, "clean-up at shutdown got no reply; a grant it may have had ends with its lease");
+                    break;
+                }
+            }
+            clean_ups.running.store(false, Ordering::SeqCst);
+            return;
+        }
+        match inner.run_release(&keys, &field, true).await {
+            Ok(_) => {
+                clean_ups
+                    .pending
+                    .lock()
+                    .unwrap()
+                    .retain(|(f, _)| *f != field);
+                backoff = Duration::from_millis(50);
+            }
+            Err(e) => {
+                tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = stopping.wait_for(|s| *s) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
 }
 
 /// The clean-up of a grant the caller will not keep (the server answered: too few replicas

@@ -227,9 +227,10 @@ pub(crate) async fn acquire_fair(
         let mode = Mode::FairWait(waiting.entry.clone());
         let sleep = match attempt(inner, &keys, &fresh, mode).await {
             Err(e) => {
-                // The outcome is unknown: the field is retired (its clean-up ran). Wait on
-                // under a new field, keeping our ticket so we keep our place; the old
-                // registration leaves the line in the background.
+                // The outcome is unknown: the field is retired (its clean-up runs in the
+                // background, and can only touch that field). Wait on under a new field,
+                // keeping our ticket so we keep our place; the old registration leaves the
+                // line in the background.
                 let r = fresh.after_error(inner, e).await;
                 (waiting, named) = rejoin(inner, &keys, &fresh, &sub, &waiting, first_lease);
                 r?;

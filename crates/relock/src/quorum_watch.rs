@@ -6,6 +6,10 @@
 //! node, and a hold that a majority of nodes no longer has is lost: `lost()` fires within a
 //! round trip, not at the watchdog's next renewal.
 //!
+//! The subscriptions are made on the nodes' connections of the moment; a node whose
+//! connections are replaced later (a restart) is still checked on its new ones after any
+//! message from another node, but is no longer listened to.
+//!
 //! A hold released within [`SETTLE`] costs a timer and nothing else; at most [`MAX_WATCHED`]
 //! holds of a client are watched at once (beyond that, the renewal alone notices). A node
 //! whose subscription fails is not listened to (the others still are, and the renewal still
@@ -63,7 +67,12 @@ pub(crate) fn watch(q: &Arc<QuorumInner>, hold: &Arc<Hold>) {
             for m in &mut messages {
                 m.as_mut().enable();
             }
-            let checks = futures_util::future::join_all(conns.iter().map(|c| {
+            // Each node's connections as they are now: a set replaced since (its server
+            // restarted, or it broke) is asked on its new connections.
+            let Some(inner) = q.upgrade() else { return };
+            let now: Vec<_> = inner.nodes.iter().filter_map(|n| n.conn()).collect();
+            drop(inner);
+            let checks = futures_util::future::join_all(now.iter().map(|c| {
                 let (lock, field) = (hold.keys.lock.as_str(), hold.field.as_str());
                 async move {
                     let call = pinned(c, lock).hexists::<bool, _, _>(lock, field);

@@ -57,25 +57,9 @@ pub(crate) async fn start(
         await_local_release(inner, &keys.lock, bound).await;
     }
     // A read-write lock's waiter never skips its attempt: a reader may share with holders.
-    let joining = keys.rw.is_none()
+    let mut joining = keys.rw.is_none()
         && wait != Some(Duration::ZERO)
         && inner.pubsub.is_subscribed(keys.wake_channel());
-    if !joining {
-        // The uncontended path: one round trip, no subscription.
-        loop {
-            match attempt(inner, keys, fresh, first.clone()).await {
-                Ok(Attempt::Acquired(g)) => return Ok(Start::Acquired(g)),
-                Ok(_) => {
-                    fresh.refused("held");
-                    break;
-                }
-                Err(e) => fresh.after_error(inner, e).await?,
-            }
-        }
-        if wait == Some(Duration::ZERO) || deadline.is_some_and(|d| Instant::now() >= d) {
-            return Ok(Start::GaveUp);
-        }
-    }
     // Joining an existing subscription costs no round trip.
     let channel = crate::pubsub::mutated_channel(keys.wake_channel());
     let kind = if keys.rw.is_some() {
@@ -83,16 +67,47 @@ pub(crate) async fn start(
     } else {
         ChannelKind::Lock
     };
-    // Boxed: a subscription's future holds fred's (several KB), and only waiters need it.
-    let subscribe = Box::pin(inner.pubsub.subscribe_as(&channel, kind));
-    let sub = match deadline {
-        Some(d) => match tokio::time::timeout_at(d, subscribe).await {
-            Ok(r) => r,
-            Err(_) => return Ok(Start::GaveUp),
-        },
-        None => subscribe.await,
-    }
-    .map_err(|e| inner.error("subscribe", keys.wake_channel(), e))?;
+    let sub = loop {
+        if !joining {
+            // The uncontended path: one round trip, no subscription.
+            loop {
+                match attempt(inner, keys, fresh, first.clone()).await {
+                    Ok(Attempt::Acquired(g)) => return Ok(Start::Acquired(g)),
+                    Ok(_) => {
+                        fresh.succeeded();
+                        fresh.refused("held");
+                        break;
+                    }
+                    Err(e) => fresh.after_error(inner, e).await?,
+                }
+            }
+            if wait == Some(Duration::ZERO) || deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(Start::GaveUp);
+            }
+        }
+        // Boxed: a subscription's future holds fred's (several KB), and only waiters need it.
+        let subscribe = Box::pin(inner.pubsub.subscribe_as(&channel, kind));
+        let r = match deadline {
+            Some(d) => match tokio::time::timeout_at(d, subscribe).await {
+                Ok(r) => r,
+                Err(_) => return Ok(Start::GaveUp),
+            },
+            None => subscribe.await,
+        };
+        match r {
+            Ok(sub) => break sub,
+            // A subscription that fails (the server or the subscriber connection away) is
+            // retried as an attempt is: a waiting call waits through an outage, until its
+            // deadline, and tries the lock again before each new subscription (a lock freed
+            // meanwhile is taken without one).
+            Err(e) => {
+                let e = inner.error("subscribe", keys.wake_channel(), e);
+                fresh.wait_out(inner, e).await?;
+                joining = false;
+            }
+        }
+    };
+    fresh.succeeded();
     Ok(Start::Wait {
         sub,
         joining,
