@@ -23,7 +23,7 @@ use fred::interfaces::HashesInterface;
 use crate::hold_watch::{MAX_WATCHED, SETTLE};
 use crate::holds::Hold;
 use crate::pubsub::ChannelKind;
-use crate::quorum::{pinned, QuorumInner};
+use crate::quorum::QuorumInner;
 
 /// Watches `hold` (of `q`) until it ends: see the module.
 pub(crate) fn watch(q: &Arc<QuorumInner>, hold: &Arc<Hold>) {
@@ -75,7 +75,9 @@ pub(crate) fn watch(q: &Arc<QuorumInner>, hold: &Arc<Hold>) {
             let checks = futures_util::future::join_all(now.iter().map(|c| {
                 let (lock, field) = (hold.keys.lock.as_str(), hold.field.as_str());
                 async move {
-                    let call = pinned(c, lock).hexists::<bool, _, _>(lock, field);
+                    // Not the lock's pinned connection: a check never queues in front of a
+                    // release or vote of this lock (they keep their order among themselves).
+                    let call = c.pool.next().hexists::<bool, _, _>(lock, field);
                     matches!(tokio::time::timeout(limit, call).await, Ok(Ok(false)))
                 }
             }));
