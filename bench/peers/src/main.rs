@@ -3,7 +3,7 @@
 //! Invocations (hand-parsed argv; every output is one line on stdout, fields space-separated):
 //!
 //! - `relock-peer-bench <seconds> <url>...`: the original form, kept as it was for
-//!   `relock bench-quorum --rslock-bin ...`. Scenario Q with `rslock` on the given masters.
+//!   `relock-bench quorum --rslock-bin ...`. Scenario Q with `rslock` on the given masters.
 //!   Prints `rslock <pairs> <p50_ms> <p99_ms> <pairs_per_s> <stuck>`.
 //! - `relock-peer-bench q <lib> <seconds> <url>...`: scenario Q (one worker, serial
 //!   acquire+release of the one key `bench:q:<lib>` on N masters; the latency is that of the

@@ -1,4 +1,4 @@
-//! `relock bench`: the figures of `docs/performance.md`, each beside a ceiling measured by
+//! `relock-bench lock`: the figures of `docs/performance.md`, each beside a ceiling measured by
 //! `redis-benchmark` on the same server in the same run.
 
 use std::process::Command;
@@ -14,7 +14,7 @@ use crate::report::{out, outln, JsonTo, Text};
 use crate::stats::{as_ms, ms, Latencies};
 use crate::{CliError, Target};
 
-/// Options of `relock bench`.
+/// Options of `relock-bench lock`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Redis to use; by default a local redis-server is started.
@@ -525,11 +525,6 @@ impl Endpoint {
         }
     }
 
-    /// `host:port`, lower-cased: one server's address whatever the URL's other parts.
-    pub(crate) fn address(&self) -> String {
-        format!("{}:{}", self.host.to_ascii_lowercase(), self.port)
-    }
-
     fn hide_password(&self, text: &str) -> String {
         match &self.password {
             Some(p) => text.replace(p.as_str(), "***"),
@@ -591,7 +586,7 @@ pub(crate) async fn uncontended(
         builder = builder.connections(n);
     }
     let client = builder.build().await?;
-    crate::signals::register(&client);
+    relock_cli::shared::signals::register(&client);
     // Warm up the connections and the script cache.
     client.lock("bench:u:warm").lock().await?.unlock().await?;
     let c = client.clone();
@@ -787,7 +782,7 @@ pub(crate) async fn contended(
         relock::Client::connect(url).await?,
     ];
     for c in &clients {
-        crate::signals::register(c);
+        relock_cli::shared::signals::register(c);
     }
     let (holder_tx, _) = tokio::sync::watch::channel(usize::MAX);
     let holder_tx = Arc::new(holder_tx);

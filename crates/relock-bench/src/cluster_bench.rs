@@ -1,4 +1,4 @@
-//! `relock bench-cluster`: uncontended lock+unlock pairs per second on one master and on a
+//! `relock-bench cluster`: uncontended lock+unlock pairs per second on one master and on a
 //! 3-master Redis Cluster (3 replicas), both started locally, in the same run.
 
 use std::time::Duration;
@@ -7,7 +7,7 @@ use relock_testkit::{RedisCluster, RedisServer};
 
 use crate::CliError;
 
-/// Options of `relock bench-cluster`.
+/// Options of `relock-bench cluster`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Seconds per case.
@@ -26,7 +26,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let single = RedisServer::start()?;
     let cluster = RedisCluster::start()?;
     println!(
-        "relock bench-cluster: {} tasks on own keys, {} connections, {} s per case\n",
+        "relock-bench cluster: {} tasks on own keys, {} connections, {} s per case\n",
         args.tasks, args.connections, args.seconds
     );
     let one = crate::bench::uncontended(

@@ -1,4 +1,4 @@
-//! `relock bench-compare`: the performance targets of `docs/performance.md`, each measured as a
+//! `relock-bench compare`: the performance targets of `docs/performance.md`, each measured as a
 //! ratio to a baseline taken in the same run on the same servers: PING, the peer crates of
 //! `bench/peers`, and `redis-benchmark`.
 
@@ -13,7 +13,7 @@ use crate::quorum_bench::{serial, timed_pair, Figures};
 use crate::stats::{ms, Latencies};
 use crate::CliError;
 
-/// Options of `relock bench-compare`.
+/// Options of `relock-bench compare`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Seconds per measurement.

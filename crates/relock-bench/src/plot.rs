@@ -145,7 +145,7 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
-/// `relock bench`: the handoff latency histograms of the contended cases, and pairs/s per lock
+/// `relock-bench lock`: the handoff latency histograms of the contended cases, and pairs/s per lock
 /// kind.
 pub(crate) struct BenchPlot<'a> {
     /// (lock kind, its handoff latencies).
@@ -288,7 +288,7 @@ impl Chart for BenchPlot<'_> {
     }
 }
 
-/// `relock bench-quorum`: the acquire latency distribution of each configuration.
+/// `relock-bench quorum`: the acquire latency distribution of each configuration.
 pub(crate) struct QuorumPlot<'a> {
     /// (configuration, its acquire latencies).
     pub(crate) cdfs: Vec<(String, &'a Latencies)>,

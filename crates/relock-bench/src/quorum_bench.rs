@@ -1,4 +1,4 @@
-//! `relock bench-quorum`: the Q scenarios of `docs/performance.md` on 5 local masters: one
+//! `relock-bench quorum`: the Q scenarios of `docs/performance.md` on 5 local masters: one
 //! worker, serial acquire+release of one key, for an N-node quorum (5 by default), a single
 //! node, N nodes with one SIGSTOPped, and (with `--rslock-bin`) the `rslock` crate on the same
 //! nodes.
@@ -15,7 +15,7 @@ use crate::report::{out, outln, JsonTo, Text};
 use crate::stats::{as_ms, ms, Latencies};
 use crate::CliError;
 
-/// Options of `relock bench-quorum`.
+/// Options of `relock-bench quorum`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Seconds per case.
@@ -187,7 +187,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let n = args.nodes;
     outln!(
         text,
-        "relock bench-quorum: {n} local masters, 1 worker, serial acquire+release, {} s per case\n",
+        "relock-bench quorum: {n} local masters, 1 worker, serial acquire+release, {} s per case\n",
         args.seconds
     );
     let quorum = relock::QuorumClient::builder()

@@ -1,4 +1,4 @@
-//! `relock bench-sync`: Redisson's other synchronizers beside the plain lock, in one run on one
+//! `relock-bench sync`: Redisson's other synchronizers beside the plain lock, in one run on one
 //! server: uncontended pairs/s (plain lock on own keys, read lock on one shared key, semaphore
 //! with a permit per task) and H-wait handoff latency (plain lock, write lock, a semaphore's
 //! one permit).
@@ -10,7 +10,7 @@ use crate::report::{outln, JsonTo, Text};
 use crate::stats::{as_ms, ms};
 use crate::{CliError, Target};
 
-/// Options of `relock bench-sync`.
+/// Options of `relock-bench sync`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Redis to use; by default a local redis-server is started.
@@ -68,7 +68,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let secs = Duration::from_secs(args.seconds);
     outln!(
         text,
-        "relock bench-sync on {} ({} s per case)\n",
+        "relock-bench sync on {} ({} s per case)\n",
         relock::redacted_url(&target.url),
         args.seconds
     );
@@ -147,7 +147,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
 /// none waits).
 async fn shared_reads(url: &str, tasks: usize, secs: Duration) -> Result<f64, CliError> {
     let client = relock::Client::connect(url).await?;
-    crate::signals::register(&client);
+    relock_cli::shared::signals::register(&client);
     let lock = client.read_write_lock("bench:r").read_lock();
     lock.lock().await?.unlock().await?;
     let rate = pairs_per_s(tasks, secs, "read lock", |_| {
@@ -166,7 +166,7 @@ async fn shared_reads(url: &str, tasks: usize, secs: Duration) -> Result<f64, Cl
 /// waits).
 async fn permits(url: &str, tasks: usize, secs: Duration) -> Result<f64, CliError> {
     let client = relock::Client::connect(url).await?;
-    crate::signals::register(&client);
+    relock_cli::shared::signals::register(&client);
     let sem = client.semaphore("bench:s");
     sem.drain().await?;
     sem.release(tasks as u64).await?;

@@ -1,4 +1,4 @@
-//! `relock bench-watchdog`: holds many locks on one client and measures what keeping them costs:
+//! `relock-bench watchdog`: holds many locks on one client and measures what keeping them costs:
 //! renewal script calls per period (against one per 100 locks) and the client's CPU share.
 
 use std::time::{Duration, Instant};
@@ -7,7 +7,7 @@ use relock_testkit::RedisServer;
 
 use crate::CliError;
 
-/// Options of `relock bench-watchdog`.
+/// Options of `relock-bench watchdog`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Locks to hold.
@@ -54,9 +54,9 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         .watch_holds(!args.no_watch_holds)
         .build()
         .await?;
-    crate::signals::register(&client);
+    relock_cli::shared::signals::register(&client);
     println!(
-        "relock bench-watchdog: {} locks on one client, lease {:?} (renewal every {:?}), hold watch {}",
+        "relock-bench watchdog: {} locks on one client, lease {:?} (renewal every {:?}), hold watch {}",
         args.locks,
         lease,
         lease / 3,

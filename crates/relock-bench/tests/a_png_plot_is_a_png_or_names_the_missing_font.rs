@@ -4,7 +4,7 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
+const RELOCK: &str = env!("CARGO_BIN_EXE_relock-bench");
 
 #[test]
 fn a_png_plot_is_a_png_or_names_the_missing_font() {
@@ -15,7 +15,7 @@ fn a_png_plot_is_a_png_or_names_the_missing_font() {
     // A font that is not there: refused at once, the font named.
     let started = Instant::now();
     let out = Command::new(RELOCK)
-        .args(["bench-quorum", "--nodes", "3", "--seconds", "1", "--plot"])
+        .args(["quorum", "--nodes", "3", "--seconds", "1", "--plot"])
         .arg(&png)
         .env("RELOCK_PLOT_FONT", dir.join("missing.ttf"))
         .output()
@@ -34,7 +34,7 @@ fn a_png_plot_is_a_png_or_names_the_missing_font() {
 
     // The system's fonts. (A 1 s node timeout: see bench_quorum_writes_each_configuration.)
     let out = Command::new(RELOCK)
-        .args(["bench-quorum", "--nodes", "3", "--seconds", "1"])
+        .args(["quorum", "--nodes", "3", "--seconds", "1"])
         .args(["--node-timeout-ms", "1000", "--plot"])
         .arg(&png)
         .env_remove("RELOCK_PLOT_FONT")

@@ -1,10 +1,10 @@
-//! `relock bench-quorum --nodes 3 --json F --plot G.svg`: the JSON has the quorum, the single
+//! `relock-bench quorum --nodes 3 --json F --plot G.svg`: the JSON has the quorum, the single
 //! node and the quorum with one node paused, each with its own figures, and the latency CDF
 //! names each of them.
 
 use std::process::Command;
 
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
+const RELOCK: &str = env!("CARGO_BIN_EXE_relock-bench");
 
 #[test]
 fn bench_quorum_writes_each_configuration_to_json_and_the_plot() {
@@ -13,7 +13,7 @@ fn bench_quorum_writes_each_configuration_to_json_and_the_plot() {
     let (json, svg) = (dir.join("q.json"), dir.join("q.svg"));
     let run = |plot: bool| {
         let mut c = Command::new(RELOCK);
-        c.args(["bench-quorum", "--nodes", "3", "--seconds", "1"])
+        c.args(["quorum", "--nodes", "3", "--seconds", "1"])
             // A debug build on a loaded machine can miss the default 50 ms node timeout; a
             // release that misses it leaves a hold that blocks the 1-paused case for a lease.
             .args(["--node-timeout-ms", "1000"])

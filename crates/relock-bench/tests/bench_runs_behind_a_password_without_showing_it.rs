@@ -1,4 +1,4 @@
-//! `relock bench` against a password-protected server: relock's figures are measured (they
+//! `relock-bench lock` against a password-protected server: relock's figures are measured (they
 //! used to fail with NOAUTH), the redis-benchmark baselines are skipped with a note (it would
 //! take the password on its command line), and the password appears nowhere in the output.
 
@@ -6,7 +6,7 @@ use std::process::Command;
 
 use relock_testkit::{RedisServer, ServerOptions};
 
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
+const RELOCK: &str = env!("CARGO_BIN_EXE_relock-bench");
 const PASSWORD: &str = "bench-S3cret-9e4";
 
 #[tokio::test]
@@ -17,7 +17,7 @@ async fn bench_runs_behind_a_password_without_showing_it() {
     })
     .expect("start redis-server");
     let out = Command::new(RELOCK)
-        .args(["bench", "--redis", &server.url_with_password()])
+        .args(["lock", "--redis", &server.url_with_password()])
         .args(["--seconds", "1", "--tasks", "4", "--workers", "2"])
         .output()
         .unwrap();

@@ -1,4 +1,4 @@
-//! With `--baseline-password-in-argv`, `relock bench` behind a password runs the
+//! With `--baseline-password-in-argv`, `relock-bench lock` behind a password runs the
 //! redis-benchmark ceilings (giving it the password on its command line), and the password
 //! still appears nowhere in relock's output, the JSON (`--json -`, on stdout) included.
 
@@ -6,7 +6,7 @@ use std::process::Command;
 
 use relock_testkit::{RedisServer, ServerOptions};
 
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
+const RELOCK: &str = env!("CARGO_BIN_EXE_relock-bench");
 const PASSWORD: &str = "argv-S3cret-71c";
 
 #[test]
@@ -17,7 +17,7 @@ fn bench_runs_redis_benchmark_behind_a_password_only_when_asked() {
     })
     .expect("start redis-server");
     let out = Command::new(RELOCK)
-        .args(["bench", "--redis", &server.url_with_password()])
+        .args(["lock", "--redis", &server.url_with_password()])
         .args(["--seconds", "1", "--tasks", "4", "--workers", "2"])
         .args(["--baseline-password-in-argv", "--json", "-"])
         .output()

@@ -1,4 +1,4 @@
-//! `relock bench --json F --plot G.svg` on a short run: the JSON holds every figure (positive
+//! `relock-bench lock --json F --plot G.svg` on a short run: the JSON holds every figure (positive
 //! rates, p50 at most p99), the SVG is drawn with its axes and series named, and with stdout
 //! and stderr not terminals no progress bar is drawn (no carriage returns, no escapes).
 
@@ -6,7 +6,7 @@ use std::process::Command;
 
 use relock_testkit::RedisServer;
 
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
+const RELOCK: &str = env!("CARGO_BIN_EXE_relock-bench");
 
 #[test]
 fn bench_writes_json_and_an_svg_plot_and_no_progress_bars_off_a_terminal() {
@@ -17,7 +17,7 @@ fn bench_writes_json_and_an_svg_plot_and_no_progress_bars_off_a_terminal() {
     );
     let run = |plot: bool| {
         let mut c = Command::new(RELOCK);
-        c.args(["bench", "--redis", &server.url(), "--no-baseline"])
+        c.args(["lock", "--redis", &server.url(), "--no-baseline"])
             .args(["--seconds", "1", "--tasks", "4", "--workers", "2"])
             .arg("--json")
             .arg(&json);

@@ -7,15 +7,15 @@ use std::time::{Duration, Instant};
 
 use fred::interfaces::KeysInterface;
 
-use crate::stats::{ms, Latencies};
-use crate::{CliError, Target};
+use relock_cli::shared::{resolve_url, CliError};
 
 /// Options of `relock demo`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// Redis to use; by default a local redis-server is started for the demo.
-    #[arg(long)]
-    redis: Option<String>,
+    /// Redis to use (as for every command: RELOCK_URL, REDIS_URL, else
+    /// redis://127.0.0.1:6379). `--redis` is the old name.
+    #[arg(long, alias = "redis")]
+    url: Option<String>,
     /// Workers per client (two clients).
     #[arg(long, default_value_t = 4)]
     workers: usize,
@@ -38,15 +38,16 @@ struct Shared {
     token_regressions: AtomicU64,
     /// (highest token seen, (release start, releasing worker)).
     last: Mutex<(u64, Option<(Instant, usize)>)>,
-    handoffs: Mutex<Latencies>,
+    /// Handoff latencies (a demo's few thousand: sorted once at the end).
+    handoffs: Mutex<Vec<Duration>>,
 }
 
 pub(crate) async fn run(args: Args) -> Result<(), CliError> {
-    let target = Target::new(args.redis.clone())?;
+    let url = resolve_url(args.url.clone());
     let counter_key = format!("{}:counter", args.name);
     let clients = [
-        relock::Client::connect(&target.url).await?,
-        relock::Client::connect(&target.url).await?,
+        relock::Client::connect(&url).await?,
+        relock::Client::connect(&url).await?,
     ];
     // The counter goes through relock's own connections: any URL relock takes (cluster,
     // sentinel, TLS, credentials) works for it too.
@@ -56,7 +57,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         .await
         .map_err(|e| CliError::Failed(e.to_string()))?;
     for c in &clients {
-        crate::signals::register(c);
+        relock_cli::shared::signals::register(c);
     }
     let shared = Arc::new(Shared::default());
     let deadline = Instant::now() + Duration::from_secs(args.seconds);
@@ -121,7 +122,15 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let acquisitions = shared.acquisitions.load(Ordering::SeqCst);
     let max_inside = shared.max_inside.load(Ordering::SeqCst);
     let regressions = shared.token_regressions.load(Ordering::SeqCst);
-    let handoffs = std::mem::take(&mut *shared.handoffs.lock().unwrap());
+    let mut handoffs = std::mem::take(&mut *shared.handoffs.lock().unwrap());
+    handoffs.sort_unstable();
+    let percentile = |p: usize| -> Duration {
+        match handoffs.len() {
+            0 => Duration::ZERO,
+            n => handoffs[((n * p).div_ceil(100)).clamp(1, n) - 1],
+        }
+    };
+    let ms = |d: Duration| format!("{:.3} ms", d.as_secs_f64() * 1000.0);
     let ok = counter == acquisitions && max_inside == 1 && regressions == 0;
     println!("\nsummary");
     println!("  acquisitions            {acquisitions}");
@@ -137,8 +146,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     println!(
         "  handoffs                {} (release -> another worker's acquire) p50 {} p99 {}",
         handoffs.len(),
-        ms(handoffs.percentile(50.0)),
-        ms(handoffs.percentile(99.0))
+        ms(percentile(50)),
+        ms(percentile(99))
     );
     println!(
         "  fencing tokens          {}",
@@ -178,7 +187,7 @@ async fn worker_step(
         last.0 = last.0.max(guard.fencing_token());
         if let Some((released, by)) = last.1 {
             if by != id {
-                shared.handoffs.lock().unwrap().record(got - released);
+                shared.handoffs.lock().unwrap().push(got - released);
             }
         }
     }

@@ -12,7 +12,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use relock::DistributedLock;
 
-use crate::{say, CliError};
+use relock_cli::shared::{resolve_url, say, CliError};
 
 /// `flock -E`'s default: EX_TEMPFAIL, the lock could not be had in time.
 const CONFLICT_EXIT: u8 = 75;
@@ -89,13 +89,6 @@ pub(crate) struct Args {
     /// The command and its arguments (after `--`).
     #[arg(last = true)]
     command: Vec<String>,
-}
-
-/// The URL from `--url`, RELOCK_URL, REDIS_URL, or the local default.
-pub(crate) fn resolve_url(flag: Option<String>) -> String {
-    flag.or_else(|| std::env::var("RELOCK_URL").ok().filter(|s| !s.is_empty()))
-        .or_else(|| std::env::var("REDIS_URL").ok().filter(|s| !s.is_empty()))
-        .unwrap_or_else(|| "redis://127.0.0.1:6379".into())
 }
 
 /// Runs the command under the lock; returns the process's exit code.

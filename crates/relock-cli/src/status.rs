@@ -1,8 +1,8 @@
 //! `relock status NAME…` and `relock force-unlock NAME`: what Redis holds for a lock, and
 //! deleting it by hand.
 
-use crate::run::resolve_url;
-use crate::{say, CliError};
+use relock_cli::shared::resolve_url;
+use relock_cli::shared::{say, CliError};
 
 /// `println!` that never panics on a closed stdout (`relock status … | head -c0`): what was
 /// asked (a read, or a deletion) has happened, and nobody reads the rest.
@@ -375,8 +375,8 @@ pub(crate) async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, CliError> 
 mod quorum {
     use std::time::Duration;
 
-    use super::{json, lease_text, Json, StatusArgs};
-    use crate::CliError;
+    use super::{json, lease_text, server_address, Json, StatusArgs};
+    use relock_cli::shared::CliError;
 
     /// What a majority of the masters say about one lock.
     #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -477,9 +477,7 @@ mod quorum {
         }
         let mut seen = std::collections::HashSet::new();
         for u in &urls {
-            let key = crate::bench::Endpoint::parse(u)
-                .map(|e| e.address())
-                .unwrap_or_else(|_| u.to_ascii_lowercase());
+            let key = server_address(u).unwrap_or_else(|| u.to_ascii_lowercase());
             if !seen.insert(key) {
                 return Err(CliError::Failed(format!(
                     "--quorum lists {} twice: each master may vote once",
@@ -589,4 +587,16 @@ mod quorum {
         }
         out
     }
+}
+
+/// `host:port` of a Redis URL, lower-cased (6379 when it names no port): one server whatever
+/// the URL's other parts (credentials, database, query).
+fn server_address(url: &str) -> Option<String> {
+    let u = url::Url::parse(url).ok()?;
+    let host = match u.host()? {
+        url::Host::Domain(d) => d.to_ascii_lowercase(),
+        url::Host::Ipv4(a) => a.to_string(),
+        url::Host::Ipv6(a) => a.to_string(),
+    };
+    Some(format!("{host}:{}", u.port().unwrap_or(6379)))
 }

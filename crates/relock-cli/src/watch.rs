@@ -18,8 +18,8 @@ use fred::types::{ClusterHash, CustomCommand};
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::Instant;
 
-use crate::run::resolve_url;
-use crate::{say, CliError};
+use relock_cli::shared::resolve_url;
+use relock_cli::shared::{say, CliError};
 
 /// Options of `relock watch`.
 #[derive(Debug, clap::Args)]
@@ -340,7 +340,7 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
         };
         subscribed.map_err(|e| CliError::Failed(format!("subscribing: {e}")))?;
         // Subscribed first, read second: a change in between is in a message.
-        let mut stop = std::pin::pin!(crate::signals::received());
+        let mut stop = std::pin::pin!(relock_cli::shared::signals::received());
         let mut seen = tokio::select! {
             r = lock.status() => r?,
             _ = &mut stop => return Ok(0),

@@ -15,7 +15,7 @@ async fn a_sigterm_while_holding_releases_within_a_second() {
     for (signal, code) in [("-TERM", 143), ("-INT", 130)] {
         let name = format!("cli-signal{signal}");
         let mut child = Command::new(RELOCK)
-            .args(["demo", "--redis", &server.url(), "--seconds", "60"])
+            .args(["demo", "--url", &server.url(), "--seconds", "60"])
             .args(["--hold-ms", "100", "--workers", "2", "--name", &name])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

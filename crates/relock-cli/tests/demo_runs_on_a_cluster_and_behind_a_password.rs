@@ -11,7 +11,7 @@ const PASSWORD: &str = "demo-S3cret-5d1";
 
 fn demo(url: &str) -> (Option<i32>, String) {
     let out = Command::new(RELOCK)
-        .args(["demo", "--redis", url, "--seconds", "1", "--workers", "2"])
+        .args(["demo", "--url", url, "--seconds", "1", "--workers", "2"])
         .output()
         .unwrap();
     let text = format!(

@@ -1,0 +1,133 @@
+//! `relock-bench`: relock's bench lab (not published; the shipped command is `relock`).
+//!
+//! - `relock-bench lock`: uncontended and contended figures beside `redis-benchmark` ceilings.
+//! - `relock-bench compare`: every performance target as a ratio to a same-run baseline.
+//! - `relock-bench quorum`: the quorum lock on local masters beside a single node and rslock.
+//! - `relock-bench sync`: the read-write lock and the semaphore beside the plain lock.
+//! - `relock-bench cluster`: uncontended throughput on one master and on a 3-master cluster.
+//! - `relock-bench watchdog`: what holding 100k locks costs (renewal calls, client CPU).
+//!
+//! Without `--redis`, a benchmark starts its own redis-server(s) through the test kit.
+#![forbid(unsafe_code)]
+#![warn(rust_2018_idioms)]
+
+mod bench;
+mod cluster_bench;
+mod compare;
+mod plot;
+mod progress;
+mod quorum_bench;
+mod report;
+mod stats;
+mod sync_bench;
+mod watchdog_bench;
+
+use clap::{Parser, Subcommand};
+use relock_cli::shared::{say, signals};
+
+#[derive(Debug, Parser)]
+#[command(name = "relock-bench", version, about = "relock's benchmarks")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Measures lock+unlock throughput and handoff latency beside redis-benchmark ceilings.
+    Lock(bench::Args),
+    /// Measures U, H-wait, Q and Q-paused beside PING, the peer crates and redis-benchmark in
+    /// one run, and prints each figure's ratio to its baseline and target.
+    Compare(compare::Args),
+    /// Measures the quorum lock on local masters beside a single node, a paused node and rslock.
+    Quorum(quorum_bench::Args),
+    /// Measures the read-write lock and the semaphore beside the plain lock: uncontended
+    /// pairs/s, and handoff latency of the write lock and of a semaphore's permit.
+    Sync(sync_bench::Args),
+    /// Measures uncontended throughput on one master and on a local 3-master cluster.
+    Cluster(cluster_bench::Args),
+    /// Holds many locks and measures renewal calls per period and client CPU.
+    Watchdog(watchdog_bench::Args),
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RELOCK_LOG"))
+        .unwrap_or_else(|_| "warn".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+    let work = async {
+        match Cli::parse().command {
+            Command::Lock(args) => bench::run(args).await,
+            Command::Quorum(args) => quorum_bench::run(args).await,
+            Command::Compare(args) => compare::run(args).await,
+            Command::Cluster(args) => cluster_bench::run(args).await,
+            Command::Sync(args) => sync_bench::run(args).await,
+            Command::Watchdog(args) => watchdog_bench::run(args).await,
+        }
+    };
+    let result = tokio::select! {
+        r = work => r,
+        code = signals::received() => {
+            // Every client a benchmark made releases what it still holds before the exit.
+            signals::shut_down_clients().await;
+            say(format_args!("interrupted; locks released"));
+            return std::process::ExitCode::from(code);
+        }
+    };
+    signals::shut_down_clients().await;
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            say(format_args!("{e}"));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Errors of a benchmark.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CliError {
+    #[error(transparent)]
+    Lock(#[from] relock::Error),
+    #[error("could not start a local redis-server: {0}")]
+    Testkit(#[from] relock_testkit::Error),
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<relock_cli::shared::CliError> for CliError {
+    fn from(e: relock_cli::shared::CliError) -> Self {
+        match e {
+            relock_cli::shared::CliError::Lock(e) => CliError::Lock(e),
+            other => CliError::Failed(other.to_string()),
+        }
+    }
+}
+
+/// A Redis to run against: the one given, or a fresh local one started through the test kit.
+pub(crate) struct Target {
+    pub(crate) url: String,
+    pub(crate) server: Option<relock_testkit::RedisServer>,
+}
+
+impl Target {
+    pub(crate) fn new(url: Option<String>) -> Result<Self, CliError> {
+        Ok(match url {
+            Some(url) => Target { url, server: None },
+            None => {
+                let server = relock_testkit::RedisServer::start()?;
+                eprintln!("started redis-server on {}", server.addr());
+                Target {
+                    url: server.url(),
+                    server: Some(server),
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,75 @@
+//! What the `relock` command's subcommands share (the bench lab, `relock-bench`, reuses it
+//! too): the message line, signal handling and the clients to shut down, the Redis URL to use,
+//! and the error type. Not a stable API: the command is the product.
+
+/// Writes `relock: MESSAGE` to stderr. Never panics (unlike `eprintln!` on a closed stderr):
+/// relock must go on to stop its command and release its lock.
+pub fn say(message: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "relock: {message}");
+}
+
+/// SIGINT and SIGTERM: stop the command, release its locks, exit 130 or 143.
+pub mod signals {
+    use std::sync::Mutex;
+
+    /// Every client a command made, so an interrupted command still releases its locks.
+    static CLIENTS: Mutex<Vec<relock::Client>> = Mutex::new(Vec::new());
+
+    /// Registers `client` to be shut down (its locks released) when the command ends or is
+    /// interrupted.
+    pub fn register(client: &relock::Client) {
+        CLIENTS.lock().unwrap().push(client.clone());
+    }
+
+    /// Resolves with the exit code for the first SIGINT (130) or SIGTERM (143).
+    pub async fn received() -> u8 {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let (Ok(mut int), Ok(mut term)) = (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) else {
+                return std::future::pending().await;
+            };
+            tokio::select! {
+                _ = int.recv() => 130,
+                _ = term.recv() => 143,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            130
+        }
+    }
+
+    /// Shuts every registered client down (each releases what it holds), all at once.
+    pub async fn shut_down_clients() {
+        let clients: Vec<relock::Client> = std::mem::take(&mut *CLIENTS.lock().unwrap());
+        let mut all = tokio::task::JoinSet::new();
+        for c in clients {
+            all.spawn(async move { c.shutdown().await });
+        }
+        while all.join_next().await.is_some() {}
+    }
+}
+
+/// The URL from `--url`, RELOCK_URL, REDIS_URL, or the local default.
+pub fn resolve_url(flag: Option<String>) -> String {
+    flag.or_else(|| std::env::var("RELOCK_URL").ok().filter(|s| !s.is_empty()))
+        .or_else(|| std::env::var("REDIS_URL").ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "redis://127.0.0.1:6379".into())
+}
+
+/// Errors of the command.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// From the library.
+    #[error(transparent)]
+    Lock(#[from] relock::Error),
+    /// Anything else, said in words.
+    #[error("{0}")]
+    Failed(String),
+}
