@@ -1,6 +1,7 @@
 //! Scenarios for the fair lock on one redis-server, one per file, each named as a sentence.
 
 mod f100_a_redisson_waiter_on_a_fair_locks_name_hears_only_numbers_and_fair_waiters_hear_their_own_channel;
+mod f101_a_waiter_that_rejoins_under_a_new_field_is_not_put_behind_its_own_retired_field;
 mod f10_waiters_from_three_clients_acquire_in_arrival_order;
 mod f20_leased_waiters_take_over_in_order_as_each_lease_runs_out;
 mod f30_a_killed_waiter_process_holds_up_the_line_for_at_most_its_heartbeat_deadline;

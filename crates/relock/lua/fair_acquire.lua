@@ -55,6 +55,17 @@ if redis.call('hexists', KEYS[1], field) == 1 then
   return {3, tonumber(token), redis.call('pttl', KEYS[1])}
 end
 local evicted = evict(q, now)
+if ARGV[5] == 'wait' and tonumber(ARGV[6]) > 0 and not redis.call('zscore', KEYS[3], field) then
+  -- A waiter that rejoins under a new field (after an attempt whose outcome was unknown, its
+  -- old field retired) keeps its ticket, and tickets are one waiter's each: an entry with the
+  -- same ticket is its own retired field, whose leave may still be on its way. It goes now,
+  -- so that it is not found first (and handed or told the lock) ahead of the waiter itself.
+  for _, old in ipairs(redis.call('zrangebyscore', KEYS[3], ARGV[6], ARGV[6])) do
+    if old ~= field then
+      dequeue(q, old)
+    end
+  end
+end
 
 local pttl = redis.call('pttl', KEYS[1])
 local first = head(q)

@@ -700,9 +700,7 @@ pub(crate) fn renew_first_lease(inner: &Arc<Inner>, hold: Arc<Hold>) {
 /// The token a new hold carries: the script's, unless a chaos mutant (`relock::mutant`)
 /// breaks that.
 pub(crate) fn mutated_token(token: u64) -> u64 {
-    #[cfg(feature = "chaos-mutants")]
-    let token = crate::mutant::token(token);
-    token
+    crate::seam::token(token)
 }
 
 /// One more guard on `hold`, run to its end whatever the caller does (`detach`): a reply that

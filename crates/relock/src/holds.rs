@@ -208,10 +208,7 @@ impl Hold {
         if s.lost {
             return;
         }
-        #[cfg(feature = "chaos-mutants")]
-        let revive = crate::mutant::is(crate::mutant::Mutant::RenewalRecreatesExpiredLock);
-        #[cfg(not(feature = "chaos-mutants"))]
-        let revive = false;
+        let revive = crate::seam::renewals_outlive_the_deadline();
         if !revive && (sent_at >= s.valid_until || Instant::now() >= s.valid_until) {
             drop(s);
             self.mark_lost("a renewal was answered after the local lease deadline");
@@ -264,8 +261,7 @@ impl Hold {
             if lost {
                 return;
             }
-            #[cfg(feature = "chaos-mutants")]
-            let until = if crate::mutant::is(crate::mutant::Mutant::RenewalRecreatesExpiredLock) {
+            let until = if crate::seam::renewals_outlive_the_deadline() {
                 // The mutant believes renewals whatever the deadline: only "gone" ends a hold.
                 until + Duration::from_secs(86_400)
             } else {

@@ -136,6 +136,7 @@ mod redact;
 mod reentry;
 mod rwlock;
 mod scripts;
+mod seam;
 mod semaphore;
 mod single;
 mod status;
@@ -148,95 +149,6 @@ pub use client::{Client, ClientBuilder, ClusterPubSub};
 /// to relock's (for example to share a fred configuration) uses the same version.
 pub use fred;
 
-/// The Lua sources of the scripts, for inspection, tooling and benchmarks
-/// (`docs/data-layout.md` describes their keys, arguments and replies). Each is the shared
-/// functions it uses (`lua/lib/*.lua`) followed by the script's own file: Redis scripts cannot
-/// include one another, and every function a script defines costs the server time on each
-/// call, so a script carries only what it calls.
-pub mod lua {
-    macro_rules! script {
-        ($file:literal $(, $lib:literal)*) => {
-            concat!(
-                $(include_str!(concat!("../lua/lib/", $lib, ".lua")),)*
-                include_str!(concat!("../lua/", $file))
-            )
-        };
-    }
-    // A read-only script: the `no-writes` flag must be the script's first line, before the
-    // shared functions.
-    macro_rules! read_only_script {
-        ($file:literal $(, $lib:literal)*) => {
-            concat!("#!lua flags=no-writes\n", script!($file $(, $lib)*))
-        };
-    }
-    /// Take a fresh hold, or report the holder's PTTL.
-    pub const ACQUIRE: &str = script!("acquire.lua", "mint", "shape", "acquire");
-    /// One more count on an existing hold; never creates one.
-    pub const REENTER: &str = script!("reenter.lua", "extend");
-    /// Drop one count of a plain lock's hold (or the whole hold) and publish the release.
-    pub const RELEASE: &str = script!("release.lua", "release");
-    /// Drop one count of a fair lock's hold (or the whole hold) and hand the lock to the next in
-    /// line (or tell it).
-    pub const FAIR_RELEASE: &str =
-        script!("fair_release.lua", "release", "mint", "queue", "handoff");
-    /// Several plain acquires and releases in one call (coalesced by the client).
-    pub const BATCH: &str = script!("batch.lua", "mint", "shape", "acquire", "release");
-    /// The watchdog's batch renewal.
-    pub const RENEW: &str = script!("renew.lua", "each", "extend");
-    /// One consistent read of a lock: holders, lease, counter, fair line (reads only).
-    pub const STATUS: &str = read_only_script!("status.lua", "shape");
-    /// Whether a lock is held and one hold's count, after checking that the key is a lock (reads
-    /// only).
-    pub const CHECK: &str = read_only_script!("check.lua", "shape");
-    /// Delete whoever holds it and publish.
-    pub const FORCE_UNLOCK: &str = script!("force_unlock.lua", "shape", "queue");
-    /// Fair lock: take it when free and first in line, or join the queue.
-    pub const FAIR_ACQUIRE: &str = script!("fair_acquire.lua", "mint", "shape", "queue", "handoff");
-    /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
-    pub const FAIR_HEARTBEAT: &str = script!("fair_heartbeat.lua", "mint", "queue", "handoff");
-    /// Fair lock: a waiter leaves the queue (and the next one is told if it was first).
-    pub const FAIR_LEAVE: &str = script!("fair_leave.lua", "mint", "queue", "handoff");
-    /// Quorum lock: raise a node's fencing counter to the acquisition's token.
-    pub const QUORUM_FENCE: &str = script!("quorum_fence.lua", "fence");
-    /// Quorum lock: release on one node, raising its fencing counter to the hold's token.
-    pub const QUORUM_RELEASE: &str = script!("quorum_release.lua", "release", "fence");
-    /// Quorum lock: renew on one node; reports where the lock is free.
-    pub const QUORUM_RENEW: &str = script!("quorum_renew.lua", "each", "extend", "fence");
-    /// Quorum lock: put a hold back on a node of a minority that lost it.
-    pub const QUORUM_PUTBACK: &str = script!("quorum_putback.lua", "each", "fence");
-    /// Read-write lock: a fresh read hold (shared; a write holder may take one).
-    pub const RW_READ_ACQUIRE: &str = script!("rw_read_acquire.lua", "mint", "shape");
-    /// Read-write lock: a fresh write hold (exclusive).
-    pub const RW_WRITE_ACQUIRE: &str = script!("rw_write_acquire.lua", "mint", "shape");
-    /// Read-write lock: drop (a count of) a read hold; free the lock when no hold is left.
-    pub const RW_READ_RELEASE: &str = script!("rw_read_release.lua", "release", "readers");
-    /// Read-write lock: drop (a count of) a write hold; wake every waiter.
-    pub const RW_WRITE_RELEASE: &str = script!("rw_write_release.lua", "release", "readers");
-    /// Read-write lock: the watchdog's batch renewal of read holds and their timeout keys.
-    pub const RW_READ_RENEW: &str = script!("rw_read_renew.lua", "each", "extend");
-    /// Semaphore: take n permits if that many are available.
-    pub const SEMAPHORE_ACQUIRE: &str = script!("semaphore_acquire.lua");
-    /// Semaphore: add n permits (a release) and publish the new count.
-    pub const SEMAPHORE_ADD: &str = script!("semaphore_add.lua");
-    /// Semaphore: create it with n permits if it does not exist.
-    pub const SEMAPHORE_SET: &str = script!("semaphore_set.lua");
-    /// Semaphore: take every available permit.
-    pub const SEMAPHORE_DRAIN: &str = script!("semaphore_drain.lua");
-    /// Permit-expirable semaphore: give back expired permits, then take one under an id.
-    pub const PERMITS_ACQUIRE: &str = script!("permits_acquire.lua", "permits", "reclaim");
-    /// Permit-expirable semaphore: give back one permit by its id, and publish the new count.
-    pub const PERMITS_RELEASE: &str = script!("permits_release.lua", "permits", "reclaim");
-    /// Permit-expirable semaphore: a client's batch renewal of its permits' leases.
-    pub const PERMITS_RENEW: &str = script!("permits_renew.lua", "permits");
-    /// Permit-expirable semaphore: give back expired permits, then count available and held.
-    pub const PERMITS_COUNT: &str = script!("permits_count.lua", "permits", "reclaim");
-    /// Count-down latch: set the count if the latch has none.
-    pub const LATCH_SET: &str = script!("latch_set.lua");
-    /// Count-down latch: one count down; open it (and publish) at 0.
-    pub const LATCH_COUNT_DOWN: &str = script!("latch_count_down.lua");
-    /// Count-down latch: delete it (it is then open) and publish.
-    pub const LATCH_DELETE: &str = script!("latch_delete.lua");
-}
 pub use error::{Error, NodeVote, Result, Vote};
 pub use guard::LockGuard;
 pub use keys::MAX_NAME_LEN;
@@ -250,6 +162,7 @@ pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;
 pub use reentry::Reentrancy;
 pub use rwlock::{ReadLock, ReadWriteLock, WriteLock};
+pub use scripts::lua;
 pub use semaphore::{DistributedSemaphore, Semaphore};
 pub use status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
 

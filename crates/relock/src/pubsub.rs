@@ -698,10 +698,7 @@ fn parse_named(payload: &str) -> (&str, Option<u64>) {
 /// The channel a waiter subscribes to for `channel`'s releases: `channel` itself, unless a
 /// chaos mutant (`relock::mutant`) breaks that.
 pub(crate) fn mutated_channel(channel: &str) -> std::borrow::Cow<'_, str> {
-    #[cfg(feature = "chaos-mutants")]
-    return crate::mutant::channel(channel).into();
-    #[cfg(not(feature = "chaos-mutants"))]
-    channel.into()
+    crate::seam::channel(channel)
 }
 
 #[cfg(test)]

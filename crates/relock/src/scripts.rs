@@ -18,10 +18,7 @@ pub(crate) struct Script {
 
 impl Script {
     fn new(name: &'static str, lua: &'static str) -> Self {
-        #[cfg(feature = "chaos-mutants")]
-        let lua = crate::mutant::lua(name, lua);
-        #[cfg(not(feature = "chaos-mutants"))]
-        let lua = std::borrow::Cow::Borrowed(lua);
+        let lua = crate::seam::lua(name, lua);
         let sha1 = fred::util::sha1_hash(&lua);
         Script { name, lua, sha1 }
     }
@@ -142,109 +139,120 @@ fn is_noscript(e: &fred::error::Error) -> bool {
     e.details().starts_with("NOSCRIPT")
 }
 
-pub(crate) static ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("acquire", crate::lua::ACQUIRE));
-pub(crate) static REENTER: LazyLock<Script> =
-    LazyLock::new(|| Script::new("reenter", crate::lua::REENTER));
-pub(crate) static RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("release", crate::lua::RELEASE));
-pub(crate) static FAIR_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("fair_release", crate::lua::FAIR_RELEASE));
-pub(crate) static BATCH: LazyLock<Script> =
-    LazyLock::new(|| Script::new("batch", crate::lua::BATCH));
-pub(crate) static RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::new("renew", crate::lua::RENEW));
-pub(crate) static CHECK: LazyLock<Script> =
-    LazyLock::new(|| Script::new("check", crate::lua::CHECK));
-pub(crate) static FORCE_UNLOCK: LazyLock<Script> =
-    LazyLock::new(|| Script::new("force_unlock", crate::lua::FORCE_UNLOCK));
-pub(crate) static STATUS: LazyLock<Script> =
-    LazyLock::new(|| Script::new("status", crate::lua::STATUS));
-pub(crate) static FAIR_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("fair_acquire", crate::lua::FAIR_ACQUIRE));
-pub(crate) static FAIR_HEARTBEAT: LazyLock<Script> =
-    LazyLock::new(|| Script::new("fair_heartbeat", crate::lua::FAIR_HEARTBEAT));
-pub(crate) static FAIR_LEAVE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("fair_leave", crate::lua::FAIR_LEAVE));
-pub(crate) static QUORUM_FENCE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("quorum_fence", crate::lua::QUORUM_FENCE));
-pub(crate) static QUORUM_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("quorum_release", crate::lua::QUORUM_RELEASE));
-pub(crate) static QUORUM_RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::new("quorum_renew", crate::lua::QUORUM_RENEW));
-pub(crate) static QUORUM_PUTBACK: LazyLock<Script> =
-    LazyLock::new(|| Script::new("quorum_putback", crate::lua::QUORUM_PUTBACK));
-pub(crate) static RW_READ_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("rw_read_acquire", crate::lua::RW_READ_ACQUIRE));
-pub(crate) static RW_WRITE_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("rw_write_acquire", crate::lua::RW_WRITE_ACQUIRE));
-pub(crate) static RW_READ_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("rw_read_release", crate::lua::RW_READ_RELEASE));
-pub(crate) static RW_WRITE_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("rw_write_release", crate::lua::RW_WRITE_RELEASE));
-pub(crate) static RW_READ_RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::new("rw_read_renew", crate::lua::RW_READ_RENEW));
-pub(crate) static SEMAPHORE_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("semaphore_acquire", crate::lua::SEMAPHORE_ACQUIRE));
-pub(crate) static SEMAPHORE_ADD: LazyLock<Script> =
-    LazyLock::new(|| Script::new("semaphore_add", crate::lua::SEMAPHORE_ADD));
-pub(crate) static SEMAPHORE_SET: LazyLock<Script> =
-    LazyLock::new(|| Script::new("semaphore_set", crate::lua::SEMAPHORE_SET));
-pub(crate) static SEMAPHORE_DRAIN: LazyLock<Script> =
-    LazyLock::new(|| Script::new("semaphore_drain", crate::lua::SEMAPHORE_DRAIN));
-pub(crate) static PERMITS_ACQUIRE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("permits_acquire", crate::lua::PERMITS_ACQUIRE));
-pub(crate) static PERMITS_RELEASE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("permits_release", crate::lua::PERMITS_RELEASE));
-pub(crate) static PERMITS_RENEW: LazyLock<Script> =
-    LazyLock::new(|| Script::new("permits_renew", crate::lua::PERMITS_RENEW));
-pub(crate) static PERMITS_COUNT: LazyLock<Script> =
-    LazyLock::new(|| Script::new("permits_count", crate::lua::PERMITS_COUNT));
-pub(crate) static LATCH_SET: LazyLock<Script> =
-    LazyLock::new(|| Script::new("latch_set", crate::lua::LATCH_SET));
-pub(crate) static LATCH_COUNT_DOWN: LazyLock<Script> =
-    LazyLock::new(|| Script::new("latch_count_down", crate::lua::LATCH_COUNT_DOWN));
-pub(crate) static LATCH_DELETE: LazyLock<Script> =
-    LazyLock::new(|| Script::new("latch_delete", crate::lua::LATCH_DELETE));
+/// Declares every script once: its constant in [`lua`] (the source: the `lua/lib` functions it
+/// names, then its own file), its [`Script`] (named after its file), and its place in
+/// `all()`, which the test below checks. A new script is one line here.
+macro_rules! scripts {
+    ($( $(#[doc = $doc:literal])* $name:ident = $mode:ident $file:literal [$($lib:literal),*]; )*) => {
+        /// The Lua sources of the scripts, for inspection, tooling and benchmarks
+        /// (`docs/data-layout.md` describes their keys, arguments and replies). Each is the
+        /// shared functions it uses (`lua/lib/*.lua`) followed by the script's own file: Redis
+        /// scripts cannot include one another, and every function a script defines costs the
+        /// server time on each call, so a script carries only what it calls.
+        pub mod lua {
+            $( $(#[doc = $doc])* pub const $name: &str = source!($mode $file $(, $lib)*); )*
+        }
+        $(
+            pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
+                Script::new($file.trim_end_matches(".lua"), lua::$name)
+            });
+        )*
+        /// Every script, for the checks below.
+        #[cfg(test)]
+        fn all() -> Vec<&'static Script> {
+            vec![$(&*$name),*]
+        }
+    };
+}
+
+/// A script's source: the shared functions, then its file; a read-only one starts with the
+/// `no-writes` flag, which must be its first line.
+macro_rules! source {
+    (writes $file:literal $(, $lib:literal)*) => {
+        concat!(
+            $(include_str!(concat!("../lua/lib/", $lib, ".lua")),)*
+            include_str!(concat!("../lua/", $file))
+        )
+    };
+    (read_only $file:literal $(, $lib:literal)*) => {
+        concat!("#!lua flags=no-writes\n", source!(writes $file $(, $lib)*))
+    };
+}
+
+scripts! {
+    /// Take a fresh hold, or report the holder's PTTL.
+    ACQUIRE = writes "acquire.lua" ["mint", "shape", "acquire"];
+    /// One more count on an existing hold; never creates one.
+    REENTER = writes "reenter.lua" ["extend"];
+    /// Drop one count of a plain lock's hold (or the whole hold) and publish the release.
+    RELEASE = writes "release.lua" ["release"];
+    /// Drop one count of a fair lock's hold (or the whole hold) and hand the lock to the next in
+    /// line (or tell it).
+    FAIR_RELEASE = writes "fair_release.lua" ["release", "mint", "queue", "handoff"];
+    /// Several plain acquires and releases in one call (coalesced by the client).
+    BATCH = writes "batch.lua" ["mint", "shape", "acquire", "release"];
+    /// The watchdog's batch renewal.
+    RENEW = writes "renew.lua" ["each", "extend"];
+    /// One consistent read of a lock: holders, lease, counter, fair line (reads only).
+    STATUS = read_only "status.lua" ["shape"];
+    /// Whether a lock is held and one hold's count, after checking that the key is a lock (reads
+    /// only).
+    CHECK = read_only "check.lua" ["shape"];
+    /// Delete whoever holds it and publish.
+    FORCE_UNLOCK = writes "force_unlock.lua" ["shape", "queue"];
+    /// Fair lock: take it when free and first in line, or join the queue.
+    FAIR_ACQUIRE = writes "fair_acquire.lua" ["mint", "shape", "queue", "handoff"];
+    /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
+    FAIR_HEARTBEAT = writes "fair_heartbeat.lua" ["mint", "queue", "handoff"];
+    /// Fair lock: a waiter leaves the queue (and the next one is told if it was first).
+    FAIR_LEAVE = writes "fair_leave.lua" ["mint", "queue", "handoff"];
+    /// Quorum lock: raise a node's fencing counter to the acquisition's token.
+    QUORUM_FENCE = writes "quorum_fence.lua" ["fence"];
+    /// Quorum lock: release on one node, raising its fencing counter to the hold's token.
+    QUORUM_RELEASE = writes "quorum_release.lua" ["release", "fence"];
+    /// Quorum lock: renew on one node; reports where the lock is free.
+    QUORUM_RENEW = writes "quorum_renew.lua" ["each", "extend", "fence"];
+    /// Quorum lock: put a hold back on a node of a minority that lost it.
+    QUORUM_PUTBACK = writes "quorum_putback.lua" ["each", "fence"];
+    /// Read-write lock: a fresh read hold (shared; a write holder may take one).
+    RW_READ_ACQUIRE = writes "rw_read_acquire.lua" ["mint", "shape"];
+    /// Read-write lock: a fresh write hold (exclusive).
+    RW_WRITE_ACQUIRE = writes "rw_write_acquire.lua" ["mint", "shape"];
+    /// Read-write lock: drop (a count of) a read hold; free the lock when no hold is left.
+    RW_READ_RELEASE = writes "rw_read_release.lua" ["release", "readers"];
+    /// Read-write lock: drop (a count of) a write hold; wake every waiter.
+    RW_WRITE_RELEASE = writes "rw_write_release.lua" ["release", "readers"];
+    /// Read-write lock: the watchdog's batch renewal of read holds and their timeout keys.
+    RW_READ_RENEW = writes "rw_read_renew.lua" ["each", "extend"];
+    /// Semaphore: take n permits if that many are available.
+    SEMAPHORE_ACQUIRE = writes "semaphore_acquire.lua" [];
+    /// Semaphore: add n permits (a release) and publish the new count.
+    SEMAPHORE_ADD = writes "semaphore_add.lua" [];
+    /// Semaphore: create it with n permits if it does not exist.
+    SEMAPHORE_SET = writes "semaphore_set.lua" [];
+    /// Semaphore: take every available permit.
+    SEMAPHORE_DRAIN = writes "semaphore_drain.lua" [];
+    /// Permit-expirable semaphore: give back expired permits, then take one under an id.
+    PERMITS_ACQUIRE = writes "permits_acquire.lua" ["permits", "reclaim"];
+    /// Permit-expirable semaphore: give back one permit by its id, and publish the new count.
+    PERMITS_RELEASE = writes "permits_release.lua" ["permits", "reclaim"];
+    /// Permit-expirable semaphore: a client's batch renewal of its permits' leases.
+    PERMITS_RENEW = writes "permits_renew.lua" ["permits"];
+    /// Permit-expirable semaphore: give back expired permits, then count available and held.
+    PERMITS_COUNT = writes "permits_count.lua" ["permits", "reclaim"];
+    /// Count-down latch: set the count if the latch has none.
+    LATCH_SET = writes "latch_set.lua" [];
+    /// Count-down latch: one count down; open it (and publish) at 0.
+    LATCH_COUNT_DOWN = writes "latch_count_down.lua" [];
+    /// Count-down latch: delete it (it is then open) and publish.
+    LATCH_DELETE = writes "latch_delete.lua" [];
+}
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn every_script_documents_its_keys_argv_and_returns() {
-        for s in [
-            &*super::ACQUIRE,
-            &*super::REENTER,
-            &*super::RELEASE,
-            &*super::FAIR_RELEASE,
-            &*super::BATCH,
-            &*super::RENEW,
-            &*super::FORCE_UNLOCK,
-            &*super::STATUS,
-            &*super::CHECK,
-            &*super::FAIR_ACQUIRE,
-            &*super::FAIR_HEARTBEAT,
-            &*super::FAIR_LEAVE,
-            &*super::QUORUM_FENCE,
-            &*super::QUORUM_RELEASE,
-            &*super::QUORUM_RENEW,
-            &*super::QUORUM_PUTBACK,
-            &*super::SEMAPHORE_ACQUIRE,
-            &*super::SEMAPHORE_ADD,
-            &*super::SEMAPHORE_SET,
-            &*super::SEMAPHORE_DRAIN,
-            &*super::PERMITS_ACQUIRE,
-            &*super::PERMITS_RELEASE,
-            &*super::PERMITS_RENEW,
-            &*super::PERMITS_COUNT,
-            &*super::LATCH_SET,
-            &*super::LATCH_COUNT_DOWN,
-            &*super::LATCH_DELETE,
-            &*super::RW_READ_ACQUIRE,
-            &*super::RW_WRITE_ACQUIRE,
-            &*super::RW_READ_RELEASE,
-            &*super::RW_WRITE_RELEASE,
-            &*super::RW_READ_RENEW,
-        ] {
+        for s in super::all() {
             assert!(
                 s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     "),
                 "{}",
