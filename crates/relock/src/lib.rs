@@ -60,8 +60,11 @@
 //! import cycle).
 //!
 //! Shared parts:
-//! - `client`: [`Client`] and [`ClientBuilder`]: connections (fred, with explicit reconnect
-//!   and timeouts), settings, shutdown.
+//! - `client`: [`Client`] (its handle, `Inner` and its operations, shutdown); `settings`
+//!   (what every lock of a client shares, and the limits it is checked against); `builder`:
+//!   [`ClientBuilder`] (and `Client::connect`/`builder`); `connect` (the URL in fred's
+//!   terms, fred's builders with explicit reconnect and timeouts, `start`); `refusal` (what a
+//!   Redis error means: typed refusals, connection errors with hints).
 //! - `backend`: where holds live (one server, or a quorum of masters): what the guard
 //!   releases through and the watchdog renews through, and the state every backend keeps.
 //! - `single`: the one-server backend (standalone, Cluster, Sentinel): release with retries,
@@ -105,7 +108,9 @@
 mod attempt;
 mod backend;
 mod batch;
+mod builder;
 mod client;
+mod connect;
 mod counter;
 mod detach;
 mod error;
@@ -134,20 +139,24 @@ mod quorum_watch;
 mod raw;
 mod redact;
 mod reentry;
+mod refusal;
 mod rwlock;
 mod scripts;
 mod seam;
 mod semaphore;
+mod settings;
 mod single;
 mod status;
 mod tls;
 mod wait;
 mod watchdog;
 
-pub use client::{Client, ClientBuilder, ClusterPubSub};
+pub use builder::ClientBuilder;
+pub use client::Client;
 /// The `fred` crate relock is built on, re-exported so that code which names fred's types next
 /// to relock's (for example to share a fred configuration) uses the same version.
 pub use fred;
+pub use settings::ClusterPubSub;
 
 pub use error::{Error, NodeVote, Result, Vote};
 pub use guard::LockGuard;

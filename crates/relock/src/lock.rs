@@ -8,13 +8,14 @@ use fred::interfaces::SortedSetsInterface;
 use tracing::Instrument;
 
 use crate::attempt::{record_acquire, Fresh, Mode};
-use crate::client::{validate_lease, Client, Inner};
+use crate::client::{Client, Inner};
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::holds::Hold;
 use crate::keys::LockKeys;
 use crate::reentry::{self, Target};
 use crate::scripts;
+use crate::settings::validate_lease;
 use crate::wait;
 
 /// A distributed lock, wire-compatible with Redisson's `RLock`.

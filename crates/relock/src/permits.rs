@@ -10,13 +10,14 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::{validate_lease, Client, Inner};
+use crate::client::{Client, Inner};
 use crate::counter::{unexpected, validate_count, wait_until, Check, Names, MAX_COUNT};
 use crate::error::{Error, Result};
 use crate::keys::{prefixed, suffixed, validate_name};
 use crate::leases::{Lease, PermitKeys};
 use crate::pubsub::ChannelKind;
 use crate::scripts;
+use crate::settings::validate_lease;
 
 /// A semaphore whose permits each have an id and a lease, shared by every process on the same
 /// Redis, wire-compatible with Redisson's `RPermitExpirableSemaphore`.

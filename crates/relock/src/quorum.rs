@@ -18,12 +18,14 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::client::{validate_lease, ClientBuilder, Inner};
+use crate::builder::ClientBuilder;
+use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::holds::{FieldMaker, Hold};
 use crate::keys::LockKeys;
 use crate::reentry::{self, Reentrancy};
 use crate::scripts;
+use crate::settings::validate_lease;
 
 /// Locks per renewal script call, per node.
 const RENEW_BATCH: usize = 100;
@@ -203,7 +205,7 @@ impl QuorumClientBuilder {
             .auto_reconnect(false);
         // Validate every URL before connecting to any.
         for url in &self.urls {
-            if crate::client::deployment(url) != crate::client::Deployment::Single {
+            if crate::settings::deployment(url) != crate::settings::Deployment::Single {
                 return Err(Error::invalid(
                     "urls",
                     format!(

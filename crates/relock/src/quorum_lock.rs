@@ -137,7 +137,7 @@ impl QuorumLock {
         self.q.check_running()?;
         let keys = self.keys()?;
         if let Some(l) = self.lease {
-            crate::client::validate_lease("lease", l)?;
+            crate::settings::validate_lease("lease", l)?;
         }
         let lease = self.lease.unwrap_or(self.q.watchdog_lease);
         self.q.note_lease(lease);

@@ -15,13 +15,14 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use crate::attempt::{record_acquire, Fresh, Mode};
-use crate::client::{validate_lease, Client, Inner};
+use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
 use crate::guard::LockGuard;
 use crate::holds::Hold;
 use crate::keys::{LockKeys, Side};
 use crate::meter::Kind;
 use crate::owner::Owner;
+use crate::settings::validate_lease;
 use crate::{reentry, scripts, wait};
 
 /// A distributed read-write lock: any number of readers, or one writer. Wire-compatible with
