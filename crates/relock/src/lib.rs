@@ -98,8 +98,10 @@
 //! - `multilock`: [`MultiLock`], over any kinds through [`DistributedLock`].
 //! - `fair` and `line`: the fair lock's wait loop, its waiters' heartbeats, and this client's
 //!   registry of waiters in lines.
-//! - `quorum`: [`QuorumClient`], the quorum backend: nodes, restart quarantine, release and
-//!   renewal on every node.
+//! - `quorum`: the quorum backend (`QuorumInner`): nodes, restart quarantine, release and
+//!   renewal on every node; `quorum_client` ([`QuorumClient`]), `quorum_builder`
+//!   ([`QuorumClientBuilder`]), `quorum_node` (one master), `quorum_race` (a call per node,
+//!   counted as answers come).
 //! - `quorum_lock`: [`QuorumLock`]: the Redlock acquire algorithm and its wait loop.
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms, rustdoc::broken_intra_doc_links)]
@@ -134,7 +136,11 @@ mod owner;
 mod permits;
 mod pubsub;
 mod quorum;
+mod quorum_builder;
+mod quorum_client;
 mod quorum_lock;
+mod quorum_node;
+mod quorum_race;
 mod quorum_watch;
 mod raw;
 mod redact;
@@ -166,7 +172,8 @@ pub use lock::Lock;
 pub use multilock::{MultiGuard, MultiLock};
 pub use owner::Owner;
 pub use permits::{PermitGuard, PermitSemaphore};
-pub use quorum::{QuorumClient, QuorumClientBuilder};
+pub use quorum_builder::QuorumClientBuilder;
+pub use quorum_client::QuorumClient;
 pub use quorum_lock::QuorumLock;
 pub use raw::DistributedLock;
 pub use reentry::Reentrancy;

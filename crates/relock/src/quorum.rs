@@ -6,11 +6,8 @@
 //! one node goes over the same connection (picked by the lock name), so a release sent after an
 //! acquire can never overtake it, even when the acquire's reply was not awaited.
 
-use std::collections::hash_map::DefaultHasher;
-use std::future::Future;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use fred::interfaces::ClientLike;
@@ -23,564 +20,15 @@ use crate::client::Inner;
 use crate::error::{Error, Result};
 use crate::holds::{FieldMaker, Hold};
 use crate::keys::LockKeys;
-use crate::reentry::{self, Reentrancy};
+use crate::quorum_node::{pin_index, pinned, Eligibility, Node};
+use crate::quorum_race::{drift, race};
+use crate::reentry::Reentrancy;
 use crate::scripts;
-use crate::settings::validate_lease;
 
 /// Locks per renewal script call, per node.
-const RENEW_BATCH: usize = 100;
+pub(crate) const RENEW_BATCH: usize = 100;
 /// How often every node's uptime is checked for a restart.
 const UPTIME_CHECK: Duration = Duration::from_millis(250);
-
-/// Builds a [`QuorumClient`].
-///
-/// ```no_run
-/// # async fn f() -> relock::Result<()> {
-/// use std::time::Duration;
-/// let client = relock::QuorumClient::builder()
-///     .urls(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])
-///     .node_timeout(Duration::from_millis(50))
-///     .build()
-///     .await?;
-/// # Ok(()) }
-/// ```
-#[derive(Clone)]
-#[must_use = "a builder does nothing until `build` is awaited"]
-pub struct QuorumClientBuilder {
-    urls: Vec<String>,
-    node: ClientBuilder,
-    client_id: String,
-    node_timeout: Duration,
-    quarantine: Option<Duration>,
-    watchdog_lease: Duration,
-    connect_timeout: Duration,
-    reentrancy: Reentrancy,
-    watch_holds: bool,
-}
-
-impl std::fmt::Debug for QuorumClientBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let urls: Vec<String> = self.urls.iter().map(|u| crate::redact::url(u)).collect();
-        f.debug_struct("QuorumClientBuilder")
-            .field("urls", &urls)
-            .field("client_id", &self.client_id)
-            .field("node_timeout", &self.node_timeout)
-            .field("quarantine", &self.quarantine)
-            .field("watchdog_lease", &self.watchdog_lease)
-            .field("reentrancy", &self.reentrancy)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Default for QuorumClientBuilder {
-    fn default() -> Self {
-        QuorumClientBuilder {
-            urls: Vec::new(),
-            // Coalescing is for the single-server lock: per-node calls are sent as they are.
-            node: ClientBuilder::default().connections(2).coalesce(false),
-            client_id: uuid::Uuid::new_v4().to_string(),
-            node_timeout: Duration::from_millis(50),
-            quarantine: None,
-            watchdog_lease: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(5),
-            reentrancy: Reentrancy::Scoped,
-            watch_holds: true,
-        }
-    }
-}
-
-impl QuorumClientBuilder {
-    /// The independent masters (`redis://host:port`), at least 1; use an odd number, 3 or 5.
-    pub fn urls<I, S>(mut self, urls: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        self.urls = urls.into_iter().map(Into::into).collect();
-        self
-    }
-
-    /// How long one node may take to answer one call before it counts as a "no" vote. Keep
-    /// it far below the lease. Default: 50 ms.
-    pub fn node_timeout(mut self, timeout: Duration) -> Self {
-        self.node_timeout = timeout;
-        self
-    }
-
-    /// How long a node that restarted stays out of the vote (it may have lost locks that
-    /// others still hold). Default: the longest lease in use (the watchdog lease, or a longer
-    /// fixed lease once one is used). `Duration::ZERO` turns it off: see `docs/safety.md`.
-    pub fn restart_quarantine(mut self, quarantine: Duration) -> Self {
-        self.quarantine = Some(quarantine);
-        self
-    }
-
-    /// The lease of locks taken without a fixed lease, renewed every lease/3. Default: 30 s.
-    pub fn watchdog_lease(mut self, lease: Duration) -> Self {
-        self.watchdog_lease = lease;
-        self
-    }
-
-    /// The `<client_id>` of every hold's field, on every node. Default: a random UUID.
-    pub fn client_id(mut self, id: impl Into<String>) -> Self {
-        self.client_id = id.into();
-        self
-    }
-
-    /// How long connecting to the nodes may take. Default: 5 s.
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// How `lock()` calls re-enter holds; as
-    /// [`ClientBuilder::reentrancy`](crate::ClientBuilder::reentrancy), with the same hazard
-    /// for [`Reentrancy::PerTask`]. Default: [`Reentrancy::Scoped`].
-    pub fn reentrancy(mut self, mode: Reentrancy) -> Self {
-        self.reentrancy = mode;
-        self
-    }
-
-    /// Whether each hold listens on its lock's channel on every node, so that `lost()` fires
-    /// within a round trip of a force-unlock (or any deletion announced there) on a majority
-    /// of nodes, rather than at the watchdog's next renewal; as
-    /// [`ClientBuilder::watch_holds`](crate::ClientBuilder::watch_holds). Default: on.
-    pub fn watch_holds(mut self, on: bool) -> Self {
-        self.watch_holds = on;
-        self
-    }
-
-    /// Command connections per node (each lock uses one of them per node). Default: 2.
-    pub fn connections(mut self, n: usize) -> Self {
-        self.node = self.node.connections(n);
-        self
-    }
-
-    /// Connects to every node at once and checks their uptimes.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] for bad settings or URLs; [`Error::Connection`] naming every
-    /// node that could not be reached, when fewer than a majority could be.
-    ///
-    /// # Cancel safety
-    /// Dropping the future closes whatever connections it had opened.
-    pub async fn build(self) -> Result<QuorumClient> {
-        if self.urls.is_empty() {
-            return Err(Error::invalid(
-                "urls",
-                "give at least one node URL (use 3 or 5)",
-            ));
-        }
-        let mut seen = std::collections::HashSet::new();
-        if let Some(dup) = self.urls.iter().find(|u| !seen.insert(u.as_str())) {
-            return Err(Error::invalid(
-                "urls",
-                format!(
-                    "`{}` is listed twice; each node must be a different master",
-                    crate::redact::url(dup)
-                ),
-            ));
-        }
-        validate_lease("watchdog_lease", self.watchdog_lease)?;
-        if self.node_timeout.is_zero() || self.node_timeout * 3 > self.watchdog_lease {
-            return Err(Error::invalid(
-                "node_timeout",
-                format!(
-                    "{:?}: must be above zero and well below the watchdog lease ({:?})",
-                    self.node_timeout, self.watchdog_lease
-                ),
-            ));
-        }
-        let builder = self
-            .node
-            .clone()
-            .client_id(self.client_id.clone())
-            .watchdog_lease(self.watchdog_lease)
-            .connect_timeout(self.connect_timeout)
-            // Calls are bounded by the node timeout; this only bounds fred's own bookkeeping.
-            .command_timeout(self.connect_timeout.max(Duration::from_secs(1)))
-            // A node's connections never reconnect by themselves: each stays with the server
-            // instance it reached, whose run id and uptime are checked on it before it may
-            // vote. A lost connection is replaced whole (`replace_dead`), and checked again.
-            .auto_reconnect(false);
-        // Validate every URL before connecting to any.
-        for url in &self.urls {
-            if crate::settings::deployment(url) != crate::settings::Deployment::Single {
-                return Err(Error::invalid(
-                    "urls",
-                    format!(
-                        "`{}`: each quorum node must be one independent master (redis://host:port)",
-                        crate::redact::url(url)
-                    ),
-                ));
-            }
-            builder.clone().url(url.clone()).check()?;
-        }
-        let mut connecting = JoinSet::new();
-        for (i, url) in self.urls.iter().enumerate() {
-            let b = builder.clone().url(url.clone());
-            connecting.spawn(async move { (i, b.build().await) });
-        }
-        let nodes: Vec<Node> = self
-            .urls
-            .iter()
-            .map(|u| Node {
-                reconnecting: Mutex::new(None),
-                url: u.clone(),
-                name: crate::redact::url(u),
-                conn: RwLock::new(None),
-                state: Mutex::new(NodeState::default()),
-            })
-            .collect();
-        let mut failures = Vec::new();
-        while let Some(r) = connecting.join_next().await {
-            let (i, r) = r.map_err(|_| Error::Shutdown)?;
-            match r {
-                Ok(c) => *nodes[i].conn.write().unwrap() = Some(c.inner),
-                Err(e) => failures.push((i, e)),
-            }
-        }
-        let quorum = nodes.len() / 2 + 1;
-        if nodes.len() - failures.len() < quorum {
-            failures.sort_by_key(|(i, _)| *i);
-            return Err(Error::Connection {
-                url: self
-                    .urls
-                    .iter()
-                    .map(|u| crate::redact::url(u))
-                    .collect::<Vec<_>>()
-                    .join(","),
-                cause: format!(
-                    "only {} of {} nodes reachable, {} needed: {}",
-                    nodes.len() - failures.len(),
-                    nodes.len(),
-                    quorum,
-                    failures
-                        .iter()
-                        .map(|(i, e)| format!("{}: {e}", crate::redact::url(&self.urls[*i])))
-                        .collect::<Vec<_>>()
-                        .join("; ")
-                ),
-            });
-        }
-        let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let inner = Arc::new(QuorumInner {
-            shared: crate::backend::Shared::new(reentry::next_client_id()),
-            fields: FieldMaker::new(&self.client_id),
-            reentrancy: self.reentrancy,
-            nodes,
-            quorum,
-            client_id: self.client_id,
-            node_timeout: self.node_timeout,
-            watchdog_lease: self.watchdog_lease,
-            quarantine: self.quarantine,
-            max_lease_ms: AtomicU64::new(self.watchdog_lease.as_millis() as u64),
-            counter_grace: Duration::from_secs(1),
-            connections: builder.connection_count(),
-            shutting_down: AtomicBool::new(false),
-            closing_at: Mutex::new(None),
-            in_flight: Default::default(),
-            releasing: Default::default(),
-            watch_holds: self.watch_holds,
-            watched: Default::default(),
-            shutdown: shutdown_tx,
-            builder,
-        });
-        // Know every node's uptime before the first vote. Given the connect timeout, not the
-        // node timeout: on a busy machine an INFO right after connecting can take longer than
-        // a vote, and a node whose uptime is unknown cannot vote until the next check.
-        inner
-            .check_uptimes(inner.builder.connect_timeout_setting(), true)
-            .await;
-        // Two URLs for one server (an alias, another database number) would count its vote
-        // twice: one server could then make a "majority". Its run id tells.
-        let mut seen: std::collections::HashMap<String, usize> = Default::default();
-        for (i, node) in inner.nodes.iter().enumerate() {
-            let Some(run_id) = node.state.lock().unwrap().run_id.clone() else {
-                continue;
-            };
-            if let Some(first) = seen.insert(run_id, i) {
-                let why = format!(
-                    "`{}` and `{}` are the same server (one run id): each master may vote once",
-                    inner.nodes[first].name, node.name
-                );
-                QuorumClient { inner }.shutdown().await;
-                return Err(Error::invalid("urls", why));
-            }
-        }
-        for (i, node) in inner.nodes.iter().enumerate() {
-            if let Some(conn) = node.conn() {
-                spawn_connection_watch(&inner, i, &conn);
-            }
-        }
-        for (i, _) in failures {
-            spawn_reconnect(
-                Arc::downgrade(&inner),
-                i,
-                shutdown_rx.clone(),
-                Duration::from_secs(1),
-            );
-        }
-        spawn_uptime_checks(Arc::downgrade(&inner), shutdown_rx.clone());
-        crate::watchdog::spawn(Arc::downgrade(&inner), shutdown_rx);
-        Ok(QuorumClient { inner })
-    }
-}
-
-/// A client for quorum locks (Redlock) over N independent Redis masters.
-///
-/// A lock is held when a majority (N/2 + 1) of the masters granted it within its validity
-/// (lease − time taken − drift). It survives the loss of a minority of masters. Same API and
-/// guard as the single-server [`Lock`](crate::Lock); read `docs/safety.md` first.
-///
-/// ```no_run
-/// # async fn f() -> relock::Result<()> {
-/// let client = relock::QuorumClient::connect([
-///     "redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379",
-/// ]).await?;
-/// let guard = client.lock("orders:42").lock().await?;
-/// println!("valid until {:?}, token {}", guard.valid_until(), guard.fencing_token());
-/// guard.unlock().await?;
-/// client.shutdown().await;
-/// # Ok(()) }
-/// ```
-#[derive(Clone)]
-pub struct QuorumClient {
-    pub(crate) inner: Arc<QuorumInner>,
-}
-
-impl std::fmt::Debug for QuorumClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("QuorumClient")
-            .field("nodes", &self.nodes())
-            .field("quorum", &self.inner.quorum)
-            .field("client_id", &self.inner.client_id)
-            .field("held_locks", &self.held_locks())
-            .finish()
-    }
-}
-
-impl QuorumClient {
-    /// Connects to the given masters with default settings.
-    ///
-    /// # Errors
-    /// As [`QuorumClientBuilder::build`].
-    ///
-    /// # Cancel safety
-    /// As [`QuorumClientBuilder::build`].
-    pub async fn connect<I, S>(urls: I) -> Result<QuorumClient>
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
-        QuorumClientBuilder::default().urls(urls).build().await
-    }
-
-    /// A builder with non-default settings.
-    pub fn builder() -> QuorumClientBuilder {
-        QuorumClientBuilder::default()
-    }
-
-    /// This client's id, the `<client_id>` of its holds' fields on every node.
-    pub fn client_id(&self) -> &str {
-        &self.inner.client_id
-    }
-
-    /// Votes needed: N/2 + 1.
-    pub fn quorum(&self) -> usize {
-        self.inner.quorum
-    }
-
-    /// The nodes' URLs, in the order given.
-    pub fn nodes(&self) -> Vec<String> {
-        self.inner.nodes.iter().map(|n| n.name.clone()).collect()
-    }
-
-    /// How many locks this client holds right now.
-    pub fn held_locks(&self) -> usize {
-        self.inner.shared.holds.held()
-    }
-
-    /// Releases every held lock on every node, stops the background tasks and closes the
-    /// connections. Guards alive afterwards report themselves lost.
-    ///
-    /// It first waits (bounded) for the attempts and releases in flight, including those of
-    /// `lock()` calls cancelled just before, so that nothing they took or were cleaning up is
-    /// left on any node.
-    ///
-    /// # Cancel safety
-    /// If dropped part-way, unreleased locks expire after their lease.
-    pub async fn shutdown(&self) {
-        let inner = &self.inner;
-        if inner.shutting_down.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        let settle = inner.node_timeout * 8 + Duration::from_millis(200);
-        // Releases still being sent again on a resumed node's new connections get one settle
-        // wait, not all of them.
-        *inner.closing_at.lock().unwrap() = Some(Instant::now() + settle);
-        inner.shared.close();
-        if tokio::time::timeout(settle, inner.shared.tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!("shutdown: work in flight did not finish within {settle:?}; releasing what is held anyway");
-        }
-        let mut work = JoinSet::new();
-        let first = inner.shared.holds.all();
-        for hold in first.iter().cloned() {
-            hold.mark_ended();
-            let inner = inner.clone();
-            work.spawn(async move {
-                // After a renewal round in flight (see `Hold::gate`): its put-back could
-                // otherwise land after this release.
-                let _gate = hold.gate.lock().await;
-                inner
-                    .release_everywhere(&hold.keys, &hold.field, true, hold.token)
-                    .await
-            });
-        }
-        while work.join_next().await.is_some() {}
-        // The per-node releases those spawned run to their end before the nodes close; and an
-        // attempt that passed its running check just before the flag may have been granted
-        // meanwhile: release holds that appeared after the first list was taken.
-        let _ = tokio::time::timeout(settle, inner.shared.tracker.wait()).await;
-        for hold in inner.shared.holds.all() {
-            if first.iter().any(|f| Arc::ptr_eq(f, &hold)) {
-                continue;
-            }
-            hold.mark_ended();
-            let _gate = hold.gate.lock().await;
-            inner
-                .release_everywhere(&hold.keys, &hold.field, true, hold.token)
-                .await;
-        }
-        let _ = tokio::time::timeout(settle, inner.shared.tracker.wait()).await;
-        inner.shared.holds.clear();
-        let _ = inner.shutdown.send(true);
-        let mut closing = JoinSet::new();
-        for node in &inner.nodes {
-            if let Some(conn) = node.conn.write().unwrap().take() {
-                closing.spawn(async move { crate::Client { inner: conn }.shutdown().await });
-            }
-        }
-        while closing.join_next().await.is_some() {}
-    }
-}
-
-pub(crate) struct Node {
-    /// The URL as given (with credentials): only for connecting (and, without its
-    /// credentials, for telling servers apart: `Node::url`).
-    url: String,
-    /// The URL without credentials: for every message.
-    pub(crate) name: String,
-    conn: RwLock<Option<Arc<Inner>>>,
-    state: Mutex<NodeState>,
-    /// Since when a new set of connections is on its way (its set broke: a vote or check got
-    /// a connection error, or fred said so), until its first attempt fails or it is checked:
-    /// a waiter waits for it rather than give up (see `is_reconnecting`).
-    reconnecting: Mutex<Option<Instant>>,
-}
-
-#[derive(Debug, Default)]
-struct NodeState {
-    /// The server's run id when last checked; a new one means it restarted.
-    run_id: Option<String>,
-    /// When it may vote; `None` until its uptime is known (after connecting or an error).
-    eligible_at: Option<Instant>,
-    /// When its connections were last replaced, and the wait before the next set.
-    replaced_at: Option<Instant>,
-    replace_delay: Duration,
-}
-
-impl std::fmt::Debug for Node {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Node")
-            .field("url", &self.name)
-            .field("connected", &self.conn.read().unwrap().is_some())
-            .finish_non_exhaustive()
-    }
-}
-
-/// Whether a node may vote now.
-#[derive(Debug)]
-pub(crate) enum Eligibility {
-    Yes(Arc<Inner>),
-    Quarantined(Duration),
-    Unavailable(String),
-}
-
-impl Node {
-    /// Whether a new set of connections is on its way (see `reconnecting`).
-    pub(crate) fn is_reconnecting(&self) -> bool {
-        // Bounded: a set that never comes back does not keep a waiter waiting.
-        const AT_MOST: Duration = Duration::from_secs(5);
-        self.reconnecting
-            .lock()
-            .unwrap()
-            .is_some_and(|since| since.elapsed() < AT_MOST)
-            // Failed, and about to be replaced.
-            || self.conn().is_some_and(|c| *c.pool_failed.borrow())
-    }
-
-    /// The node's set broke (or is being replaced): see `reconnecting`.
-    pub(crate) fn mark_reconnecting(&self, on: bool) {
-        let mut r = self.reconnecting.lock().unwrap();
-        *r = match (on, *r) {
-            (true, Some(since)) => Some(since),
-            (true, None) => Some(Instant::now()),
-            (false, _) => None,
-        };
-    }
-
-    pub(crate) fn eligibility(&self) -> Eligibility {
-        let Some(conn) = self.conn.read().unwrap().clone() else {
-            if self.reconnecting.lock().unwrap().is_some() {
-                return Eligibility::Unavailable("reconnecting".into());
-            }
-            return Eligibility::Unavailable("not connected yet".into());
-        };
-        match self.state.lock().unwrap().eligible_at {
-            None => Eligibility::Unavailable("uptime not known yet (just (re)connected)".into()),
-            Some(at) => {
-                let now = Instant::now();
-                if at <= now {
-                    Eligibility::Yes(conn)
-                } else {
-                    Eligibility::Quarantined(at - now)
-                }
-            }
-        }
-    }
-
-    /// The connection, whether or not the node may vote (releases go everywhere).
-    pub(crate) fn conn(&self) -> Option<Arc<Inner>> {
-        self.conn.read().unwrap().clone()
-    }
-
-    /// A call failed for connection reasons: the node may have restarted; it votes again once
-    /// its uptime has been checked.
-    /// The URL as given (with credentials): for `redact::identity`, never to be shown.
-    pub(crate) fn url(&self) -> &str {
-        &self.url
-    }
-
-    pub(crate) fn suspect(&self) {
-        self.state.lock().unwrap().eligible_at = None;
-    }
-}
-
-/// The connection a lock uses on a node: always the same one for one lock name.
-pub(crate) fn pinned<'a>(conn: &'a Inner, name: &str) -> &'a fred::clients::Client {
-    let clients = conn.pool.clients();
-    &clients[pin_index(name, clients.len())]
-}
-
-fn pin_index(name: &str, connections: usize) -> usize {
-    let mut h = DefaultHasher::new();
-    name.hash(&mut h);
-    (h.finish() as usize) % connections.max(1)
-}
 
 #[derive(Debug)]
 pub(crate) struct QuorumInner {
@@ -594,15 +42,15 @@ pub(crate) struct QuorumInner {
     pub(crate) client_id: String,
     pub(crate) node_timeout: Duration,
     pub(crate) watchdog_lease: Duration,
-    quarantine: Option<Duration>,
+    pub(crate) quarantine: Option<Duration>,
     /// The longest lease used so far (ms), the default quarantine.
-    max_lease_ms: AtomicU64,
+    pub(crate) max_lease_ms: AtomicU64,
     pub(crate) counter_grace: Duration,
     /// Connections per node (every node's pool has as many).
-    connections: usize,
+    pub(crate) connections: usize,
     pub(crate) shutting_down: AtomicBool,
     /// When shutdown stops waiting for releases being sent again (`closing`).
-    closing_at: Mutex<Option<Instant>>,
+    pub(crate) closing_at: Mutex<Option<Instant>>,
     /// Votes and re-entries still running, which a release of their field on their node
     /// waits for (see `in_flight`).
     pub(crate) in_flight: crate::in_flight::InFlight,
@@ -617,8 +65,8 @@ pub(crate) struct QuorumInner {
     /// Whether holds are watched (`quorum_watch`), and how many are now.
     pub(crate) watch_holds: bool,
     pub(crate) watched: std::sync::atomic::AtomicUsize,
-    shutdown: watch::Sender<bool>,
-    builder: ClientBuilder,
+    pub(crate) shutdown: watch::Sender<bool>,
+    pub(crate) builder: ClientBuilder,
 }
 
 impl QuorumInner {
@@ -666,7 +114,7 @@ impl QuorumInner {
     }
 
     /// Checks every connected node's uptime and run id (INFO server) and sets when it may vote.
-    async fn check_uptimes(self: &Arc<Self>, limit: Duration, every_connection: bool) {
+    pub(crate) async fn check_uptimes(self: &Arc<Self>, limit: Duration, every_connection: bool) {
         let mut checks = JoinSet::new();
         for i in 0..self.nodes.len() {
             let this = self.clone();
@@ -1056,7 +504,7 @@ pub(crate) async fn release(
     }
 }
 
-fn spawn_reconnect(
+pub(crate) fn spawn_reconnect(
     q: Weak<QuorumInner>,
     i: usize,
     mut shutdown: watch::Receiver<bool>,
@@ -1119,7 +567,7 @@ fn spawn_reconnect(
 /// Replaces node `i`'s connections as soon as one of them fails: they do not reconnect by
 /// themselves, and fred's connection state does not say that one has stopped. Ends when the
 /// connections are replaced or the client shuts down.
-fn spawn_connection_watch(q: &Arc<QuorumInner>, i: usize, conn: &Arc<Inner>) {
+pub(crate) fn spawn_connection_watch(q: &Arc<QuorumInner>, i: usize, conn: &Arc<Inner>) {
     let (weak, conn) = (Arc::downgrade(q), conn.clone());
     let mut shutdown = q.shutdown.subscribe();
     let mut failed = conn.pool_failed.clone();
@@ -1141,7 +589,7 @@ fn spawn_connection_watch(q: &Arc<QuorumInner>, i: usize, conn: &Arc<Inner>) {
     });
 }
 
-fn spawn_uptime_checks(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
+pub(crate) fn spawn_uptime_checks(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
     tokio::spawn(async move {
         loop {
             tokio::select! {
@@ -1278,52 +726,4 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
     race(&q.shared.tracker, repairs, |()| false).await;
     drop(gates);
     ok
-}
-
-/// Runs every future in `futs` to its end, each in its own task on `tracker` (so shutdown waits
-/// for them), and hands each output to `on_ready` as it arrives, until `on_ready` returns true
-/// or all are done. Only the *waiting* stops early: a node's call that is still running goes
-/// on (a slow node's EVALSHA that meets NOSCRIPT still sends its EVAL). A call not yet run may
-/// not even have been sent: a release that must come after it waits for it (`in_flight`).
-pub(crate) async fn race<F, T>(
-    tracker: &tokio_util::task::TaskTracker,
-    futs: Vec<F>,
-    on_ready: impl FnMut(T) -> bool,
-) where
-    F: Future<Output = T> + Send + 'static,
-    T: Send + 'static,
-{
-    let _late = race_keeping_late(tracker, futs, on_ready).await;
-}
-
-/// [`race`], returning where the outputs of the calls not awaited will arrive: for a caller
-/// that must still act on what they did (a late grant that minted a lower fencing token).
-pub(crate) async fn race_keeping_late<F, T>(
-    tracker: &tokio_util::task::TaskTracker,
-    futs: Vec<F>,
-    mut on_ready: impl FnMut(T) -> bool,
-) -> tokio::sync::mpsc::UnboundedReceiver<T>
-where
-    F: Future<Output = T> + Send + 'static,
-    T: Send + 'static,
-{
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    for f in futs {
-        let tx = tx.clone();
-        tracker.spawn(async move {
-            let _ = tx.send(f.await);
-        });
-    }
-    drop(tx);
-    while let Some(out) = rx.recv().await {
-        if on_ready(out) {
-            break;
-        }
-    }
-    rx
-}
-
-/// Clock drift allowance of the Redlock algorithm: 1% of the lease plus 2 ms.
-pub(crate) fn drift(lease: Duration) -> Duration {
-    lease / 100 + Duration::from_millis(2)
 }

@@ -18,7 +18,9 @@ use crate::holds::Hold;
 use crate::keys::LockKeys;
 use crate::owner::Owner;
 use crate::pubsub::Subscription;
-use crate::quorum::{drift, pinned, race, race_keeping_late, QuorumInner};
+use crate::quorum::QuorumInner;
+use crate::quorum_node::pinned;
+use crate::quorum_race::{drift, race, race_keeping_late};
 use crate::reentry::{self, Target};
 use crate::scripts;
 
@@ -201,7 +203,9 @@ impl QuorumLock {
                         .q
                         .nodes
                         .iter()
-                        .filter(|n| matches!(n.eligibility(), crate::quorum::Eligibility::Yes(_)))
+                        .filter(|n| {
+                            matches!(n.eligibility(), crate::quorum_node::Eligibility::Yes(_))
+                        })
                         .count()
                         >= self.q.quorum;
                 let now = Instant::now();
