@@ -11,7 +11,20 @@ use relock_tests::*;
 #[tokio::test]
 async fn a_node_restarted_empty_is_kept_out_by_the_quarantine() {
     let m = masters(5);
-    let a = quorum_client(&m, Duration::from_secs(30), Duration::ZERO).await;
+    // A does not watch its hold (`watch_holds(false)`): with the watch, its first check finds
+    // the hold gone from a majority (nodes 1, 4 and 5) and reports it lost at once. The danger
+    // shown here is the window before a holder notices, which without the watch lasts until
+    // its next renewal (and with it, whenever no check runs: nothing announces these losses).
+    let a = relock::QuorumClient::builder()
+        .urls(m.urls())
+        .node_timeout(Duration::from_millis(50))
+        .watchdog_lease(Duration::from_secs(30))
+        .restart_quarantine(Duration::ZERO)
+        .connect_timeout(Duration::from_secs(2))
+        .watch_holds(false)
+        .build()
+        .await
+        .expect("connect to the masters");
     let b = quorum_client(&m, Duration::from_secs(30), Duration::from_secs(3)).await;
     let c = quorum_client(&m, Duration::from_secs(30), Duration::ZERO).await;
 
