@@ -133,81 +133,8 @@ fn start(
     rt: &tokio::runtime::Handle,
     hold: Arc<Hold>,
 ) {
-    let watched = &pubsub.watched;
-    if watched.fetch_add(1, Ordering::SeqCst) >= MAX_WATCHED {
-        watched.fetch_sub(1, Ordering::SeqCst);
-        return;
-    }
-    // Made before the spawn and moved into the task: a task dropped before it first runs (its
-    // runtime ending) still gives its place back.
-    let slot = Slot(Arc::downgrade(pubsub));
-    let (pubsub, pool) = (Arc::downgrade(pubsub), pool.clone());
-    rt.spawn(async move {
-        let _slot = slot;
-        let kind = if hold.is_read_write() {
-            ChannelKind::ReadWrite
-        } else {
-            ChannelKind::Lock
-        };
-        // fred's command futures are several KB: boxed, so that the task of a hold released
-        // within SETTLE (most of them) stays small. A subscription that fails (the server away) is tried again while the hold lives:
-        // a watch given up in an outage would leave the hold unwatched once the server is
-        // back. Meanwhile the renewal still notices a deletion.
-        let mut retry = Duration::from_millis(50);
-        let sub = loop {
-            // Upgraded per try: a watch retrying in an outage does not keep a dropped
-            // client's pub/sub alive.
-            let Some(ps) = pubsub.upgrade() else { return };
-            let channel = hold.keys.channel.clone();
-            let subscribe = Box::pin(async move { ps.subscribe_as(&channel, kind).await });
-            tokio::select! {
-                s = subscribe => if let Ok(s) = s { break s },
-                _ = hold.ended() => return,
-            }
-            tokio::select! {
-                _ = tokio::time::sleep(retry) => {}
-                _ = hold.ended() => return,
-            }
-            retry = (retry * 2).min(Duration::from_secs(1));
-        };
-        // After a failed check (the pool still reconnecting after an outage, whose
-        // resubscription woke us): check again after this, doubling up to a second.
-        retry = Duration::from_millis(50);
-        loop {
-            // Registered before the check, so that a message during it is not missed.
-            let message = sub.holder_notified();
-            tokio::pin!(message);
-            message.as_mut().enable();
-            let check = Box::pin(
-                pool.next()
-                    .hexists::<bool, _, _>(hold.keys.lock.as_str(), hold.field.as_str()),
-            );
-            let exists = tokio::select! {
-                r = check => r,
-                // Released meanwhile: the answer no longer matters (and a stalled connection
-                // must not keep the subscription).
-                _ = hold.ended() => return,
-            };
-            // Only a hold still live (not being released by its own guard) can be lost here.
-            if matches!(exists, Ok(false)) && hold.is_live() {
-                hold.mark_lost("its watch found the hold gone (force-unlocked or deleted)");
-            }
-            if exists.is_err() {
-                tokio::select! {
-                    _ = tokio::time::sleep(retry) => {}
-                    _ = message => {}
-                    _ = hold.ended() => return,
-                }
-                retry = (retry * 2).min(Duration::from_secs(1));
-                continue;
-            }
-            retry = Duration::from_millis(50);
-            tokio::select! {
-                _ = message => {}
-                _ = hold.ended() => return,
-            }
-        }
-    });
+    // The starter already waited SETTLE.
+    spawn_watch(pubsub, pool, rt, hold, Duration::ZERO);
 }
 
 /// Watches a permit of a permit-expirable semaphore as [`start`] watches a hold: from
@@ -222,70 +149,157 @@ pub(crate) fn watch_permit(
     rt: &tokio::runtime::Handle,
     lease: &Arc<crate::leases::Lease>,
 ) {
-    use fred::interfaces::SortedSetsInterface;
-    let watched = &pubsub.watched;
-    if watched.fetch_add(1, Ordering::SeqCst) >= MAX_WATCHED {
-        watched.fetch_sub(1, Ordering::SeqCst);
+    spawn_watch(pubsub, pool, rt, lease.clone(), SETTLE);
+}
+
+/// What a watch watches: a hold of a lock, or a permit.
+trait Watched: Send + Sync + 'static {
+    /// The channel where its deletion is announced, and how that channel's messages read.
+    fn channel(&self) -> (&str, ChannelKind);
+    /// Resolves once it is released, lost or past its deadline: the watch ends.
+    fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_;
+    /// Whether it is still on the server (one read).
+    fn check(&self, pool: &fred::clients::Pool) -> crate::backend::BoxFuture<FredResult<bool>>;
+    /// Found gone on the server: marks it lost if it is still live (not being released).
+    fn found_gone(&self);
+}
+
+type FredResult<T> = Result<T, fred::error::Error>;
+
+impl Watched for Hold {
+    fn channel(&self) -> (&str, ChannelKind) {
+        let kind = if self.is_read_write() {
+            ChannelKind::ReadWrite
+        } else {
+            ChannelKind::Lock
+        };
+        (&self.keys.channel, kind)
+    }
+    fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
+        Hold::ended(self)
+    }
+    fn check(&self, pool: &fred::clients::Pool) -> crate::backend::BoxFuture<FredResult<bool>> {
+        let (client, lock, field) = (
+            pool.next().clone(),
+            self.keys.lock.clone(),
+            self.field.clone(),
+        );
+        Box::pin(async move { client.hexists::<bool, _, _>(lock, field).await })
+    }
+    fn found_gone(&self) {
+        if self.is_live() {
+            self.mark_lost("its watch found the hold gone (force-unlocked or deleted)");
+        }
+    }
+}
+
+impl Watched for crate::leases::Lease {
+    fn channel(&self) -> (&str, ChannelKind) {
+        (&self.keys.channel, ChannelKind::Semaphore)
+    }
+    fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
+        crate::leases::Lease::ended(self)
+    }
+    fn check(&self, pool: &fred::clients::Pool) -> crate::backend::BoxFuture<FredResult<bool>> {
+        use fred::interfaces::SortedSetsInterface;
+        // The id as the scripts store it: the 16 bytes its hex digits spell.
+        let member: Vec<u8> = (0..self.id.len() / 2)
+            .filter_map(|i| u8::from_str_radix(self.id.get(2 * i..2 * i + 2)?, 16).ok())
+            .collect();
+        let (client, timeouts) = (pool.next().clone(), self.keys.timeouts.clone());
+        Box::pin(async move {
+            let score: Option<f64> = client
+                .zscore(timeouts, fred::types::Value::Bytes(member.into()))
+                .await?;
+            Ok(score.is_some())
+        })
+    }
+    fn found_gone(&self) {
+        if self.is_live() && self.mark_lost() {
+            tracing::warn!(semaphore = %self.keys.count, id = %self.id, "permit lost: its watch found it gone (released by id elsewhere, or the semaphore deleted)");
+        }
+    }
+}
+
+/// The watch of one hold or permit, after `settle`: it subscribes to its channel (retried
+/// while it lives: a watch given up in an outage would leave it unwatched once the server is
+/// back), checks it once subscribed (a deletion before the subscription is caught so) and
+/// again after every message there, and ends when it ends. A failed check (the pool still
+/// reconnecting after an outage, whose resubscription woke the watch) is tried again after a
+/// backoff doubling up to a second. At most [`MAX_WATCHED`] per client at once.
+fn spawn_watch<W: Watched>(
+    pubsub: &Arc<PubSub>,
+    pool: &fred::clients::Pool,
+    rt: &tokio::runtime::Handle,
+    watched: Arc<W>,
+    settle: Duration,
+) {
+    if pubsub.watched.fetch_add(1, Ordering::SeqCst) >= MAX_WATCHED {
+        pubsub.watched.fetch_sub(1, Ordering::SeqCst);
         return;
     }
+    // Made before the spawn and moved into the task: a task dropped before it first runs (its
+    // runtime ending) still gives its place back.
     let slot = Slot(Arc::downgrade(pubsub));
-    let (pubsub, pool, lease) = (Arc::downgrade(pubsub), pool.clone(), lease.clone());
-    // The id as the scripts store it: the 16 bytes its hex digits spell.
-    let member: Vec<u8> = (0..lease.id.len() / 2)
-        .filter_map(|i| u8::from_str_radix(lease.id.get(2 * i..2 * i + 2)?, 16).ok())
-        .collect();
+    let (pubsub, pool) = (Arc::downgrade(pubsub), pool.clone());
     rt.spawn(async move {
         let _slot = slot;
-        tokio::select! {
-            _ = tokio::time::sleep(SETTLE) => {}
-            _ = lease.ended() => return,
+        if !settle.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(settle) => {}
+                _ = watched.ended() => return,
+            }
         }
         let mut retry = Duration::from_millis(50);
         let sub = loop {
+            // Upgraded per try: a watch retrying in an outage does not keep a dropped
+            // client's pub/sub alive. Boxed: fred's futures are several KB, and the task of a
+            // hold released within SETTLE (most of them) stays small.
             let Some(ps) = pubsub.upgrade() else { return };
-            let channel = lease.keys.channel.clone();
-            let subscribe =
-                Box::pin(async move { ps.subscribe_as(&channel, ChannelKind::Semaphore).await });
+            let (channel, kind) = watched.channel();
+            let channel = channel.to_string();
+            let subscribe = Box::pin(async move { ps.subscribe_as(&channel, kind).await });
             tokio::select! {
                 s = subscribe => if let Ok(s) = s { break s },
-                _ = lease.ended() => return,
+                _ = watched.ended() => return,
             }
             tokio::select! {
                 _ = tokio::time::sleep(retry) => {}
-                _ = lease.ended() => return,
+                _ = watched.ended() => return,
             }
             retry = (retry * 2).min(Duration::from_secs(1));
         };
         retry = Duration::from_millis(50);
         loop {
+            // Registered before the check, so that a message during it is not missed.
             let message = sub.holder_notified();
             tokio::pin!(message);
             message.as_mut().enable();
-            let check = Box::pin(pool.next().zscore::<Option<f64>, _, _>(
-                lease.keys.timeouts.as_str(),
-                fred::types::Value::Bytes(member.clone().into()),
-            ));
-            let score = tokio::select! {
-                r = check => r,
-                _ = lease.ended() => return,
+            let there = tokio::select! {
+                r = watched.check(&pool) => r,
+                // Ended meanwhile: the answer no longer matters (and a stalled connection
+                // must not keep the subscription).
+                _ = watched.ended() => return,
             };
-            if matches!(score, Ok(None)) && lease.is_live() && lease.mark_lost() {
-                tracing::warn!(semaphore = %lease.keys.count, id = %lease.id, "permit lost: its watch found it gone (released by id elsewhere, or the semaphore deleted)");
-                return;
-            }
-            if score.is_err() {
-                tokio::select! {
-                    _ = tokio::time::sleep(retry) => {}
-                    _ = &mut message => {}
-                    _ = lease.ended() => return,
+            match there {
+                Ok(false) => {
+                    watched.found_gone();
+                    return;
                 }
-                retry = (retry * 2).min(Duration::from_secs(1));
-                continue;
+                Ok(true) => retry = Duration::from_millis(50),
+                Err(_) => {
+                    tokio::select! {
+                        _ = tokio::time::sleep(retry) => {}
+                        _ = &mut message => {}
+                        _ = watched.ended() => return,
+                    }
+                    retry = (retry * 2).min(Duration::from_secs(1));
+                    continue;
+                }
             }
-            retry = Duration::from_millis(50);
             tokio::select! {
                 _ = message => {}
-                _ = lease.ended() => return,
+                _ = watched.ended() => return,
             }
         }
     });
