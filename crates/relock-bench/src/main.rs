@@ -23,7 +23,6 @@ mod sync_bench;
 mod watchdog_bench;
 
 use clap::{Parser, Subcommand};
-use relock_cli::shared::{say, signals};
 
 #[derive(Debug, Parser)]
 #[command(name = "relock-bench", version, about = "relock's benchmarks")]
@@ -52,15 +51,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    use std::io::IsTerminal;
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
-        .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RELOCK_LOG"))
-        .unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
+    relock_cli::shared::init_logging();
     let work = async {
         match Cli::parse().command {
             Command::Lock(args) => bench::run(args).await,
@@ -71,23 +62,7 @@ async fn main() -> std::process::ExitCode {
             Command::Watchdog(args) => watchdog_bench::run(args).await,
         }
     };
-    let result = tokio::select! {
-        r = work => r,
-        code = signals::received() => {
-            // Every client a benchmark made releases what it still holds before the exit.
-            signals::shut_down_clients().await;
-            say(format_args!("interrupted; locks released"));
-            return std::process::ExitCode::from(code);
-        }
-    };
-    signals::shut_down_clients().await;
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            say(format_args!("{e}"));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    relock_cli::shared::run_until_signalled(work).await
 }
 
 /// Errors of a benchmark.

@@ -15,7 +15,7 @@ mod status;
 mod watch;
 
 use clap::{Parser, Subcommand};
-use relock_cli::shared::{say, signals, CliError};
+use relock_cli::shared::{say, CliError};
 
 #[derive(Debug, Parser)]
 #[command(name = "relock", version, about = "Distributed locks on Redis")]
@@ -45,16 +45,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    use std::io::IsTerminal;
-    // RUST_LOG (or RELOCK_LOG) picks what is logged, to stderr; colours only on a terminal.
-    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
-        .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RELOCK_LOG"))
-        .unwrap_or_else(|_| "warn".into());
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::stderr().is_terminal())
-        .with_writer(std::io::stderr)
-        .init();
+    relock_cli::shared::init_logging();
     let cli = Cli::parse();
     // `run` handles SIGINT and SIGTERM itself: it forwards them to its command.
     let command = match cli.command {
@@ -73,24 +64,7 @@ async fn main() -> std::process::ExitCode {
             Command::Demo(args) => demo::run(args).await,
         }
     };
-    let result = tokio::select! {
-        r = work => r,
-        code = signals::received() => {
-            // The command is dropped here (its guards start their releases); every client it
-            // made then releases what it still holds before the process exits.
-            signals::shut_down_clients().await;
-            say(format_args!("interrupted; locks released"));
-            return std::process::ExitCode::from(code);
-        }
-    };
-    signals::shut_down_clients().await;
-    match result {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            say(format_args!("{e}"));
-            std::process::ExitCode::FAILURE
-        }
-    }
+    relock_cli::shared::run_until_signalled(work).await
 }
 
 /// The process exit code of a command that reports its own; `on_error` for a failure.

@@ -73,3 +73,43 @@ pub enum CliError {
     #[error("{0}")]
     Failed(String),
 }
+
+/// Logs to stderr what RUST_LOG (or RELOCK_LOG) picks, `warn` by default; colours only on a
+/// terminal.
+pub fn init_logging() {
+    use std::io::IsTerminal;
+    let filter = tracing_subscriber::EnvFilter::try_from_env("RUST_LOG")
+        .or_else(|_| tracing_subscriber::EnvFilter::try_from_env("RELOCK_LOG"))
+        .unwrap_or_else(|_| "warn".into());
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Runs `work` to its end, or until the first SIGINT/SIGTERM (exit 130/143). Either way every
+/// registered client is then shut down (releasing what it holds) before the exit code is
+/// returned; an error is said on stderr (exit 1).
+pub async fn run_until_signalled<E: std::fmt::Display>(
+    work: impl std::future::Future<Output = Result<(), E>>,
+) -> std::process::ExitCode {
+    let result = tokio::select! {
+        r = work => r,
+        code = signals::received() => {
+            // The work is dropped here (its guards start their releases); every client it
+            // made then releases what it still holds before the process exits.
+            signals::shut_down_clients().await;
+            say(format_args!("interrupted; locks released"));
+            return std::process::ExitCode::from(code);
+        }
+    };
+    signals::shut_down_clients().await;
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            say(format_args!("{e}"));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
