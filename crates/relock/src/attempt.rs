@@ -124,10 +124,12 @@ impl Fresh {
         self.field = field_for(inner, self.kind);
     }
 
+    /// An attempt got a reply: the run of errors (its budget, backoff, warning) is over.
     pub(crate) fn succeeded(&mut self) {
-        self.retry.give_up = None;
-        self.retry.backoff = Retry::FIRST_BACKOFF;
-        self.retry.warned = false;
+        self.retry = Retry {
+            patience: self.retry.patience,
+            ..Retry::default()
+        };
     }
 
     /// After a transient error that is not an attempt's (the subscription of a waiter): waits a
@@ -185,7 +187,7 @@ impl Default for Retry {
     fn default() -> Self {
         Retry {
             give_up: None,
-            backoff: Retry::FIRST_BACKOFF,
+            backoff: Duration::from_millis(5),
             patience: Patience::OneTimeout,
             warned: false,
         }
@@ -193,8 +195,6 @@ impl Default for Retry {
 }
 
 impl Retry {
-    const FIRST_BACKOFF: Duration = Duration::from_millis(5);
-
     /// After a transient error of an attempt sent at `tried`: waits a backoff and returns `Ok`
     /// to try again, or the error once the budget is spent.
     async fn after(&mut self, inner: &Inner, e: Error, tried: Instant) -> Result<()> {
@@ -655,15 +655,15 @@ async fn clean_up_refused_grant(
     field: &str,
     lease: Duration,
 ) {
-    clean_up(inner.clone(), keys.clone(), field.to_string(), lease).await;
-}
-
-async fn clean_up(inner: Arc<Inner>, keys: Arc<LockKeys>, field: String, lease: Duration) {
     let until = Instant::now() + lease.max(inner.settings.command_timeout);
-    if let Err(e) = inner.run_release(&keys, &field, true).await {
+    if let Err(e) = inner.run_release(keys, field, true).await {
         tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; retrying in the background");
-        let tracker = inner.shared.tracker.clone();
-        tracker.spawn(crate::single::retry_release(inner, keys, field, until));
+        inner.shared.tracker.spawn(crate::single::retry_release(
+            inner.clone(),
+            keys.clone(),
+            field.to_string(),
+            until,
+        ));
     }
 }
 
