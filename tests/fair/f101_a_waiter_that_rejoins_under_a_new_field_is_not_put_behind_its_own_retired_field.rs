@@ -18,9 +18,16 @@ const KEYS: [&str; 6] = [
     "relock_fair_handoff:{f101}",
 ];
 
-/// `fair_acquire.lua` in "wait" mode for `field` with `ticket`, asking for a 5 s first lease;
-/// its reply.
-fn wait(server: &RedisServer, field: &str, ticket: &str) -> Vec<i64> {
+/// `fair_acquire.lua` in "wait" mode for `field` with `ticket`, asking for a 5 s first lease,
+/// `joined` ("1": a reply already showed it in line) and replacing `retired` (""): none); its
+/// reply.
+fn wait_as(
+    server: &RedisServer,
+    field: &str,
+    ticket: &str,
+    joined: &str,
+    retired: &str,
+) -> Vec<i64> {
     let mut args = vec!["EVAL", relock::lua::FAIR_ACQUIRE, "6"];
     args.extend(KEYS);
     args.extend([
@@ -32,8 +39,9 @@ fn wait(server: &RedisServer, field: &str, ticket: &str) -> Vec<i64> {
         ticket,
         "publish",
         "5000",
-        "0",
+        joined,
         "relock_fair_channel:{f101}",
+        retired,
     ]);
     match server.cmd(&args).unwrap() {
         relock_testkit::Value::Array(Some(items)) => {
@@ -41,6 +49,10 @@ fn wait(server: &RedisServer, field: &str, ticket: &str) -> Vec<i64> {
         }
         other => panic!("{other:?}"),
     }
+}
+
+fn wait(server: &RedisServer, field: &str, ticket: &str) -> Vec<i64> {
+    wait_as(server, field, ticket, "0", "")
 }
 
 #[tokio::test]
@@ -56,7 +68,7 @@ async fn a_waiter_that_rejoins_under_a_new_field_is_not_put_behind_its_own_retir
     server.cmd(&["DEL", "f101"]).unwrap();
     // W:1's attempt had no reply: the waiter rejoins as W:2 with its ticket, before W:1's
     // leave lands.
-    let r = wait(&server, "W:2", &ticket);
+    let r = wait_as(&server, "W:2", &ticket, "0", "W:1");
     assert_eq!(r[0], 1, "the free lock goes to the rejoining waiter: {r:?}");
     let fields = server.cmd(&["HKEYS", "f101"]).unwrap();
     assert_eq!(
@@ -75,5 +87,34 @@ async fn a_waiter_that_rejoins_under_a_new_field_is_not_put_behind_its_own_retir
         server.cmd(&["HGET", KEYS[5], "W:1"]).unwrap().as_string(),
         None,
         "the retired field was neither handed the lock nor kept a first lease"
+    );
+}
+
+/// Found by review: a late script of the retired field (its attempt timed out in the client
+/// but ran later) must not remove the rejoined entry; and the waiter behind must not take a
+/// free lock while the rejoining waiter stands first.
+#[tokio::test]
+async fn neither_a_late_script_of_the_retired_field_nor_the_waiter_behind_takes_the_rejoined_place()
+{
+    let server = server();
+    server.cmd(&["HSET", "f101", "H:1", "1"]).unwrap();
+    server.cmd(&["PEXPIRE", "f101", "30000"]).unwrap();
+    let ticket = wait(&server, "W:1", "0")[2].to_string();
+    let behind = wait(&server, "C:1", "0");
+    assert_eq!(behind[3], 1, "C is second: {behind:?}");
+    // W rejoins as W:2 while the lock is held; then W:1's late attempt lands.
+    let r = wait_as(&server, "W:2", &ticket, "0", "W:1");
+    assert_eq!((r[0], r[3]), (0, 0), "W:2 stands first: {r:?}");
+    let late = wait_as(&server, "W:1", &ticket, "1", "");
+    assert_eq!(late[3], -2, "the retired field stays out of line: {late:?}");
+    assert_eq!(fair_line(&server, "f101"), ["W:2", "C:1"]);
+    // The holder's lease ends without a release: C's next attempt finds W:2 first.
+    server.cmd(&["DEL", "f101"]).unwrap();
+    let c = wait(&server, "C:1", "0");
+    assert_ne!(c[0], 1, "C does not jump the rejoined waiter: {c:?}");
+    let w = wait_as(&server, "W:2", &ticket, "1", "");
+    assert!(
+        w[0] == 1 || w[0] == 3,
+        "W:2 takes it (or was handed it): {w:?}"
     );
 }

@@ -23,6 +23,8 @@
 -- ARGV[10] the fair lock's channel, relock_fair_channel:{name}, for its messages that name a
 --          waiter (an argument, not a key: an ACL user needs a channel grant
 --          for it, `&`, not a key grant, `~`)
+-- ARGV[11] (optional) the field this one replaces: a waiter that rejoins under a new field
+--          after an attempt whose outcome was unknown names its retired field here
 --
 -- Returns
 --   {1, token}                     acquired afresh (and out of the queue)
@@ -55,16 +57,17 @@ if redis.call('hexists', KEYS[1], field) == 1 then
   return {3, tonumber(token), redis.call('pttl', KEYS[1])}
 end
 local evicted = evict(q, now)
-if ARGV[5] == 'wait' and tonumber(ARGV[6]) > 0 and not redis.call('zscore', KEYS[3], field) then
+local retired = ARGV[11] or ''
+if ARGV[5] == 'wait' and tonumber(ARGV[6]) > 0 and retired ~= '' and retired ~= field
+    and not redis.call('zscore', KEYS[3], field) and redis.call('zscore', KEYS[3], retired) then
   -- A waiter that rejoins under a new field (after an attempt whose outcome was unknown, its
-  -- old field retired) keeps its ticket, and tickets are one waiter's each: an entry with the
-  -- same ticket is its own retired field, whose leave may still be on its way. It goes now,
-  -- so that it is not found first (and handed or told the lock) ahead of the waiter itself.
-  for _, old in ipairs(redis.call('zrangebyscore', KEYS[3], ARGV[6], ARGV[6])) do
-    if old ~= field then
-      dequeue(q, old)
-    end
-  end
+  -- old field retired) takes its retired field's place at once, with its ticket: that field's
+  -- leave may still be on its way, and it must not be found first (handed or told the lock)
+  -- ahead of the waiter itself, nor the waiter behind it fall first meanwhile. Only the field
+  -- it names goes, so a late script of the retired field can never remove the new one.
+  dequeue(q, retired)
+  redis.call('zadd', KEYS[3], ARGV[6], field)
+  redis.call('zadd', KEYS[4], now + tonumber(ARGV[4]), field)
 end
 
 local pttl = redis.call('pttl', KEYS[1])

@@ -366,6 +366,11 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
                 u8::from(joined).to_string(),
                 keys.wake_channel().to_string(),
             ]);
+            if let Mode::FairWait(e) = &mode {
+                if let Some(retired) = e.replaces.as_ref().filter(|_| !joined) {
+                    args.push(retired.clone());
+                }
+            }
             let k = vec![lock, token, queue, alive, seq, handoff];
             (&*scripts::FAIR_ACQUIRE, k)
         }

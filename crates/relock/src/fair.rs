@@ -51,11 +51,12 @@ pub(crate) fn join_queue(
     field: String,
     ticket: i64,
     first_lease: Option<Duration>,
+    replaces: Option<String>,
 ) -> Waiting {
     inner
         .heartbeats
         .call_once(|| spawn_heartbeats(Arc::downgrade(inner), inner.shutdown.subscribe()));
-    let entry = Arc::new(QueueEntry::new(keys, field, ticket, first_lease));
+    let entry = Arc::new(QueueEntry::new(keys, field, ticket, first_lease, replaces));
     inner.line.insert(entry.clone());
     Waiting {
         inner: inner.clone(),
@@ -212,7 +213,14 @@ pub(crate) async fn acquire_fair(
         Start::Wait { sub, deadline, .. } => (sub, deadline),
     };
     let first_lease = first_lease(inner, fresh.lease);
-    let mut waiting = join_queue(inner, keys.clone(), fresh.field.clone(), 0, first_lease);
+    let mut waiting = join_queue(
+        inner,
+        keys.clone(),
+        fresh.field.clone(),
+        0,
+        first_lease,
+        None,
+    );
     let mut named = name(&sub, &waiting);
     let mut backoff = BEHIND_FIRST_CHECK;
     let mut warned = false;
@@ -295,6 +303,7 @@ fn rejoin(
         fresh.field.clone(),
         ticket,
         first_lease,
+        Some(waiting.entry.field.clone()),
     );
     let named = name(sub, &new);
     (new, named)

@@ -38,6 +38,9 @@ pub(crate) struct QueueEntry {
     /// heartbeat): a handoff to this field happened after that call ran, so no earlier than
     /// this instant, from which its lease is counted (`docs/safety.md`).
     pub(crate) in_line_at: Mutex<Option<Instant>>,
+    /// The field this entry replaces (a rejoin after an attempt whose outcome was unknown):
+    /// its first join takes that field's place in line (`fair_acquire.lua`, ARGV[11]).
+    pub(crate) replaces: Option<String>,
 }
 
 impl QueueEntry {
@@ -46,6 +49,7 @@ impl QueueEntry {
         field: String,
         ticket: i64,
         first_lease: Option<Duration>,
+        replaces: Option<String>,
     ) -> Self {
         QueueEntry {
             keys,
@@ -57,6 +61,7 @@ impl QueueEntry {
             first_lease,
             granted: Arc::new(AtomicU64::new(0)),
             in_line_at: Mutex::new(None),
+            replaces,
         }
     }
 
