@@ -15,7 +15,9 @@ const DELAY: Duration = Duration::from_millis(1000);
 async fn a_release_is_queued_behind_a_slow_vote_not_sent_after_its_answer() {
     let m = masters(3);
     let (proxy, urls) = urls_with_proxy(&m, 2);
-    let b = quorum_builder(urls, Duration::from_millis(2500))
+    // Above DELAY, but no higher: shutdown waits 8 node timeouts for the release to the
+    // killed node to find a new connection.
+    let b = quorum_builder(urls, Duration::from_millis(1800))
         .build()
         .await
         .unwrap();

@@ -3,7 +3,7 @@
 
 use relock_testkit::RedisServer;
 
-mod common;
+use super::common;
 
 // Multi-threaded: the test blocks its thread reading the watch's lines while the clients' tasks
 // (a waiter, the pub/sub listener) must go on.

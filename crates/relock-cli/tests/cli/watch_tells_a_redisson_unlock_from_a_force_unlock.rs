@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use relock_testkit::RedisServer;
 
-mod common;
+use super::common;
 
 use common::RELOCK;
 const OWNER: &str = "7d0c51e2-93b4-4f7a-8c2e-5a6b7c8d9e0f:61";

@@ -1,7 +1,7 @@
 //! Shared by the `relock watch` scenarios: the watch as a child process whose JSON lines are
 //! read on a thread of their own (a test's runtime must go on while it waits for a line).
 
-#![allow(dead_code)] // each test binary uses its own part
+#![allow(dead_code)] // not every scenario uses every helper
 
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Child, Command, Stdio};

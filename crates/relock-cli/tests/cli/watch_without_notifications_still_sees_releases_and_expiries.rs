@@ -4,7 +4,7 @@
 
 use relock_testkit::RedisServer;
 
-mod common;
+use super::common;
 
 /// A Redisson owner field: `<uuid>:<thread id>`.
 const REDISSON: &str = "2f1c7a0e-5b7d-4c1e-9a63-0c1d2e3f4a5b:57";

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use relock_testkit::{wait_until, RedisServer};
 
-mod common;
+use super::common;
 
 // Multi-threaded: the test blocks its thread reading the watch's lines while the clients' tasks
 // (a waiter, the pub/sub listener) must go on.

@@ -1,0 +1,22 @@
+//! The `relock` binary's scenarios, one per file named as a sentence, in one test binary (one link);
+//! `common` runs `relock watch` as a child process.
+
+mod a_force_unlock_stops_the_running_holders_command_at_once;
+mod a_lost_lease_stops_the_command;
+mod a_sigterm_to_run_is_forwarded_and_the_lock_released;
+mod a_sigterm_while_holding_releases_within_a_second;
+mod common;
+mod demo_runs_on_a_cluster_and_behind_a_password;
+mod force_unlock_wakes_a_waiting_run;
+mod run_gives_the_conflict_code_when_the_lock_is_not_had_in_time;
+mod run_on_a_quorum_takes_the_urls_in_one_argument;
+mod run_passes_on_the_commands_exit_code_and_token_and_releases;
+mod status_counts_a_permit_whose_lease_ended_as_available_not_as_gone;
+mod status_on_a_quorum_shows_each_master_and_the_majoritys_verdict;
+mod status_shows_a_semaphores_latchs_and_permit_semaphores_count;
+mod status_shows_holders_counter_and_the_fair_line_as_json;
+mod two_runs_on_one_name_never_interleave;
+mod watch_shows_each_acquisition_and_release_as_it_happens;
+mod watch_shows_the_fair_line_and_the_handoff_to_its_head;
+mod watch_tells_a_redisson_unlock_from_a_force_unlock;
+mod watch_without_notifications_still_sees_releases_and_expiries;
