@@ -66,20 +66,14 @@ pub(crate) struct Inner {
     pub(crate) settings: Settings,
     pub(crate) pool: Pool,
     pub(crate) pubsub: Arc<PubSub>,
-    /// Fair-lock waiters of this client, by field.
-    pub(crate) line: crate::line::Line,
-    /// Started with the first fair waiter (`fair::join_queue`), on `runtime`.
-    pub(crate) heartbeats: std::sync::Once,
+    /// What each kind keeps per client (created on its first use), and their shutdown steps.
+    pub(crate) kinds: KindStates,
     /// The runtime the client was built on, where its background tasks run: a task started
     /// later (the fair heartbeat) runs there too, not on the runtime of whatever called it,
     /// which may end sooner.
     pub(crate) runtime: tokio::runtime::Handle,
     /// Holds waiting for their watch (`hold_watch`).
     pub(crate) watches: Arc<crate::hold_watch::Watches>,
-    /// Permits held through this client's guards on permit-expirable semaphores.
-    pub(crate) permits: crate::leases::Leases,
-    /// Started with the first renewed permit (`permits`).
-    pub(crate) permit_renewal: std::sync::Once,
     /// Whether the pool is ours to close (not one given to `build_with_pool`).
     pub(crate) owns_pool: bool,
     /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.
@@ -131,11 +125,6 @@ impl Client {
         self.inner.parked.load(Ordering::SeqCst)
     }
 
-    /// Fair-lock waiters of this client that may be in a line right now.
-    pub fn queued_waiters(&self) -> usize {
-        self.inner.line.queued_count()
-    }
-
     /// Holds of this client whose watch listens on their lock's channel right now (at most
     /// 10,000; see [`ClientBuilder::watch_holds`](crate::ClientBuilder::watch_holds)).
     pub fn watched_holds(&self) -> usize {
@@ -179,10 +168,10 @@ impl Client {
         {
             tracing::warn!("shutdown: work in flight did not finish within {settle:?}; releasing what is held anyway");
         }
-        // Release every hold and leave every line at once, not one round trip after another.
+        // Release every hold, and run every kind's shutdown step (leave lines, give back
+        // permits), at once, not one round trip after another.
         let mut work = tokio::task::JoinSet::new();
         let first = inner.shared.holds.all();
-        let first_permits = inner.permits.all();
         for hold in first.iter().cloned() {
             hold.mark_ended();
             let inner = inner.clone();
@@ -192,25 +181,9 @@ impl Client {
                 }
             });
         }
-        for entry in inner.line.all() {
-            let inner = inner.clone();
-            work.spawn(async move {
-                // After any attempt in flight, which could put us back in line.
-                let _gate = entry.gate.lock().await;
-                if entry.queued.swap(false, Ordering::SeqCst) {
-                    let leave = crate::line::leave(inner.pool.next(), &entry, inner.publish_cmd(), inner.grace_ms());
-                    let error = match tokio::time::timeout(inner.settings.command_timeout, leave).await {
-                        Ok(Ok(())) => None,
-                        Ok(Err(e)) => Some(crate::redact::in_text(&e.to_string(), &inner.settings.url)),
-                        Err(_) => Some(format!("no reply within {:?}", inner.settings.command_timeout)),
-                    };
-                    if let Some(error) = error {
-                        tracing::warn!(lock = %entry.keys.lock, %error, "leaving the line at shutdown failed; the heartbeat deadline will evict us");
-                    }
-                }
-            });
+        for step in inner.kinds.steps() {
+            step.at_shutdown(inner, &mut work);
         }
-        give_back_permits(inner, &mut work, first_permits.clone());
         while work.join_next().await.is_some() {}
         // An attempt that passed its running check just before the flag was set may have been
         // granted meanwhile: release whatever holds appeared after the first list was taken.
@@ -228,13 +201,10 @@ impl Client {
                 tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
             }
         }
-        let late_permits = inner
-            .permits
-            .all()
-            .into_iter()
-            .filter(|l| !first_permits.iter().any(|f| Arc::ptr_eq(f, l)))
-            .collect();
-        give_back_permits(inner, &mut work, late_permits);
+        // Kinds' state that those attempts added (a permit granted, a waiter back in line).
+        for step in inner.kinds.steps() {
+            step.at_shutdown(inner, &mut work);
+        }
         while work.join_next().await.is_some() {}
         inner.shared.holds.clear();
         inner.pubsub.wake_all();
@@ -246,34 +216,69 @@ impl Client {
     }
 }
 
-/// Shutdown: gives back `leases` (permits this client's guards hold on permit-expirable
-/// semaphores) in parallel on `work`; each is marked lost first, so its guard reports it.
-pub(crate) fn give_back_permits(
-    inner: &Arc<Inner>,
-    work: &mut tokio::task::JoinSet<()>,
-    leases: Vec<Arc<crate::leases::Lease>>,
-) {
-    for lease in leases {
-        lease.mark_lost();
-        let inner = inner.clone();
-        work.spawn(async move {
-            let publish = inner.publish_cmd();
-            let call =
-                crate::leases::release(inner.pool.next(), &lease.keys, &lease.id, publish, None);
-            let error = match tokio::time::timeout(inner.settings.command_timeout, call).await {
-                Ok(Ok(_)) => None,
-                Ok(Err(e)) => Some(crate::redact::in_text(&e.to_string(), &inner.settings.url)),
-                Err(_) => Some(format!("no reply within {:?}", inner.settings.command_timeout)),
-            };
-            if let Some(error) = error {
-                tracing::warn!(semaphore = %lease.keys.count, id = %lease.id, %error, "giving back a permit at shutdown failed; it comes back when its lease ends");
-            }
-            inner.permits.remove(&lease);
-        });
+/// State that a kind keeps per client beside the client's own (a fair lock's line of waiters,
+/// the permits that a semaphore's guards hold), created on the kind's first use on this
+/// client ([`Inner::state`]). The client knows no kind: [`Client::shutdown`] runs each
+/// created state's [`at_shutdown`](KindState::at_shutdown).
+pub(crate) trait KindState: Default + std::fmt::Debug + Send + Sync + 'static {
+    /// What shutdown must do for this kind (leave lines, give back permits), spawned on
+    /// `work` so that it runs beside the releases of the holds. Called twice: once the work
+    /// in flight has settled, and again after the attempts that passed their running check
+    /// just before shutdown began have ended, for what they added; the second call must
+    /// redo nothing that the first did.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>);
+}
+
+/// The kinds' states of one client, by type; a handful at most.
+#[derive(Debug, Default)]
+pub(crate) struct KindStates(std::sync::Mutex<Vec<Registered>>);
+
+#[derive(Debug)]
+struct Registered {
+    of: std::any::TypeId,
+    state: Arc<dyn std::any::Any + Send + Sync>,
+    step: Arc<dyn ShutdownStep>,
+}
+
+/// [`KindState::at_shutdown`] behind a `dyn`.
+pub(crate) trait ShutdownStep: std::fmt::Debug + Send + Sync {
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>);
+}
+
+impl<T: KindState> ShutdownStep for T {
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+        KindState::at_shutdown(self, inner, work)
+    }
+}
+
+impl KindStates {
+    /// The shutdown steps of every state created so far.
+    pub(crate) fn steps(&self) -> Vec<Arc<dyn ShutdownStep>> {
+        let states = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        states.iter().map(|r| r.step.clone()).collect()
     }
 }
 
 impl Inner {
+    /// This client's state of kind `T`, created (and its shutdown step registered) on first
+    /// use.
+    pub(crate) fn state<T: KindState>(&self) -> Arc<T> {
+        let mut states = self.kinds.0.lock().unwrap_or_else(|e| e.into_inner());
+        let of = std::any::TypeId::of::<T>();
+        if let Some(r) = states.iter().find(|r| r.of == of) {
+            if let Ok(state) = r.state.clone().downcast::<T>() {
+                return state;
+            }
+        }
+        let state = Arc::new(T::default());
+        states.push(Registered {
+            of,
+            state: state.clone(),
+            step: state.clone(),
+        });
+        state
+    }
+
     /// A waiter's sleep: until `woken`, or for `sleep`, and never past the caller's
     /// `deadline`; counted in [`Client::parked_waiters`]. Returns `None`, without sleeping,
     /// when the deadline has already passed (the caller gives up), else whether `woken`
@@ -461,13 +466,6 @@ impl Inner {
     }
 
     /// Queues `hold` for its watch (`hold_watch`), if this client watches holds.
-    /// Watches a permit as [`watch_hold`](Self::watch_hold) watches a hold.
-    pub(crate) fn watch_permit(&self, lease: &Arc<crate::leases::Lease>) {
-        if self.settings.watch_holds {
-            crate::hold_watch::watch_permit(&self.pubsub, &self.pool, &self.runtime, lease);
-        }
-    }
-
     pub(crate) fn watch_hold(&self, hold: &Arc<crate::holds::Hold>) {
         if self.settings.watch_holds {
             crate::hold_watch::watch(

@@ -21,12 +21,12 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::attempt::{attempt, Attempt, Fresh, Mode, NO_TTL_RECHECK};
-use crate::client::Inner;
+use crate::client::{Client, Inner, KindState};
 use crate::error::Result;
 use crate::guard::LockGuard;
 use crate::holds::Hold;
 use crate::keys::LockKeys;
-use crate::line::QueueEntry;
+use crate::line::{Line, QueueEntry};
 use crate::reentry;
 use crate::scripts;
 use crate::wait::{self, Start};
@@ -53,11 +53,11 @@ pub(crate) fn join_queue(
     first_lease: Option<Duration>,
     replaces: Option<String>,
 ) -> Waiting {
-    inner
-        .heartbeats
-        .call_once(|| spawn_heartbeats(Arc::downgrade(inner), inner.shutdown.subscribe()));
+    let line = inner.state::<Line>();
+    line.heartbeats
+        .get_or_init(|| spawn_heartbeats(Arc::downgrade(inner), inner.shutdown.subscribe()));
     let entry = Arc::new(QueueEntry::new(keys, field, ticket, first_lease, replaces));
-    inner.line.insert(entry.clone());
+    line.insert(entry.clone());
     Waiting {
         inner: inner.clone(),
         entry,
@@ -83,6 +83,31 @@ pub(crate) async fn leave_queue(inner: &Inner, entry: &QueueEntry) -> Result<()>
     }
 }
 
+impl KindState for Line {
+    /// Leaves every line this client's waiters are in, after any attempt in flight (which
+    /// could put a waiter back in line); a waiter already out is not sent again.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+        for entry in self.all() {
+            let inner = inner.clone();
+            work.spawn(async move {
+                let _gate = entry.gate.lock().await;
+                if entry.queued.swap(false, Ordering::SeqCst) {
+                    if let Err(e) = leave_queue(&inner, &entry).await {
+                        tracing::warn!(lock = %entry.keys.lock, error = %e, "leaving the line at shutdown failed; the heartbeat deadline will evict us");
+                    }
+                }
+            });
+        }
+    }
+}
+
+impl Client {
+    /// Fair-lock waiters of this client that may be in a line right now.
+    pub fn queued_waiters(&self) -> usize {
+        self.inner.state::<Line>().queued_count()
+    }
+}
+
 impl Drop for Waiting {
     fn drop(&mut self) {
         let (inner, entry) = (self.inner.clone(), self.entry.clone());
@@ -95,7 +120,7 @@ impl Drop for Waiting {
                     tracing::debug!(error = %e, "could not leave the queue; the heartbeat deadline will evict us");
                 }
             }
-            inner.line.remove(&entry);
+            inner.state::<Line>().remove(&entry);
         }
         .instrument(span);
         if tokio::runtime::Handle::try_current().is_ok() {
@@ -103,7 +128,7 @@ impl Drop for Waiting {
         } else {
             // No runtime: the heartbeat stops, and the deadline evicts us.
             let entry = &self.entry;
-            self.inner.line.remove(entry);
+            self.inner.state::<Line>().remove(entry);
         }
     }
 }
@@ -133,7 +158,7 @@ fn spawn_heartbeats(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
 }
 
 async fn beat_all(inner: &Arc<Inner>) {
-    let entries = inner.line.queued();
+    let entries = inner.state::<Line>().queued();
     if entries.is_empty() {
         return;
     }

@@ -137,23 +137,9 @@ fn start(
     spawn_watch(pubsub, pool, rt, hold, Duration::ZERO);
 }
 
-/// Watches a permit of a permit-expirable semaphore as [`start`] watches a hold: from
-/// [`SETTLE`] after its grant, on the semaphore's channel (every release, Redisson's
-/// `release(id)` by anyone included, publishes the new count there), it checks that its id is
-/// still among the semaphore's timeouts once subscribed and after every message; an id gone
-/// while the permit is live marks it lost. Each release on the channel costs one `ZSCORE` per
-/// watched local permit of that semaphore.
-pub(crate) fn watch_permit(
-    pubsub: &Arc<PubSub>,
-    pool: &fred::clients::Pool,
-    rt: &tokio::runtime::Handle,
-    lease: &Arc<crate::leases::Lease>,
-) {
-    spawn_watch(pubsub, pool, rt, lease.clone(), SETTLE);
-}
-
-/// What a watch watches: a hold of a lock, or a permit.
-trait Watched: Send + Sync + 'static {
+/// What a watch watches: a hold of a lock, or what a kind holds under a lease of its own (a
+/// permit: `leases`).
+pub(crate) trait Watched: Send + Sync + 'static {
     /// The channel where its deletion is announced, and how that channel's messages read.
     fn channel(&self) -> (&str, ChannelKind);
     /// Resolves once it is released, lost or past its deadline: the watch ends.
@@ -164,7 +150,7 @@ trait Watched: Send + Sync + 'static {
     fn found_gone(&self);
 }
 
-type FredResult<T> = Result<T, fred::error::Error>;
+pub(crate) type FredResult<T> = Result<T, fred::error::Error>;
 
 impl Watched for Hold {
     fn channel(&self) -> (&str, ChannelKind) {
@@ -193,41 +179,13 @@ impl Watched for Hold {
     }
 }
 
-impl Watched for crate::leases::Lease {
-    fn channel(&self) -> (&str, ChannelKind) {
-        (&self.keys.channel, ChannelKind::Semaphore)
-    }
-    fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
-        crate::leases::Lease::ended(self)
-    }
-    fn check(&self, pool: &fred::clients::Pool) -> crate::backend::BoxFuture<FredResult<bool>> {
-        use fred::interfaces::SortedSetsInterface;
-        // The id as the scripts store it: the 16 bytes its hex digits spell.
-        let member: Vec<u8> = (0..self.id.len() / 2)
-            .filter_map(|i| u8::from_str_radix(self.id.get(2 * i..2 * i + 2)?, 16).ok())
-            .collect();
-        let (client, timeouts) = (pool.next().clone(), self.keys.timeouts.clone());
-        Box::pin(async move {
-            let score: Option<f64> = client
-                .zscore(timeouts, fred::types::Value::Bytes(member.into()))
-                .await?;
-            Ok(score.is_some())
-        })
-    }
-    fn found_gone(&self) {
-        if self.is_live() && self.mark_lost() {
-            tracing::warn!(semaphore = %self.keys.count, id = %self.id, "permit lost: its watch found it gone (released by id elsewhere, or the semaphore deleted)");
-        }
-    }
-}
-
 /// The watch of one hold or permit, after `settle`: it subscribes to its channel (retried
 /// while it lives: a watch given up in an outage would leave it unwatched once the server is
 /// back), checks it once subscribed (a deletion before the subscription is caught so) and
 /// again after every message there, and ends when it ends. A failed check (the pool still
 /// reconnecting after an outage, whose resubscription woke the watch) is tried again after a
 /// backoff doubling up to a second. At most [`MAX_WATCHED`] per client at once.
-fn spawn_watch<W: Watched>(
+pub(crate) fn spawn_watch<W: Watched>(
     pubsub: &Arc<PubSub>,
     pool: &fred::clients::Pool,
     rt: &tokio::runtime::Handle,

@@ -9,6 +9,8 @@ use dashmap::DashMap;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::hold_watch::{FredResult, Watched};
+use crate::pubsub::ChannelKind;
 use crate::scripts;
 
 /// The Redis names of one permit-expirable semaphore.
@@ -160,37 +162,42 @@ impl Lease {
     }
 }
 
-/// This client's live permits, by id.
+/// This client's live permits, by id: the permit semaphore's state per client
+/// (`Inner::state::<Leases>()`).
 #[derive(Debug, Default)]
-pub(crate) struct Leases(DashMap<String, Arc<Lease>>);
+pub(crate) struct Leases {
+    by_id: DashMap<String, Arc<Lease>>,
+    /// Started with the client's first renewed permit (`permits`).
+    pub(crate) renewal: std::sync::OnceLock<()>,
+}
 
 impl Leases {
     pub(crate) fn insert(&self, lease: Arc<Lease>) {
-        self.0.insert(lease.id.clone(), lease);
+        self.by_id.insert(lease.id.clone(), lease);
     }
 
     /// Takes `lease` out; false if it was not in (already given back).
     pub(crate) fn remove(&self, lease: &Arc<Lease>) -> bool {
-        self.0
+        self.by_id
             .remove_if(&lease.id, |_, l| Arc::ptr_eq(l, lease))
             .is_some()
     }
 
     /// Whether `lease` is still held through a guard (not given back yet).
     pub(crate) fn contains(&self, lease: &Arc<Lease>) -> bool {
-        self.0
+        self.by_id
             .get(&lease.id)
             .is_some_and(|l| Arc::ptr_eq(&l, lease))
     }
 
     /// Every permit held, for shutdown.
     pub(crate) fn all(&self) -> Vec<Arc<Lease>> {
-        self.0.iter().map(|e| e.value().clone()).collect()
+        self.by_id.iter().map(|e| e.value().clone()).collect()
     }
 
     /// The permits the renewal should renew: watchdog-managed and not lost.
     pub(crate) fn to_renew(&self) -> Vec<Arc<Lease>> {
-        self.0
+        self.by_id
             .iter()
             .filter(|e| e.renewed && !e.is_lost())
             .map(|e| e.value().clone())
@@ -199,7 +206,7 @@ impl Leases {
 
     /// How many permits this client holds.
     pub(crate) fn len(&self) -> usize {
-        self.0.len()
+        self.by_id.len()
     }
 }
 
@@ -227,6 +234,38 @@ pub(crate) async fn release(
         }
     }
     scripts::PERMITS_RELEASE.run(conn, all, args).await
+}
+
+/// A permit is watched as a hold is (`hold_watch`): on the semaphore's channel (every release,
+/// Redisson's `release(id)` by anyone included, publishes the new count there), checking that
+/// its id is still among the semaphore's timeouts. Each release on the channel costs one
+/// `ZSCORE` per watched local permit of that semaphore.
+impl Watched for Lease {
+    fn channel(&self) -> (&str, ChannelKind) {
+        (&self.keys.channel, ChannelKind::Semaphore)
+    }
+    fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
+        Lease::ended(self)
+    }
+    fn check(&self, pool: &fred::clients::Pool) -> crate::backend::BoxFuture<FredResult<bool>> {
+        use fred::interfaces::SortedSetsInterface;
+        // The id as the scripts store it: the 16 bytes its hex digits spell.
+        let member: Vec<u8> = (0..self.id.len() / 2)
+            .filter_map(|i| u8::from_str_radix(self.id.get(2 * i..2 * i + 2)?, 16).ok())
+            .collect();
+        let (client, timeouts) = (pool.next().clone(), self.keys.timeouts.clone());
+        Box::pin(async move {
+            let score: Option<f64> = client
+                .zscore(timeouts, fred::types::Value::Bytes(member.into()))
+                .await?;
+            Ok(score.is_some())
+        })
+    }
+    fn found_gone(&self) {
+        if self.is_live() && self.mark_lost() {
+            tracing::warn!(semaphore = %self.keys.count, id = %self.id, "permit lost: its watch found it gone (released by id elsewhere, or the semaphore deleted)");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -81,28 +81,34 @@ impl QueueEntry {
     }
 }
 
-/// This client's waiters in fair lines, by field.
+/// This client's waiters in fair lines, by field: the fair lock's state per client
+/// (`Inner::state::<Line>()`).
 #[derive(Debug, Default)]
-pub(crate) struct Line(DashMap<String, Arc<QueueEntry>>);
+pub(crate) struct Line {
+    entries: DashMap<String, Arc<QueueEntry>>,
+    /// Started with the client's first fair waiter (`fair::join_queue`).
+    pub(crate) heartbeats: std::sync::OnceLock<()>,
+}
 
 impl Line {
     pub(crate) fn insert(&self, entry: Arc<QueueEntry>) {
-        self.0.insert(entry.field.clone(), entry);
+        self.entries.insert(entry.field.clone(), entry);
     }
 
     /// Removes `entry` (not a newer entry under the same field).
     pub(crate) fn remove(&self, entry: &Arc<QueueEntry>) {
-        self.0.remove_if(&entry.field, |_, e| Arc::ptr_eq(e, entry));
+        self.entries
+            .remove_if(&entry.field, |_, e| Arc::ptr_eq(e, entry));
     }
 
     /// Every registered entry.
     pub(crate) fn all(&self) -> Vec<Arc<QueueEntry>> {
-        self.0.iter().map(|e| e.value().clone()).collect()
+        self.entries.iter().map(|e| e.value().clone()).collect()
     }
 
     /// The entries that may be in a line on the server (for the heartbeat).
     pub(crate) fn queued(&self) -> Vec<Arc<QueueEntry>> {
-        self.0
+        self.entries
             .iter()
             .filter(|e| e.queued.load(Ordering::SeqCst))
             .map(|e| e.value().clone())
@@ -111,7 +117,7 @@ impl Line {
 
     /// How many entries may be in a line (for inspection).
     pub(crate) fn queued_count(&self) -> usize {
-        self.0
+        self.entries
             .iter()
             .filter(|e| e.queued.load(Ordering::SeqCst))
             .count()
@@ -119,7 +125,7 @@ impl Line {
 
     /// Fields of the waiters on `lock` (for inspection).
     pub(crate) fn fields_of(&self, lock: &str) -> Vec<String> {
-        self.0
+        self.entries
             .iter()
             .filter(|e| e.keys.lock == lock)
             .map(|e| e.field.clone())

@@ -334,7 +334,10 @@ impl Lock {
         let Some(q) = &keys.queue else {
             return Ok(None);
         };
-        let fields = self.inner.line.fields_of(&keys.lock);
+        let fields = self
+            .inner
+            .state::<crate::line::Line>()
+            .fields_of(&keys.lock);
         let mut best: Option<usize> = None;
         for field in fields {
             let rank: Option<usize> = self

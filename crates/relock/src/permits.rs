@@ -10,11 +10,11 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::{Client, Inner};
+use crate::client::{Client, Inner, KindState};
 use crate::counter::{unexpected, validate_count, wait_until, Check, Names, MAX_COUNT};
 use crate::error::{Error, Result};
 use crate::keys::{prefixed, suffixed, validate_name};
-use crate::leases::{Lease, PermitKeys};
+use crate::leases::{Lease, Leases, PermitKeys};
 use crate::pubsub::ChannelKind;
 use crate::scripts;
 use crate::settings::validate_lease;
@@ -110,7 +110,7 @@ impl Client {
     /// How many permits of permit-expirable semaphores this client's guards hold right now
     /// (guards not yet released or dropped, also those whose permit was lost meanwhile).
     pub fn held_permits(&self) -> usize {
-        self.inner.permits.len()
+        self.inner.state::<Leases>().len()
     }
 }
 
@@ -568,6 +568,31 @@ impl std::fmt::Debug for PermitGuard {
     }
 }
 
+impl KindState for Leases {
+    /// Gives back every permit this client's guards hold, in parallel; each is marked lost
+    /// first, so its guard reports it. A permit given back leaves the registry, so the second
+    /// call sends only those granted since the first.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+        for lease in self.all() {
+            lease.mark_lost();
+            let inner = inner.clone();
+            work.spawn(async move {
+                let publish = inner.publish_cmd();
+                let call = crate::leases::release(inner.pool.next(), &lease.keys, &lease.id, publish, None);
+                let error = match tokio::time::timeout(inner.settings.command_timeout, call).await {
+                    Ok(Ok(_)) => None,
+                    Ok(Err(e)) => Some(crate::redact::in_text(&e.to_string(), &inner.settings.url)),
+                    Err(_) => Some(format!("no reply within {:?}", inner.settings.command_timeout)),
+                };
+                if let Some(error) = error {
+                    tracing::warn!(semaphore = %lease.keys.count, id = %lease.id, %error, "giving back a permit at shutdown failed; it comes back when its lease ends");
+                }
+                inner.state::<Leases>().remove(&lease);
+            });
+        }
+    }
+}
+
 impl PermitGuard {
     /// Records a granted permit in the client's registry (and starts the client's permit
     /// renewal with its first renewed permit).
@@ -579,10 +604,21 @@ impl PermitGuard {
         until: Instant,
     ) -> Self {
         let lease = Arc::new(Lease::new(keys, id, renewed, until));
-        inner.permits.insert(lease.clone());
-        inner.watch_permit(&lease);
+        let leases = inner.state::<Leases>();
+        leases.insert(lease.clone());
+        if inner.settings.watch_holds {
+            // From SETTLE after its grant, as a hold's watch starts.
+            let settle = crate::hold_watch::SETTLE;
+            crate::hold_watch::spawn_watch(
+                &inner.pubsub,
+                &inner.pool,
+                &inner.runtime,
+                lease.clone(),
+                settle,
+            );
+        }
         if renewed {
-            inner.permit_renewal.call_once(|| {
+            leases.renewal.get_or_init(|| {
                 let period = inner.settings.watchdog_lease / 3;
                 let shutdown = inner.shutdown.subscribe();
                 spawn_renewal(Arc::downgrade(&inner), period, shutdown);
@@ -715,7 +751,7 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Lease>) -> Result<()> {
     };
     let was_lost = lease.is_lost();
     lease.mark_released();
-    if !inner.permits.remove(&lease) {
+    if !inner.state::<Leases>().remove(&lease) {
         // Shutdown gave it back already.
         return Err(lost());
     }
@@ -783,7 +819,7 @@ async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
 fn spawn_renewal(inner: Weak<Inner>, period: Duration, shutdown: watch::Receiver<bool>) {
     let first = crate::watchdog::first_alone(period);
     crate::watchdog::spawn_rounds(inner, period, shutdown, move |inner| async move {
-        let leases = inner.permits.to_renew();
+        let leases = inner.state::<Leases>().to_renew();
         let batches = inner.batches(&leases, |l| l.keys.timeouts.as_str());
         let calls = batches.into_iter().map(|batch| {
             let inner = inner.clone();
@@ -821,7 +857,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Lease>]) -> bool {
     for (permit, renewed) in batch.iter().zip(replies) {
         if renewed == 1 {
             permit.renewed_at(sent, lease);
-        } else if permit.mark_lost() && inner.permits.contains(permit) {
+        } else if permit.mark_lost() && inner.state::<Leases>().contains(permit) {
             tracing::warn!(semaphore = %permit.keys.count, id = %permit.id, "permit lost while held: its id is gone (released by id, deleted, or expired)");
         }
     }
