@@ -240,7 +240,7 @@ fn votes_text(votes: &[NodeVote]) -> String {
 /// What a timed-out call leaves behind, in words.
 fn timeout_outcome(operation: &str) -> &'static str {
     match operation {
-        // `attempt.rs`: an acquire whose reply is lost is released under its own field, and
+        // `exclusive/attempt.rs`: an acquire whose reply is lost is released under its own field, and
         // the caller retires that field.
         "acquire" => "this call holds nothing (a grant that landed anyway is released, or ends with its lease)",
         _ => "the outcome is unknown",

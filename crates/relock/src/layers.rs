@@ -1,72 +1,180 @@
-//! A test that keeps the modules layered: no module may depend, directly or through others,
-//! on a module that depends on it. A new lock kind plugs in on top (its module uses the shared
-//! ones); a shared module that needed a kind would make a cycle, and this test names it.
+//! A test that keeps the rooms layered (`lib.rs`, "Layout"): a module may use modules of its
+//! own room and of the rooms below it, never one beside or above it; and no module may depend,
+//! directly or through others, on a module that depends on it. A new lock kind plugs in on top
+//! (its room uses the shared ones); a shared room that needed a kind fails here, naming the
+//! import.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
-/// Module name → the crate modules it names (`crate::m`, `use crate::{m, …}`, or a type the
-/// crate root re-exports from `m`), comments left out.
+/// The rooms from the bottom up; rooms of the same rank sit side by side and may not use each
+/// other. The crate root's own modules (`error`, `seam`, `mutant`) are rank 0.
+const ROOMS: &[(&str, u8)] = &[
+    ("hold", 1),
+    ("client", 2),
+    ("exclusive", 3),
+    ("counting", 3),
+    ("quorum", 3),
+];
+
+/// A module's room ("" for the crate root's own modules).
+fn room(module: &str) -> &str {
+    module.split_once('/').map_or("", |(r, _)| r)
+}
+
+fn rank(room: &str) -> u8 {
+    ROOMS
+        .iter()
+        .find(|(r, _)| *r == room)
+        .map_or(0, |(_, rank)| *rank)
+}
+
+/// Module ("room/file", or "file" at the crate root) → the crate modules it names
+/// (`crate::room::m`, `crate::m`, `super::m`, `{…}` groups, or a type the crate root
+/// re-exports), comments left out.
 fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let read = |f: &str| std::fs::read_to_string(src.join(f)).expect("read a source file");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let strip = |text: String| {
         text.lines()
             .map(|l| l.split("//").next().unwrap_or(""))
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let mut modules = BTreeSet::new();
+    let mut files = BTreeMap::new();
     for entry in std::fs::read_dir(&src).expect("read src/") {
-        let name = entry.expect("dir entry").file_name().into_string().unwrap();
-        if let Some(m) = name.strip_suffix(".rs") {
+        let path = entry.expect("dir entry").path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_dir() {
+            for f in std::fs::read_dir(&path).expect("read a room") {
+                let f = f.expect("dir entry").path();
+                let file = f.file_stem().unwrap().to_string_lossy().to_string();
+                let module = if file == "mod" {
+                    name.clone()
+                } else {
+                    format!("{name}/{file}")
+                };
+                files.insert(module, f);
+            }
+        } else if let Some(m) = name.strip_suffix(".rs") {
             if m != "lib" && m != "layers" {
-                modules.insert(m.to_string());
+                files.insert(m.to_string(), path.clone());
             }
         }
     }
-    // `pub use m::{A, B};` in lib.rs: `crate::A` means module m.
+    let rooms: BTreeSet<&str> = ROOMS.iter().map(|(r, _)| *r).collect();
+    // `pub use room::m::{A, B};` in lib.rs: `crate::A` means module room/m.
     let mut reexports = BTreeMap::new();
-    for line in strip(read("lib.rs")).lines() {
-        if let Some(rest) = line.trim().strip_prefix("pub use ") {
-            if let Some((m, names)) = rest.split_once("::") {
-                for n in names.split(|c: char| !c.is_alphanumeric() && c != '_') {
-                    if !n.is_empty() {
-                        reexports.insert(n.to_string(), m.to_string());
-                    }
-                }
+    let lib = strip(std::fs::read_to_string(src.join("lib.rs")).expect("read lib.rs"));
+    for line in lib.lines() {
+        let Some(rest) = line.trim().strip_prefix("pub use ") else {
+            continue;
+        };
+        let parts: Vec<&str> = rest.splitn(3, "::").collect();
+        let (module, names) = match parts.as_slice() {
+            [r, m, names] if rooms.contains(r) => (format!("{r}/{m}"), *names),
+            [m, names, ..] => (m.to_string(), *names),
+            _ => continue,
+        };
+        for n in names.split(|c: char| !c.is_alphanumeric() && c != '_') {
+            if !n.is_empty() {
+                reexports.insert(n.to_string(), module.clone());
             }
         }
     }
-    let ident = |s: &str| -> String {
+    let idents = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric() && c != '_')
+            .filter(|n| !n.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    let first = |s: &str| -> String {
         s.chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_')
             .collect()
     };
     let mut deps = BTreeMap::new();
-    for m in &modules {
-        let text = strip(read(&format!("{m}.rs")));
+    for (module, path) in &files {
+        let text = strip(std::fs::read_to_string(path).expect("read a source file"));
         let mut d = BTreeSet::new();
-        let mut named = |n: &str| {
-            if modules.contains(n) {
-                d.insert(n.to_string());
-            } else if let Some(owner) = reexports.get(n) {
-                d.insert(owner.clone());
+        // `prefix` is a room ("" for the crate root): a name under it is a module there.
+        let mut named = |prefix: &str, n: &str| {
+            if n.is_empty() {
+                d.insert(prefix.to_string());
+                return;
             }
-        };
-        for piece in text.split("crate::").skip(1) {
-            if let Some(group) = piece.strip_prefix('{') {
-                let group = group.split('}').next().unwrap_or("");
-                for n in group.split(|c: char| !c.is_alphanumeric() && c != '_') {
-                    named(n);
+            let candidate = if prefix.is_empty() {
+                n.to_string()
+            } else {
+                format!("{prefix}/{n}")
+            };
+            if files.contains_key(&candidate) {
+                d.insert(candidate);
+            } else if prefix.is_empty() {
+                if let Some(owner) = reexports.get(n) {
+                    d.insert(owner.clone());
                 }
             } else {
-                named(&ident(piece));
+                // `crate::room::Item`: the room's mod.rs.
+                d.insert(prefix.to_string());
+            }
+        };
+        let mut paths: Vec<(String, &str)> = text
+            .split("crate::")
+            .skip(1)
+            .map(|p| (String::new(), p))
+            .collect();
+        // `super::m` in a room's file: a module of the same room.
+        if !room(module).is_empty() {
+            paths.extend(
+                text.split("super::")
+                    .skip(1)
+                    .map(|p| (room(module).to_string(), p)),
+            );
+        }
+        for (mut prefix, mut piece) in paths {
+            let head = first(piece);
+            if prefix.is_empty() && rooms.contains(head.as_str()) {
+                prefix = head.clone();
+                piece = piece[head.len()..].strip_prefix("::").unwrap_or("");
+            }
+            if let Some(group) = piece.strip_prefix('{') {
+                for n in idents(group.split('}').next().unwrap_or("")) {
+                    named(&prefix, &n);
+                }
+            } else {
+                named(&prefix, &first(piece));
             }
         }
-        d.remove(m);
-        deps.insert(m.clone(), d);
+        d.remove(module);
+        d.remove("");
+        deps.insert(module.clone(), d);
     }
     deps
+}
+
+/// Every import of a module in a room beside or above the importer's: `(importer, imported)`.
+fn room_violations(deps: &BTreeMap<String, BTreeSet<String>>) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for (m, ds) in deps {
+        for d in ds {
+            let (from, to) = (room(m), room(d));
+            // A room's mod.rs is the room itself.
+            let to = if to.is_empty() && ROOMS.iter().any(|(r, _)| r == d) {
+                d.as_str()
+            } else {
+                to
+            };
+            let from = if from.is_empty() && ROOMS.iter().any(|(r, _)| r == m) {
+                m.as_str()
+            } else {
+                from
+            };
+            if from != to && rank(to) >= rank(from) {
+                out.push((m.clone(), d.clone()));
+            }
+        }
+    }
+    out
 }
 
 /// A dependency path that leads from a module back to itself, if there is one.
@@ -101,20 +209,32 @@ fn find_cycle(deps: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> 
 }
 
 #[test]
+fn every_room_uses_only_the_rooms_below_it() {
+    let deps = dependencies();
+    assert!(deps.len() > 40, "modules found: {:?}", deps.keys());
+    // The check sees what it should: paths into rooms, re-exported names and `super::`.
+    assert!(deps["hold/guard"].contains("hold/backend"));
+    assert!(deps["exclusive/lock"].contains("client/handle"));
+    assert!(deps["exclusive/multilock"].contains("hold/guard"));
+    assert!(deps["quorum/lock"].contains("quorum/backend"));
+    assert!(deps["client/handle"].contains("error"));
+    let violations = room_violations(&deps);
+    assert!(
+        violations.is_empty(),
+        "imports of a room beside or above the importer's (see lib.rs, \"Layout\"): {violations:?}"
+    );
+}
+
+#[test]
 fn no_module_depends_on_itself_through_others() {
     let deps = dependencies();
-    assert!(deps.len() > 20, "modules found: {:?}", deps.keys());
-    // The check sees what it should: the guard goes through the backend trait, and the lock
-    // kinds use the client, not the other way round.
-    assert!(deps["guard"].contains("backend"));
-    assert!(deps["lock"].contains("client"));
     if let Some(cycle) = find_cycle(&deps) {
         panic!("import cycle: {}", cycle.join(" -> "));
     }
 }
 
 #[test]
-fn the_cycle_finder_finds_a_cycle() {
+fn the_checks_find_a_cycle_and_an_upward_import() {
     let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     deps.insert("a".into(), ["b".to_string()].into());
     deps.insert("b".into(), ["c".to_string()].into());
@@ -125,4 +245,34 @@ fn the_cycle_finder_finds_a_cycle() {
     );
     deps.get_mut("c").unwrap().clear();
     assert_eq!(find_cycle(&deps), None);
+
+    let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    // Allowed: down a room, within a room, to the crate root.
+    deps.insert(
+        "exclusive/lock".into(),
+        ["client/handle", "exclusive/fair", "error"]
+            .map(String::from)
+            .into(),
+    );
+    deps.insert("client/handle".into(), ["hold/holds".to_string()].into());
+    assert!(room_violations(&deps).is_empty());
+    // Not allowed: up (the client naming a kind), beside (one kind naming another), and the
+    // hold room naming the client's room through its mod.rs.
+    deps.insert(
+        "client/handle".into(),
+        ["exclusive/fair_line".to_string()].into(),
+    );
+    deps.insert(
+        "counting/permits".into(),
+        ["quorum/race".to_string()].into(),
+    );
+    deps.insert("hold/holds".into(), ["client".to_string()].into());
+    assert_eq!(
+        room_violations(&deps),
+        vec![
+            ("client/handle".into(), "exclusive/fair_line".into()),
+            ("counting/permits".into(), "quorum/race".into()),
+            ("hold/holds".into(), "client".into()),
+        ]
+    );
 }

@@ -55,132 +55,59 @@
 //! (a late release, a renewal, a clean-up) can affect another: `docs/safety.md`.
 //!
 //! # Layout
-//! Every lock kind is its scripts plus a small adaptor over shared parts; no shared module
-//! depends on a kind (`docs/architecture.md` has the diagram, and a unit test fails on an
-//! import cycle).
+//! The crate is in rooms, one folder per layer; a room uses the rooms below it and never one
+//! beside or above it (the unit test `layers` fails otherwise). Each room's `mod.rs` is its guide.
+//! - the crate root: `error` ([`Error`]), `seam` (the chaos harness's hooks) and `mutant`.
+//! - `hold`: what a client holds, with no Redis in it: holds, the `Backend` trait, the guard, the
+//!   watchdog's loop, re-entry, owners, run-to-end, the acquiring methods, key names.
+//! - `client`: one Redis deployment: [`Client`] and its builder, fred's start, errors and
+//!   redaction, scripts, pub/sub, coalescing, the one-server backend, the hold watch. Kinds keep
+//!   their per-client state through `Inner::state` and register their own shutdown step.
+//! - `exclusive`: [`Lock`] (plain and fair), [`ReadWriteLock`], [`MultiLock`], status.
+//! - `counting`: [`Semaphore`], [`PermitSemaphore`], [`CountDownLatch`].
+//! - `quorum`: [`QuorumClient`] and [`QuorumLock`].
 //!
-//! Shared parts:
-//! - `client`: [`Client`] (its handle, `Inner` and its operations, shutdown); `settings`
-//!   (what every lock of a client shares, and the limits it is checked against); `builder`:
-//!   [`ClientBuilder`] (and `Client::connect`/`builder`); `connect` (the URL in fred's
-//!   terms, fred's builders with explicit reconnect and timeouts, `start`); `refusal` (what a
-//!   Redis error means: typed refusals, connection errors with hints).
-//! - `backend`: where holds live (one server, or a quorum of masters): what the guard
-//!   releases through and the watchdog renews through, and the state every backend keeps.
-//! - `single`: the one-server backend (standalone, Cluster, Sentinel): release with retries,
-//!   batch renewal.
-//! - `guard`: [`LockGuard`], written once over any backend.
-//! - `holds`: the client's record of what it holds (one entry and one server field per hold).
-//! - `reentry`: which hold a `lock()` re-enters (scopes, owners, the per-task mode).
-//! - `watchdog`: one task per client that renews holds in batches, through its backend.
-//! - `hold_watch`: a hold that lives 30 ms listens on its lock's channel, so that a
-//!   force-unlock fires its `lost()` within a round trip (one starter task per client).
-//! - `attempt`: one acquire script call for a fresh hold, run to its end whatever its caller
-//!   does.
-//! - `detach`: work that must run to its end (an attempt, a re-entry, a release) runs in the
-//!   caller's task while it is polled, and moves to a tracked task when its future is dropped
-//!   or shutdown begins.
-//! - `wait`: the start of every wait: first attempts, then the subscription before the retry.
-//! - `pubsub`: one subscriber per client; refcounted subscriptions; wakes waiters.
-//! - `raw`: [`DistributedLock`], and the acquiring methods written once for every kind.
-//! - `scripts`: the embedded Lua scripts (`lua/*.lua`), EVALSHA with NOSCRIPT fallback.
-//! - `batch`: coalesces concurrent plain acquires and releases into one script call.
-//! - `keys`: key and channel names (Redisson's `{name}` hash-tag rule).
-//! - `owner`: [`Owner`], an explicit owner whose scope re-enters its holds.
-//! - `status`: [`Lock::status`], a snapshot of a lock for operators.
-//!
-//! - `counter`: what the counting kinds share: count arguments, request ids, one wait.
-//!
-//! Kinds:
-//! - `lock`: [`Lock`] (plain and fair), its handle and queries.
-//! - `rwlock`: [`ReadWriteLock`] and its two sides, [`ReadLock`] and [`WriteLock`].
-//! - `semaphore` and `latch`: [`Semaphore`] and [`CountDownLatch`], over `counter`.
-//! - `multilock`: [`MultiLock`], over any kinds through [`DistributedLock`].
-//! - `fair` and `line`: the fair lock's wait loop, its waiters' heartbeats, and this client's
-//!   registry of waiters in lines.
-//! - `quorum`: the quorum backend (`QuorumInner`): nodes, restart quarantine, release and
-//!   renewal on every node; `quorum_client` ([`QuorumClient`]), `quorum_builder`
-//!   ([`QuorumClientBuilder`]), `quorum_node` (one master), `quorum_race` (a call per node,
-//!   counted as answers come).
-//! - `quorum_lock`: [`QuorumLock`]: the Redlock acquire algorithm and its wait loop.
+//! `docs/architecture.md` has the map and what a new kind adds.
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms, rustdoc::broken_intra_doc_links)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
 
-mod attempt;
-mod backend;
-mod batch;
-mod builder;
 mod client;
-mod connect;
-mod counter;
-mod detach;
+mod counting;
 mod error;
-mod fair;
-mod guard;
-mod hold_watch;
-mod holds;
-mod in_flight;
-mod keys;
-mod latch;
+mod exclusive;
+mod hold;
 #[cfg(test)]
 mod layers;
-mod leases;
-mod line;
-mod lock;
-mod meter;
-mod multilock;
 #[cfg(feature = "chaos-mutants")]
 pub mod mutant;
-mod owner;
-mod permits;
-mod pubsub;
 mod quorum;
-mod quorum_builder;
-mod quorum_client;
-mod quorum_lock;
-mod quorum_node;
-mod quorum_race;
-mod quorum_watch;
-mod raw;
-mod redact;
-mod reentry;
-mod refusal;
-mod rwlock;
-mod scripts;
 mod seam;
-mod semaphore;
-mod settings;
-mod single;
-mod status;
-mod tls;
-mod wait;
-mod watchdog;
 
-pub use builder::ClientBuilder;
-pub use client::Client;
+pub use client::builder::ClientBuilder;
+pub use client::handle::Client;
+pub use client::settings::ClusterPubSub;
 /// The `fred` crate relock is built on, re-exported so that code which names fred's types next
 /// to relock's (for example to share a fred configuration) uses the same version.
 pub use fred;
-pub use settings::ClusterPubSub;
 
+pub use client::scripts::lua;
+pub use counting::latch::CountDownLatch;
+pub use counting::permits::{PermitGuard, PermitSemaphore};
+pub use counting::semaphore::{DistributedSemaphore, Semaphore};
 pub use error::{Error, NodeVote, Result, Vote};
-pub use guard::LockGuard;
-pub use keys::MAX_NAME_LEN;
-pub use latch::CountDownLatch;
-pub use lock::Lock;
-pub use multilock::{MultiGuard, MultiLock};
-pub use owner::Owner;
-pub use permits::{PermitGuard, PermitSemaphore};
-pub use quorum_builder::QuorumClientBuilder;
-pub use quorum_client::QuorumClient;
-pub use quorum_lock::QuorumLock;
-pub use raw::DistributedLock;
-pub use reentry::Reentrancy;
-pub use rwlock::{ReadLock, ReadWriteLock, WriteLock};
-pub use scripts::lua;
-pub use semaphore::{DistributedSemaphore, Semaphore};
-pub use status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
+pub use exclusive::lock::Lock;
+pub use exclusive::multilock::{MultiGuard, MultiLock};
+pub use exclusive::rwlock::{ReadLock, ReadWriteLock, WriteLock};
+pub use exclusive::status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
+pub use hold::guard::LockGuard;
+pub use hold::keys::MAX_NAME_LEN;
+pub use hold::methods::DistributedLock;
+pub use hold::owner::Owner;
+pub use hold::reentry::Reentrancy;
+pub use quorum::builder::QuorumClientBuilder;
+pub use quorum::client::QuorumClient;
+pub use quorum::lock::QuorumLock;
 
 /// `url` with its password (and any `…password=` query parameter) replaced by `***`, as relock
 /// shows URLs in its errors, `Debug` output and traces; for tools that print URLs of their own.
@@ -189,7 +116,7 @@ pub use status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
 /// assert_eq!(relock::redacted_url("redis://app:s3cret@db:6379/0"), "redis://app:***@db:6379/0");
 /// ```
 pub fn redacted_url(url: &str) -> String {
-    redact::url(url)
+    client::redact::url(url)
 }
 
 #[cfg(test)]

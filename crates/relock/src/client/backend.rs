@@ -1,0 +1,247 @@
+//! The one-server backend (a standalone server, a Cluster, or Sentinel's master): how a hold
+//! is released (with retries for a release whose outcome is unknown) and renewed, for the
+//! guard and the shared watchdog.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::client::handle::Inner;
+use crate::client::scripts;
+use crate::error::{Error, Result};
+use crate::hold::backend::{Backend, BoxFuture};
+use crate::hold::holds::Hold;
+use crate::hold::keys::LockKeys;
+
+impl Backend for Inner {
+    fn shared(&self) -> &crate::hold::backend::Shared {
+        &self.shared
+    }
+
+    fn renew_period(&self) -> Duration {
+        self.settings.watchdog_lease / 3
+    }
+
+    /// Read holds of read-write locks go in batches of their own: their renewal also
+    /// lengthens each hold's timeout key.
+    fn renewal_batches(&self, holds: Vec<Arc<Hold>>) -> Vec<Vec<Arc<Hold>>> {
+        let (reads, others): (Vec<_>, Vec<_>) = holds.into_iter().partition(|h| is_read_hold(h));
+        let mut batches = self.batches(&others, |h| h.keys.lock.as_str());
+        batches.extend(self.batches(&reads, |h| h.keys.lock.as_str()));
+        batches
+    }
+
+    fn renew_batch(self: Arc<Self>, batch: Vec<Arc<Hold>>) -> BoxFuture<bool> {
+        let span = tracing::debug_span!(
+            "renew",
+            locks = batch.len(),
+            renewed = tracing::field::Empty,
+            lost = tracing::field::Empty
+        );
+        Box::pin(async move { renew_batch(&self, &batch).await }.instrument(span))
+    }
+
+    fn release(
+        self: Arc<Self>,
+        hold: Arc<Hold>,
+        remaining: u32,
+        lost: bool,
+    ) -> BoxFuture<Result<()>> {
+        Box::pin(release(self, hold, remaining, lost))
+    }
+}
+
+/// Releases one guard's worth of `hold` on one server, `remaining` guards being left.
+pub(crate) async fn release(
+    inner: Arc<Inner>,
+    hold: Arc<Hold>,
+    remaining: u32,
+    lost: bool,
+) -> Result<()> {
+    let span = tracing::debug_span!(
+        "release",
+        lock = %hold.keys.lock,
+        field = %hold.field,
+        remaining,
+        outcome = tracing::field::Empty
+    );
+    let r = release_hold(inner, hold, remaining, lost)
+        .instrument(span.clone())
+        .await;
+    span.record(
+        "outcome",
+        match &r {
+            Ok(()) => "released",
+            Err(Error::LockLost { .. }) => "lost",
+            Err(e) => crate::hold::meter::cause(e),
+        },
+    );
+    r
+}
+
+async fn release_hold(
+    inner: Arc<Inner>,
+    hold: Arc<Hold>,
+    remaining: u32,
+    lost: bool,
+) -> Result<()> {
+    let lost_error = || Error::LockLost {
+        name: hold.keys.lock.clone(),
+    };
+    if remaining > 0 {
+        // A nested guard: one count off. Only this hold's field is touched.
+        if lost {
+            return Err(lost_error());
+        }
+        return match inner.run_release(&hold.keys, &hold.field, false).await {
+            Ok(Some(_)) => Ok(()),
+            // The hold's final release got there first: nothing left to do.
+            Ok(None) if hold.is_releasing() => Ok(()),
+            Ok(None) => {
+                hold.mark_lost(
+                    "a release found the hold gone (expired, deleted or force-unlocked)",
+                );
+                Err(lost_error())
+            }
+            Err(e) => Err(inner.error("release", &hold.keys.lock, e)),
+        };
+    }
+    // The last guard: remove the hold's field whatever its count. Safe even if the hold was
+    // lost meanwhile: the field is this hold's alone, so a lock that now belongs to someone
+    // else (another field) is left alone.
+    let result = match inner.run_release(&hold.keys, &hold.field, true).await {
+        Ok(Some(_)) if !lost => Ok(()),
+        Ok(Some(_)) => Err(lost_error()),
+        Ok(None) => {
+            hold.mark_lost(
+                "the final release found the hold gone (expired, deleted or force-unlocked)",
+            );
+            Err(lost_error())
+        }
+        Err(e) => {
+            let err = inner.error("release", &hold.keys.lock, e);
+            if err.is_transient() {
+                inner.shared.tracker.spawn(retry_release(
+                    inner.clone(),
+                    hold.keys.clone(),
+                    hold.field.clone(),
+                    hold.valid_until(),
+                ));
+            }
+            Err(err)
+        }
+    };
+    inner.shared.holds.remove(&hold);
+    crate::hold::meter::released(hold.kind, hold.granted_at.elapsed());
+    result
+}
+
+/// Retries a final release of `field` that failed (timed out, connection lost), or the clean-up
+/// of an acquire whose reply was lost, until it gets a reply or `until` (when the lease of
+/// whatever it removes has ended on the local clock: the server has dropped it by then). When
+/// shutdown begins it makes one last attempt at once (shutdown waits for it). Safe to repeat,
+/// and safe to land late: it names only its own field, which no later hold reuses.
+pub(crate) async fn retry_release(
+    inner: Arc<Inner>,
+    keys: Arc<LockKeys>,
+    field: String,
+    until: Instant,
+) {
+    let mut stopping = inner.stopping.subscribe();
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = stopping.wait_for(|s| *s) => {}
+        }
+        if Instant::now() >= until {
+            return;
+        }
+        if *stopping.borrow() {
+            // Shutdown waits about one command timeout for us: keep trying (a connection may
+            // still be reconnecting) until then.
+            let last = Instant::now() + inner.settings.command_timeout;
+            loop {
+                match inner.run_release(&keys, &field, true).await {
+                    Ok(_) => return,
+                    Err(e) if Instant::now() + Duration::from_millis(50) >= last => {
+                        tracing::warn!(lock = %keys.lock, error = %e, "release at shutdown failed; the lease will expire");
+                        return;
+                    }
+                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+                }
+            }
+        }
+        match inner.run_release(&keys, &field, true).await {
+            Ok(_) => return,
+            Err(e) => tracing::debug!(lock = %keys.lock, error = %e, "release retry failed"),
+        }
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}
+
+async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
+    let lease = inner.settings.watchdog_lease;
+    // A batch is all read holds or none (`renewal_batches`).
+    let reads = batch.first().is_some_and(|h| is_read_hold(h));
+    let mut keys = Vec::with_capacity(batch.len() * 2);
+    let mut args = Vec::with_capacity(batch.len() + 1);
+    args.push(lease.as_millis().to_string());
+    for h in batch {
+        keys.push(h.keys.lock.clone());
+        if reads {
+            keys.push(h.keys.read_timeout(&h.field));
+        }
+        args.push(h.field.clone());
+    }
+    let script = if reads {
+        &scripts::RW_READ_RENEW
+    } else {
+        &scripts::RENEW
+    };
+    // Never let one hung call outlast the period: the next round retries.
+    let limit = inner.settings.command_timeout.min(lease / 3);
+    let sent = Instant::now();
+    let call = script.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    match tokio::time::timeout(limit, call).await {
+        Ok(Ok(results)) if results.len() == batch.len() => {
+            let renewed = results.iter().filter(|r| **r == 1).count();
+            tracing::Span::current().record("renewed", renewed);
+            tracing::Span::current().record("lost", results.len() - renewed);
+            for (h, r) in batch.iter().zip(results) {
+                if r == 1 {
+                    crate::hold::meter::renewed(h.kind, 1);
+                    h.renewed(sent, lease);
+                } else {
+                    h.mark_lost("the watchdog found the hold gone (expired, deleted, force-unlocked, or Redis restarted empty)");
+                }
+            }
+            true
+        }
+        outcome => {
+            let cause = match outcome {
+                Ok(Ok(r)) => format!("unexpected reply of {} items", r.len()),
+                Ok(Err(e)) => e.to_string(),
+                Err(_) => format!("no reply within {limit:?}"),
+            };
+            tracing::warn!(%cause, locks = batch.len(), "renewal failed; retrying while the lease lasts");
+            for h in batch {
+                crate::hold::meter::renewal_failed(h.kind, 1);
+            }
+            let now = Instant::now();
+            for h in batch {
+                if now >= h.valid_until() {
+                    h.mark_lost("its lease ran out while renewals failed");
+                }
+            }
+            false
+        }
+    }
+}
+
+/// Whether `hold` is a read hold of a read-write lock (it has a timeout key of its own).
+fn is_read_hold(hold: &Hold) -> bool {
+    hold.keys.rw == Some(crate::hold::keys::Side::Read)
+}

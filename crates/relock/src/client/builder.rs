@@ -1,0 +1,474 @@
+//! `ClientBuilder`: the settings of a `Client`, checked, then `build` (or `build_with_pool`)
+//! connects and starts it (`connect`).
+
+use std::time::Duration;
+
+use fred::clients::Pool;
+use fred::interfaces::ClientLike;
+use fred::types::config::Config as FredConfig;
+use fred::types::Builder;
+
+use crate::client::connect::{
+    describe, fred_builder, fred_command_settings, fred_url, sentinel_credentials, start,
+};
+use crate::client::handle::Client;
+use crate::client::refusal::connection_error;
+use crate::client::settings::{
+    deployment, validate_lease, ClusterPubSub, Deployment, Settings, COUNTER_GRACE, MAX_LEASE,
+    RENEW_BATCH,
+};
+use crate::client::tls::TlsSettings;
+use crate::error::{Error, Result};
+use crate::hold::reentry::Reentrancy;
+
+/// Builds a [`Client`] with explicit settings.
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// use std::time::Duration;
+/// let client = relock::Client::builder()
+///     .url("redis://127.0.0.1:6379")
+///     .client_id("billing-7")
+///     .watchdog_lease(Duration::from_secs(10))
+///     .build()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build` is awaited"]
+pub struct ClientBuilder {
+    settings: Settings,
+}
+
+impl Default for ClientBuilder {
+    fn default() -> Self {
+        ClientBuilder {
+            settings: Settings {
+                url: "redis://127.0.0.1:6379".into(),
+                client_id: uuid::Uuid::new_v4().to_string(),
+                watchdog_lease: Duration::from_secs(30),
+                connect_timeout: Duration::from_secs(5),
+                command_timeout: Duration::from_secs(3),
+                connections: 4,
+                counter_grace: COUNTER_GRACE,
+                persistent_counters: false,
+                watch_holds: true,
+                key_prefix: String::new(),
+                renew_batch: RENEW_BATCH,
+                fair_heartbeat: Duration::from_secs(5),
+                sync_replicas: None,
+                coalesce: true,
+                reentrancy: Reentrancy::Scoped,
+                tls: TlsSettings::default(),
+                cluster_pubsub: ClusterPubSub::Sharded,
+                auto_reconnect: true,
+            },
+        }
+    }
+}
+
+impl ClientBuilder {
+    /// Whether the command connections reconnect by themselves (see `Settings`).
+    pub(crate) fn auto_reconnect(mut self, on: bool) -> Self {
+        self.settings.auto_reconnect = on;
+        self
+    }
+
+    /// The Redis URL: `redis://[user:password@]host:port[/db]` for one server,
+    /// `redis-cluster://host:port[,host:port...]` for a Redis Cluster,
+    /// `redis-sentinel://host:port[,host:port...]?sentinelServiceName=NAME` for Sentinel, and
+    /// `unix:///path/to/redis.sock` for a local socket. `rediss://`, `rediss-cluster://` and
+    /// `rediss-sentinel://` use TLS (rustls; the system's roots unless
+    /// [`tls_ca_pem`](ClientBuilder::tls_ca_pem) is set). `valkey` works in place of `redis`.
+    /// Default: `redis://127.0.0.1:6379`.
+    pub fn url(mut self, url: impl Into<String>) -> Self {
+        self.settings.url = url.into();
+        self
+    }
+
+    /// A Redis Cluster, by some of its nodes (`host:port`); the client discovers the rest.
+    /// Same as the URL `redis-cluster://h1:p1,h2:p2`.
+    pub fn cluster_nodes<I, S>(mut self, nodes: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let nodes: Vec<String> = nodes.into_iter().map(|n| n.as_ref().to_string()).collect();
+        self.settings.url = format!("redis-cluster://{}", nodes.join(","));
+        self
+    }
+
+    /// A master watched by Sentinel: the service name and some sentinels (`host:port`).
+    /// Same as the URL `redis-sentinel://s1:p1,s2:p2?sentinelServiceName=NAME`.
+    pub fn sentinel<I, S>(mut self, service: &str, sentinels: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let nodes: Vec<String> = sentinels
+            .into_iter()
+            .map(|n| n.as_ref().to_string())
+            .collect();
+        self.settings.url = format!(
+            "redis-sentinel://{}?sentinelServiceName={service}",
+            nodes.join(",")
+        );
+        self
+    }
+
+    /// The `<client_id>` part of every owner field. Two live clients must never share one.
+    /// Default: a random UUID v4.
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.settings.client_id = id.into();
+        self
+    }
+
+    /// The lease of locks taken without [`Lock::with_lease`](crate::Lock::with_lease); the watchdog renews them every
+    /// lease/3. Default: 30 s.
+    pub fn watchdog_lease(mut self, lease: Duration) -> Self {
+        self.settings.watchdog_lease = lease;
+        self
+    }
+
+    /// How long connecting may take before [`Error::Connection`]: `build()` (and
+    /// [`Client::connect`]) never takes longer. A server that accepts the TCP connection but
+    /// does not answer fails sooner, after [`command_timeout`](Self::command_timeout), which
+    /// bounds each command of the handshake (`AUTH`, `PING`, `CLIENT ID`, `INFO`). Default: 5 s.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.connect_timeout = timeout;
+        self
+    }
+
+    /// How long one command may take before [`Error::Timeout`]. Default: 3 s.
+    pub fn command_timeout(mut self, timeout: Duration) -> Self {
+        self.settings.command_timeout = timeout;
+        self
+    }
+
+    /// Command connections. Scripts are pipelined on each connection and concurrent lock
+    /// operations are coalesced (see [`coalesce`](Self::coalesce)), so a few connections are
+    /// enough: on a small machine the client's CPU, not the connection count, limits
+    /// throughput (`docs/performance.md` has the sweep). Default: 4.
+    pub fn connections(mut self, n: usize) -> Self {
+        self.settings.connections = n;
+        self
+    }
+
+    /// Whether plain-lock acquires and releases that are waiting for a connection are sent
+    /// together, in one script call (each runs exactly as it would alone, one after the other;
+    /// an operation's error is its own). Under load this saves most of the client's and the
+    /// kernel's work per operation; an idle client sends each one at once, alone. Never on a
+    /// Redis Cluster (one call serves one slot) nor with [`sync_replicas`](Self::sync_replicas).
+    /// Default: true.
+    pub fn coalesce(mut self, on: bool) -> Self {
+        self.settings.coalesce = on;
+        self
+    }
+
+    /// How long a fair-lock waiter keeps its place in line without a heartbeat. Each client
+    /// refreshes its waiters every deadline/5, so a waiter whose process died stops holding
+    /// up the line after at most this long. It is also the first lease of a watchdog hold
+    /// that a release hands to a waiter (renewed to the watchdog lease soon after), so a
+    /// waiter that died just before it was handed the lock holds it no longer than this.
+    /// Default: 5 s; at least 100 ms.
+    pub fn fair_heartbeat(mut self, deadline: Duration) -> Self {
+        self.settings.fair_heartbeat = deadline;
+        self
+    }
+
+    /// On a Redis Cluster: sharded pub/sub (the default, as Redisson 3.29+ on Redis 7) or
+    /// classic pub/sub (as older Redisson, or `shardedSubscriptionMode: OFF`) for lock
+    /// channels. See [`ClusterPubSub`].
+    pub fn cluster_pubsub(mut self, mode: ClusterPubSub) -> Self {
+        self.settings.cluster_pubsub = mode;
+        self
+    }
+
+    /// TLS: trust these PEM certificates (the CA that signed the server's certificate) instead
+    /// of the system's root certificates. Needs a `rediss…://` URL.
+    pub fn tls_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.settings.tls.ca_pem = Some(pem.into());
+        self
+    }
+
+    /// TLS: present this client certificate chain and private key (both PEM), for servers that
+    /// verify clients (`tls-auth-clients yes`). Needs a `rediss…://` URL.
+    pub fn tls_client_cert_pem(
+        mut self,
+        cert_chain: impl Into<Vec<u8>>,
+        private_key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.settings.tls.client = Some((cert_chain.into(), private_key.into()));
+        self
+    }
+
+    /// TLS: accept any server certificate, without checking who signed it or its name.
+    /// **Only for tests**: it makes the connection open to a man in the middle. Needs a
+    /// `rediss…://` URL.
+    pub fn tls_insecure_skip_verify(mut self, skip: bool) -> Self {
+        self.settings.tls.insecure = skip;
+        self
+    }
+
+    /// How `lock()` calls re-enter holds. Default: [`Reentrancy::Scoped`], re-entry only
+    /// inside a hold's scope ([`LockGuard::scope`](crate::LockGuard::scope),
+    /// [`Lock::with`](crate::Lock::with)) or an [`Owner::scope`](crate::Owner::scope), so that concurrent
+    /// futures exclude each other as with `tokio::sync::Mutex`.
+    ///
+    /// [`Reentrancy::PerTask`] makes the current task the owner, as Redisson makes the thread.
+    /// **Hazard:** every future polled by one task is then one owner: branches of `join!`,
+    /// `select!`, `FuturesUnordered` and successive `block_on` bodies on one thread re-enter
+    /// each other's holds and run their critical sections at the same time.
+    ///
+    /// ```no_run
+    /// # async fn f() -> relock::Result<()> {
+    /// let client = relock::Client::builder()
+    ///     .url("redis://127.0.0.1:6379")
+    ///     .reentrancy(relock::Reentrancy::PerTask) // code written for Redisson's thread model
+    ///     .build()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn reentrancy(mut self, mode: Reentrancy) -> Self {
+        self.settings.reentrancy = mode;
+        self
+    }
+
+    pub(crate) fn connect_timeout_setting(&self) -> Duration {
+        self.settings.connect_timeout
+    }
+
+    pub(crate) fn connection_count(&self) -> usize {
+        self.settings.connections
+    }
+
+    /// Validates the settings and the URL without connecting.
+    pub(crate) fn check(&self) -> Result<FredConfig> {
+        self.validate()?;
+        let url = fred_url(&self.settings.url)?;
+        let tls = url.starts_with("rediss") || url.starts_with("valkeys");
+        if self.settings.tls.is_set() && !tls {
+            return Err(Error::invalid(
+                "tls",
+                format!(
+                    "TLS options were set but `{}` is not a TLS URL: use rediss://, rediss-cluster:// or rediss-sentinel://",
+                    crate::client::redact::url(&self.settings.url)
+                ),
+            ));
+        }
+        let mut fred_config = FredConfig::from_url(&url).map_err(|e| {
+            let raw = &self.settings.url;
+            Error::invalid(
+                "url",
+                crate::client::redact::in_text(&format!("`{}`: {}", raw, e.details()), raw),
+            )
+        })?;
+        if tls {
+            fred_config.tls = Some(crate::client::tls::config(&self.settings.tls)?);
+        }
+        sentinel_credentials(&mut fred_config, &url);
+        Ok(fred_config)
+    }
+
+    /// After every fresh acquisition, wait (Redis `WAIT`) until `replicas` replicas of the
+    /// lock's master acknowledged it, for at most `timeout`; if fewer did, release the lock and
+    /// return [`Error::ReplicationFailed`]. This narrows the window in which a failover to a
+    /// replica loses an acknowledged lock (see `docs/safety.md`). Redis 7.0's `WAIT` is used
+    /// (acknowledged in replica memory; `WAITAOF`, 7.2+, is not used). Default: off.
+    pub fn sync_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
+        self.settings.sync_replicas = Some((replicas, timeout));
+        self
+    }
+
+    /// Fencing counters that never expire, as Redisson's `RFencedLock` keeps them: one small
+    /// key (`redisson_lock_token:{name}`) per lock name ever taken, left on the server.
+    ///
+    /// Turn it on in every relock client that shares lock names with Java services using
+    /// `RFencedLock` (or any client that creates the counter at 1 when it is missing): with
+    /// the default 1 s counter life, a Java client that finds relock's counter expired starts
+    /// again at 1, below relock's earlier tokens, so a resource that compares tokens of both
+    /// would take Java's as stale-but-newer. With it on, tokens rise for every client of the
+    /// name, whichever side came first (`docs/safety.md`, "Sharing names with Redisson").
+    ///
+    /// Either way relock never gives an expiry to, lowers or deletes a counter it found
+    /// without one. Default: off (the counter lives 1 s past its seed; nothing is left behind).
+    pub fn persistent_fencing_counters(mut self, on: bool) -> Self {
+        self.settings.persistent_counters = on;
+        self
+    }
+
+    /// Whether each hold listens on its lock's channel, so that its `lost()` fires within a
+    /// round trip of a force-unlock or of any deletion announced there (Redisson's
+    /// `forceUnlock`, `relock force-unlock`), not at the watchdog's next renewal (up to a third
+    /// of the lease later). A hold subscribes once it has lived 30 ms (shorter holds cost
+    /// nothing), and at most 10,000 holds of a client listen at once (the rest rely on the
+    /// renewal). A permit of a permit-expirable semaphore listens on the semaphore's channel
+    /// the same way, so a `release_id` of it elsewhere (Redisson's `release(id)`) fires its
+    /// `lost()` at once. Off: one subscription less per held lock or permit, and a deletion is
+    /// noticed by the renewal alone. Default: on.
+    pub fn watch_holds(mut self, on: bool) -> Self {
+        self.settings.watch_holds = on;
+        self
+    }
+
+    /// A prefix put before every name this client's locks, semaphores and latches are given
+    /// (`key_prefix("locks:")` makes `client.lock("orders:42")` the key `locks:orders:42`),
+    /// so that lock keys can never collide with the application's data keys. Java services
+    /// that share these locks must use the full name. Default: none (Redisson's names, as
+    /// given). It may not contain `{` or `}` (the name's own hash tag decides its cluster
+    /// slot). [`MAX_NAME_LEN`](crate::MAX_NAME_LEN) counts the prefix. A
+    /// [`QuorumClient`](crate::QuorumClient) has no prefix of its own: give it prefixed names.
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.settings.key_prefix = prefix.into();
+        self
+    }
+
+    fn validate(&self) -> Result<()> {
+        let s = &self.settings;
+        if s.key_prefix.contains(['{', '}']) || s.key_prefix.len() > 256 {
+            return Err(Error::invalid(
+                "key_prefix",
+                format!(
+                    "`{}`: a key prefix may not contain `{{` or `}}` (each name's own hash tag decides its cluster slot) and may have at most 256 bytes",
+                    crate::error::short(&s.key_prefix)
+                ),
+            ));
+        }
+        if s.client_id.is_empty() || s.client_id.contains(':') {
+            return Err(Error::invalid(
+                "client_id",
+                format!("`{}`: must be non-empty and contain no `:` (it prefixes every hold's field `<client_id>:<n>`)", s.client_id),
+            ));
+        }
+        validate_lease("watchdog_lease", s.watchdog_lease)?;
+        if s.watchdog_lease < Duration::from_millis(30) {
+            return Err(Error::invalid(
+                "watchdog_lease",
+                format!(
+                    "{:?} is too short to renew every lease/3; use at least 30 ms",
+                    s.watchdog_lease
+                ),
+            ));
+        }
+        if let Some((n, t)) = s.sync_replicas {
+            if n == 0 || t.is_zero() || t > s.command_timeout {
+                return Err(Error::invalid(
+                    "sync_replicas",
+                    format!(
+                        "({n}, {t:?}): need at least 1 replica and a timeout above zero and at most the command timeout ({:?})",
+                        s.command_timeout
+                    ),
+                ));
+            }
+        }
+        if s.fair_heartbeat < Duration::from_millis(100) || s.fair_heartbeat > MAX_LEASE {
+            return Err(Error::invalid(
+                "fair_heartbeat",
+                format!(
+                    "{:?}: use at least 100 ms (waiters refresh every deadline/5) and at most 30 years",
+                    s.fair_heartbeat
+                ),
+            ));
+        }
+        for (name, d) in [
+            ("connect_timeout", s.connect_timeout),
+            ("command_timeout", s.command_timeout),
+        ] {
+            if d.is_zero() {
+                return Err(Error::invalid(name, "must be greater than zero"));
+            }
+        }
+        if s.connections == 0 || s.connections > 256 {
+            return Err(Error::invalid(
+                "connections",
+                format!("{}: use 1 to 256", s.connections),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Connects, starts the watchdog and the waiter dispatcher.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad setting or URL, [`Error::Connection`] (naming the
+    /// URL) when Redis cannot be reached within the connect timeout.
+    ///
+    /// # Cancel safety
+    /// Dropping the future closes whatever connections it had opened.
+    pub async fn build(self) -> Result<Client> {
+        let fred_config = self.check()?;
+        let s = self.settings;
+        let builder = fred_builder(fred_config.clone(), &s);
+        let pool = if s.auto_reconnect {
+            builder.build_pool(s.connections)
+        } else {
+            // fred's default policy: never reconnect.
+            fred_command_settings(Builder::from_config(fred_config), &s).build_pool(s.connections)
+        }
+        .map_err(|e| connection_error(&s, e.to_string()))?;
+        let subscriber = builder
+            .build_subscriber_client()
+            .map_err(|e| connection_error(&s, e.to_string()))?;
+        let cluster = deployment(&s.url) == Deployment::Cluster;
+        start(s, pool, subscriber, cluster, true).await
+    }
+
+    /// Builds a client on a fred pool you already have, for its commands. Waiters still need a
+    /// subscriber connection of their own (a connection in subscribed mode cannot run
+    /// commands): relock opens one to the same server(s), with the pool's configuration (URL,
+    /// credentials, TLS) and relock's reconnect policy and timeouts. The pool is connected
+    /// first if it is not yet.
+    ///
+    /// relock's own pools never resend a command after a reconnect; yours may (fred's
+    /// `max_command_attempts`). That is safe, because every hold has its own field (a resent
+    /// acquire is refused, a resent release or renewal is idempotent); a semaphore's
+    /// release and a latch's count-down carry a request id, so a resent copy counts nothing.
+    /// Still, a resent acquire whose first run succeeded leaves a hold that expires with its
+    /// lease: prefer
+    /// `max_command_attempts = 1` and a command timeout on the pool. The URL, connection count
+    /// and TLS settings of this builder are not used.
+    ///
+    /// ```no_run
+    /// # async fn f(pool: relock::fred::clients::Pool) -> relock::Result<()> {
+    /// let client = relock::Client::builder().build_with_pool(pool).await?;
+    /// let guard = client.lock("orders:42").lock().await?;
+    /// # drop(guard); Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// As [`build`](ClientBuilder::build).
+    ///
+    /// # Cancel safety
+    /// As [`build`](ClientBuilder::build); the pool is left as it is.
+    pub async fn build_with_pool(mut self, pool: Pool) -> Result<Client> {
+        let config = pool.next().client_config();
+        self.settings.url = describe(&config);
+        self.validate()?;
+        let s = self.settings;
+        let cluster = config.server.is_clustered();
+        let subscriber = fred_builder(config, &s)
+            .build_subscriber_client()
+            .map_err(|e| connection_error(&s, e.to_string()))?;
+        start(s, pool, subscriber, cluster, false).await
+    }
+}
+
+// The client's constructors live beside its builder, so that the client (a lower layer) does
+// not name the builder that makes it.
+impl Client {
+    /// Connects with default settings; see [`ClientBuilder`] for the others.
+    ///
+    /// # Errors
+    /// As [`ClientBuilder::build`].
+    ///
+    /// # Cancel safety
+    /// As [`ClientBuilder::build`].
+    pub async fn connect(url: impl Into<String>) -> Result<Client> {
+        ClientBuilder::default().url(url).build().await
+    }
+
+    /// A builder for a client with non-default settings.
+    pub fn builder() -> ClientBuilder {
+        ClientBuilder::default()
+    }
+}

@@ -1,0 +1,595 @@
+//! [`Client`]: the connections, the background tasks, and the settings every lock shares.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::clients::Pool;
+use fred::interfaces::ClientLike;
+use tokio::sync::watch;
+
+use crate::client::pubsub::PubSub;
+use crate::client::refusal::{not_a_lock_found, refusal};
+use crate::client::scripts;
+use crate::client::settings::{Settings, SUBSCRIBER_DOWN_RECHECK};
+use crate::error::{Error, Result};
+use crate::hold::holds::FieldMaker;
+use crate::hold::keys::{LockKeys, Side};
+
+/// A connection to Redis and the home of its locks: cheap to clone, `Send + Sync`.
+///
+/// One client has a pool of command connections, one subscriber connection for waking
+/// waiters, and one watchdog task that renews every lock taken without a fixed lease.
+/// Dropping the last clone stops both tasks and closes the connections; locks still held
+/// then expire after their lease. [`Client::shutdown`] releases them at once instead.
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// let guard = client.lock("orders:42").lock().await?;
+/// // ... exclusive work, fenced by guard.fencing_token() ...
+/// guard.unlock().await?;
+/// client.shutdown().await;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("url", &self.inner.server())
+            .field("client_id", &self.inner.settings.client_id)
+            .field("held_locks", &self.held_locks())
+            .field("parked_waiters", &self.parked_waiters())
+            .field(
+                "shut_down",
+                &self.inner.shutting_down.load(Ordering::SeqCst),
+            )
+            .finish()
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Inner {
+    /// Becomes true when a command connection fails, for a client whose connections do not
+    /// reconnect by themselves (a quorum node): the set must be replaced.
+    pub(crate) pool_failed: watch::Receiver<bool>,
+    /// Coalesces plain acquires and releases (none on a cluster, or when turned off).
+    pub(crate) batcher: Option<crate::client::batch::Batcher>,
+    /// Its id, its holds and its background work.
+    pub(crate) shared: crate::hold::backend::Shared,
+    /// Makes every hold's own field.
+    pub(crate) fields: FieldMaker,
+    pub(crate) settings: Settings,
+    pub(crate) pool: Pool,
+    pub(crate) pubsub: Arc<PubSub>,
+    /// What each kind keeps per client (created on its first use), and their shutdown steps.
+    pub(crate) kinds: KindStates,
+    /// The runtime the client was built on, where its background tasks run: a task started
+    /// later (the fair heartbeat) runs there too, not on the runtime of whatever called it,
+    /// which may end sooner.
+    pub(crate) runtime: tokio::runtime::Handle,
+    /// Holds waiting for their watch (`hold_watch`).
+    pub(crate) watches: Arc<crate::client::hold_watch::Watches>,
+    /// Whether the pool is ours to close (not one given to `build_with_pool`).
+    pub(crate) owns_pool: bool,
+    /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.
+    pub(crate) parked: AtomicUsize,
+    /// A reconnect to find the current master is under way.
+    pub(crate) rediscovering: Arc<AtomicBool>,
+    pub(crate) shutting_down: AtomicBool,
+    /// Turns true when `shutdown()` begins (work in flight makes its last attempts).
+    pub(crate) stopping: watch::Sender<bool>,
+    pub(crate) shutdown: watch::Sender<bool>,
+}
+
+impl Client {
+    /// The client's command connections, for the application's own commands on the same
+    /// Redis (for example the writes a lock protects), whatever the URL's kind (cluster,
+    /// sentinel, TLS, credentials). Don't `QUIT` them, and keep blocking commands off them:
+    /// lock operations share them. Closed by [`shutdown`](Client::shutdown).
+    ///
+    /// ```no_run
+    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// use relock::fred::interfaces::KeysInterface;
+    /// let guard = client.lock("orders:42").lock().await?;
+    /// let _: () = client.pool().set("orders:42:state", "paid", None, None, false).await.unwrap();
+    /// guard.unlock().await
+    /// # }
+    /// ```
+    pub fn pool(&self) -> &fred::clients::Pool {
+        &self.inner.pool
+    }
+
+    /// This client's id, the `<client_id>` of its owner fields.
+    pub fn client_id(&self) -> &str {
+        &self.inner.settings.client_id
+    }
+
+    /// The lease used when a lock has no fixed lease.
+    pub fn watchdog_lease(&self) -> Duration {
+        self.inner.settings.watchdog_lease
+    }
+
+    /// How many locks this client holds right now (distinct lock and owner pairs).
+    pub fn held_locks(&self) -> usize {
+        self.inner.shared.holds.held()
+    }
+
+    /// Acquire calls of this client (plain or fair locks, semaphores) and latch waits asleep
+    /// right now, waiting for a message, the holder's lease, a re-check, or their deadline.
+    pub fn parked_waiters(&self) -> usize {
+        self.inner.parked.load(Ordering::SeqCst)
+    }
+
+    /// Holds of this client whose watch listens on their lock's channel right now (at most
+    /// 10,000; see [`ClientBuilder::watch_holds`](crate::ClientBuilder::watch_holds)).
+    pub fn watched_holds(&self) -> usize {
+        self.inner
+            .pubsub
+            .watched
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Channels this client is subscribed to right now (one per lock, semaphore or latch with
+    /// local waiters, or with a watched hold).
+    pub fn subscribed_channels(&self) -> usize {
+        self.inner.pubsub.channel_count()
+    }
+
+    /// Releases every lock this client holds (and gives back the permits its
+    /// [`PermitGuard`](crate::PermitGuard)s hold), stops the watchdog and the dispatcher, wakes
+    /// waiters (they return [`Error::Shutdown`]) and closes the connections.
+    ///
+    /// It first waits (at most one command timeout) for the attempts, releases and leaves of
+    /// the line already in flight, including those of `lock()` calls that were cancelled just
+    /// before: a hold such an attempt was granted is released too. Guards still alive
+    /// afterwards report themselves lost; their `unlock` returns [`Error::LockLost`]. Calling
+    /// it twice is harmless.
+    ///
+    /// # Cancel safety
+    /// If dropped part-way, the locks not yet released expire after their lease, and the
+    /// connections close when the last clone of the client is dropped.
+    pub async fn shutdown(&self) {
+        let inner = &self.inner;
+        if inner.shutting_down.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        inner.stopping.send_replace(true);
+        inner.pubsub.wake_all();
+        inner.shared.close();
+        let settle = inner.settings.command_timeout + Duration::from_millis(100);
+        if tokio::time::timeout(settle, inner.shared.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("shutdown: work in flight did not finish within {settle:?}; releasing what is held anyway");
+        }
+        // Release every hold, and run every kind's shutdown step (leave lines, give back
+        // permits), at once, not one round trip after another.
+        let mut work = tokio::task::JoinSet::new();
+        let first = inner.shared.holds.all();
+        for hold in first.iter().cloned() {
+            hold.mark_ended();
+            let inner = inner.clone();
+            work.spawn(async move {
+                if let Err(e) = inner.run_release(&hold.keys, &hold.field, true).await {
+                    tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
+                }
+            });
+        }
+        for step in inner.kinds.steps() {
+            step.at_shutdown(inner, &mut work);
+        }
+        while work.join_next().await.is_some() {}
+        // An attempt that passed its running check just before the flag was set may have been
+        // granted meanwhile: release whatever holds appeared after the first list was taken.
+        let _ = tokio::time::timeout(settle, inner.shared.tracker.wait()).await;
+        let stragglers: Vec<_> = inner
+            .shared
+            .holds
+            .all()
+            .into_iter()
+            .filter(|h| !first.iter().any(|f| Arc::ptr_eq(f, h)))
+            .collect();
+        for hold in stragglers {
+            hold.mark_ended();
+            if let Err(e) = inner.run_release(&hold.keys, &hold.field, true).await {
+                tracing::warn!(lock = %hold.keys.lock, error = %e, "release at shutdown failed; the lease will expire");
+            }
+        }
+        // Kinds' state that those attempts added (a permit granted, a waiter back in line).
+        for step in inner.kinds.steps() {
+            step.at_shutdown(inner, &mut work);
+        }
+        while work.join_next().await.is_some() {}
+        inner.shared.holds.clear();
+        inner.pubsub.wake_all();
+        let _ = inner.shutdown.send(true);
+        let _ = inner.pubsub.subscriber.quit().await;
+        if inner.owns_pool {
+            let _ = inner.pool.quit().await;
+        }
+    }
+}
+
+/// State that a kind keeps per client beside the client's own (a fair lock's line of waiters,
+/// the permits that a semaphore's guards hold), created on the kind's first use on this
+/// client ([`Inner::state`]). The client knows no kind: [`Client::shutdown`] runs each
+/// created state's [`at_shutdown`](KindState::at_shutdown).
+pub(crate) trait KindState: Default + std::fmt::Debug + Send + Sync + 'static {
+    /// What shutdown must do for this kind (leave lines, give back permits), spawned on
+    /// `work` so that it runs beside the releases of the holds. Called twice: once the work
+    /// in flight has settled, and again after the attempts that passed their running check
+    /// just before shutdown began have ended, for what they added; the second call must
+    /// redo nothing that the first did.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>);
+}
+
+/// The kinds' states of one client, by type; a handful at most.
+#[derive(Debug, Default)]
+pub(crate) struct KindStates(std::sync::Mutex<Vec<Registered>>);
+
+#[derive(Debug)]
+struct Registered {
+    of: std::any::TypeId,
+    state: Arc<dyn std::any::Any + Send + Sync>,
+    step: Arc<dyn ShutdownStep>,
+}
+
+/// [`KindState::at_shutdown`] behind a `dyn`.
+pub(crate) trait ShutdownStep: std::fmt::Debug + Send + Sync {
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>);
+}
+
+impl<T: KindState> ShutdownStep for T {
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+        KindState::at_shutdown(self, inner, work)
+    }
+}
+
+impl KindStates {
+    /// The shutdown steps of every state created so far.
+    pub(crate) fn steps(&self) -> Vec<Arc<dyn ShutdownStep>> {
+        let states = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        states.iter().map(|r| r.step.clone()).collect()
+    }
+}
+
+impl Inner {
+    /// This client's state of kind `T`, created (and its shutdown step registered) on first
+    /// use.
+    pub(crate) fn state<T: KindState>(&self) -> Arc<T> {
+        let mut states = self.kinds.0.lock().unwrap_or_else(|e| e.into_inner());
+        let of = std::any::TypeId::of::<T>();
+        if let Some(r) = states.iter().find(|r| r.of == of) {
+            if let Ok(state) = r.state.clone().downcast::<T>() {
+                return state;
+            }
+        }
+        let state = Arc::new(T::default());
+        states.push(Registered {
+            of,
+            state: state.clone(),
+            step: state.clone(),
+        });
+        state
+    }
+
+    /// A waiter's sleep: until `woken`, or for `sleep`, and never past the caller's
+    /// `deadline`; counted in [`Client::parked_waiters`]. Returns `None`, without sleeping,
+    /// when the deadline has already passed (the caller gives up), else whether `woken`
+    /// fired; and [`Error::Shutdown`] if the client shut down meanwhile.
+    pub(crate) async fn park<F: std::future::Future>(
+        &self,
+        sleep: Duration,
+        deadline: Option<tokio::time::Instant>,
+        woken: F,
+    ) -> Result<Option<bool>> {
+        struct Parked<'a>(&'a AtomicUsize);
+        impl Drop for Parked<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let now = tokio::time::Instant::now();
+        // While the subscriber is down, no release message can wake us: look again soon
+        // rather than sleep for the holder's whole lease.
+        let sleep = if self.pubsub.is_connected() {
+            sleep
+        } else {
+            sleep.min(SUBSCRIBER_DOWN_RECHECK)
+        };
+        let sleep = match deadline {
+            Some(d) if now >= d => return Ok(None),
+            Some(d) => sleep.min(d - now),
+            None => sleep,
+        };
+        self.parked.fetch_add(1, Ordering::SeqCst);
+        let parked = Parked(&self.parked);
+        let woke = tokio::time::timeout(sleep, woken).await.is_ok();
+        drop(parked);
+        self.check_running()?;
+        Ok(Some(woke))
+    }
+
+    pub(crate) fn check_running(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            Err(Error::Shutdown)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Runs `release.lua` for `field`: one hold, or every hold of the owner (`all`).
+    /// Returns 1 (released), 0 (still held by the owner) or None (the owner holds nothing).
+    pub(crate) async fn run_release(
+        &self,
+        keys: &LockKeys,
+        field: &str,
+        all: bool,
+    ) -> std::result::Result<Option<i64>, fred::error::Error> {
+        let mode = if all { "all" } else { "1" };
+        if let Some(side) = keys.rw {
+            let (script, mut script_keys) = match side {
+                Side::Read => (&scripts::RW_READ_RELEASE, vec![keys.read_timeout(field)]),
+                Side::Write => (&scripts::RW_WRITE_RELEASE, vec![]),
+            };
+            script_keys.insert(0, keys.lock.clone());
+            let args = vec![
+                field.to_string(),
+                mode.into(),
+                self.publish_cmd().into(),
+                keys.hold_prefix(),
+                keys.channel.clone(),
+            ];
+            return script.run(self.pool.next(), script_keys, args).await;
+        }
+        let fair = keys.queue.is_some();
+        let channel = keys.channel.clone();
+        let fair_channel = keys.wake_channel().to_string();
+        let keys = keys.release_keys();
+        if fair {
+            // A fair release may hand the lock on, minting the next holder's token.
+            let args = vec![
+                field.to_string(),
+                mode.into(),
+                self.publish_cmd().into(),
+                self.grace_ms().to_string(),
+                channel,
+                fair_channel,
+            ];
+            return scripts::FAIR_RELEASE
+                .run(self.pool.next(), keys, args)
+                .await;
+        }
+        let args = [
+            field.to_string(),
+            mode.into(),
+            self.publish_cmd().into(),
+            channel,
+        ];
+        match &self.batcher {
+            Some(b) => {
+                b.run(crate::client::batch::Op::Release { keys, args })
+                    .await
+            }
+            None => {
+                scripts::RELEASE
+                    .run(self.pool.next(), keys, args.to_vec())
+                    .await
+            }
+        }
+    }
+
+    /// The command scripts publish wake-ups with: sharded on a cluster, so that the message
+    /// goes to the lock's shard only (and SPUBLISH is allowed in a script on that slot).
+    pub(crate) fn publish_cmd(&self) -> &'static str {
+        if self.pubsub.sharded {
+            "spublish"
+        } else {
+            "publish"
+        }
+    }
+
+    /// Splits `items` into script batches of at most `renew_batch`. On a cluster a script may
+    /// only touch one slot, so a batch holds the locks of one slot (all keys of a lock share
+    /// its slot through the hash tag).
+    pub(crate) fn batches<T: Clone>(
+        &self,
+        items: &[T],
+        lock_key: impl Fn(&T) -> &str,
+    ) -> Vec<Vec<T>> {
+        let size = self.settings.renew_batch;
+        if !self.pubsub.cluster {
+            return items.chunks(size).map(<[T]>::to_vec).collect();
+        }
+        let mut by_slot: std::collections::BTreeMap<u16, Vec<T>> = Default::default();
+        for item in items {
+            let slot = fred::types::Key::from(lock_key(item)).cluster_hash();
+            by_slot.entry(slot).or_default().push(item.clone());
+        }
+        by_slot
+            .into_values()
+            .flat_map(|v| v.chunks(size).map(<[T]>::to_vec).collect::<Vec<_>>())
+            .collect()
+    }
+
+    /// The fencing counter's life once seeded, in ms; 0 for counters that never expire
+    /// ([`ClientBuilder::persistent_fencing_counters`](crate::ClientBuilder::persistent_fencing_counters)).
+    pub(crate) fn grace_ms(&self) -> u64 {
+        if self.settings.persistent_counters {
+            return 0;
+        }
+        self.settings.counter_grace.as_millis() as u64
+    }
+
+    /// `name` with the client's [`key_prefix`](ClientBuilder::key_prefix), if any.
+    pub(crate) fn named(&self, name: String) -> String {
+        if self.settings.key_prefix.is_empty() {
+            name
+        } else {
+            format!("{}{name}", self.settings.key_prefix)
+        }
+    }
+
+    /// The server's URL without credentials, for messages.
+    pub(crate) fn server(&self) -> String {
+        crate::client::redact::url(&self.settings.url)
+    }
+
+    /// Reconnects every connection (once at a time), so that a Sentinel client finds the
+    /// current master and a cluster client the current topology.
+    pub(crate) fn rediscover(&self) {
+        if self.rediscovering.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (pool, sub) = (self.pool.clone(), self.pubsub.clone());
+        // A quorum node's connections are never moved to another server instance.
+        let auto_reconnect = self.settings.auto_reconnect;
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            self.rediscovering.store(false, Ordering::SeqCst);
+            return;
+        };
+        let done = self.rediscovering.clone();
+        rt.spawn(async move {
+            tracing::warn!(
+                "a master refused writes (READONLY): reconnecting to find the current one"
+            );
+            if auto_reconnect {
+                let _ = pool.force_reconnection().await;
+            }
+            let _ = sub.subscriber.force_reconnection().await;
+            sub.wake_all();
+            done.store(false, Ordering::SeqCst);
+        });
+    }
+
+    /// Queues `hold` for its watch (`hold_watch`), if this client watches holds.
+    pub(crate) fn watch_hold(&self, hold: &Arc<crate::hold::holds::Hold>) {
+        if self.settings.watch_holds {
+            crate::client::hold_watch::watch(
+                &self.watches,
+                &self.pubsub,
+                &self.pool,
+                &self.runtime,
+                &self.shutdown,
+                hold,
+            );
+        }
+    }
+
+    /// Whether the lock hash `lock` exists, and `field`'s value in it (none for `""`), in one
+    /// read that first makes sure the key is a lock: `NotALock` / `WrongType` otherwise
+    /// (`lua/check.lua`), so that data under a lock's name is never reported as a held lock.
+    pub(crate) async fn check(&self, lock: &str, field: String) -> Result<(bool, Option<String>)> {
+        let (exists, value, _) = self.check_with_pttl(lock, field).await?;
+        Ok((exists, value))
+    }
+
+    /// [`check`](Self::check), with the lock's PTTL (-2: no key, -1: no expiry).
+    pub(crate) async fn check_with_pttl(
+        &self,
+        lock: &str,
+        field: String,
+    ) -> Result<(bool, Option<String>, i64)> {
+        let (exists, value, pttl): (i64, Option<String>, i64) = crate::client::scripts::CHECK
+            .run_read_only(self.pool.next(), vec![lock.to_string()], vec![field])
+            .await
+            .map_err(|e| self.error("check", lock, e))?;
+        Ok((exists == 1, value, pttl))
+    }
+
+    /// Turns a fred error into ours, naming the server, what we were doing and on which key.
+    pub(crate) fn error(&self, operation: &'static str, key: &str, e: fred::error::Error) -> Error {
+        use fred::error::ErrorKind;
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return Error::Shutdown;
+        }
+        match e.kind() {
+            ErrorKind::Timeout => {
+                return Error::Timeout {
+                    operation,
+                    server: self.server(),
+                    timeout: self.settings.command_timeout,
+                }
+            }
+            ErrorKind::IO | ErrorKind::Canceled => {
+                return Error::Connection {
+                    url: self.server(),
+                    cause: crate::client::redact::in_text(
+                        &format!("during `{operation}`: {}", e.details()),
+                        &self.settings.url,
+                    ),
+                }
+            }
+            _ => {}
+        }
+        // First: its text names a field of the user's data (escaped, no spaces), which must
+        // not be read as another error code.
+        if e.details().contains("NOTALOCK ") {
+            return Error::NotALock {
+                key: key.to_string(),
+                found: not_a_lock_found(e.details()),
+            };
+        }
+        if let Some(refused) = refusal(&self.server(), operation, key, &e) {
+            return refused;
+        }
+        if e.details().starts_with("READONLY") {
+            // We are talking to a master that was demoted (a Sentinel failover): reconnect,
+            // which asks the sentinels for the current master. Callers retry.
+            self.rediscover();
+        } else if e.details().contains("WRONGTYPE") {
+            return Error::WrongType {
+                key: key.to_string(),
+            };
+        }
+        Error::Redis {
+            operation,
+            server: self.server(),
+            source: e,
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        let _ = self.shutdown.send(true);
+        if self.shutting_down.load(Ordering::SeqCst) {
+            return;
+        }
+        // The last handle went without `shutdown()` (for example `main` returned and the
+        // runtime dropped the release tasks): say what is left to expire on the server.
+        let left: Vec<String> = self
+            .shared
+            .holds
+            .all()
+            .iter()
+            .filter(|h| !h.is_lost())
+            .map(|h| h.keys.lock.clone())
+            .collect();
+        if !left.is_empty() {
+            tracing::warn!(
+                locks = ?left,
+                "relock client dropped while holding locks; they stay held until their lease ends. \
+                 Call Client::shutdown().await (or use Lock::with) before the runtime ends"
+            );
+        }
+        let (pool, sub) = (
+            self.owns_pool.then(|| self.pool.clone()),
+            self.pubsub.subscriber.clone(),
+        );
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let _ = sub.quit().await;
+                if let Some(pool) = pool {
+                    let _ = pool.quit().await;
+                }
+            });
+        }
+    }
+}

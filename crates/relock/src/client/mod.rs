@@ -1,0 +1,33 @@
+//! **The client room: one Redis deployment (a server, a Cluster or Sentinel) and its wire.**
+//!
+//! - `handle`: [`Client`](crate::Client) and `Inner` (the pool, the subscriber, the settings),
+//!   `park`, and `shutdown`, which runs the shutdown step each kind registered
+//!   (`KindState`) and names no kind.
+//! - `settings`, `builder`, `connect`: what a client is configured with, checked, and how fred
+//!   is started (its unsafe defaults replaced); `refusal`, `redact`, `tls`: what a Redis or
+//!   connection error means for the caller, with credentials never shown.
+//! - `scripts`: every Lua script, declared once (`scripts!`), EVALSHA with NOSCRIPT fallback;
+//!   `in_flight`: the calls a node has been sent and not answered.
+//! - `pubsub`: one subscriber per client, refcounted subscriptions, the dispatcher.
+//! - `batch`: coalescing of plain acquires and releases into one script call.
+//! - `backend`: the one-server [`Backend`](crate::hold::backend::Backend) (release with
+//!   retries, batch renewal).
+//! - `hold_watch`: a live hold listens on its channel so `lost()` fires within a round trip
+//!   of a force-unlock (and `Watched`, for what a kind holds under a lease of its own).
+//!
+//! It uses the hold room and the crate root, never a kind: the kinds (`exclusive`,
+//! `counting`) and the quorum sit above it.
+
+pub(crate) mod backend;
+pub(crate) mod batch;
+pub(crate) mod builder;
+pub(crate) mod connect;
+pub(crate) mod handle;
+pub(crate) mod hold_watch;
+pub(crate) mod in_flight;
+pub(crate) mod pubsub;
+pub(crate) mod redact;
+pub(crate) mod refusal;
+pub(crate) mod scripts;
+pub(crate) mod settings;
+pub(crate) mod tls;

@@ -1,0 +1,922 @@
+//! [`PermitSemaphore`]: a semaphore whose permits each have an id and a lease, wire-compatible
+//! with Redisson's `RPermitExpirableSemaphore`. Its wait is the counting kinds' shared one
+//! (`counter`); its permits are recorded in `leases` and renewed by a task per client that
+//! runs the watchdog's loop (`watchdog::spawn_rounds`).
+
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::client::handle::{Client, Inner, KindState};
+use crate::client::pubsub::ChannelKind;
+use crate::client::scripts;
+use crate::client::settings::validate_lease;
+use crate::counting::common::{unexpected, validate_count, wait_until, Check, Names, MAX_COUNT};
+use crate::counting::permit_leases::{Lease, Leases, PermitKeys};
+use crate::error::{Error, Result};
+use crate::hold::keys::{prefixed, suffixed, validate_name};
+
+/// A semaphore whose permits each have an id and a lease, shared by every process on the same
+/// Redis, wire-compatible with Redisson's `RPermitExpirableSemaphore`.
+///
+/// A cheap handle (`Clone + Send + Sync`) made by [`Client::permit_expirable_semaphore`].
+/// Compared with [`Semaphore`](crate::Semaphore), whose permits are a bare number:
+/// - **Every permit taken has an id and a lease.** [`acquire`](PermitSemaphore::acquire)
+///   returns a [`PermitGuard`]; its permit comes back when the guard is released or dropped,
+///   or by itself when its lease ends: **a holder that dies (or whose reply was lost) cannot
+///   keep a permit longer than its lease.** With `lease = None` the lease is the client's
+///   watchdog lease (30 s by default) and the client renews it while the guard lives.
+/// - **Layout (Redisson's):** the string `<name>` holds the available count (**a missing key is
+///   0 permits**: create it with [`try_set_permits`](PermitSemaphore::try_set_permits) or
+///   [`add_permits`](PermitSemaphore::add_permits)); the sorted set `{<name>}:timeout` maps each
+///   permit id (16 random bytes, shown as 32 hex digits) to the end of its lease (ms since
+///   1970). Each acquire first gives back the permits whose lease has ended. A Java service
+///   using Redisson on the same name shares the permits, and can release relock's ids (and
+///   relock can release its ids with [`release_id`](PermitSemaphore::release_id)).
+/// - **Clock:** relock's scripts judge leases on the Redis server's clock (`TIME`). Redisson
+///   sends its client's clock: a Java client whose clock is off by `d` sees every lease end `d`
+///   early or late (and relock sees the leases it sets that much off), so keep clocks in sync
+///   (NTP) when both share a semaphore.
+/// - **Waking:** as [`Semaphore`](crate::Semaphore): a new count `k` published on
+///   `redisson_sc:{<name>}` wakes up to `k` waiters per client; a waiter also looks again after
+///   a backing-off re-check period (at most 1 s), and **never sleeps past the end of the first
+///   lease that ends** (an expired permit comes back without any message).
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// use std::time::Duration;
+/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// let slots = client.permit_expirable_semaphore("renderer:slots");
+/// slots.try_set_permits(4).await?;                   // only the first caller sets it
+///
+/// let permit = slots.acquire(None).await?;           // renewed while `permit` lives
+/// println!("working under permit {}", permit.id());
+/// permit.release().await?;
+///
+/// // A fixed lease: the permit comes back after 10 s even if this process dies.
+/// if let Some(p) = slots.try_acquire_for(Duration::from_secs(1), Some(Duration::from_secs(10))).await? {
+///     tokio::select! {
+///         _ = p.lost() => eprintln!("lease over: stop"),
+///         _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct PermitSemaphore {
+    inner: Arc<Inner>,
+    name: Arc<str>,
+    keys: Option<(Arc<Names>, Arc<PermitKeys>)>,
+}
+
+impl Client {
+    /// A handle to the permit-expirable semaphore called `name` (Redisson's
+    /// `RPermitExpirableSemaphore`). Cheap; nothing is sent until it is used. A bad name is
+    /// reported by the first operation, as [`Error::InvalidArgument`].
+    ///
+    /// ```no_run
+    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// let sem = client.permit_expirable_semaphore("exports");
+    /// sem.add_permits(2).await?;
+    /// let permit = sem.acquire(None).await?;
+    /// permit.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn permit_expirable_semaphore(&self, name: impl Into<String>) -> PermitSemaphore {
+        let name: String = self.inner.named(name.into());
+        let keys = validate_name(&name).ok().map(|()| {
+            let channel = prefixed("redisson_sc", &name);
+            let names = Names {
+                key: name.clone(),
+                channel: channel.clone(),
+            };
+            let keys = PermitKeys {
+                count: name.clone(),
+                channel,
+                timeouts: suffixed(&name, "timeout"),
+            };
+            (Arc::new(names), Arc::new(keys))
+        });
+        PermitSemaphore {
+            inner: self.inner.clone(),
+            name: name.into(),
+            keys,
+        }
+    }
+
+    /// How many permits of permit-expirable semaphores this client's guards hold right now
+    /// (guards not yet released or dropped, also those whose permit was lost meanwhile).
+    pub fn held_permits(&self) -> usize {
+        self.inner.state::<Leases>().len()
+    }
+}
+
+/// What one acquire attempt found.
+#[derive(Debug)]
+enum Attempt {
+    Granted(PermitGuard),
+    /// None available; the first lease ends in this long.
+    FreesIn(Duration),
+    /// None available, and no lease ends by itself.
+    NoneFree,
+}
+
+impl PermitSemaphore {
+    /// The semaphore's name (also the key of its count).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn keys(&self) -> Result<(Arc<Names>, Arc<PermitKeys>)> {
+        match &self.keys {
+            Some(k) => Ok(k.clone()),
+            None => Err(validate_name(&self.name).expect_err("the name failed before")),
+        }
+    }
+
+    /// Takes one permit for `lease` (`None`: the client's watchdog lease, renewed while the
+    /// guard lives), waiting as long as it takes for one to be available.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a lease below 1 ms or above 30 years, or a bad name;
+    /// [`Error::WrongType`] if the count or the timeouts key holds something else; connection
+    /// errors and [`Error::Timeout`] once they have lasted one command timeout (a waiter retries
+    /// them until then); [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe in what the caller can observe: each attempt runs in a task of its own, so
+    /// if the future is dropped while an attempt is in flight and the reply grants a permit,
+    /// that permit's guard is dropped there, which gives it back. Unlike
+    /// [`Semaphore::acquire`](crate::Semaphore::acquire), an attempt whose reply never arrives
+    /// cannot lose a permit for good: relock tries to give that id back, and if it was granted
+    /// and that fails too, the permit comes back when its lease ends (it is never renewed).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// let permit = sem.acquire(None).await?;
+    /// // ... work; the lease is renewed until `permit` is released or dropped ...
+    /// permit.release().await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire(&self, lease: Option<Duration>) -> Result<PermitGuard> {
+        let guard = self.acquire_within(None, lease).await?;
+        Ok(guard.expect("an acquire without a deadline only returns once it got one"))
+    }
+
+    /// Takes one permit for `lease` if one is available now; never waits. `Ok(None)` means none
+    /// was available.
+    ///
+    /// # Errors
+    /// As [`acquire`](PermitSemaphore::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](PermitSemaphore::acquire).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// use std::time::Duration;
+    /// if let Some(permit) = sem.try_acquire(Some(Duration::from_secs(30))).await? {
+    ///     permit.release().await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire(&self, lease: Option<Duration>) -> Result<Option<PermitGuard>> {
+        self.acquire_within(Some(Duration::ZERO), lease).await
+    }
+
+    /// Takes one permit for `lease`, waiting at most about `wait` for one to be available.
+    /// `Ok(None)` means none was available in time.
+    ///
+    /// # Errors
+    /// As [`acquire`](PermitSemaphore::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](PermitSemaphore::acquire).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// use std::time::Duration;
+    /// match sem.try_acquire_for(Duration::from_millis(500), None).await? {
+    ///     Some(permit) => permit.release().await?,
+    ///     None => eprintln!("busy; try later"),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire_for(
+        &self,
+        wait: Duration,
+        lease: Option<Duration>,
+    ) -> Result<Option<PermitGuard>> {
+        self.acquire_within(Some(wait), lease).await
+    }
+
+    /// The counting kinds' wait (`counter::wait_until`) with one permit attempt per check.
+    async fn acquire_within(
+        &self,
+        wait: Option<Duration>,
+        lease: Option<Duration>,
+    ) -> Result<Option<PermitGuard>> {
+        self.inner.check_running()?;
+        let (names, keys) = self.keys()?;
+        let (lease, renewed) = match lease {
+            Some(lease) => {
+                validate_lease("lease", lease)?;
+                (lease, false)
+            }
+            None => (self.inner.settings.watchdog_lease, true),
+        };
+        let granted = Mutex::new(None);
+        let check = |woken: bool| self.check(&names, &keys, lease, renewed, woken, &granted);
+        let got = wait_until(
+            &self.inner,
+            &names.channel,
+            ChannelKind::Semaphore,
+            wait,
+            check,
+        )
+        .await?;
+        let guard = granted.into_inner().unwrap_or_else(|e| e.into_inner());
+        debug_assert_eq!(got, guard.is_some());
+        Ok(guard)
+    }
+
+    /// One attempt for the wait: a guard (kept in `granted`), or not yet, with the time until
+    /// the first lease ends (the wait sleeps no longer).
+    async fn check(
+        &self,
+        names: &Arc<Names>,
+        keys: &Arc<PermitKeys>,
+        lease: Duration,
+        renewed: bool,
+        woken: bool,
+        granted: &Mutex<Option<PermitGuard>>,
+    ) -> Result<Check> {
+        let attempt = self.attempt(names, keys, lease, renewed).await?;
+        if woken && !matches!(attempt, Attempt::Granted(_)) {
+            crate::hold::meter::wasted_wakeup();
+        }
+        Ok(match attempt {
+            Attempt::Granted(guard) => {
+                *granted.lock().unwrap_or_else(|e| e.into_inner()) = Some(guard);
+                Check::Done
+            }
+            Attempt::FreesIn(ms) => Check::Within(ms),
+            Attempt::NoneFree => Check::NotYet,
+        })
+    }
+
+    /// One `permits_acquire.lua` call under a new id, in a task of its own: a grant becomes a
+    /// registered [`PermitGuard`] there, so a caller gone by then drops it, which gives the
+    /// permit back. A call whose outcome is unknown gives its id back in the background.
+    async fn attempt(
+        &self,
+        names: &Arc<Names>,
+        keys: &Arc<PermitKeys>,
+        lease: Duration,
+        renewed: bool,
+    ) -> Result<Attempt> {
+        // Nothing new is sent once shutdown has begun.
+        self.inner.check_running()?;
+        let (inner, names, keys) = (self.inner.clone(), names.clone(), keys.clone());
+        let task = self.inner.shared.tracker.spawn(async move {
+            let id = uuid::Uuid::new_v4().simple().to_string();
+            let sent = Instant::now();
+            let args = vec![id.clone(), lease.as_millis().to_string()];
+            let gone = keys.request_of(&id);
+            let timeouts = [keys.timeouts.as_str(), gone.as_str()];
+            let script = &scripts::PERMITS_ACQUIRE;
+            let reply = names
+                .run_publishing::<Vec<i64>>(
+                    &inner,
+                    (script, "permits acquire"),
+                    &timeouts,
+                    args,
+                    false,
+                )
+                .await;
+            let reply = match reply {
+                Ok(reply) => reply,
+                Err(e) => {
+                    if e.is_transient() {
+                        // The outcome is unknown: the id may hold a permit. Give it back (the
+                        // id is this attempt's alone); failing that, its lease ends it.
+                        let lease = Arc::new(Lease::new(keys, id, false, sent + lease));
+                        let retry = retry_give_back(inner.clone(), lease);
+                        inner.shared.tracker.spawn(retry);
+                    }
+                    return Err(e);
+                }
+            };
+            match reply.as_slice() {
+                [1, _] => Ok(Attempt::Granted(PermitGuard::register(
+                    inner,
+                    keys,
+                    id,
+                    renewed,
+                    sent + lease,
+                ))),
+                [0, ms] if *ms > 0 => Ok(Attempt::FreesIn(Duration::from_millis(*ms as u64))),
+                [0, _] => Ok(Attempt::NoneFree),
+                other => Err(unexpected("permits acquire", &inner, other)),
+            }
+        });
+        match task.await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Shutdown),
+        }
+    }
+
+    /// Gives back the permit with id `id` (taken by anyone: this process, another one, or a
+    /// Redisson client), and wakes a waiter. Returns whether a permit was given back while its
+    /// lease ran; `false` if the id was not there (released before, given back after its
+    /// lease ended, deleted) or its lease had ended (the permit is back now, as in Redisson's
+    /// `tryRelease`). Releasing an id twice gives its permit back once.
+    ///
+    /// A guard of this process is better released with [`PermitGuard::release`]: this call
+    /// does not tell the guard, which goes on renewing nothing and reports itself lost at its
+    /// next renewal.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `id` is not hex digits (an even number, at most 256);
+    /// [`Error::WrongType`]; connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// The release is sent from a task of its own as soon as the future is first polled:
+    /// dropping the future after that does not stop it. Repeating it is harmless.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore, id_from_java: String) -> relock::Result<()> {
+    /// if !sem.release_id(&id_from_java).await? {
+    ///     eprintln!("permit {id_from_java} had expired or was released already");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn release_id(&self, id: &str) -> Result<bool> {
+        self.inner.check_running()?;
+        let (_, keys) = self.keys()?;
+        validate_id(id)?;
+        let (inner, id) = (self.inner.clone(), id.to_string());
+        let released = self.inner.shared.tracker.spawn(async move {
+            release_retrying(&inner, &keys, &id)
+                .await
+                .unwrap_or_else(|| {
+                    Err(Error::Timeout {
+                        operation: "permits release",
+                        server: inner.server(),
+                        timeout: inner.settings.command_timeout,
+                    })
+                })
+        });
+        Ok(released.await.map_err(|_| Error::Shutdown)?? == 1)
+    }
+
+    /// `permits_count.lua`: (available, acquired), after giving back expired permits.
+    async fn counts(&self) -> Result<(u64, u64)> {
+        self.inner.check_running()?;
+        let (names, keys) = self.keys()?;
+        let timeouts = [keys.timeouts.as_str()];
+        let script = &scripts::PERMITS_COUNT;
+        // Read again after a transient error: giving back expired permits twice is harmless.
+        let reply: Vec<i64> = crate::counting::common::retrying(&self.inner, || {
+            names.run_publishing(
+                &self.inner,
+                (script, "permits count"),
+                &timeouts,
+                Vec::new(),
+                false,
+            )
+        })
+        .await?;
+        match reply.as_slice() {
+            [available, acquired] => Ok(((*available).max(0) as u64, (*acquired).max(0) as u64)),
+            other => Err(unexpected("permits count", &self.inner, other)),
+        }
+    }
+
+    /// The number of permits available now, after giving back those whose lease has ended (0
+    /// if the key is missing, or if `add_permits` took it below 0).
+    ///
+    /// # Errors
+    /// [`Error::WrongType`]; connection errors; a bad name; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe: if dropped, at most the expired permits were given back (as any call
+    /// would).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// println!("{} permits free", sem.available().await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn available(&self) -> Result<u64> {
+        Ok(self.counts().await?.0)
+    }
+
+    /// The number of permits held now (ids whose lease runs), after giving back those whose
+    /// lease has ended.
+    ///
+    /// # Errors
+    /// As [`available`](PermitSemaphore::available).
+    ///
+    /// # Cancel safety
+    /// As [`available`](PermitSemaphore::available).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// println!("{} permits in use", sem.acquired().await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquired(&self) -> Result<u64> {
+        Ok(self.counts().await?.1)
+    }
+
+    /// Creates the semaphore with `n` permits, only if its count does not exist yet (so every
+    /// process may call it at start-up). Returns whether it was set. `n` may be 0.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `n` above 10^15 or a bad name; [`Error::WrongType`];
+    /// connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// If dropped after the command was sent, the semaphore may or may not have been set;
+    /// calling it again is harmless.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// if sem.try_set_permits(5).await? {
+    ///     println!("created with 5 permits");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_set_permits(&self, n: u64) -> Result<bool> {
+        self.inner.check_running()?;
+        let (names, _) = self.keys()?;
+        if n > MAX_COUNT {
+            validate_count("n", n, "permits")?;
+        }
+        let script = &scripts::SEMAPHORE_SET;
+        let set: i64 = names
+            .run_publishing(
+                &self.inner,
+                (script, "permits set"),
+                &[],
+                vec![n.to_string()],
+                false,
+            )
+            .await?;
+        Ok(set == 1)
+    }
+
+    /// Adds `n` permits, or takes `-n` away if `n` is negative (the count may then go below 0,
+    /// as with Redisson's `addPermits`; nobody can acquire until enough come back). Adding
+    /// publishes the new count, which wakes waiters.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `n` = 0 or `|n|` above 10^15, or if the count would
+    /// exceed 10^15; [`Error::WrongType`]; connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// If dropped after the command was sent, the permits may or may not have been added: read
+    /// [`available`](PermitSemaphore::available) before adding again.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// sem.add_permits(3).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn add_permits(&self, n: i64) -> Result<()> {
+        self.inner.check_running()?;
+        let (names, _) = self.keys()?;
+        validate_count("n", n.unsigned_abs(), "permits")?;
+        let script = &scripts::SEMAPHORE_ADD;
+        let reply: Vec<i64> = names
+            .run_publishing(
+                &self.inner,
+                (script, "permits add"),
+                &[],
+                vec![n.to_string()],
+                true,
+            )
+            .await?;
+        match reply.as_slice() {
+            [1, _] => Ok(()),
+            [0, available] => Err(Error::invalid(
+                "n",
+                format!("adding {n} to the {available} available permits of `{}` would exceed the 10^15 supported; add fewer", self.name),
+            )),
+            other => Err(unexpected("permits add", &self.inner, other)),
+        }
+    }
+}
+
+/// Rejects an id that is not hex digits (an even number of them, 2 to 256): the scripts store
+/// an id as the bytes its digits spell, as Redisson does.
+fn validate_id(id: &str) -> Result<()> {
+    let hex = !id.is_empty()
+        && id.len() % 2 == 0
+        && id.len() <= 256
+        && id.bytes().all(|b| b.is_ascii_hexdigit());
+    if hex {
+        Ok(())
+    } else {
+        Err(Error::invalid(
+            "id",
+            format!("`{id}` is not a permit id: pass the hex digits an acquire returned (relock's and Redisson's are 32)"),
+        ))
+    }
+}
+
+/// One permit of a [`PermitSemaphore`], given back when the guard is released or dropped, or
+/// by itself when its lease ends.
+///
+/// Unlike a local semaphore permit, it can end without the guard: its lease can run out (a
+/// fixed lease, or renewals that kept failing) or its id can be released or deleted elsewhere.
+/// [`lost`](PermitGuard::lost) tells you when (no later than
+/// [`valid_until`](PermitGuard::valid_until)). A guard taken with `lease = None` is renewed by
+/// the client every watchdog lease / 3; renewal never brings back a permit whose lease has
+/// ended on the server.
+///
+/// Dropping the guard gives the permit back in the background; use
+/// [`release`](PermitGuard::release) to learn the outcome. A guard dropped where no tokio
+/// runtime runs stops being renewed, and its permit comes back when its lease ends.
+/// [`Client::shutdown`] gives back the permits of guards still alive; they then report
+/// themselves lost.
+#[must_use = "if unused the permit is given back at once"]
+#[clippy::has_significant_drop]
+pub struct PermitGuard {
+    inner: Arc<Inner>,
+    lease: Arc<Lease>,
+    released: bool,
+}
+
+impl std::fmt::Debug for PermitGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let left = self
+            .lease
+            .valid_until()
+            .saturating_duration_since(Instant::now());
+        f.debug_struct("PermitGuard")
+            .field("semaphore", &self.lease.keys.count)
+            .field("id", &self.lease.id)
+            .field("renewed", &self.lease.renewed)
+            .field("remaining", &left)
+            .field("lost", &self.is_lost())
+            .finish()
+    }
+}
+
+impl KindState for Leases {
+    /// Gives back every permit this client's guards hold, in parallel; each is marked lost
+    /// first, so its guard reports it. A permit given back leaves the registry, so the second
+    /// call sends only those granted since the first.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+        for lease in self.all() {
+            lease.mark_lost();
+            let inner = inner.clone();
+            work.spawn(async move {
+                let publish = inner.publish_cmd();
+                let call = crate::counting::permit_leases::release(inner.pool.next(), &lease.keys, &lease.id, publish, None);
+                let error = match tokio::time::timeout(inner.settings.command_timeout, call).await {
+                    Ok(Ok(_)) => None,
+                    Ok(Err(e)) => Some(crate::client::redact::in_text(&e.to_string(), &inner.settings.url)),
+                    Err(_) => Some(format!("no reply within {:?}", inner.settings.command_timeout)),
+                };
+                if let Some(error) = error {
+                    tracing::warn!(semaphore = %lease.keys.count, id = %lease.id, %error, "giving back a permit at shutdown failed; it comes back when its lease ends");
+                }
+                inner.state::<Leases>().remove(&lease);
+            });
+        }
+    }
+}
+
+impl PermitGuard {
+    /// Records a granted permit in the client's registry (and starts the client's permit
+    /// renewal with its first renewed permit).
+    fn register(
+        inner: Arc<Inner>,
+        keys: Arc<PermitKeys>,
+        id: String,
+        renewed: bool,
+        until: Instant,
+    ) -> Self {
+        let lease = Arc::new(Lease::new(keys, id, renewed, until));
+        let leases = inner.state::<Leases>();
+        leases.insert(lease.clone());
+        if inner.settings.watch_holds {
+            // From SETTLE after its grant, as a hold's watch starts.
+            let settle = crate::client::hold_watch::SETTLE;
+            crate::client::hold_watch::spawn_watch(
+                &inner.pubsub,
+                &inner.pool,
+                &inner.runtime,
+                lease.clone(),
+                settle,
+            );
+        }
+        if renewed {
+            leases.renewal.get_or_init(|| {
+                let period = inner.settings.watchdog_lease / 3;
+                let shutdown = inner.shutdown.subscribe();
+                spawn_renewal(Arc::downgrade(&inner), period, shutdown);
+            });
+        }
+        PermitGuard {
+            inner,
+            lease,
+            released: false,
+        }
+    }
+
+    /// The permit's id (32 hex digits): what Redisson's `release(id)` takes, and what
+    /// [`PermitSemaphore::release_id`] takes anywhere else.
+    pub fn id(&self) -> &str {
+        &self.lease.id
+    }
+
+    /// The semaphore's name.
+    pub fn semaphore(&self) -> &str {
+        &self.lease.keys.count
+    }
+
+    /// Whether the client renews this permit's lease (it was taken with `lease = None`).
+    pub fn is_renewed(&self) -> bool {
+        self.lease.renewed
+    }
+
+    /// When the lease ends at the latest, on this process's monotonic clock, unless renewed
+    /// meanwhile: the send time of the last successful acquire or renewal plus its lease.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.lease.valid_until().into_std()
+    }
+
+    /// Whether the permit is known to be lost, or its lease has run out on the local clock.
+    pub fn is_lost(&self) -> bool {
+        self.lease.is_lost()
+    }
+
+    /// Resolves once the permit is lost: its lease ran out on the local clock without a
+    /// renewal, or a renewal found its id gone (released by id, deleted, or expired on the
+    /// server). It never resolves later than [`valid_until`](PermitGuard::valid_until) (plus
+    /// scheduling noise).
+    ///
+    /// # Errors
+    /// None: it only waits.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// let permit = sem.acquire(None).await?;
+    /// tokio::select! {
+    ///     _ = permit.lost() => eprintln!("permit lost: stop"),
+    ///     _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn lost(&self) {
+        self.lease.lost().await
+    }
+
+    /// Gives the permit back and reports how that went.
+    ///
+    /// # Errors
+    /// [`Error::PermitLost`] if the permit had already been lost (its lease ran out, or its id
+    /// was released or deleted elsewhere, or the client shut down): anything done under it
+    /// since may have overlapped another holder. Connection errors and [`Error::Timeout`]
+    /// only once the release, sent again under one request id after each transient error,
+    /// has had no reply for one command timeout; relock then keeps trying in the background
+    /// until the lease would have ended (releasing an id twice is harmless).
+    ///
+    /// # Cancel safety
+    /// The release runs in its own task, so dropping this future does not stop it.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// let permit = sem.acquire(None).await?;
+    /// match permit.release().await {
+    ///     Err(relock::Error::PermitLost { .. }) => eprintln!("the lease had run out"),
+    ///     other => other?,
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(mut self) -> Result<()> {
+        self.released = true;
+        let task = give_back(self.inner.clone(), self.lease.clone());
+        match self.inner.shared.tracker.spawn(task).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Shutdown),
+        }
+    }
+}
+
+impl Drop for PermitGuard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let task = give_back(self.inner.clone(), self.lease.clone());
+        let work = async move {
+            if let Err(e) = task.await {
+                if !matches!(e, Error::PermitLost { .. } | Error::Shutdown) {
+                    tracing::warn!(error = %e, "background release of a permit failed; retrying until its lease would end");
+                }
+            }
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.inner.shared.tracker.spawn(work);
+        } else {
+            // Off the runtime's threads (issue 22): the client's runtime gives the permit back,
+            // as promptly as a drop inside it. If that runtime is gone, the task is dropped
+            // unrun and the permit comes back when its lease ends.
+            self.inner
+                .shared
+                .tracker
+                .spawn_on(work, &self.inner.runtime);
+        }
+    }
+}
+
+/// Gives back `lease`'s permit: out of the registry first (the renewal stops), then
+/// `permits_release.lua`, bounded by the command timeout; retried in the background if its
+/// outcome is unknown.
+async fn give_back(inner: Arc<Inner>, lease: Arc<Lease>) -> Result<()> {
+    let lost = || Error::PermitLost {
+        semaphore: lease.keys.count.clone(),
+        id: lease.id.clone(),
+    };
+    let was_lost = lease.is_lost();
+    lease.mark_released();
+    if !inner.state::<Leases>().remove(&lease) {
+        // Shutdown gave it back already.
+        return Err(lost());
+    }
+    let span =
+        tracing::debug_span!("permit release", semaphore = %lease.keys.count, id = %lease.id);
+    let limit = inner.settings.command_timeout;
+    match release_retrying(&inner, &lease.keys, &lease.id)
+        .instrument(span)
+        .await
+    {
+        Some(Ok(1)) if !was_lost => Ok(()),
+        Some(Ok(_)) => {
+            lease.mark_lost();
+            Err(lost())
+        }
+        outcome => {
+            let err = match outcome {
+                Some(Err(e)) => e,
+                _ => Error::Timeout {
+                    operation: "permits release",
+                    server: inner.server(),
+                    timeout: limit,
+                },
+            };
+            if err.is_transient() {
+                inner
+                    .shared
+                    .tracker
+                    .spawn(retry_give_back(inner.clone(), lease.clone()));
+            }
+            Err(err)
+        }
+    }
+}
+
+/// Retries giving back a permit whose release (or acquire) had an unknown outcome, with a
+/// backing-off delay, until it gets a reply, its lease has ended (the server gives it back by
+/// itself then), or the client shuts down. Releasing an id twice is harmless. The give-back
+/// is recorded under the id's request key even when it finds nothing, so that an acquire of
+/// the id still on its way takes nothing when it lands (it would hold a permit nobody has
+/// until its lease ends).
+async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
+    let mut delay = Duration::from_millis(50);
+    let request = crate::counting::common::Request::new(&inner, &lease.keys.count);
+    let key = lease.keys.request_of(&lease.id);
+    while Instant::now() + delay < lease.valid_until() && inner.check_running().is_ok() {
+        tokio::time::sleep(delay).await;
+        let call = crate::counting::permit_leases::release(
+            inner.pool.next(),
+            &lease.keys,
+            &lease.id,
+            inner.publish_cmd(),
+            Some((key.as_str(), request.ttl_ms.as_str(), true)),
+        );
+        if let Ok(Ok(_)) = tokio::time::timeout(inner.settings.command_timeout, call).await {
+            return;
+        }
+        delay = (delay * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// Starts the client's permit renewal: every `period` (a third of the watchdog lease) the
+/// watchdog's loop renews this client's renewed permits, in script calls of up to
+/// `renew_batch` (100) permits of one cluster slot. It ends at shutdown or with the client.
+fn spawn_renewal(inner: Weak<Inner>, period: Duration, shutdown: watch::Receiver<bool>) {
+    let first = crate::hold::watchdog::first_alone(period);
+    crate::hold::watchdog::spawn_rounds(inner, period, shutdown, move |inner| async move {
+        let leases = inner.state::<Leases>().to_renew();
+        let batches = inner.batches(&leases, |l| l.keys.timeouts.as_str());
+        let calls = batches.into_iter().map(|batch| {
+            let inner = inner.clone();
+            async move { renew_batch(&inner, &batch).await }
+        });
+        crate::hold::watchdog::all_succeed(calls, first).await
+    });
+}
+
+/// One `permits_renew.lua` call for `batch`: renewed permits get a new local deadline, those
+/// found gone are marked lost. False if the call failed (the loop retries sooner; a permit
+/// whose local deadline passes meanwhile is lost).
+async fn renew_batch(inner: &Inner, batch: &[Arc<Lease>]) -> bool {
+    let lease = inner.settings.watchdog_lease;
+    let keys = batch.iter().map(|l| l.keys.timeouts.clone()).collect();
+    let ids = batch.iter().map(|l| l.id.clone());
+    let args = std::iter::once(lease.as_millis().to_string())
+        .chain(ids)
+        .collect();
+    let limit = inner.settings.command_timeout.min(lease / 3);
+    let sent = Instant::now();
+    let call = scripts::PERMITS_RENEW.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    let replies = match tokio::time::timeout(limit, call).await {
+        Ok(Ok(replies)) if replies.len() == batch.len() => replies,
+        outcome => {
+            let cause = match outcome {
+                Ok(Ok(r)) => format!("unexpected reply of {} items", r.len()),
+                Ok(Err(e)) => crate::client::redact::in_text(&e.to_string(), &inner.settings.url),
+                Err(_) => format!("no reply within {limit:?}"),
+            };
+            tracing::warn!(%cause, permits = batch.len(), "permit renewal failed; retrying while the leases last");
+            return false;
+        }
+    };
+    for (permit, renewed) in batch.iter().zip(replies) {
+        if renewed == 1 {
+            permit.renewed_at(sent, lease);
+        } else if permit.mark_lost() && inner.state::<Leases>().contains(permit) {
+            tracing::warn!(semaphore = %permit.keys.count, id = %permit.id, "permit lost while held: its id is gone (released by id, deleted, or expired)");
+        }
+    }
+    true
+}
+
+/// [`crate::counting::permit_leases::release`] on the client's pool under a request id of its own, sent again
+/// after a transient error (a connection cut off, a command not routed during a reconnect)
+/// until one command timeout has passed. Every copy returns what the copy that gave the permit
+/// back returned: a copy whose reply was lost is not mistaken for someone else's release, and
+/// a copy that was never sent is not mistaken for ours. `None` if no reply came in time.
+async fn release_retrying(inner: &Inner, keys: &PermitKeys, id: &str) -> Option<Result<i64>> {
+    let request = crate::counting::common::Request::new(inner, &keys.count);
+    let call = || async {
+        let publish = inner.publish_cmd();
+        let once = Some((request.key.as_str(), request.ttl_ms.as_str(), false));
+        crate::counting::permit_leases::release(inner.pool.next(), keys, id, publish, once)
+            .await
+            .map_err(|e| inner.error("permits release", &keys.count, e))
+    };
+    let limit = inner.settings.command_timeout;
+    let r = tokio::time::timeout(limit, request.send(inner, call)).await;
+    if r.is_err() {
+        // A copy may still be on its way: the request key must outlive it.
+        let _ = request.mark_uncertain();
+    }
+    r.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync_static<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn handles_and_guards_are_send_sync_static() {
+        send_sync_static::<PermitSemaphore>();
+        send_sync_static::<PermitGuard>();
+    }
+
+    #[allow(dead_code)]
+    fn futures_are_send(sem: PermitSemaphore, guard: PermitGuard) {
+        fn send<T: Send>(_: T) {}
+        send(sem.acquire(None));
+        send(sem.try_acquire_for(Duration::ZERO, None));
+        send(sem.release_id("00"));
+        send(guard.release());
+    }
+
+    #[test]
+    fn ids_must_be_hex_digits_in_pairs() {
+        validate_id("0123456789abcdef0123456789ABCDEF").unwrap();
+        for bad in ["", "abc", "zz", "0x12", &"ab".repeat(129)] {
+            let e = validate_id(bad).unwrap_err();
+            assert!(
+                matches!(&e, Error::InvalidArgument { name: "id", .. }),
+                "{bad:?}: {e}"
+            );
+        }
+    }
+}

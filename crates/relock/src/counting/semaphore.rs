@@ -1,0 +1,653 @@
+//! [`Semaphore`]: a counting semaphore on one Redis string, wire-compatible with Redisson's
+//! `RSemaphore`. Its wait is the counting kinds' shared one (`counter`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::client::handle::{Client, Inner};
+use crate::client::pubsub::ChannelKind;
+use crate::client::scripts;
+use crate::counting::common::{
+    unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT,
+};
+use crate::error::{Error, Result};
+use crate::hold::keys::{prefixed, validate_name};
+
+/// A counting semaphore shared by every process on the same Redis, wire-compatible with
+/// Redisson's `RSemaphore`.
+///
+/// A cheap handle (`Clone + Send + Sync`) made by [`Client::semaphore`]. Compared with
+/// `tokio::sync::Semaphore`:
+/// - **Permits** are a number in Redis (the string key `<name>`), not owned by anyone: any
+///   handle anywhere may [`release`](Semaphore::release) them, and nothing gives them back if
+///   a process that took some dies. A **missing key is 0 permits**: create the semaphore with
+///   [`try_set_permits`](Semaphore::try_set_permits) (only if absent, so every process may
+///   call it at start-up) or [`add_permits`](Semaphore::add_permits).
+/// - **No guard**: [`acquire`](Semaphore::acquire) takes permits, and the caller must
+///   [`release`](Semaphore::release) them.
+/// - **Not fair**: any waiter (or a newcomer) may take released permits first. A message
+///   wakes waiters without knowing how many permits each wants: a waiter for several permits
+///   woken by a smaller release passes the wake-up on to the next local waiter (once per
+///   message), who may want fewer.
+/// - **Waking**: a release publishes the new count `k` on `redisson_sc:{<name>}`; each client
+///   wakes at most `k` of its waiters on that semaphore, not all of them. Pub/sub may lose a
+///   message (a reconnect, a failover), so a waiter also looks again on its own after 50 ms,
+///   then 100, 200, 400, 800 ms and from then on every second: **a lost message delays a
+///   waiter by at most about 1 s** (plus a round trip), never forever (Redisson's
+///   `acquire()` can wait forever on one: redisson#3573). While the client's pub/sub
+///   connection is down, waiters look every 100 ms, and every waiter looks at once after it
+///   reconnects.
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// use std::time::Duration;
+/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// let sem = client.semaphore("crawler:slots");
+/// sem.try_set_permits(3).await?;                 // only the first caller sets it
+///
+/// sem.acquire(1).await?;                         // waits for a permit
+/// // ... at most 3 of these run at once, across every process ...
+/// sem.release(1).await?;
+///
+/// if sem.try_acquire_for(2, Duration::from_secs(1)).await? {
+///     sem.release(2).await?;
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Semaphore {
+    inner: Arc<Inner>,
+    name: Arc<str>,
+    names: Option<Arc<Names>>,
+}
+
+impl Client {
+    /// A handle to the counting semaphore called `name` (Redisson's `RSemaphore`). Cheap;
+    /// nothing is sent until it is used. A bad name is reported by the first operation, as
+    /// [`Error::InvalidArgument`].
+    ///
+    /// ```no_run
+    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// let sem = client.semaphore("uploads");
+    /// sem.add_permits(4).await?;
+    /// assert!(sem.try_acquire(4).await?);
+    /// # Ok(()) }
+    /// ```
+    pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
+        let name: String = self.inner.named(name.into());
+        let names = validate_name(&name).ok().map(|()| {
+            Arc::new(Names {
+                channel: prefixed("redisson_sc", &name),
+                key: name.clone(),
+            })
+        });
+        Semaphore {
+            inner: self.inner.clone(),
+            name: name.into(),
+            names,
+        }
+    }
+}
+
+/// What one acquire attempt found.
+#[derive(Debug)]
+enum Attempt {
+    /// The permits are the caller's.
+    Taken,
+    /// Fewer than wanted were available: this many (nothing was taken).
+    TooFew(i64),
+}
+
+/// Permits an acquire script took for a caller that may be gone: unless the caller claims
+/// them, they are put back (released) when this is dropped. An attempt runs in a task of its
+/// own and returns this, so a reply that arrives after the caller gave up (its future was
+/// dropped) still reaches this drop, which releases what the script took.
+#[derive(Debug)]
+struct Taken {
+    inner: Arc<Inner>,
+    names: Arc<Names>,
+    /// The acquire's request, forgotten once the permits are given back.
+    request: Arc<Request>,
+    n: u64,
+    claimed: bool,
+}
+
+impl Taken {
+    fn claim(mut self) {
+        self.claimed = true;
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        if self.claimed {
+            return;
+        }
+        let (inner, names, n) = (self.inner.clone(), self.names.clone(), self.n);
+        let request = self.request.clone();
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            tracing::warn!(semaphore = %names.key, permits = n, "an acquire was cancelled after it took permits, and no runtime is left to give them back: they are lost");
+            return;
+        };
+        tracing::debug!(semaphore = %names.key, permits = n, "acquire cancelled after it took permits; releasing them");
+        rt.spawn(
+            self.inner
+                .shared
+                .tracker
+                .track_future(give_back_request(inner, names, request, n)),
+        );
+    }
+}
+
+/// An acquire in progress: dropped without its permits (it gave up, failed, or its future was
+/// dropped), it gives back what an attempt without a reply may have taken.
+struct Abandon {
+    inner: Arc<Inner>,
+    names: Arc<Names>,
+    request: Arc<Request>,
+    n: u64,
+    got: bool,
+}
+
+impl Abandon {
+    fn finish(mut self, got: bool) {
+        self.got = got;
+    }
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        if self.got || !self.request.abandon() {
+            return;
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            tracing::warn!(semaphore = %self.names.key, permits = self.n, "an acquire gave up after an attempt without a reply, and no runtime is left to give back what it may have taken");
+            return;
+        }
+        let (inner, names, request) =
+            (self.inner.clone(), self.names.clone(), self.request.clone());
+        let give_back = give_back_request(inner, names, request, self.n);
+        self.inner.shared.tracker.spawn(give_back);
+    }
+}
+
+/// Gives back what `request` took, once, whichever of its copies took it, and makes any copy
+/// still on its way take nothing: for an acquire whose caller is gone, or that gave up after
+/// an attempt whose reply never came. Sent again after transient errors for one command
+/// timeout; the request key is left to expire if a copy may still land.
+async fn give_back_request(inner: Arc<Inner>, names: Arc<Names>, request: Arc<Request>, n: u64) {
+    let keys = vec![names.key.clone(), request.key.clone()];
+    let args = vec![
+        n.to_string(),
+        request.ttl_ms.clone(),
+        "return".to_string(),
+        inner.publish_cmd().to_string(),
+        names.channel.clone(),
+    ];
+    let call = || async {
+        scripts::SEMAPHORE_ACQUIRE
+            .run::<Vec<i64>>(inner.pool.next(), keys.clone(), args.clone())
+            .await
+            .map_err(|e| inner.error("semaphore give back", &names.key, e))
+    };
+    match request.send(&inner, call).await {
+        Ok(r) if r.first() == Some(&2) => {
+            tracing::debug!(semaphore = %names.key, permits = n, "gave back the permits of an acquire that did not return them");
+        }
+        Ok(_) => {}
+        Err(e) => {
+            tracing::warn!(semaphore = %names.key, permits = n, error = %e, "could not give back the permits an abandoned acquire may have taken: they are lost");
+        }
+    }
+}
+
+/// `semaphore_add.lua`: adds `n` (may be negative) and publishes the new count if above 0.
+/// Returns the new count, or `InvalidArgument` if it would go above [`MAX_COUNT`].
+async fn add(inner: &Inner, names: &Names, n: i64) -> Result<i64> {
+    let reply: Vec<i64> = names
+        .run_publishing(
+            inner,
+            (&scripts::SEMAPHORE_ADD, "semaphore add"),
+            &[],
+            vec![n.to_string()],
+            true,
+        )
+        .await?;
+    match reply.as_slice() {
+        [1, available] => Ok(*available),
+        [0, available] => Err(Error::invalid(
+            "n",
+            format!(
+                "adding {n} to the {available} available permits of `{}` would exceed the 10^15 supported; add fewer",
+                names.key
+            ),
+        )),
+        other => Err(unexpected("semaphore add", inner, other)),
+    }
+}
+
+impl Semaphore {
+    /// The semaphore's name (also its key).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn names(&self) -> Result<Arc<Names>> {
+        match &self.names {
+            Some(n) => Ok(n.clone()),
+            None => Err(validate_name(&self.name).expect_err("the name failed before")),
+        }
+    }
+
+    /// Takes `n` permits, waiting as long as it takes for that many to be available.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `n` = 0 or above 10^15, or a bad name;
+    /// [`Error::WrongType`] if the key holds something else than a count; connection errors
+    /// and [`Error::Timeout`] (the attempt's outcome is unknown: see *Cancel safety*) once they
+    /// have lasted one command timeout (a waiter retries them until then); [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// Cancel safe in what the caller can observe: if the future is dropped, either it took no
+    /// permits, or the permits an attempt in flight took are released again as soon as its
+    /// reply arrives (each attempt runs in a task of its own). You lose your place, as with
+    /// `tokio::sync::Semaphore::acquire`. Every attempt of one `acquire` carries the same
+    /// request id, recorded with the permits it takes, so an attempt whose reply was lost is
+    /// found by the next attempt, which takes nothing more and returns `Ok`. An `acquire` that
+    /// ends without the permits (its deadline, an error it returns, or its future dropped)
+    /// after an attempt whose reply never arrived ([`Error::Timeout`] or a connection lost
+    /// mid-command) gives back, in the background and under the same request id, whatever
+    /// that attempt took, and a copy of it still on its way then takes nothing. Only if that
+    /// give-back cannot reach Redis within one command timeout (or the client shuts down
+    /// first) are those permits lost, as they always are with Redisson's `RSemaphore` (its
+    /// `RPermitExpirableSemaphore` exists for that).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// sem.acquire(2).await?;
+    /// // ... work that needs two permits ...
+    /// sem.release(2).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn acquire(&self, n: u64) -> Result<()> {
+        let acquired = self.acquire_within(n, None).await?;
+        debug_assert!(
+            acquired,
+            "an acquire without a deadline only returns once it got them"
+        );
+        Ok(())
+    }
+
+    /// Takes `n` permits if that many are available now; never waits. `Ok(false)` means
+    /// fewer were available (nothing was taken).
+    ///
+    /// # Errors
+    /// As [`acquire`](Semaphore::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Semaphore::acquire).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// if sem.try_acquire(1).await? {
+    ///     sem.release(1).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire(&self, n: u64) -> Result<bool> {
+        self.acquire_within(n, Some(Duration::ZERO)).await
+    }
+
+    /// Takes `n` permits, waiting at most about `wait` for that many to be available.
+    /// `Ok(false)` means they were not available in time (nothing was taken).
+    ///
+    /// # Errors
+    /// As [`acquire`](Semaphore::acquire).
+    ///
+    /// # Cancel safety
+    /// As [`acquire`](Semaphore::acquire).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// use std::time::Duration;
+    /// if sem.try_acquire_for(1, Duration::from_millis(500)).await? {
+    ///     sem.release(1).await?;
+    /// } else {
+    ///     eprintln!("busy; try later");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<bool> {
+        self.acquire_within(n, Some(wait)).await
+    }
+
+    /// Takes `n` permits, waiting at most `wait` (`None`: as long as it takes) on the counting
+    /// kinds' wait (`counter::wait_until`).
+    async fn acquire_within(&self, n: u64, wait: Option<Duration>) -> Result<bool> {
+        self.inner.check_running()?;
+        let names = self.names()?;
+        validate_count("n", n, "permits")?;
+        // One request for every attempt: an attempt that took the permits but whose reply
+        // was lost is found by the next one, which takes nothing more.
+        let request = Arc::new(Request::new(&self.inner, &names.key));
+        // Dropped without the permits (gave up, failed, or the future was dropped): an
+        // attempt whose reply never came may have taken them, or may still land.
+        let abandon = Abandon {
+            inner: self.inner.clone(),
+            names: names.clone(),
+            request: request.clone(),
+            n,
+            got: false,
+        };
+        let check = |woken: bool| self.check(&names, &request, n, woken);
+        let r = wait_until(
+            &self.inner,
+            &names.channel,
+            ChannelKind::Semaphore,
+            wait,
+            check,
+        )
+        .await;
+        // Forgotten at once only if no attempt's outcome was unknown: an attempt that timed
+        // out may still be on its way, and must find the key (it expires by itself).
+        if matches!(r, Ok(true)) && !request.uncertain() {
+            request.done(&self.inner);
+        }
+        abandon.finish(matches!(r, Ok(true)));
+        r
+    }
+
+    /// One attempt for the wait: taken, or not yet; a waiter woken for permits too few for it
+    /// passes the wake-up on, since another local waiter may want fewer.
+    async fn check(
+        &self,
+        names: &Arc<Names>,
+        request: &Arc<Request>,
+        n: u64,
+        woken: bool,
+    ) -> Result<Check> {
+        Ok(match self.attempt(names, request, n).await? {
+            Attempt::Taken => Check::Done,
+            Attempt::TooFew(available) if woken => {
+                crate::hold::meter::wasted_wakeup();
+                if available > 0 {
+                    Check::PassOn
+                } else {
+                    Check::NotYet
+                }
+            }
+            Attempt::TooFew(_) => Check::NotYet,
+        })
+    }
+
+    /// One acquire script call, in a task of its own: if the caller is gone when the reply
+    /// says the permits were taken, the reply's [`Taken`] is dropped there, which gives them
+    /// back.
+    async fn attempt(&self, names: &Arc<Names>, request: &Arc<Request>, n: u64) -> Result<Attempt> {
+        // Nothing new is sent once shutdown has begun.
+        self.inner.check_running()?;
+        let (inner, names, request) = (self.inner.clone(), names.clone(), request.clone());
+        let task = self.inner.shared.tracker.spawn(async move {
+            let reply: Vec<i64> = scripts::SEMAPHORE_ACQUIRE
+                .run(
+                    inner.pool.next(),
+                    vec![names.key.clone(), request.key.clone()],
+                    vec![n.to_string(), request.ttl_ms.clone()],
+                )
+                .await
+                .map_err(|e| {
+                    // An error reply ran nothing; no reply at all may have run (judged on
+                    // fred's error: during shutdown the mapped one is only `Shutdown`). If
+                    // the caller is gone by now, nobody else gives back what it may have
+                    // taken.
+                    let may_have_run = crate::error::fred_may_have_run(&e);
+                    let e = inner.error("semaphore acquire", &names.key, e);
+                    if may_have_run && request.mark_uncertain() {
+                        let give_back =
+                            give_back_request(inner.clone(), names.clone(), request.clone(), n);
+                        inner.shared.tracker.spawn(give_back);
+                    }
+                    e
+                })?;
+            match reply.as_slice() {
+                [1, _] => Ok(Ok(Taken {
+                    inner: inner.clone(),
+                    names,
+                    request,
+                    n,
+                    claimed: false,
+                })),
+                [0, available] => Ok(Err(*available)),
+                other => Err(unexpected("semaphore acquire", &inner, other)),
+            }
+        });
+        match task.await {
+            Ok(Ok(Ok(taken))) => {
+                taken.claim();
+                Ok(Attempt::Taken)
+            }
+            Ok(Ok(Err(available))) => Ok(Attempt::TooFew(available)),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(Error::Shutdown),
+        }
+    }
+
+    /// Gives back `n` permits, and wakes up to that many waiters (each client wakes at most
+    /// as many of its waiters as there are permits available then). Any handle may release,
+    /// also permits it never took: a semaphore does not know who holds its permits.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `n` = 0 or above 10^15, or if the count would exceed
+    /// 10^15; [`Error::WrongType`]; connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// The release is sent from a task of its own as soon as the future is first polled:
+    /// dropping the future after that does not stop it. After a transient error (a
+    /// connection cut off) it is sent again under the same request id, so it takes effect
+    /// once, for up to one command timeout; only then does it fail. An error after that
+    /// ([`Error::Timeout`], a connection error) means its outcome is unknown: do not simply
+    /// release again, or a permit may be created twice.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// sem.acquire(1).await?;
+    /// sem.release(1).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(&self, n: u64) -> Result<()> {
+        validate_count("n", n, "permits")?;
+        self.add_in_task(n as i64).await.map(drop)
+    }
+
+    /// Adds `n` permits, or takes `-n` away if `n` is negative (the count may then go below
+    /// 0, as with Redisson's `addPermits`; it reads as 0 and nobody can acquire until enough
+    /// are released). Adding wakes waiters as [`release`](Semaphore::release) does.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `n` = 0 or `|n|` above 10^15, or if the count would
+    /// exceed 10^15; [`Error::WrongType`]; connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// As [`release`](Semaphore::release).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// sem.add_permits(10).await?;   // scale up
+    /// sem.add_permits(-5).await?;   // and down again
+    /// # Ok(()) }
+    /// ```
+    pub async fn add_permits(&self, n: i64) -> Result<()> {
+        validate_count("n", n.unsigned_abs(), "permits")?;
+        self.add_in_task(n).await.map(drop)
+    }
+
+    async fn add_in_task(&self, n: i64) -> Result<i64> {
+        self.inner.check_running()?;
+        let names = self.names()?;
+        let inner = self.inner.clone();
+        self.inner
+            .shared
+            .tracker
+            .spawn(async move { add(&inner, &names, n).await })
+            .await
+            .map_err(|_| Error::Shutdown)?
+    }
+
+    /// The number of permits available now (0 if the key is missing, or if `add_permits` took
+    /// it below 0).
+    ///
+    /// # Errors
+    /// [`Error::WrongType`] if the key is not a count; connection errors; a bad name.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// println!("{} permits free", sem.available().await?);
+    /// # Ok(()) }
+    /// ```
+    pub async fn available(&self) -> Result<u64> {
+        let names = self.names()?;
+        names.read(&self.inner).await
+    }
+
+    /// Creates the semaphore with `n` permits, only if it does not exist yet (so every process
+    /// may call it at start-up). Returns whether it was set. `n` may be 0 (the key then
+    /// exists, holding 0, and later calls return `false`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `n` above 10^15; [`Error::WrongType`] if the key holds
+    /// something else; connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// If dropped after the command was sent, the semaphore may or may not have been set;
+    /// calling it again is harmless.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// if sem.try_set_permits(5).await? {
+    ///     println!("created with 5 permits");
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn try_set_permits(&self, n: u64) -> Result<bool> {
+        self.inner.check_running()?;
+        let names = self.names()?;
+        if n > MAX_COUNT {
+            validate_count("n", n, "permits")?;
+        }
+        let set: i64 = names
+            .run_publishing(
+                &self.inner,
+                (&scripts::SEMAPHORE_SET, "semaphore set"),
+                &[],
+                vec![n.to_string()],
+                false,
+            )
+            .await?;
+        Ok(set == 1)
+    }
+
+    /// Takes every available permit at once and returns how many that was. The key stays,
+    /// holding 0 (as with Redisson's `drainPermits`).
+    ///
+    /// # Errors
+    /// [`Error::WrongType`]; connection errors; [`Error::Shutdown`].
+    ///
+    /// # Cancel safety
+    /// If dropped after the command was sent, the permits may have been taken with nobody
+    /// told how many: as with an acquire whose reply was lost, they are gone.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// let n = sem.drain().await?;
+    /// // ... maintenance while nobody can acquire ...
+    /// sem.add_permits(n as i64).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn drain(&self) -> Result<u64> {
+        self.inner.check_running()?;
+        let names = self.names()?;
+        let n: i64 = names
+            .run_publishing(
+                &self.inner,
+                (&scripts::SEMAPHORE_DRAIN, "semaphore drain"),
+                &[],
+                vec![],
+                true,
+            )
+            .await?;
+        Ok(n.max(0) as u64)
+    }
+}
+
+/// The operations of a counting semaphore, for code generic over where its permits live (a
+/// [`Semaphore`], or a test double). A
+/// [`PermitSemaphore`](crate::PermitSemaphore) does not implement it: its permits are one per
+/// acquisition, each with an id, a lease and a guard.
+///
+/// ```no_run
+/// use relock::{DistributedSemaphore, Result};
+/// async fn with_two<S: DistributedSemaphore>(sem: &S) -> Result<()> {
+///     sem.acquire(2).await?;
+///     // ... work that needs two permits ...
+///     sem.release(2).await
+/// }
+/// ```
+#[async_trait::async_trait]
+pub trait DistributedSemaphore: Send + Sync {
+    /// Takes `n` permits, waiting as long as it takes. Cancel safe: see
+    /// [`Semaphore::acquire`].
+    async fn acquire(&self, n: u64) -> Result<()>;
+    /// Takes `n` permits if that many are available now. Cancel safe.
+    async fn try_acquire(&self, n: u64) -> Result<bool>;
+    /// Takes `n` permits, waiting at most about `wait`. Cancel safe.
+    async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<bool>;
+    /// Gives back `n` permits. See [`Semaphore::release`] for its cancel safety.
+    async fn release(&self, n: u64) -> Result<()>;
+    /// The permits available now. Cancel safe (read only).
+    async fn available(&self) -> Result<u64>;
+}
+
+#[async_trait::async_trait]
+impl DistributedSemaphore for Semaphore {
+    async fn acquire(&self, n: u64) -> Result<()> {
+        Semaphore::acquire(self, n).await
+    }
+    async fn try_acquire(&self, n: u64) -> Result<bool> {
+        Semaphore::try_acquire(self, n).await
+    }
+    async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<bool> {
+        Semaphore::try_acquire_for(self, n, wait).await
+    }
+    async fn release(&self, n: u64) -> Result<()> {
+        Semaphore::release(self, n).await
+    }
+    async fn available(&self) -> Result<u64> {
+        Semaphore::available(self).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_sync_static<T: Send + Sync + 'static>() {}
+
+    #[test]
+    fn handles_are_send_sync_static() {
+        send_sync_static::<Semaphore>();
+        send_sync_static::<crate::CountDownLatch>();
+    }
+
+    #[allow(dead_code)]
+    fn futures_are_send(sem: Semaphore, latch: crate::CountDownLatch) {
+        fn send<T: Send>(_: T) {}
+        send(sem.acquire(1));
+        send(sem.try_acquire_for(1, Duration::ZERO));
+        send(sem.release(1));
+        send(latch.wait());
+        send(latch.wait_for(Duration::ZERO));
+    }
+}

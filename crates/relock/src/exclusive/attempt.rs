@@ -1,0 +1,760 @@
+//! One acquire script call for a fresh hold of a single-server lock (plain or fair), run to
+//! its end whatever its caller does, and the state a fresh acquisition carries between its
+//! calls.
+//!
+//! The call runs to its end (in the caller's task while the caller polls it, then in a tracked
+//! task: `detach`) so that a reply arriving after the caller gave up still becomes a guard,
+//! whose drop releases it; and an attempt whose outcome is unknown is cleaned up under its own
+//! field, which the caller then retires.
+
+use std::pin::pin;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::OwnedMutexGuard;
+use tokio::time::Instant;
+
+use crate::client::handle::Inner;
+use crate::client::scripts;
+use crate::error::{Error, Result};
+use crate::exclusive::fair_line::QueueEntry;
+use crate::hold::guard::LockGuard;
+use crate::hold::holds::Hold;
+use crate::hold::keys::LockKeys;
+use crate::hold::owner::Owner;
+
+/// How long a waiter sleeps when the holder's key has no TTL (a foreign holder), between
+/// checks. Release messages still wake it at once.
+pub(crate) const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
+
+pub(crate) enum Attempt {
+    Acquired(LockGuard),
+    /// Held by someone else; their remaining lease in ms (-1: no expiry, -2: just vanished).
+    Held(i64),
+    /// Fair lock: free, but another waiter is first; it has this many ms to take it.
+    Behind(i64),
+    /// Fair lock: this field is out of line (evicted, or handed the lock whose lease then ran
+    /// out) and was not put back: rejoin under a new field, with the ticket.
+    OutOfLine,
+}
+
+/// Which acquire script an attempt runs, and how.
+#[derive(Debug, Clone)]
+pub(crate) enum Mode {
+    /// `acquire.lua`: the plain lock.
+    Plain,
+    /// `fair_acquire.lua` without joining the line (`try_lock`, and the first attempt).
+    FairTry,
+    /// `fair_acquire.lua`, joining the line (or staying in it) if not granted.
+    FairWait(Arc<QueueEntry>),
+    /// `rw_read_acquire.lua`: a read hold; `writer` is the field of the caller's own write
+    /// hold of this lock ("" if none), which lets it read while it writes (a downgrade).
+    Read { writer: String },
+    /// `rw_write_acquire.lua`: a write hold.
+    Write,
+}
+
+/// A fresh acquisition in progress: the field it asks for, and who will own the hold.
+#[derive(Debug)]
+pub(crate) struct Fresh {
+    /// The field this acquisition asks for. Retired (replaced by a new one) after any attempt
+    /// whose outcome is unknown, so that the clean-up of that attempt, wherever and whenever
+    /// it lands, can only remove what that attempt took.
+    pub(crate) field: String,
+    pub(crate) owner: Option<Owner>,
+    /// The task that called `lock()` (the attempt runs in a task of its own).
+    pub(crate) task: crate::hold::holds::Caller,
+    /// When `lock()` was called, for the wait-time metric.
+    pub(crate) started: Instant,
+    /// Acquire script calls made so far, for the `acquire` span.
+    pub(crate) attempts: Arc<std::sync::atomic::AtomicU32>,
+    /// When the latest attempt was sent, in µs after `started`: a run of errors is budgeted
+    /// from the attempt that began it, not from when its timeout ran out.
+    last_try: std::sync::atomic::AtomicU64,
+    /// The clean-ups of this acquisition's attempts whose outcome is unknown (one task for
+    /// all of them, however many attempts an outage costs).
+    clean_ups: Arc<CleanUps>,
+    /// The lock kind, for metrics.
+    pub(crate) kind: crate::hold::meter::Kind,
+    /// The fixed lease asked for, or `None` for the watchdog's.
+    pub(crate) lease: Option<Duration>,
+    retry: Retry,
+}
+
+impl Fresh {
+    pub(crate) fn new(
+        inner: &Inner,
+        owner: Option<Owner>,
+        kind: crate::hold::meter::Kind,
+        lease: Option<Duration>,
+    ) -> Self {
+        Fresh {
+            field: field_for(inner, kind),
+            owner,
+            task: crate::hold::holds::Caller::current(),
+            started: Instant::now(),
+            attempts: Arc::default(),
+            last_try: Default::default(),
+            clean_ups: Arc::default(),
+            kind,
+            lease,
+            retry: Retry::default(),
+        }
+    }
+
+    /// Counts an attempt that did not grant, by cause.
+    pub(crate) fn refused(&self, cause: &'static str) {
+        crate::hold::meter::failed_attempt(self.kind, cause);
+    }
+
+    /// After a failed attempt: retires the field, then waits a backoff and returns `Ok` to
+    /// try again, or returns the error once retrying is pointless or the budget (one command
+    /// timeout from the first error in a row) is spent.
+    pub(crate) async fn after_error(&mut self, inner: &Inner, e: Error) -> Result<()> {
+        crate::hold::meter::failed_attempt(self.kind, crate::hold::meter::cause(&e));
+        self.field = field_for(inner, self.kind);
+        let tried = Duration::from_micros(self.last_try.load(Ordering::Relaxed));
+        self.retry.after(inner, e, self.started + tried).await
+    }
+
+    /// Replaces the field without an error (a fair waiter out of line rejoins under a new
+    /// field: see `fair_acquire.lua`).
+    pub(crate) fn retire(&mut self, inner: &Inner) {
+        self.field = field_for(inner, self.kind);
+    }
+
+    /// An attempt got a reply: the run of errors (its budget, backoff, warning) is over.
+    pub(crate) fn succeeded(&mut self) {
+        self.retry = Retry {
+            patience: self.retry.patience,
+            ..Retry::default()
+        };
+    }
+
+    /// After a transient error that is not an attempt's (the subscription of a waiter): waits a
+    /// backoff and returns `Ok` to go on, or the error, under the same budget as the attempts.
+    pub(crate) async fn wait_out(&mut self, inner: &Inner, e: Error) -> Result<()> {
+        self.retry.after(inner, e, Instant::now()).await
+    }
+
+    /// Says how long the caller waits: a waiting call (`lock()`, `try_lock_for`) retries
+    /// through an outage until its own deadline (`None`: as long as it takes), not just one
+    /// command timeout; `try_lock` (`waits == false`) keeps the one-timeout budget.
+    pub(crate) fn set_wait(&mut self, waits: bool, deadline: Option<Instant>) {
+        self.retry.patience = if waits {
+            Patience::Until(deadline)
+        } else {
+            Patience::OneTimeout
+        };
+    }
+}
+
+/// A new field for a hold of `kind`: `<client_id>:<n>`, and for a write hold of a read-write
+/// lock `<client_id>:<n>:write` (Redisson's naming; its release tells it from readers by it).
+fn field_for(inner: &Inner, kind: crate::hold::meter::Kind) -> String {
+    let field = inner.fields.next();
+    if kind == crate::hold::meter::Kind::Write {
+        field + ":write"
+    } else {
+        field
+    }
+}
+
+/// Backoff for transient errors: a stale connection after a Redis restart, a timeout.
+#[derive(Debug)]
+struct Retry {
+    /// The end of the budget of the current run of errors (one command timeout from the
+    /// attempt that began it); `None` while no error is in a row.
+    give_up: Option<Instant>,
+    backoff: Duration,
+    patience: Patience,
+    /// Whether this run of errors was reported as an outage.
+    warned: bool,
+}
+
+/// How long transient errors in a row are retried.
+#[derive(Debug, Clone, Copy)]
+enum Patience {
+    /// One command timeout from the attempt that began the run of errors (`try_lock`).
+    OneTimeout,
+    /// Until the caller's deadline (`None`: for ever): a waiting call waits through an
+    /// outage as it waits for a holder.
+    Until(Option<Instant>),
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            give_up: None,
+            backoff: Duration::from_millis(5),
+            patience: Patience::OneTimeout,
+            warned: false,
+        }
+    }
+}
+
+impl Retry {
+    /// After a transient error of an attempt sent at `tried`: waits a backoff and returns `Ok`
+    /// to try again, or the error once the budget is spent.
+    async fn after(&mut self, inner: &Inner, e: Error, tried: Instant) -> Result<()> {
+        if !e.is_transient() {
+            return Err(e);
+        }
+        let now = Instant::now();
+        let budget = *self
+            .give_up
+            .get_or_insert(tried + inner.settings.command_timeout);
+        let (give_up, cap) = match self.patience {
+            Patience::OneTimeout => (Some(budget), Duration::from_millis(200)),
+            // Past one command timeout this is an outage, not a blip: try once a second.
+            Patience::Until(deadline) if now >= budget => (deadline, Duration::from_secs(1)),
+            Patience::Until(deadline) => (deadline, Duration::from_millis(200)),
+        };
+        if give_up.is_some_and(|g| now + self.backoff >= g) {
+            return Err(e);
+        }
+        if matches!(self.patience, Patience::Until(_)) && now >= budget && !self.warned {
+            self.warned = true;
+            tracing::warn!(error = %e, "Redis does not answer; a waiting call keeps trying until its deadline");
+        } else {
+            tracing::debug!(error = %e, "acquire failed; retrying under a new field");
+        }
+        tokio::time::sleep(self.backoff).await;
+        self.backoff = (self.backoff * 2).min(cap);
+        inner.check_running()
+    }
+}
+
+/// One acquire script call for `fresh`. It runs to its end even if the caller gives up (in
+/// the caller's task while it is polled, then in a tracked task: `detach`), so that a reply
+/// arriving after the caller gave up still becomes a guard, and that guard's drop releases it.
+/// Errors are returned as they are; the caller retires the field and decides whether to
+/// try again.
+pub(crate) async fn attempt(
+    inner: &Arc<Inner>,
+    keys: &Arc<LockKeys>,
+    fresh: &Fresh,
+    mode: Mode,
+) -> Result<Attempt> {
+    // Nothing new is sent once shutdown has begun: it could be granted after shutdown
+    // took its list of holds to release.
+    inner.check_running()?;
+    fresh.attempts.fetch_add(1, Ordering::Relaxed);
+    let since = fresh.started.elapsed().as_micros();
+    fresh.last_try.store(since as u64, Ordering::Relaxed);
+    // A leave of the line must not overtake this attempt (it would put us back).
+    let gate = match &mode {
+        Mode::FairWait(e) => Some(e.gate.clone().lock_owned().await),
+        _ => None,
+    };
+    let task = attempt_task(AttemptArgs {
+        inner: inner.clone(),
+        keys: keys.clone(),
+        field: fresh.field.clone(),
+        owner: fresh.owner.clone(),
+        task: fresh.task,
+        clean_ups: fresh.clean_ups.clone(),
+        started: fresh.started,
+        kind: fresh.kind,
+        fixed_lease: fresh.lease,
+        mode,
+        _gate: gate,
+    });
+    inner.shared.run(task).await?
+}
+
+/// Records how an acquisition ended on its `acquire` span: outcome (`acquired`, `timed_out`,
+/// or the error's cause), wait time, token and the number of script calls.
+pub(crate) fn record_acquire(
+    span: &tracing::Span,
+    r: &Result<Option<LockGuard>>,
+    started: Instant,
+    attempts: u32,
+) {
+    span.record("wait_ms", started.elapsed().as_secs_f64() * 1000.0);
+    span.record("attempts", attempts);
+    match r {
+        Ok(Some(g)) => {
+            span.record("outcome", "acquired");
+            span.record("token", g.fencing_token());
+        }
+        Ok(None) => {
+            span.record("outcome", "timed_out");
+        }
+        Err(e) => {
+            span.record("outcome", crate::hold::meter::cause(e));
+        }
+    }
+}
+
+/// Waits (bounded by the command timeout) while a release of this lock by this client is in
+/// flight: the lock is about to be free, and trying before the release lands would only cost
+/// a round trip and a wake-up. (Not needed for safety: a fresh acquisition has its own field,
+/// which no release of an older hold can touch.)
+pub(crate) async fn await_local_release(inner: &Inner, lock: &str, deadline: Option<Instant>) {
+    let Some(hold) = inner.shared.holds.find(lock, |h| h.is_releasing()) else {
+        return;
+    };
+    let mut gone = pin!(hold.gone.notified());
+    gone.as_mut().enable();
+    if inner.shared.holds.contains(&hold) {
+        let mut until = Instant::now() + inner.settings.command_timeout;
+        if let Some(d) = deadline {
+            until = until.min(d);
+        }
+        let _ = tokio::time::timeout_at(until, gone).await;
+    }
+}
+
+struct AttemptArgs {
+    inner: Arc<Inner>,
+    keys: Arc<LockKeys>,
+    field: String,
+    owner: Option<Owner>,
+    task: crate::hold::holds::Caller,
+    clean_ups: Arc<CleanUps>,
+    started: Instant,
+    kind: crate::hold::meter::Kind,
+    fixed_lease: Option<Duration>,
+    mode: Mode,
+    _gate: Option<OwnedMutexGuard<()>>,
+}
+
+async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
+    let AttemptArgs {
+        inner,
+        keys,
+        field,
+        owner,
+        task,
+        clean_ups,
+        started,
+        kind,
+        fixed_lease,
+        mode,
+        _gate,
+    } = a;
+    let watchdog = fixed_lease.is_none();
+    let lease = fixed_lease.unwrap_or(inner.settings.watchdog_lease);
+    let mut args = vec![
+        lease.as_millis().to_string(),
+        field.clone(),
+        inner.grace_ms().to_string(),
+    ];
+    let (script, script_keys) = match (&mode, keys.queue_group()) {
+        (Mode::FairTry | Mode::FairWait(_), Some([lock, queue, alive, seq, token, handoff])) => {
+            let (join, ticket, first_lease, joined) = match &mode {
+                Mode::FairWait(e) => {
+                    // Set before sending: if the reply is lost we may be in line.
+                    e.queued.store(true, Ordering::SeqCst);
+                    (
+                        "wait",
+                        e.ticket.load(Ordering::SeqCst),
+                        e.first_lease.map_or(0, |l| l.as_millis()),
+                        e.joined(),
+                    )
+                }
+                _ => ("try", 0, 0, false),
+            };
+            args.extend([
+                inner.settings.fair_heartbeat.as_millis().to_string(),
+                join.to_string(),
+                ticket.to_string(),
+                inner.publish_cmd().to_string(),
+                first_lease.to_string(),
+                u8::from(joined).to_string(),
+                keys.wake_channel().to_string(),
+            ]);
+            if let Mode::FairWait(e) = &mode {
+                if let Some(retired) = e.replaces.as_ref().filter(|_| !joined) {
+                    args.push(retired.clone());
+                }
+            }
+            let k = vec![lock, token, queue, alive, seq, handoff];
+            (&*scripts::FAIR_ACQUIRE, k)
+        }
+        (Mode::Read { writer }, _) => {
+            args.push(writer.clone());
+            let k = vec![
+                keys.lock.clone(),
+                keys.token.clone(),
+                keys.read_timeout(&field),
+            ];
+            (&*scripts::RW_READ_ACQUIRE, k)
+        }
+        (Mode::Write, _) => (
+            &*scripts::RW_WRITE_ACQUIRE,
+            vec![keys.lock.clone(), keys.token.clone()],
+        ),
+        _ => (
+            &*scripts::ACQUIRE,
+            vec![keys.lock.clone(), keys.token.clone()],
+        ),
+    };
+    let sent = Instant::now();
+    let conn = inner.pool.next();
+    let reply = match (&inner.batcher, &mode) {
+        (Some(b), Mode::Plain) => {
+            // Moved, not copied: the plain acquire's keys and arguments are exactly the op's.
+            let mut k = script_keys.into_iter();
+            let mut a = args.into_iter();
+            let next = |i: &mut std::vec::IntoIter<String>| i.next().unwrap_or_default();
+            let op = crate::client::batch::Op::Acquire {
+                keys: [next(&mut k), next(&mut k)],
+                args: [next(&mut a), next(&mut a), next(&mut a)],
+            };
+            b.run::<Vec<i64>>(op).await
+        }
+        _ => script.run::<Vec<i64>>(conn, script_keys, args).await,
+    };
+    if let (Mode::FairWait(e), Ok(r)) = (&mode, &reply) {
+        match r.as_slice() {
+            // Out of line, and not put back.
+            [0, _, _, -2, _] => e.queued.store(false, Ordering::SeqCst),
+            [0, _, ticket, _, _] => {
+                e.ticket.store(*ticket, Ordering::SeqCst);
+                // In line when the script ran: any handoff to this field comes after it.
+                e.seen_in_line(sent);
+            }
+            // Granted: the script took us out of the line.
+            _ => e.queued.store(false, Ordering::SeqCst),
+        }
+    }
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => {
+            let err = inner.error("acquire", &keys.lock, e);
+            // A WRONGTYPE reply means the script ran and changed nothing.
+            if !matches!(err, Error::WrongType { .. }) {
+                clean_up_unknown_outcome(&inner, &keys, &clean_ups, &field, lease);
+            }
+            return Err(err);
+        }
+    };
+    // A grant: its token, and the local end of its lease (conservative: see `docs/safety.md`).
+    let granted = match reply.as_slice() {
+        [1, token] => Some((*token, sent + lease, false)),
+        // Handed to this field by a release before this call ran: the lease it has left is
+        // counted from this call's send time, which is no later than the server ran it.
+        [3, token, pttl] if *pttl > 0 => Some((
+            *token,
+            sent + Duration::from_millis(*pttl as u64).min(lease),
+            true,
+        )),
+        _ => None,
+    };
+    match reply.as_slice() {
+        _ if granted.is_some() => {
+            let (token, valid_until, handed) = granted.expect("checked");
+            if let Some((wanted, timeout)) = inner.settings.sync_replicas {
+                // Before anyone relies on it, the grant must be on `wanted` replicas.
+                // Boxed: fred's WAIT future is several KB, and most clients never send it.
+                let acked = Box::pin(wait_replicas(conn, &keys.lock, wanted, timeout)).await;
+                if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
+                    clean_up_refused_grant(&inner, &keys, &field, lease).await;
+                    return Err(match acked {
+                        Ok(acked) => Error::ReplicationFailed {
+                            name: keys.lock.clone(),
+                            acked: acked.max(0) as u32,
+                            wanted,
+                            timeout,
+                        },
+                        Err(e) => inner.error("wait", &keys.lock, e),
+                    });
+                }
+            }
+            let hold = Arc::new(Hold::new(
+                keys.clone(),
+                field,
+                mutated_token(token as u64),
+                owner,
+                task,
+                kind,
+                valid_until,
+            ));
+            if !hold.add_guard(watchdog, valid_until) {
+                // The reply took longer than the lease: the grant may already have expired
+                // and been taken by someone else. Drop it (under its own field); the caller
+                // retires the field and tries again.
+                clean_up_refused_grant(&inner, &keys, &hold.field, lease).await;
+                return Err(Error::Timeout {
+                    operation: "acquire",
+                    server: inner.server(),
+                    timeout: lease,
+                });
+            }
+            // Shutdown waits for this task before it releases every recorded hold, so this
+            // one is released (and reported lost) too if the client is shutting down.
+            inner.shared.holds.insert(hold.clone());
+            inner.watch_hold(&hold);
+            crate::hold::meter::acquired(kind, started.elapsed());
+            if handed && watchdog {
+                renew_first_lease(&inner, hold.clone());
+            }
+            Ok(Attempt::Acquired(LockGuard::new(
+                inner.clone(),
+                hold,
+                watchdog,
+            )))
+        }
+        [0, _, _, -2, _] => Ok(Attempt::OutOfLine),
+        [3, _, pttl] => {
+            // Handed this field with no lease left to count on (none, or a key made
+            // persistent by hand): give it back under its own field rather than keep it.
+            clean_up_refused_grant(&inner, &keys, &field, lease).await;
+            Err(Error::Redis {
+                operation: "acquire",
+                server: inner.server(),
+                source: fred::error::Error::new(
+                    fred::error::ErrorKind::Protocol,
+                    format!("a handed-over hold with a PTTL of {pttl}"),
+                ),
+            })
+        }
+        [0, pttl] | [0, pttl, _, _, 0] => Ok(Attempt::Held(*pttl)),
+        [0, bound, _, _, 1] => Ok(Attempt::Behind(*bound)),
+        other => Err(Error::Redis {
+            operation: "acquire",
+            server: inner.server(),
+            source: fred::error::Error::new(
+                fred::error::ErrorKind::Protocol,
+                format!("unexpected acquire reply {other:?}"),
+            ),
+        }),
+    }
+}
+
+/// `WAIT wanted timeout` on the connection that ran the acquire (on a cluster, to the node
+/// that owns the lock's slot): how many replicas acknowledged every write sent before it.
+async fn wait_replicas(
+    conn: &fred::clients::Client,
+    lock: &str,
+    wanted: u32,
+    timeout: Duration,
+) -> std::result::Result<i64, fred::error::Error> {
+    use fred::interfaces::{ClusterInterface, ServerInterface};
+    let ms = timeout.as_millis() as i64;
+    let slot = fred::types::Key::from(lock).cluster_hash();
+    match conn
+        .cached_cluster_state()
+        .and_then(|s| s.get_server(slot).cloned())
+    {
+        Some(node) => {
+            conn.with_cluster_node(node)
+                .wait(i64::from(wanted), ms)
+                .await
+        }
+        None => conn.wait(i64::from(wanted), ms).await,
+    }
+}
+
+/// An acquire whose reply never came may have been granted: remove that hold now rather than
+/// let it block others until its lease ends. It names the attempt's own field, which the
+/// caller then retires, so this clean-up can never touch another hold, whenever it lands. If
+/// the acquire itself lands after this clean-up (a connection that delayed it), it leaves a
+/// hold nobody renews, which expires with its lease.
+///
+/// It runs in a tracked task (shutdown waits for it), not in the caller's path: the caller
+/// holds nothing either way and goes on (retries under a new field, or returns its error)
+/// without a second command timeout when the server is away. One task per acquisition does
+/// the clean-ups of all its failed attempts ([`CleanUps`]): a `lock()` waiting through an
+/// outage fails an attempt a second, and a task (and a release a second) for each would pile
+/// up for a whole lease.
+fn clean_up_unknown_outcome(
+    inner: &Arc<Inner>,
+    keys: &Arc<LockKeys>,
+    clean_ups: &Arc<CleanUps>,
+    field: &str,
+    lease: Duration,
+) {
+    // A grant that landed by now has expired by then.
+    let until = Instant::now() + lease.max(inner.settings.command_timeout);
+    clean_ups
+        .pending
+        .lock()
+        .unwrap()
+        .push((field.to_string(), until));
+    if !clean_ups.running.swap(true, Ordering::SeqCst) {
+        let tracker = inner.shared.tracker.clone();
+        tracker.spawn(drain(inner.clone(), keys.clone(), clean_ups.clone()));
+    }
+}
+
+/// The fields of one acquisition's attempts whose outcome is unknown, each until a grant
+/// under it would have expired, and whether a task is releasing them.
+#[derive(Debug, Default)]
+pub(crate) struct CleanUps {
+    pending: std::sync::Mutex<Vec<(String, Instant)>>,
+    running: std::sync::atomic::AtomicBool,
+}
+
+/// Releases the pending fields one by one: the next at once after a reply; after an error,
+/// the same again after a backoff (doubling to a second), so that a server that is away costs
+/// one release a second, and the rest follow at once when it answers. Fields past their time
+/// are dropped. When shutdown begins, every pending field gets one more try (shutdown waits
+/// about one command timeout for this task).
+async fn drain(inner: Arc<Inner>, keys: Arc<LockKeys>, clean_ups: Arc<CleanUps>) {
+    let mut stopping = inner.stopping.subscribe();
+    let mut backoff = Duration::from_millis(50);
+    loop {
+        let next = {
+            let mut pending = clean_ups.pending.lock().unwrap();
+            let now = Instant::now();
+            pending.retain(|(_, until)| now < *until);
+            pending.first().cloned()
+        };
+        let Some((field, _)) = next else {
+            clean_ups.running.store(false, Ordering::SeqCst);
+            // A field queued between the look and the store found the task still running.
+            if clean_ups.pending.lock().unwrap().is_empty()
+                || clean_ups.running.swap(true, Ordering::SeqCst)
+            {
+                return;
+            }
+            continue;
+        };
+        if *stopping.borrow() {
+            let fields: Vec<String> = std::mem::take(&mut *clean_ups.pending.lock().unwrap())
+                .into_iter()
+                .map(|(f, _)| f)
+                .collect();
+            let last = Instant::now() + inner.settings.command_timeout;
+            for f in fields {
+                let call = inner.run_release(&keys, &f, true);
+                if tokio::time::timeout_at(last, call).await.is_err() {
+                    tracing::warn!(lock = %keys.lock, "clean-up at shutdown got no reply; a grant it may have had ends with its lease");
+                    break;
+                }
+            }
+            clean_ups.running.store(false, Ordering::SeqCst);
+            return;
+        }
+        match inner.run_release(&keys, &field, true).await {
+            Ok(_) => {
+                clean_ups
+                    .pending
+                    .lock()
+                    .unwrap()
+                    .retain(|(f, _)| *f != field);
+                backoff = Duration::from_millis(50);
+            }
+            Err(e) => {
+                tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; retrying");
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff) => {}
+                    _ = stopping.wait_for(|s| *s) => {}
+                }
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+            }
+        }
+    }
+}
+
+/// The clean-up of a grant the caller will not keep (the server answered: too few replicas
+/// acknowledged it, or the reply came after its lease), in the caller's path so that the
+/// grant is gone when the caller hears of it; retried in the background if it fails.
+async fn clean_up_refused_grant(
+    inner: &Arc<Inner>,
+    keys: &Arc<LockKeys>,
+    field: &str,
+    lease: Duration,
+) {
+    let until = Instant::now() + lease.max(inner.settings.command_timeout);
+    if let Err(e) = inner.run_release(keys, field, true).await {
+        tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; retrying in the background");
+        inner
+            .shared
+            .tracker
+            .spawn(crate::client::backend::retry_release(
+                inner.clone(),
+                keys.clone(),
+                field.to_string(),
+                until,
+            ));
+    }
+}
+
+/// A watchdog hold that a handoff granted has the first lease (at most the heartbeat
+/// deadline), not the watchdog's: renew it well before that runs out, then leave it to the
+/// watchdog's rounds (every lease/3). Off the caller's path: a hold released before then (a
+/// short critical section) costs no call.
+pub(crate) fn renew_first_lease(inner: &Arc<Inner>, hold: Arc<Hold>) {
+    use crate::hold::backend::Backend;
+    let mut shutdown = inner.shutdown.subscribe();
+    let lease = inner.settings.watchdog_lease;
+    let inner = Arc::downgrade(inner);
+    tokio::spawn(async move {
+        loop {
+            let left = hold.valid_until().saturating_duration_since(Instant::now());
+            // The watchdog's next round comes within lease/3: it takes over from here.
+            if left > lease / 2 {
+                return;
+            }
+            let wait = (left / 3).max(Duration::from_millis(10));
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            if !hold.wants_renewal() || hold.is_lost() {
+                return;
+            }
+            let Some(inner) = inner.upgrade() else { return };
+            inner.renew_batch(vec![hold.clone()]).await;
+        }
+    });
+}
+
+/// The token a new hold carries: the script's, unless a chaos mutant (`relock::mutant`)
+/// breaks that.
+pub(crate) fn mutated_token(token: u64) -> u64 {
+    crate::seam::token(token)
+}
+
+/// One more guard on `hold`, run to its end whatever the caller does (`detach`): a reply that
+/// arrives after the caller gave up still becomes a guard, whose drop takes the count off
+/// again.
+pub(crate) async fn reenter(
+    inner: &Arc<Inner>,
+    keys: Arc<LockKeys>,
+    hold: Arc<Hold>,
+    lease: Option<Duration>,
+) -> Result<LockGuard> {
+    let work = inner.clone();
+    let task = inner.shared.run(async move {
+        let inner = work;
+        let watchdog = lease.is_none();
+        let lease = lease.unwrap_or(inner.settings.watchdog_lease);
+        let sent = Instant::now();
+        // A read hold's own lease is its timeout key: lengthened with it.
+        let mut script_keys = vec![keys.lock.clone()];
+        if keys.rw == Some(crate::hold::keys::Side::Read) {
+            script_keys.push(keys.read_timeout(&hold.field));
+        }
+        let reply: Option<i64> = scripts::REENTER
+            .run(
+                inner.pool.next(),
+                script_keys,
+                vec![lease.as_millis().to_string(), hold.field.clone()],
+            )
+            .await
+            .map_err(|e| inner.error("reenter", &keys.lock, e))?;
+        let lost = || Error::LockLost {
+            name: keys.lock.clone(),
+        };
+        match reply {
+            Some(_) if hold.add_guard(watchdog, sent + lease) => {
+                Ok(LockGuard::new(inner, hold, watchdog))
+            }
+            // The hold's last guard went meanwhile: its release removes this count too.
+            Some(_) => Err(lost()),
+            None => {
+                hold.mark_lost(
+                    "a re-entry found the hold gone (expired, deleted or force-unlocked)",
+                );
+                Err(lost())
+            }
+        }
+    });
+    task.await?
+}

@@ -1,0 +1,394 @@
+//! [`Lock`]: the handle to one named lock (plain or fair), and the acquire/wait loop.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use fred::interfaces::SortedSetsInterface;
+use tracing::Instrument;
+
+use crate::client::handle::{Client, Inner};
+use crate::client::scripts;
+use crate::client::settings::validate_lease;
+use crate::error::Result;
+use crate::exclusive::attempt::{record_acquire, Fresh, Mode};
+use crate::exclusive::wait;
+use crate::hold::guard::LockGuard;
+use crate::hold::holds::Hold;
+use crate::hold::keys::LockKeys;
+use crate::hold::reentry::{self, Target};
+
+/// A distributed lock, wire-compatible with Redisson's `RLock`.
+///
+/// A cheap handle (`Clone + Send + Sync`) made by [`Client::lock`](crate::Client::lock) or
+/// [`Client::fair_lock`](crate::Client::fair_lock). Compared with `tokio::sync::Mutex`:
+/// - **Exclusion.** The same: every `lock()` waits until no one else holds the lock, also
+///   when the other holder is a future of the same task (a branch of `join!` or `select!`).
+/// - **Re-entry** is explicit: inside [`LockGuard::scope`] (or [`Lock::with`]) a `lock()` of
+///   the same lock re-enters the hold (its count goes up, same fencing token) instead of
+///   waiting; see [`Reentrancy`](crate::Reentrancy) for explicit owners and the opt-in
+///   per-task mode.
+/// - **Lease.** Without [`with_lease`](Lock::with_lease) the lease is the client's watchdog
+///   lease (30 s) and the watchdog renews it while a guard lives; with a fixed lease the lock
+///   simply expires after it. Either way a crashed holder frees the lock after its lease.
+/// - **Waiting.** Waiters sleep until a release message (pub/sub) or until the holder's lease
+///   ends, whichever is first. Not fair: any waiter may win (a fair lock serves arrival
+///   order). No polling.
+/// - **Loss.** A hold can be lost (lease ran out, key deleted, Redis restarted empty);
+///   [`LockGuard::lost`] resolves then, no later than [`LockGuard::valid_until`]. Fence your
+///   writes with [`LockGuard::fencing_token`].
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// use std::time::Duration;
+/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// let lock = client.lock("orders:42");
+/// let guard = lock.lock().await?;                          // waits as long as it takes
+/// guard.scope(async {
+///     let again = lock.lock().await?;                      // re-enters: count 2
+///     assert_eq!(lock.hold_count().await?, 2);
+///     again.unlock().await
+/// }).await?;
+/// guard.unlock().await?;
+///
+/// // Or: acquire, run, release (also on error or panic), in one call.
+/// let n = lock.with(async |guard| guard.fencing_token()).await?;
+///
+/// if let Some(guard) = lock.try_lock_for(Duration::from_secs(3)).await? {
+///     println!("token {} after {n}", guard.fencing_token());
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct Lock {
+    pub(crate) inner: Arc<Inner>,
+    name: Arc<str>,
+    keys: Option<Arc<LockKeys>>,
+    lease: Option<Duration>,
+    fair: bool,
+}
+
+/// The lock kinds of this module, made by the client.
+impl Client {
+    /// A handle to the reentrant lock called `name`. Cheap; nothing is sent until it is used.
+    /// A bad name is reported by the first operation, as [`Error::InvalidArgument`](crate::Error::InvalidArgument).
+    pub fn lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.inner.clone(), self.inner.named(name.into()), false)
+    }
+
+    /// A handle to the fair lock called `name`: first come, first served across all clients.
+    ///
+    /// The same methods and guard as [`lock`](Client::lock) (reentrancy, watchdog, fencing
+    /// tokens); waiters form a line on the server and each release hands the lock to the
+    /// first (its `lock()` returns without a round trip of its own), or wakes only it.
+    /// `try_lock` never joins the line and never jumps it. A waiter that dies stops holding up
+    /// the line after [`ClientBuilder::fair_heartbeat`](crate::ClientBuilder::fair_heartbeat) (5 s). Use one kind per name: a plain
+    /// lock on the same name does not see the line.
+    ///
+    /// ```no_run
+    /// # async fn f() -> relock::Result<()> {
+    /// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+    /// let lock = client.fair_lock("printer");
+    /// let guard = lock.lock().await?; // served in arrival order
+    /// guard.unlock().await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
+        Lock::new(self.inner.clone(), self.inner.named(name.into()), true)
+    }
+}
+
+impl Lock {
+    pub(crate) fn new(inner: Arc<Inner>, name: String, fair: bool) -> Self {
+        let keys = LockKeys::new(&name, fair).ok().map(Arc::new);
+        Lock {
+            inner,
+            name: name.into(),
+            keys,
+            lease: None,
+            fair,
+        }
+    }
+
+    /// Whether this is a fair lock (made by [`Client::fair_lock`](crate::Client::fair_lock)).
+    pub fn is_fair(&self) -> bool {
+        self.fair
+    }
+
+    /// The lock's name (also the key of its hash).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The same lock with a fixed lease: holds taken through it expire after `lease` and the
+    /// watchdog leaves them alone. A re-entry with a fixed lease lengthens the hold's lease to
+    /// it if needed, and nothing shortens it again. Validated when used (at least 1 ms).
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    /// Where the lock's data lives and its name (see [`DistributedLock::resource`](crate::DistributedLock::resource)).
+    fn resource(&self) -> String {
+        format!(
+            "{} {}",
+            crate::client::redact::identity(&self.inner.settings.url),
+            self.name
+        )
+    }
+
+    fn resources(&self) -> Vec<String> {
+        vec![self.resource()]
+    }
+
+    /// The fixed lease, if any.
+    pub fn lease(&self) -> Option<Duration> {
+        self.lease
+    }
+
+    pub(crate) fn keys(&self) -> Result<Arc<LockKeys>> {
+        match &self.keys {
+            Some(k) => Ok(k.clone()),
+            None => {
+                Err(LockKeys::new(&self.name, self.fair).expect_err("keys failed to build before"))
+            }
+        }
+    }
+
+    async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
+        self.inner.check_running()?;
+        let keys = self.keys()?;
+        if let Some(lease) = self.lease {
+            validate_lease("lease", lease)?;
+        }
+        let inner = &self.inner;
+        match reentry::resolve(
+            inner.shared.id,
+            inner.settings.reentrancy,
+            &inner.shared.holds,
+            &keys.lock,
+        )? {
+            Target::Reenter(hold) => {
+                let span = tracing::debug_span!("reenter", lock = %self.name, field = %hold.field);
+                crate::exclusive::attempt::reenter(&self.inner, keys, hold, self.lease)
+                    .instrument(span)
+                    .await
+                    .map(Some)
+            }
+            Target::Fresh { owner } => {
+                use tracing::field::Empty;
+                let span = tracing::debug_span!(
+                    "acquire",
+                    lock = %self.name,
+                    outcome = Empty,
+                    wait_ms = Empty,
+                    token = Empty,
+                    attempts = Empty
+                );
+                let kind = if self.fair {
+                    crate::hold::meter::Kind::Fair
+                } else {
+                    crate::hold::meter::Kind::Plain
+                };
+                let fresh = Fresh::new(inner, owner, kind, self.lease);
+                let (started, attempts) = (fresh.started, fresh.attempts.clone());
+                let r = if self.fair {
+                    crate::exclusive::fair::acquire_fair(inner, keys, fresh, wait)
+                        .instrument(span.clone())
+                        .await
+                } else {
+                    wait::lease_bounded(inner, keys, fresh, wait, Mode::Plain)
+                        .instrument(span.clone())
+                        .await
+                };
+                record_acquire(&span, &r, started, attempts.load(Ordering::Relaxed));
+                r
+            }
+        }
+    }
+
+    /// The hold the calling code would re-enter or holds: the enclosing scope's, the explicit
+    /// (or per-task) owner's, else a live hold taken by the current task.
+    fn current_hold(&self, keys: &LockKeys) -> Option<Arc<Hold>> {
+        let inner = &self.inner;
+        if let Some(h) = reentry::scoped_hold(inner.shared.id, &keys.lock) {
+            return Some(h);
+        }
+        if let Ok(Target::Reenter(h)) = reentry::resolve(
+            inner.shared.id,
+            inner.settings.reentrancy,
+            &inner.shared.holds,
+            &keys.lock,
+        ) {
+            return Some(h);
+        }
+        let caller = crate::hold::reentry::Caller::current();
+        inner.shared.holds.find(&keys.lock, |h| {
+            h.task == caller && h.is_live() && !h.is_read_write()
+        })
+    }
+
+    /// Whether anyone holds the lock.
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad
+    /// name; [`Error::NotALock`](crate::Error::NotALock) or
+    /// [`Error::WrongType`](crate::Error::WrongType) if the key holds something else than a lock.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn is_locked(&self) -> Result<bool> {
+        let keys = self.keys()?;
+        Ok(self.check(&keys, String::new()).await?.0)
+    }
+
+    /// One read of whether the lock is held and of `field`'s hold count (see
+    /// [`Inner::check`]).
+    async fn check(&self, keys: &LockKeys, field: String) -> Result<(bool, u32)> {
+        let (exists, count) = self.inner.check(&keys.lock, field).await?;
+        Ok((exists, count.and_then(|c| c.parse().ok()).unwrap_or(0)))
+    }
+
+    /// Whether the calling code holds the lock: inside a hold's scope, as the owner of a hold
+    /// ([`Owner::scope`](crate::Owner::scope), or per-task mode), or as the task that took a live hold.
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn is_held_by_current_task(&self) -> Result<bool> {
+        Ok(self.hold_count().await? > 0)
+    }
+
+    /// The hold count on the server of the hold the calling code holds (see
+    /// [`is_held_by_current_task`](Lock::is_held_by_current_task)); 0 if none.
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked); [`Error::WrongType`](crate::Error::WrongType) if the key is not a lock.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn hold_count(&self) -> Result<u32> {
+        let keys = self.keys()?;
+        // Without a hold, ask for a field no hold has: the answer is 0, and a key that is not
+        // a lock still gets its WRONGTYPE error.
+        let field = self
+            .current_hold(&keys)
+            .map_or(String::new(), |h| h.field.clone());
+        Ok(self.check(&keys, field).await?.1)
+    }
+
+    /// The lock's remaining lease on the server, or `None` if it is free (or has no expiry).
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn remaining_lease(&self) -> Result<Option<Duration>> {
+        let keys = self.keys()?;
+        // Through the shape check: a data hash's TTL is not a lease.
+        let (_, _, ms) = self
+            .inner
+            .check_with_pttl(&keys.lock, String::new())
+            .await?;
+        Ok((ms >= 0).then(|| Duration::from_millis(ms as u64)))
+    }
+
+    /// How many waiters are in a fair lock's line (0 for a plain lock, which has none).
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn queue_len(&self) -> Result<usize> {
+        let keys = self.keys()?;
+        let Some(q) = &keys.queue else { return Ok(0) };
+        let n: usize = self
+            .inner
+            .pool
+            .next()
+            .zcard(q.queue.as_str())
+            .await
+            .map_err(|e| self.inner.error("zcard", &q.queue, e))?;
+        Ok(n)
+    }
+
+    /// The place in a fair lock's line (0: next to get it) of the first waiter of this client
+    /// on this lock, or `None` if none is waiting (or the lock is not fair).
+    ///
+    /// An honest wait estimate from it: the holder's
+    /// [`remaining_lease`](Lock::remaining_lease), plus, for each waiter ahead, how long it
+    /// will hold the lock (at most its lease, if it uses a fixed one). The line itself stores
+    /// no estimates, so nothing drifts when waiters leave.
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn queue_position(&self) -> Result<Option<usize>> {
+        let keys = self.keys()?;
+        let Some(q) = &keys.queue else {
+            return Ok(None);
+        };
+        let fields = self
+            .inner
+            .state::<crate::exclusive::fair_line::Line>()
+            .fields_of(&keys.lock);
+        let mut best: Option<usize> = None;
+        for field in fields {
+            let rank: Option<usize> = self
+                .inner
+                .pool
+                .next()
+                .zrank(q.queue.as_str(), field.as_str(), false)
+                .await
+                .map_err(|e| self.inner.error("zrank", &q.queue, e))?;
+            best = match (best, rank) {
+                (Some(b), Some(r)) => Some(b.min(r)),
+                (b, r) => b.or(r),
+            };
+        }
+        Ok(best)
+    }
+
+    /// Deletes the lock whoever holds it and wakes a waiter. Returns whether there was one.
+    /// This client's holds of it report themselves lost at once; other clients' holders learn
+    /// of it at their next renewal.
+    ///
+    /// # Errors
+    /// As [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// If dropped after the command was sent, the lock may or may not have been deleted.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        self.inner.check_running()?;
+        let keys = self.keys()?;
+        let r: i64 = scripts::FORCE_UNLOCK
+            .run(
+                self.inner.pool.next(),
+                keys.release_keys(),
+                vec![
+                    self.inner.publish_cmd().into(),
+                    "0".into(),
+                    keys.channel.clone(),
+                    keys.wake_channel().to_string(),
+                ],
+            )
+            .await
+            .map_err(|e| self.inner.error("force_unlock", &keys.lock, e))?;
+        for h in self.inner.shared.holds.of_lock(&keys.lock) {
+            h.mark_lost("force-unlocked by this client");
+        }
+        Ok(r == 1)
+    }
+}
+
+crate::hold::methods::lock_methods!(
+    Lock,
+    errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) or [`Error::NotALock`](crate::Error::NotALock) if the key holds something else (at once: nothing is changed or waited on), connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold that has ended. While Redis does not answer (an outage, a restart), `lock` keeps trying (about once a second, with one warning) until it answers or the client shuts down; `try_lock_for` until its bound, then returns the transient error; `try_lock` for one command timeout. An attempt whose reply was lost never becomes a hold of the caller: it is released in the background (`Error::Timeout` says the call holds nothing).",
+    cancel: "Cancel safe: if the future is dropped, any acquisition that was already granted is released, and its subscription is dropped. Like `tokio::sync::Mutex::lock`, you lose your chance at the lock."
+);

@@ -1,0 +1,360 @@
+//! [`ReadWriteLock`]: many readers or one writer, wire-compatible with Redisson's
+//! `RReadWriteLock`; its two sides, [`ReadLock`] and [`WriteLock`], are lock kinds of their
+//! own over the shared parts (attempts in their own task, the lease-bounded wait, holds,
+//! watchdog, guard).
+//!
+//! On the server a read-write lock is one hash (Redisson's layout): `mode` (`read` or
+//! `write`), a field per read hold (`<client_id>:<n>` → count) and per write hold
+//! (`<client_id>:<n>:write` → count). Each read hold also has a timeout key
+//! (`{name}:<field>:rwlock_timeout:1`), its own lease: readers' leases are independent, and a
+//! release finds readers whose timeout key expired and drops them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tracing::Instrument;
+
+use crate::client::handle::{Client, Inner};
+use crate::client::scripts;
+use crate::client::settings::validate_lease;
+use crate::error::{Error, Result};
+use crate::exclusive::attempt::{record_acquire, Fresh, Mode};
+use crate::exclusive::wait;
+use crate::hold::guard::LockGuard;
+use crate::hold::holds::Hold;
+use crate::hold::keys::{LockKeys, Side};
+use crate::hold::meter::Kind;
+use crate::hold::owner::Owner;
+use crate::hold::reentry;
+
+/// A distributed read-write lock: any number of readers, or one writer. Wire-compatible with
+/// Redisson's `RReadWriteLock` (same hash, fields, timeout keys and channel).
+///
+/// Made by [`Client::read_write_lock`]. Its [`read_lock`](ReadWriteLock::read_lock) and
+/// [`write_lock`](ReadWriteLock::write_lock) have the same methods and guard as a
+/// [`Lock`](crate::Lock): waits woken by pub/sub and bounded by the holder's lease, the
+/// watchdog (without a fixed lease), `lost()`, fencing tokens, scopes.
+///
+/// - **Re-entry.** Inside a read hold's scope a read `lock()` re-enters it; inside a write
+///   hold's scope a write `lock()` re-enters it.
+/// - **Downgrade.** Inside a write hold's scope (or as its [`Owner`]) a read `lock()` takes a
+///   read hold at once, beside the write hold; releasing the write hold then leaves a read
+///   hold.
+/// - **No upgrade.** A write `lock()` inside a read hold's scope (or by its owner) fails with
+///   [`Error::UpgradeRefused`]: it would wait for its own read hold for ever.
+/// - **Waking.** A write release wakes every waiter (readers can share); a release that frees
+///   the lock wakes one waiter per client (a writer can take it).
+/// - **Fairness.** None, as in Redisson: while readers keep holding it, a writer waits, so a
+///   steady stream of overlapping readers can starve writers. Use a [fair
+///   lock](crate::Client::fair_lock) if writers must get through. There is no fair variant:
+///   the fair machinery is a line for one holder at a time (each release grants or names the
+///   next waiter, and a waiter's heartbeat deadline counts from its turn), while a fair
+///   read-write lock would grant every reader at the head of the line together and hold
+///   readers that arrive behind a waiting writer: another discipline, with its own line
+///   scripts, that would share little with it. Redisson has none either.
+/// - **Tokens.** Every hold gets a fencing token above every token handed out before it, reads
+///   included. A write token is exclusive: no other hold overlaps it. A read token is not:
+///   readers holding at once have different tokens. A resource can reject a reader whose token
+///   is below the last write token it saw (that reader started before the write).
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// let rw = client.read_write_lock("catalog");
+/// let reading = rw.read_lock().lock().await?;           // shared with other readers
+/// reading.unlock().await?;
+/// let writing = rw.write_lock().lock().await?;          // alone
+/// let read_too = writing.scope(rw.read_lock().lock()).await?; // downgrade
+/// writing.unlock().await?;                              // still reading
+/// read_too.unlock().await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ReadWriteLock {
+    read: ReadLock,
+    write: WriteLock,
+}
+
+/// The read side of a [`ReadWriteLock`]: shared holds.
+#[derive(Debug, Clone)]
+pub struct ReadLock(Half);
+
+/// The write side of a [`ReadWriteLock`]: an exclusive hold.
+#[derive(Debug, Clone)]
+pub struct WriteLock(Half);
+
+/// One side: what it needs to acquire.
+#[derive(Debug, Clone)]
+struct Half {
+    inner: Arc<Inner>,
+    name: Arc<str>,
+    side: Side,
+    lease: Option<Duration>,
+}
+
+/// The lock kind of this module, made by the client.
+impl Client {
+    /// A handle to the read-write lock called `name`. Cheap; nothing is sent until it is
+    /// used. A bad name is reported by the first operation, as [`Error::InvalidArgument`].
+    ///
+    /// ```no_run
+    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// let rw = client.read_write_lock("catalog");
+    /// let n = rw.read_lock().with(async |_guard| 42).await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
+        let name: Arc<str> = self.inner.named(name.into()).into();
+        let half = |side| Half {
+            inner: self.inner.clone(),
+            name: name.clone(),
+            side,
+            lease: None,
+        };
+        ReadWriteLock {
+            read: ReadLock(half(Side::Read)),
+            write: WriteLock(half(Side::Write)),
+        }
+    }
+}
+
+impl ReadWriteLock {
+    /// The lock's name (the key of its hash).
+    pub fn name(&self) -> &str {
+        &self.read.0.name
+    }
+
+    /// One consistent read of the lock for operators: its mode, every holder (the write
+    /// hold's field ends in `:write`), the lease, the fencing counter.
+    ///
+    /// # Errors
+    /// [`Error::WrongType`] if the key is not a lock's hash; connection errors; a bad name.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn status(&self) -> Result<crate::LockStatus> {
+        let half = &self.read.0;
+        crate::Lock::new(half.inner.clone(), half.name.to_string(), false)
+            .status()
+            .await
+    }
+
+    /// The read side: any number of holders at once, none while a writer holds it.
+    pub fn read_lock(&self) -> ReadLock {
+        self.read.clone()
+    }
+
+    /// The write side: one holder, none while anyone reads.
+    pub fn write_lock(&self) -> WriteLock {
+        self.write.clone()
+    }
+}
+
+/// What a `lock()` of one side does, given the caller's holds of this lock.
+enum Plan {
+    Reenter(Arc<Hold>),
+    /// A fresh hold for `owner`; `writer`: the caller's own write hold, which a read may join.
+    Fresh {
+        owner: Option<Owner>,
+        writer: String,
+    },
+}
+
+impl Half {
+    fn keys(&self) -> Result<Arc<LockKeys>> {
+        LockKeys::read_write(&self.name, self.side).map(Arc::new)
+    }
+
+    /// Decides between re-entry, a downgrade and a fresh hold, from the holds of this lock in
+    /// the scopes around the caller (innermost first) or, outside them, its owner's.
+    fn plan(&self, keys: &LockKeys) -> Result<Plan> {
+        let inner = &self.inner;
+        let owner = reentry::owner(inner.settings.reentrancy);
+        let mut mine = reentry::scoped_holds(inner.shared.id, &keys.lock);
+        if mine.is_empty() {
+            if let Some(o) = &owner {
+                mine = inner.shared.holds.of_lock(&keys.lock);
+                mine.retain(|h| h.owner.as_ref() == Some(o) && h.is_live() && h.is_read_write());
+            }
+        }
+        let of = |side| mine.iter().find(|h| h.keys.rw == Some(side)).cloned();
+        let live = |h: Arc<Hold>| {
+            if h.is_live() {
+                Ok(h)
+            } else {
+                Err(Error::LockLost {
+                    name: keys.lock.clone(),
+                })
+            }
+        };
+        match (self.side, of(Side::Read), of(Side::Write)) {
+            (Side::Write, _, Some(w)) => Ok(Plan::Reenter(live(w)?)),
+            (Side::Write, Some(_), None) => Err(Error::UpgradeRefused {
+                name: keys.lock.clone(),
+            }),
+            (Side::Read, Some(r), _) => Ok(Plan::Reenter(live(r)?)),
+            (Side::Read, None, Some(w)) => Ok(Plan::Fresh {
+                owner,
+                writer: live(w)?.field.clone(),
+            }),
+            (_, None, None) => Ok(Plan::Fresh {
+                owner,
+                writer: String::new(),
+            }),
+        }
+    }
+
+    async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
+        let inner = &self.inner;
+        inner.check_running()?;
+        let keys = self.keys()?;
+        if let Some(lease) = self.lease {
+            validate_lease("lease", lease)?;
+        }
+        let side = match self.side {
+            Side::Read => "read",
+            Side::Write => "write",
+        };
+        match self.plan(&keys)? {
+            Plan::Reenter(hold) => {
+                let span =
+                    tracing::debug_span!("reenter", lock = %self.name, side, field = %hold.field);
+                crate::exclusive::attempt::reenter(inner, keys, hold, self.lease)
+                    .instrument(span)
+                    .await
+                    .map(Some)
+            }
+            Plan::Fresh { owner, writer } => {
+                use tracing::field::Empty;
+                let span = tracing::debug_span!(
+                    "acquire",
+                    lock = %self.name,
+                    side,
+                    outcome = Empty,
+                    wait_ms = Empty,
+                    token = Empty,
+                    attempts = Empty
+                );
+                let (kind, mode) = match self.side {
+                    Side::Read => (Kind::Read, Mode::Read { writer }),
+                    Side::Write => (Kind::Write, Mode::Write),
+                };
+                let fresh = Fresh::new(inner, owner, kind, self.lease);
+                let (started, attempts) = (fresh.started, fresh.attempts.clone());
+                let r = wait::lease_bounded(inner, keys, fresh, wait, mode)
+                    .instrument(span.clone())
+                    .await;
+                let attempts = attempts.load(std::sync::atomic::Ordering::Relaxed);
+                record_acquire(&span, &r, started, attempts);
+                r
+            }
+        }
+    }
+
+    /// Whether the hash's mode is this side's.
+    async fn is_locked(&self) -> Result<bool> {
+        let keys = self.keys()?;
+        let (_, mode) = self.inner.check(&keys.lock, "mode".into()).await?;
+        Ok(mode.as_deref()
+            == Some(match self.side {
+                Side::Read => "read",
+                Side::Write => "write",
+            }))
+    }
+
+    /// Deletes the whole lock (both sides) and wakes every waiter.
+    async fn force_unlock(&self) -> Result<bool> {
+        let inner = &self.inner;
+        inner.check_running()?;
+        let keys = self.keys()?;
+        let args = vec![inner.publish_cmd().into(), "1".into(), keys.channel.clone()];
+        let r: i64 = scripts::FORCE_UNLOCK
+            .run(inner.pool.next(), keys.release_keys(), args)
+            .await
+            .map_err(|e| inner.error("force_unlock", &keys.lock, e))?;
+        for h in inner.shared.holds.of_lock(&keys.lock) {
+            h.mark_lost("force-unlocked by this client");
+        }
+        Ok(r == 1)
+    }
+}
+
+/// The methods both sides share, over their [`Half`].
+macro_rules! side_methods {
+    ($side:ident, $what:literal) => {
+        impl $side {
+            /// The lock's name (the key of its hash).
+            pub fn name(&self) -> &str {
+                &self.0.name
+            }
+
+            #[doc = concat!("The same side with a fixed lease: ", $what, " holds taken through it expire")]
+            /// after `lease` and the watchdog leaves them alone. Validated when used (at least
+            /// 1 ms).
+            pub fn with_lease(mut self, lease: Duration) -> Self {
+                self.0.lease = Some(lease);
+                self
+            }
+
+            /// The fixed lease, if any.
+            pub fn lease(&self) -> Option<Duration> {
+                self.0.lease
+            }
+
+            #[doc = concat!("Whether the lock is held for ", $what, " (its hash's `mode`).")]
+            ///
+            /// # Errors
+            /// Connection errors; [`Error::InvalidArgument`] for a bad name;
+            /// [`Error::WrongType`] if the key is not a hash, [`Error::NotALock`] if it is a
+            /// hash that is not a lock.
+            ///
+            /// # Cancel safety
+            /// Cancel safe (read only).
+            pub async fn is_locked(&self) -> Result<bool> {
+                self.0.is_locked().await
+            }
+
+            /// Deletes the whole read-write lock, whoever holds it (readers and writer), and
+            /// wakes every waiter. Returns whether it was held. This client's holds of it
+            /// report themselves lost at once.
+            ///
+            /// # Errors
+            /// As [`is_locked`](Self::is_locked).
+            ///
+            /// # Cancel safety
+            /// If dropped after the command was sent, the lock may or may not be deleted.
+            pub async fn force_unlock(&self) -> Result<bool> {
+                self.0.force_unlock().await
+            }
+
+            async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
+                self.0.acquire(wait).await
+            }
+
+            /// Both sides share one hash: one resource.
+            fn resource(&self) -> String {
+                let server = crate::client::redact::identity(&self.0.inner.settings.url);
+                format!("{server} {}", self.0.name)
+            }
+
+            fn resources(&self) -> Vec<String> {
+                vec![self.resource()]
+            }
+        }
+    };
+}
+
+side_methods!(ReadLock, "reading");
+side_methods!(WriteLock, "writing");
+
+crate::hold::methods::lock_methods!(
+    ReadLock,
+    errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) or [`Error::NotALock`](crate::Error::NotALock) if the key holds something else (at once: nothing is changed or waited on), connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold of this lock that has ended. While Redis does not answer (an outage, a restart), `lock` keeps trying (about once a second, with one warning) until it answers or the client shuts down; `try_lock_for` until its bound, then returns the transient error; `try_lock` for one command timeout. An attempt whose reply was lost never becomes a hold of the caller: it is released in the background (`Error::Timeout` says the call holds nothing).",
+    cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped."
+);
+
+crate::hold::methods::lock_methods!(
+    WriteLock,
+    errors: "As for [`ReadLock::lock`]; and [`Error::UpgradeRefused`](crate::Error::UpgradeRefused) when the caller holds a read hold of this lock (in its scope, or as its owner).",
+    cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped."
+);

@@ -1,0 +1,268 @@
+//! [`Lock::status`]: what Redis holds for a lock, for operators (`relock status`).
+
+use fred::types::Value;
+
+use crate::client::scripts;
+use crate::error::Result;
+use crate::exclusive::lock::Lock;
+
+/// A snapshot of a lock as Redis holds it: its holders, its lease, its fencing counter and, for
+/// a fair lock, its line, all read at one moment (one script).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LockStatus {
+    /// The lock's name (its hash key).
+    pub name: String,
+    /// The owner fields of the lock hash with their hold counts (one for an exclusive lock
+    /// unless the hash was written by hand); empty when the lock is free.
+    pub holders: Vec<Holder>,
+    /// The lock's remaining lease in ms; `None` when free, `Some(-1)` with no expiry.
+    pub pttl_ms: Option<i64>,
+    /// The fencing counter (the last token handed out) while it lives.
+    pub counter: Option<u64>,
+    /// The counter's remaining life in ms.
+    pub counter_pttl_ms: Option<i64>,
+    /// A fair lock's waiting line, first first (empty for a plain lock).
+    pub queue: Vec<Waiter>,
+    /// A read-write lock's mode (`read` or `write`, its hash's `mode` field); `None` for a
+    /// lock. Its holders' fields then end in `:write` for the write hold.
+    pub mode: Option<String>,
+}
+
+impl LockStatus {
+    /// Whether anyone holds the lock.
+    pub fn is_held(&self) -> bool {
+        !self.holders.is_empty()
+    }
+}
+
+/// One owner field of a lock hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Holder {
+    /// The field: `<client id>:<n>` (relock) or `<uuid>:<thread id>` (Redisson).
+    pub field: String,
+    /// Its hold count (re-entries).
+    pub count: i64,
+    /// Who wrote it, judged by its shape.
+    pub layout: OwnerLayout,
+}
+
+/// Which library an owner field looks like it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OwnerLayout {
+    /// `<client id>:<n>` with `n` from a 62-bit random start: at least 2³².
+    Relock,
+    /// `<uuid>:<thread id>`: a small thread id.
+    Redisson,
+    /// Neither shape.
+    Unknown,
+}
+
+/// The Redis names of one lock, for tools that watch it (`relock watch` subscribes to the
+/// channel and to keyspace notifications of the keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KeyNames {
+    /// The lock hash (the lock's name itself).
+    pub lock: String,
+    /// Where releases are published (Redisson's `redisson_lock__channel:{name}`); a sharded
+    /// channel (`SPUBLISH`) on a Redis Cluster.
+    pub channel: String,
+    /// The fencing counter.
+    pub counter: String,
+    /// A fair lock's waiting line (sorted set of owner fields by ticket); `None` for a plain
+    /// lock.
+    pub queue: Option<String>,
+}
+
+/// A fair-lock waiter in line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Waiter {
+    /// Its owner field (the field its hold will have).
+    pub field: String,
+    /// 0 for the first in line.
+    pub position: usize,
+    /// Its ticket (arrival order).
+    pub ticket: u64,
+    /// Its heartbeat deadline, server time in ms since 1970; past it, it is dropped from line.
+    pub deadline_ms: Option<i64>,
+}
+
+/// A number from a script's reply, whether it came as an integer or as a string.
+fn num<T: std::str::FromStr>(v: &Value) -> Option<T> {
+    v.as_string()?.parse().ok()
+}
+
+fn layout(field: &str) -> OwnerLayout {
+    // A read-write lock's write hold: the owner, then `:write`.
+    let field = field.strip_suffix(":write").unwrap_or(field);
+    match field.rsplit_once(':').map(|(_, n)| n.parse::<u64>()) {
+        Some(Ok(n)) if n >= 1 << 32 => OwnerLayout::Relock,
+        Some(Ok(_)) => OwnerLayout::Redisson,
+        _ => OwnerLayout::Unknown,
+    }
+}
+
+impl Lock {
+    /// The Redis keys and channel of this lock.
+    ///
+    /// ```
+    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// let names = client.fair_lock("jobs:nightly").key_names()?;
+    /// assert_eq!(names.channel, "redisson_lock__channel:{jobs:nightly}");
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a name whose keys could not share a
+    /// cluster slot, as for every operation on the lock.
+    pub fn key_names(&self) -> Result<KeyNames> {
+        let keys = self.keys()?;
+        Ok(KeyNames {
+            lock: keys.lock.clone(),
+            channel: keys.channel.clone(),
+            counter: keys.token.clone(),
+            queue: keys.queue.as_ref().map(|q| q.queue.clone()),
+        })
+    }
+
+    /// A snapshot of this lock on the server: holders, lease, fencing counter, and the fair
+    /// line. For operators and tooling (`relock status`); a program that wants the lock should
+    /// take it, not look first.
+    ///
+    /// ```no_run
+    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// let status = client.lock("jobs:nightly").status().await?;
+    /// for h in &status.holders {
+    ///     println!("{} holds it ({} times), {:?} ms left", h.field, h.count, status.pttl_ms);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::WrongType`](crate::Error::WrongType) if the key is not a hash of hold counts
+    /// (a string, a list, a Redisson read-write lock's hash…); connection
+    /// and timeout errors as for [`is_locked`](Lock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn status(&self) -> Result<LockStatus> {
+        let keys = self.keys()?;
+        let inner = &self.inner;
+        let mut script_keys = vec![keys.lock.clone(), keys.token.clone()];
+        if let Some(q) = &keys.queue {
+            script_keys.extend([q.queue.clone(), q.alive.clone()]);
+        }
+        // One script, so that the holders, lease, counter and line are of one moment (a watch
+        // that reads them apart sees a holder still there beside a line it has already left).
+        let reply: Value = scripts::STATUS
+            .run_read_only(inner.pool.next(), script_keys, vec!["0".into()])
+            .await
+            .map_err(|e| inner.error("status", &keys.lock, e))?;
+        let wrong = || crate::Error::WrongType {
+            key: keys.lock.clone(),
+        };
+        let Value::Array(mut parts) = reply else {
+            return Err(wrong());
+        };
+        if let [tag, key, found] = parts.as_slice() {
+            if tag.as_str().as_deref() == Some("notalock") {
+                return Err(crate::Error::NotALock {
+                    key: key.as_string().unwrap_or_default(),
+                    found: found.as_string().unwrap_or_default(),
+                });
+            }
+        }
+        if let [tag, key] = parts.as_slice() {
+            if tag.as_str().as_deref() == Some("wrongtype") {
+                return Err(crate::Error::WrongType {
+                    key: key.as_string().unwrap_or_default(),
+                });
+            }
+        }
+        if parts.len() != 5 {
+            return Err(wrong());
+        }
+        let line = parts.pop().unwrap_or(Value::Null);
+        let counter_pttl = parts.pop().and_then(|v| num::<i64>(&v)).unwrap_or(-2);
+        let counter = parts.pop().and_then(|v| num::<u64>(&v));
+        let pttl = parts.pop().and_then(|v| num::<i64>(&v)).unwrap_or(-2);
+        let raw = match parts.pop() {
+            Some(Value::Array(raw)) => raw,
+            _ => return Err(wrong()),
+        };
+        // A lock hash maps owner fields to hold counts, and a read-write lock's has its
+        // `mode` too; any other hash is not a lock.
+        let mut fields = Vec::with_capacity(raw.len() / 2);
+        let mut mode = None;
+        for pair in raw.chunks(2) {
+            let (Some(field), Some(count)) = (
+                pair.first().and_then(|v| v.as_string()),
+                pair.get(1).and_then(|v| v.as_string()),
+            ) else {
+                return Err(wrong());
+            };
+            if field == "mode" && (count == "read" || count == "write") {
+                mode = Some(count);
+                continue;
+            }
+            match count.parse::<i64>() {
+                Ok(n) => fields.push((field, n)),
+                Err(_) => return Err(wrong()),
+            }
+        }
+        let mut queue = Vec::new();
+        if let Value::Array(line) = line {
+            for (position, w) in line.chunks(3).enumerate() {
+                let Some(field) = w.first().and_then(|v| v.as_string()) else {
+                    return Err(wrong());
+                };
+                queue.push(Waiter {
+                    field,
+                    position,
+                    ticket: w.get(1).and_then(num::<f64>).unwrap_or(0.0) as u64,
+                    deadline_ms: w.get(2).and_then(num::<f64>).map(|d| d as i64),
+                });
+            }
+        }
+        let mut holders: Vec<Holder> = fields
+            .into_iter()
+            .map(|(field, count)| Holder {
+                layout: layout(&field),
+                field,
+                count,
+            })
+            .collect();
+        holders.sort_by(|a, b| a.field.cmp(&b.field));
+        Ok(LockStatus {
+            name: keys.lock.clone(),
+            pttl_ms: (pttl != -2).then_some(pttl),
+            holders,
+            counter,
+            counter_pttl_ms: (counter_pttl != -2).then_some(counter_pttl),
+            queue,
+            mode,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_layouts() {
+        assert_eq!(
+            layout("0b4c59d3-b59f-4456-be8d-1bdbb4722725:3600827011076526686"),
+            OwnerLayout::Relock
+        );
+        assert_eq!(
+            layout("0b4c59d3-b59f-4456-be8d-1bdbb4722725:57"),
+            OwnerLayout::Redisson
+        );
+        assert_eq!(layout("whatever"), OwnerLayout::Unknown);
+    }
+}

@@ -1,0 +1,292 @@
+//! [`LockGuard`]: proof of one hold, released by [`LockGuard::unlock`] or on drop.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use crate::error::{Error, Result};
+use crate::hold::backend::Backend;
+use crate::hold::holds::Hold;
+
+/// One hold of a distributed lock. The lock is released when the guard is unlocked or dropped
+/// (and, for a re-entered hold, when the last guard of the hold goes).
+///
+/// Unlike a local mutex guard, the hold can end without the guard: its lease can run out or
+/// the lock can be deleted. [`lost`](LockGuard::lost) tells you when (no later than
+/// [`valid_until`](LockGuard::valid_until)), and [`fencing_token`](LockGuard::fencing_token)
+/// lets the resource you protect refuse a holder that kept going after that; see
+/// `docs/safety.md`.
+///
+/// Dropping the guard stops it counting at once and releases on the server in the
+/// background; use [`unlock`](LockGuard::unlock) to learn the outcome. A guard dropped on a
+/// thread outside any tokio runtime (a `Drop` of a struct moved to `std::thread`) releases
+/// through the runtime it was made on, as promptly; only when that runtime is gone is it
+/// forgotten locally, its lock then expiring with its lease.
+#[must_use = "if unused the lock will immediately unlock"]
+#[clippy::has_significant_drop]
+pub struct LockGuard {
+    backend: Arc<dyn Backend>,
+    hold: Arc<Hold>,
+    watchdog: bool,
+    released: bool,
+    /// The runtime the guard was made on: a drop outside any runtime releases through it.
+    runtime: Option<tokio::runtime::Handle>,
+}
+
+impl std::fmt::Debug for LockGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LockGuard")
+            .field("name", &self.hold.keys.lock)
+            .field("field", &self.hold.field)
+            .field("token", &self.hold.token)
+            .field("count", &self.hold.count())
+            .field("renewed", &self.watchdog)
+            .field("remaining", &self.remaining())
+            .field("lost", &self.is_lost())
+            .finish()
+    }
+}
+
+impl LockGuard {
+    pub(crate) fn new(backend: Arc<dyn Backend>, hold: Arc<Hold>, watchdog: bool) -> Self {
+        LockGuard {
+            backend,
+            hold,
+            watchdog,
+            released: false,
+            runtime: tokio::runtime::Handle::try_current().ok(),
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.hold.keys.lock
+    }
+
+    /// The hold's owner field in the lock hash (`<client id>:<n>`): what `HGETALL` on the lock
+    /// shows while this hold has it, and what no other hold ever has.
+    pub fn owner(&self) -> &str {
+        &self.hold.field
+    }
+
+    /// The fencing token of this hold: it is larger than the token of every earlier hold of
+    /// this lock name, and the same for all re-entrant guards of one hold.
+    ///
+    /// Pass it with every write to the protected resource, and have the resource reject a
+    /// token lower than the highest it has seen.
+    ///
+    /// Tokens are about 1.8 × 10¹⁵ (seeded from the server clock in µs): store them in a
+    /// 64-bit column (`BIGINT`), never a 32-bit one. A fenced write in SQL:
+    ///
+    /// ```sql
+    /// UPDATE orders SET status = $2, fence = $3 WHERE id = $1 AND fence <= $3;
+    /// -- 0 rows: a later holder already wrote; stop, this hold is stale
+    /// ```
+    pub fn fencing_token(&self) -> u64 {
+        self.hold.token
+    }
+
+    /// Whether the watchdog renews this hold (it was taken without a fixed lease).
+    pub fn is_renewed(&self) -> bool {
+        self.watchdog
+    }
+
+    /// When the lease ends at the latest, on this process's monotonic clock, unless renewed
+    /// meanwhile: the send time of the last successful acquire or renewal plus its lease.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.hold.valid_until().into_std()
+    }
+
+    /// How long the lease has left on the local clock (zero once it has run out).
+    pub fn remaining(&self) -> Duration {
+        self.hold
+            .valid_until()
+            .saturating_duration_since(Instant::now())
+    }
+
+    /// Whether the hold is known to be lost, or its lease has run out on the local clock.
+    pub fn is_lost(&self) -> bool {
+        self.hold.is_lost()
+    }
+
+    /// Resolves once the hold is lost: its lease ran out on the local clock (renewals kept
+    /// failing, or a fixed lease ended), or it was found gone (expired, deleted,
+    /// force-unlocked, Redis restarted empty). It never resolves later than
+    /// [`valid_until`](LockGuard::valid_until) (plus scheduling noise).
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    pub async fn lost(&self) {
+        self.hold.lost().await
+    }
+
+    /// Runs `future` inside this hold's scope: a `lock()` (or `try_lock`) of the same lock in
+    /// it, however deeply nested, re-enters this hold (count + 1, same fencing token) instead
+    /// of waiting for it. Other locks, and other clients, are not affected.
+    ///
+    /// The returned future does not borrow the guard, so it can be spawned
+    /// (`tokio::spawn(guard.scope(work))`); a re-entry after the hold ended (released or lost)
+    /// fails with [`Error::LockLost`].
+    ///
+    /// ```no_run
+    /// # async fn f(lock: relock::Lock) -> relock::Result<()> {
+    /// let guard = lock.lock().await?;
+    /// guard.scope(async {
+    ///     let nested = lock.lock().await?; // re-enters
+    ///     nested.unlock().await
+    /// }).await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Cancel safety
+    /// Dropping the returned future drops `future`; nothing else happens.
+    pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
+        crate::hold::reentry::scope(self.backend.shared().id, self.hold.clone(), future)
+    }
+
+    /// Releases this guard's count of the hold (the whole hold if it is the last) and reports
+    /// how that went.
+    ///
+    /// # Errors
+    /// [`Error::LockLost`] if the hold had already been lost (anything done under it since then
+    /// may have overlapped another holder); connection errors, after which relock keeps
+    /// retrying the release in the background until the lease would have ended.
+    ///
+    /// # Cancel safety
+    /// The release runs in its own task, so dropping this future does not stop it.
+    pub async fn unlock(mut self) -> Result<()> {
+        self.released = true;
+        let (remaining, lost) = self.hold.remove_guard(self.watchdog);
+        // Whether the hold was lost when the caller let it go (not after the release's reply:
+        // a renewal or a short lease ending meanwhile says nothing of what the caller did).
+        let was_lost = lost || self.hold.is_lost();
+        let fut = self
+            .backend
+            .clone()
+            .release(self.hold.clone(), remaining, lost);
+        // A task of its own, not the caller's: the release changes what others see (the hold
+        // stays "releasing", and a quorum hold's gate stays taken, until its reply is
+        // handled), so it must not wait for a caller that may stop polling this future (found
+        // by review: a kept, unpolled unlock stalled the next lock() of the name and a quorum
+        // client's whole watchdog).
+        match self.backend.shared().tracker.spawn(fut).await {
+            // A hold that was already lost when its release failed (a timeout, a connection
+            // down) is reported as lost, as documented: its release's fate does not change
+            // what the caller must know, that its exclusion ended (issue 22: a server down
+            // past the lease gave `Timeout { operation: "release" }`).
+            Ok(Err(e)) if was_lost && e.may_have_run() => Err(Error::LockLost {
+                name: self.hold.keys.lock.clone(),
+            }),
+            Ok(r) => r,
+            Err(_) => Err(Error::Shutdown),
+        }
+    }
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        // Stop counting at once: from here on no `lock()` can re-enter a hold whose last guard
+        // is gone, even before the release below has run.
+        let (remaining, lost) = self.hold.remove_guard(self.watchdog);
+        let fut = self
+            .backend
+            .clone()
+            .release(self.hold.clone(), remaining, lost);
+        // If the release cannot even be spawned (no runtime to run it on, or the guard's
+        // runtime is gone: a closed runtime drops a task at once, inside the spawn call), the
+        // hold is forgotten locally instead: the watchdog stops renewing it, and its lease
+        // ends it on the server. A release dropped later, by a runtime shutting down, leaves
+        // the hold recorded, so that the client's last handle names it.
+        let spawning = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let forget = ForgetUnlessRun {
+            backend: self.backend.clone(),
+            hold: self.hold.clone(),
+            armed: remaining == 0,
+            spawning: spawning.clone(),
+        };
+        let work = async move {
+            let r = fut.await;
+            forget.disarm();
+            if let Err(e) = r {
+                if !matches!(e, Error::LockLost { .. } | Error::Shutdown) {
+                    tracing::warn!(error = %e, "background release failed; retrying until the lease would end");
+                }
+            }
+        };
+        let tracker = &self.backend.shared().tracker;
+        if tokio::runtime::Handle::try_current().is_ok() {
+            tracker.spawn(work);
+        } else if let Some(rt) = &self.runtime {
+            // Off the runtime's threads (issue 22): the runtime that made the guard runs the
+            // release, as promptly as a drop inside it.
+            tracker.spawn_on(work, rt);
+        } else {
+            drop(work);
+        }
+        // Else `work` is dropped here, unrun: `forget` forgets the hold.
+        spawning.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Forgets a hold locally when its release is dropped before it ran (see `LockGuard`'s drop).
+struct ForgetUnlessRun {
+    backend: Arc<dyn Backend>,
+    hold: Arc<Hold>,
+    armed: bool,
+    /// Still inside the guard's drop: the task was refused by its runtime, not dropped later.
+    spawning: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl ForgetUnlessRun {
+    fn disarm(mut self) {
+        self.armed = false;
+    }
+}
+
+impl Drop for ForgetUnlessRun {
+    fn drop(&mut self) {
+        if !self.armed || !self.spawning.load(std::sync::atomic::Ordering::SeqCst) {
+            return;
+        }
+        // A hold already ended (by shutdown, which released it, or lost) has nothing to say.
+        if !self.hold.is_lost() {
+            tracing::warn!(lock = %self.hold.keys.lock, "guard dropped where its release cannot run (its runtime is gone); the lock expires with its lease");
+        }
+        self.hold.mark_ended();
+        self.backend.shared().holds.remove(&self.hold);
+    }
+}
+
+/// `with`'s body for every lock kind: runs `f` inside `guard`'s scope, then releases, also after
+/// an error or a panic in `f` (the panic is resumed after the release).
+pub(crate) async fn run_within<T>(
+    guard: LockGuard,
+    f: impl AsyncFnOnce(&LockGuard) -> T,
+) -> Result<T> {
+    let out = catch_unwind(guard.scope(f(&guard))).await;
+    let released = guard.unlock().await;
+    match out {
+        Err(panic) => std::panic::resume_unwind(panic),
+        Ok(v) => released.map(|()| v),
+    }
+}
+
+/// Runs `fut`, turning a panic inside it into an `Err` with the panic's payload (so that the
+/// caller can release a lock before resuming the panic).
+pub(crate) async fn catch_unwind<F: Future>(fut: F) -> std::thread::Result<F::Output> {
+    let mut fut = std::pin::pin!(fut);
+    std::future::poll_fn(move |cx| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Ok(Poll::Ready(v)) => Poll::Ready(Ok(v)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    })
+    .await
+}

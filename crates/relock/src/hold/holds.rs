@@ -1,0 +1,388 @@
+//! The client's local record of the holds it has: one [`Hold`] per successful fresh
+//! acquisition, with its own field on the server.
+//!
+//! # Per-hold identity
+//! Every fresh acquisition gets a field that no other hold ever had (`<client_id>:<n>`, `n`
+//! from a per-client sequence with a random start). Everything that belongs to a hold (its
+//! re-entries, renewals, releases, the clean-up after an acquire whose reply was lost) names
+//! that field, and the scripts act only on that field. So a command that arrives late, twice
+//! or out of order can only touch the hold it was sent for: never a later hold of the same
+//! task or owner, which has another field. `docs/safety.md` has the argument.
+//!
+//! The local guard count mirrors the count in the lock hash. The watchdog renews holds that
+//! have a watchdog guard; guards read their "lost" signal from here, so the re-entrant guards
+//! of one hold share one fate.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dashmap::DashMap;
+use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
+
+use crate::hold::keys::LockKeys;
+use crate::hold::meter::{self, Kind};
+use crate::hold::owner::Owner;
+
+/// The code that calls `lock()`: its tokio task, or outside any task (inside `block_on`) its
+/// thread. Recorded on each hold to answer "held by the current task" and to warn about a task
+/// waiting on its own hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Caller {
+    Task(tokio::task::Id),
+    Thread(std::thread::ThreadId),
+}
+
+impl Caller {
+    pub(crate) fn current() -> Self {
+        match tokio::task::try_id() {
+            Some(id) => Caller::Task(id),
+            None => Caller::Thread(std::thread::current().id()),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub(crate) struct Hold {
+    pub(crate) keys: Arc<LockKeys>,
+    /// This hold's own field in the lock hash: `<client_id>:<n>`, never reused.
+    pub(crate) field: String,
+    pub(crate) token: u64,
+    /// The explicit owner ([`Owner::scope`] or per-task mode) whose later `lock()` calls
+    /// re-enter this hold; `None` for a hold that is re-entered only through its scope.
+    pub(crate) owner: Option<Owner>,
+    /// The code that acquired it, to warn when it waits on its own hold.
+    pub(crate) task: Caller,
+    /// The lock kind, for metrics.
+    pub(crate) kind: Kind,
+    /// When it was granted, for the hold-time metric.
+    pub(crate) granted_at: Instant,
+    state: Mutex<HoldState>,
+    /// Bumped whenever the lost flag or the guard counts change, to wake `lost()` callers.
+    changed: watch::Sender<()>,
+    /// Signalled when the hold leaves the registry (its last release finished).
+    pub(crate) gone: Notify,
+    /// Quorum holds: held by a renewal round and by a release, so that a renewal (which may
+    /// put the lock back on a minority of nodes) is never sent after the release.
+    pub(crate) gate: tokio::sync::Mutex<()>,
+}
+
+#[derive(Debug)]
+struct HoldState {
+    /// Guards alive for this hold; equals the server's hold count while all is well.
+    count: u32,
+    /// How many of those guards want the watchdog.
+    watchdog: u32,
+    lost: bool,
+    /// The last guard went away; no guard may join any more (re-entry is refused).
+    releasing: bool,
+    /// Local, conservative end of the lease: send time of the last successful acquire or renew
+    /// plus the lease it set. Measured on the monotonic clock.
+    valid_until: Instant,
+}
+
+impl Hold {
+    pub(crate) fn new(
+        keys: Arc<LockKeys>,
+        field: String,
+        token: u64,
+        owner: Option<Owner>,
+        task: Caller,
+        kind: Kind,
+        valid_until: Instant,
+    ) -> Self {
+        Hold {
+            keys,
+            field,
+            token,
+            owner,
+            task,
+            kind,
+            granted_at: Instant::now(),
+            state: Mutex::new(HoldState {
+                count: 0,
+                watchdog: 0,
+                lost: false,
+                releasing: false,
+                valid_until,
+            }),
+            changed: watch::channel(()).0,
+            gone: Notify::new(),
+            gate: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Adds a guard. Returns false if the hold is lost or its last guard has gone (the caller
+    /// must not use it).
+    pub(crate) fn add_guard(&self, watchdog: bool, valid_until: Instant) -> bool {
+        let mut s = self.state.lock().unwrap();
+        // A hold whose local deadline has passed is lost, even if nobody has looked yet: a new
+        // guard must not revive it.
+        if s.lost || s.releasing || Instant::now() >= s.valid_until {
+            return false;
+        }
+        s.count += 1;
+        if watchdog {
+            s.watchdog += 1;
+        }
+        s.valid_until = s.valid_until.max(valid_until);
+        drop(s);
+        self.changed.send_replace(());
+        true
+    }
+
+    /// Removes a guard (synchronously: a dropped guard stops counting at once); returns the
+    /// remaining count and whether the hold was lost. At 0 the hold is "releasing": no guard
+    /// can join it any more.
+    pub(crate) fn remove_guard(&self, watchdog: bool) -> (u32, bool) {
+        let mut s = self.state.lock().unwrap();
+        s.count = s.count.saturating_sub(1);
+        s.releasing |= s.count == 0;
+        if watchdog {
+            s.watchdog = s.watchdog.saturating_sub(1);
+        }
+        let out = (s.count, s.lost);
+        drop(s);
+        self.changed.send_replace(());
+        out
+    }
+
+    /// The last guard went away.
+    /// Whether this is a hold of a read-write lock (a read or a write hold).
+    pub(crate) fn is_read_write(&self) -> bool {
+        self.keys.rw.is_some()
+    }
+
+    pub(crate) fn is_releasing(&self) -> bool {
+        self.state.lock().unwrap().releasing
+    }
+
+    /// Can take another guard: not lost, not released, lease not run out locally.
+    pub(crate) fn is_live(&self) -> bool {
+        let s = self.state.lock().unwrap();
+        !s.lost && !s.releasing && Instant::now() < s.valid_until
+    }
+
+    pub(crate) fn count(&self) -> u32 {
+        self.state.lock().unwrap().count
+    }
+
+    /// Whether the watchdog should renew this hold.
+    pub(crate) fn wants_renewal(&self) -> bool {
+        let s = self.state.lock().unwrap();
+        s.watchdog > 0 && !s.lost
+    }
+
+    /// Marks the hold lost and wakes everyone waiting in `lost()`. Idempotent. A hold that
+    /// still has guards is reported once, as a `warn` event with the lock, the hold's field and
+    /// `reason`.
+    pub(crate) fn mark_lost(&self, reason: &'static str) {
+        if self.set_lost() && self.count() > 0 {
+            meter::lost(self.kind);
+            tracing::warn!(lock = %self.keys.lock, field = %self.field, reason, "lock lost while held");
+        }
+    }
+
+    /// Marks the hold ended by its own client (shutdown, or forgotten without a runtime): the
+    /// same signal, without the warning.
+    pub(crate) fn mark_ended(&self) {
+        self.set_lost();
+    }
+
+    fn set_lost(&self) -> bool {
+        let mut s = self.state.lock().unwrap();
+        if s.lost {
+            return false;
+        }
+        s.lost = true;
+        drop(s);
+        self.changed.send_replace(());
+        true
+    }
+
+    /// Records a successful renewal sent at `sent_at`. A renewal sent, or answered, after the
+    /// local deadline had passed does not revive the hold: `is_lost()` may already have said it
+    /// was lost, and a hold reported lost stays lost, whatever a late reply says.
+    pub(crate) fn renewed(&self, sent_at: Instant, lease: Duration) {
+        let mut s = self.state.lock().unwrap();
+        if s.lost {
+            return;
+        }
+        let revive = crate::seam::renewals_outlive_the_deadline();
+        if !revive && (sent_at >= s.valid_until || Instant::now() >= s.valid_until) {
+            drop(s);
+            self.mark_lost("a renewal was answered after the local lease deadline");
+            return;
+        }
+        s.valid_until = s.valid_until.max(sent_at + lease);
+    }
+
+    pub(crate) fn valid_until(&self) -> Instant {
+        self.state.lock().unwrap().valid_until
+    }
+
+    /// Lost, or its lease ran out on the local clock.
+    pub(crate) fn is_lost(&self) -> bool {
+        let s = self.state.lock().unwrap();
+        s.lost || Instant::now() >= s.valid_until
+    }
+
+    /// Resolves once the hold has ended: marked lost, its last guard gone (released), or its
+    /// local deadline passed. Unlike [`lost`](Self::lost) it marks nothing (a watcher's wait
+    /// must not turn an unobserved lease end into a reported loss).
+    pub(crate) async fn ended(&self) {
+        let mut rx = self.changed.subscribe();
+        loop {
+            let until = {
+                let s = self.state.lock().unwrap();
+                if s.lost || s.releasing || Instant::now() >= s.valid_until {
+                    return;
+                }
+                s.valid_until
+            };
+            tokio::select! {
+                r = rx.changed() => if r.is_err() { return },
+                // A renewal may have moved the deadline meanwhile: the loop looks again.
+                _ = tokio::time::sleep_until(until) => {}
+            }
+        }
+    }
+
+    /// Resolves once the hold is lost: marked lost, or its local `valid_until` passed, with or
+    /// without a watchdog (a renewal that succeeds moves `valid_until` first). So it never
+    /// resolves later than `valid_until`, whatever the watchdog is doing.
+    pub(crate) async fn lost(&self) {
+        let mut rx = self.changed.subscribe();
+        loop {
+            let (lost, until) = {
+                let s = self.state.lock().unwrap();
+                (s.lost, s.valid_until)
+            };
+            if lost {
+                return;
+            }
+            let until = if crate::seam::renewals_outlive_the_deadline() {
+                // The mutant believes renewals whatever the deadline: only "gone" ends a hold.
+                until + Duration::from_secs(86_400)
+            } else {
+                until
+            };
+            tokio::select! {
+                _ = tokio::time::sleep_until(until) => {
+                    // A renewal may have moved the deadline meanwhile; re-check.
+                    if Instant::now() >= self.valid_until() {
+                        self.mark_lost("its lease ran out on the local clock (renewals failing, or a fixed lease ending)");
+                        return;
+                    }
+                }
+                r = rx.changed() => if r.is_err() { return },
+            }
+        }
+    }
+}
+
+/// The holds of one client, indexed by lock name. A client has at most one live hold per lock
+/// name (the lock is exclusive); a lost or releasing one may sit beside it for a moment.
+#[derive(Debug, Default)]
+pub(crate) struct Holds {
+    by_lock: DashMap<String, Vec<Arc<Hold>>>,
+}
+
+impl Holds {
+    pub(crate) fn insert(&self, hold: Arc<Hold>) {
+        self.by_lock
+            .entry(hold.keys.lock.clone())
+            .or_default()
+            .push(hold);
+    }
+
+    /// Takes `hold` out of the registry (once) and tells anyone waiting for it to go.
+    pub(crate) fn remove(&self, hold: &Arc<Hold>) {
+        let removed = self
+            .by_lock
+            .remove_if_mut(&hold.keys.lock, |_, v| {
+                v.retain(|h| !Arc::ptr_eq(h, hold));
+                v.is_empty()
+            })
+            .is_some();
+        if !removed {
+            if let Some(mut v) = self.by_lock.get_mut(&hold.keys.lock) {
+                v.retain(|h| !Arc::ptr_eq(h, hold));
+            }
+        }
+        hold.gone.notify_waiters();
+    }
+
+    /// Whether `hold` is still in the registry.
+    pub(crate) fn contains(&self, hold: &Arc<Hold>) -> bool {
+        self.by_lock
+            .get(&hold.keys.lock)
+            .is_some_and(|v| v.iter().any(|h| Arc::ptr_eq(h, hold)))
+    }
+
+    /// The first hold of `lock` that satisfies `pred`.
+    pub(crate) fn find(&self, lock: &str, pred: impl Fn(&Hold) -> bool) -> Option<Arc<Hold>> {
+        self.by_lock
+            .get(lock)
+            .and_then(|v| v.iter().find(|h| pred(h)).cloned())
+    }
+
+    /// Every hold of `lock`.
+    pub(crate) fn of_lock(&self, lock: &str) -> Vec<Arc<Hold>> {
+        self.by_lock
+            .get(lock)
+            .map(|v| v.clone())
+            .unwrap_or_default()
+    }
+
+    /// Every hold, for the watchdog and shutdown.
+    pub(crate) fn all(&self) -> Vec<Arc<Hold>> {
+        self.by_lock
+            .iter()
+            .flat_map(|e| e.value().clone())
+            .collect()
+    }
+
+    /// Holds with at least one guard.
+    pub(crate) fn held(&self) -> usize {
+        self.by_lock
+            .iter()
+            .map(|e| e.value().iter().filter(|h| h.count() > 0).count())
+            .sum()
+    }
+
+    pub(crate) fn clear(&self) {
+        let all = self.all();
+        self.by_lock.clear();
+        for h in all {
+            h.gone.notify_waiters();
+        }
+    }
+}
+
+/// Makes the fields of one client's holds: `<client_id>:<n>`, with `n` from a sequence that
+/// starts at a random point, so that two incarnations of a process with the same client id
+/// do not reuse each other's fields either.
+#[derive(Debug)]
+pub(crate) struct FieldMaker {
+    prefix: String,
+    next: std::sync::atomic::AtomicU64,
+}
+
+impl FieldMaker {
+    pub(crate) fn new(client_id: &str) -> Self {
+        // 62 random bits: far from wrapping, never negative in a Lua double's integer range
+        // (fields are strings; only their uniqueness matters).
+        let start = uuid::Uuid::new_v4().as_u64_pair().0 >> 2;
+        FieldMaker {
+            prefix: format!("{client_id}:"),
+            next: std::sync::atomic::AtomicU64::new(start),
+        }
+    }
+
+    /// A field that no hold of this client has had.
+    pub(crate) fn next(&self) -> String {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        format!("{}{n}", self.prefix)
+    }
+}

@@ -1,0 +1,159 @@
+//! [`DistributedLock`]: what every lock kind offers, for code generic over the kind.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::hold::guard::LockGuard;
+
+/// The operations shared by every relock lock kind (the plain, fair and quorum locks), so that
+/// code can be generic over the kind.
+///
+/// Like `tokio::sync::Mutex`, `lock()` waits for any other holder, including another future of
+/// the calling task; it re-enters a hold only inside that hold's
+/// [`LockGuard::scope`](crate::LockGuard::scope) (or an [`Owner::scope`](crate::Owner::scope),
+/// or with the opt-in [`Reentrancy::PerTask`](crate::Reentrancy::PerTask)).
+///
+/// ```no_run
+/// use relock::{DistributedLock, Result};
+/// async fn with_lock<L: DistributedLock>(lock: &L) -> Result<u64> {
+///     let guard = lock.lock().await?;
+///     Ok(guard.fencing_token())
+/// }
+/// ```
+#[async_trait]
+pub trait DistributedLock: Send + Sync {
+    /// Acquires, waiting as long as it takes. Cancel safe: see [`Lock::lock`](crate::Lock::lock).
+    async fn lock(&self) -> Result<LockGuard>;
+    /// Acquires if free (or re-enters inside the hold's scope); never waits. Cancel safe.
+    async fn try_lock(&self) -> Result<Option<LockGuard>>;
+    /// Acquires, waiting at most about `wait`. Cancel safe.
+    async fn try_lock_for(&self, wait: Duration) -> Result<Option<LockGuard>>;
+    /// Deletes the lock whoever holds it; returns whether it was held.
+    async fn force_unlock(&self) -> Result<bool>;
+    /// Whether anyone holds the lock. Cancel safe (read only).
+    async fn is_locked(&self) -> Result<bool>;
+    /// Where the lock's data lives and its name (`redis://host:port orders:42`; the server's
+    /// URL without credentials, as the client was given it): what a
+    /// [`MultiLock`](crate::MultiLock) orders its parts by, so that every process takes them
+    /// in the same order. Two handles on the same data have the same resource.
+    fn resource(&self) -> String;
+    /// Every place the lock's data lives: its [`resource`](DistributedLock::resource), or for
+    /// a quorum lock one per master (`redis://host:port name`), so that a quorum lock and a
+    /// lock of the same name on one of its masters are seen to share data.
+    fn resources(&self) -> Vec<String> {
+        vec![self.resource()]
+    }
+}
+
+/// The acquiring methods every lock kind offers, written once (as lock_api writes its guards
+/// once over a raw lock): `lock`, `try_lock`, `try_lock_for` and `with`, on top of the kind's
+/// own `async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>>`
+/// (`None`: wait as long as it takes; `Some(ZERO)`: never wait). `$errors` documents the
+/// errors of `lock`, and the kind's [`DistributedLock`] implementation comes with them.
+macro_rules! lock_methods {
+    ($kind:ident, errors: $errors:literal, cancel: $cancel:literal) => {
+        impl $kind {
+            /// Acquires the lock, waiting as long as it takes; inside the scope of a hold of
+            /// this lock, re-enters it instead.
+            ///
+            /// # Errors
+            #[doc = $errors]
+            ///
+            /// # Cancel safety
+            #[doc = $cancel]
+            pub async fn lock(&self) -> $crate::Result<$crate::LockGuard> {
+                loop {
+                    if let Some(g) = self.acquire(None).await? {
+                        return Ok(g);
+                    }
+                }
+            }
+
+            /// Acquires the lock if it is free (or re-enters it inside its scope); never
+            /// waits. `Ok(None)` means someone else holds it.
+            ///
+            /// # Errors
+            #[doc = concat!("As [`lock`](", stringify!($kind), "::lock).")]
+            ///
+            /// # Cancel safety
+            #[doc = concat!("As [`lock`](", stringify!($kind), "::lock).")]
+            pub async fn try_lock(&self) -> $crate::Result<Option<$crate::LockGuard>> {
+                self.acquire(Some(std::time::Duration::ZERO)).await
+            }
+
+            /// Acquires the lock, waiting at most about `wait`. `Ok(None)` means it was still
+            /// held.
+            ///
+            /// # Errors
+            #[doc = concat!("As [`lock`](", stringify!($kind), "::lock).")]
+            ///
+            /// # Cancel safety
+            #[doc = concat!("As [`lock`](", stringify!($kind), "::lock).")]
+            pub async fn try_lock_for(
+                &self,
+                wait: std::time::Duration,
+            ) -> $crate::Result<Option<$crate::LockGuard>> {
+                self.acquire(Some(wait)).await
+            }
+
+            /// Acquires the lock, runs `f` inside the hold's scope (so nested `lock()` calls on
+            /// this lock re-enter it), and releases it before returning, also when `f` returns
+            /// an error or panics (the panic is resumed after the release).
+            ///
+            /// ```no_run
+            #[doc = concat!("# async fn f(lock: relock::", stringify!($kind), ") -> relock::Result<()> {")]
+            /// let token = lock.with(async |guard| {
+            ///     nested(&lock).await;        // re-enters instead of waiting for itself
+            ///     guard.fencing_token()
+            /// }).await?;
+            /// # Ok(()) }
+            #[doc = concat!("# async fn nested(lock: &relock::", stringify!($kind), ") { drop(lock.lock().await); }")]
+            /// ```
+            ///
+            /// # Errors
+            #[doc = concat!("As [`lock`](", stringify!($kind), "::lock); and [`Error::LockLost`](crate::Error::LockLost)")]
+            /// (with `f`'s output dropped) if the hold was lost before the release: `f` may
+            /// have overlapped another holder.
+            ///
+            /// # Cancel safety
+            /// If dropped, `f` is dropped and the hold is released in the background.
+            pub async fn with<T>(
+                &self,
+                f: impl AsyncFnOnce(&$crate::LockGuard) -> T,
+            ) -> $crate::Result<T> {
+                $crate::hold::guard::run_within(self.lock().await?, f).await
+            }
+        }
+
+        #[async_trait::async_trait]
+        impl $crate::DistributedLock for $kind {
+            async fn lock(&self) -> $crate::Result<$crate::LockGuard> {
+                $kind::lock(self).await
+            }
+            async fn try_lock(&self) -> $crate::Result<Option<$crate::LockGuard>> {
+                $kind::try_lock(self).await
+            }
+            async fn try_lock_for(
+                &self,
+                wait: std::time::Duration,
+            ) -> $crate::Result<Option<$crate::LockGuard>> {
+                $kind::try_lock_for(self, wait).await
+            }
+            async fn force_unlock(&self) -> $crate::Result<bool> {
+                $kind::force_unlock(self).await
+            }
+            async fn is_locked(&self) -> $crate::Result<bool> {
+                $kind::is_locked(self).await
+            }
+            fn resource(&self) -> String {
+                $kind::resource(self)
+            }
+            fn resources(&self) -> Vec<String> {
+                $kind::resources(self)
+            }
+        }
+    };
+}
+pub(crate) use lock_methods;

@@ -1,0 +1,33 @@
+//! **The hold room: what a client holds, and nothing that talks to Redis.**
+//!
+//! A *hold* is one fresh acquisition of a lock: its own server field, its guards, its fencing
+//! token, its local lease deadline and its `lost()` signal. Everything here works over the
+//! [`Backend`](backend::Backend) trait, so the one-server client and the quorum share it, and
+//! no file here names a lock kind or a deployment.
+//!
+//! - `holds`: the client's record of its holds ([`Hold`](holds::Hold), `Holds`,
+//!   `FieldMaker` for never-reused fields).
+//! - `backend`: the [`Backend`](backend::Backend) trait (release, renewal batches and
+//!   rounds) and `Shared`, what every backend keeps (client id, holds, task tracker).
+//! - `guard`: [`LockGuard`](crate::LockGuard), written once over any backend.
+//! - `watchdog`: the one renewal loop per client (`spawn_rounds`), used by every backend and
+//!   by the permits.
+//! - `reentry` and `owner`: which hold a `lock()` re-enters; [`Owner`](crate::Owner).
+//! - `detach`: work that must run to its end whatever its caller does.
+//! - `methods`: [`DistributedLock`](crate::DistributedLock) and `lock_methods!`, the acquiring
+//!   methods written once for every kind.
+//! - `keys`: the names of a lock's keys and channel (Redisson's `{name}` rule).
+//! - `meter`: counters and span fields for benchmarks and traces.
+//!
+//! Rooms above may use this one; this one uses only the crate root (`error`, `seam`).
+
+pub(crate) mod backend;
+pub(crate) mod detach;
+pub(crate) mod guard;
+pub(crate) mod holds;
+pub(crate) mod keys;
+pub(crate) mod meter;
+pub(crate) mod methods;
+pub(crate) mod owner;
+pub(crate) mod reentry;
+pub(crate) mod watchdog;

@@ -1,0 +1,732 @@
+//! [`QuorumClient`]: one connection set per independent master, restart quarantine, the
+//! quorum watchdog and quorum release. The acquire algorithm is in `quorum_lock`.
+//!
+//! Each node is an ordinary single-server client (its pool and subscriber), sharing one
+//! client id so that an owner's field is the same on every node. Every command of one lock on
+//! one node goes over the same connection (picked by the lock name), so a release sent after an
+//! acquire can never overtake it, even when the acquire's reply was not awaited.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use fred::interfaces::ClientLike;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::client::builder::ClientBuilder;
+use crate::client::handle::Inner;
+use crate::client::scripts;
+use crate::error::{Error, Result};
+use crate::hold::holds::{FieldMaker, Hold};
+use crate::hold::keys::LockKeys;
+use crate::hold::reentry::Reentrancy;
+use crate::quorum::node::{pin_index, pinned, Eligibility, Node};
+use crate::quorum::race::{drift, race};
+
+/// Locks per renewal script call, per node.
+pub(crate) const RENEW_BATCH: usize = 100;
+/// How often every node's uptime is checked for a restart.
+const UPTIME_CHECK: Duration = Duration::from_millis(250);
+
+#[derive(Debug)]
+pub(crate) struct QuorumInner {
+    /// Its id, its holds and its background work (every node's part of a release too).
+    pub(crate) shared: crate::hold::backend::Shared,
+    /// Makes every hold's own field.
+    pub(crate) fields: FieldMaker,
+    pub(crate) reentrancy: Reentrancy,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) quorum: usize,
+    pub(crate) client_id: String,
+    pub(crate) node_timeout: Duration,
+    pub(crate) watchdog_lease: Duration,
+    pub(crate) quarantine: Option<Duration>,
+    /// The longest lease used so far (ms), the default quarantine.
+    pub(crate) max_lease_ms: AtomicU64,
+    pub(crate) counter_grace: Duration,
+    /// Connections per node (every node's pool has as many).
+    pub(crate) connections: usize,
+    pub(crate) shutting_down: AtomicBool,
+    /// When shutdown stops waiting for releases being sent again (`closing`).
+    pub(crate) closing_at: Mutex<Option<Instant>>,
+    /// Votes and re-entries still running, which a release of their field on their node
+    /// waits for (see `in_flight`).
+    pub(crate) in_flight: crate::client::in_flight::InFlight,
+    /// Releases on their way, by lock name and node, until each has its first answer (or
+    /// none in time). A vote of a later attempt on that node is handed to fred only after
+    /// them, so it is queued behind them on the lock's pinned connection: otherwise it could
+    /// overtake one (sent from a task that has not run yet) and find the lock still held by
+    /// the hold just released. A vote that was still overtaken (the release met NOSCRIPT and
+    /// its body followed a round trip later) and was answered "held" is sent once more once
+    /// those releases have answered (`q74`, `q75`, `q76`).
+    pub(crate) releasing: crate::client::in_flight::InFlight,
+    /// Whether holds are watched (`quorum_watch`), and how many are now.
+    pub(crate) watch_holds: bool,
+    pub(crate) watched: std::sync::atomic::AtomicUsize,
+    pub(crate) shutdown: watch::Sender<bool>,
+    pub(crate) builder: ClientBuilder,
+}
+
+impl QuorumInner {
+    pub(crate) fn check_running(&self) -> Result<()> {
+        if self.shutting_down.load(Ordering::SeqCst) {
+            Err(Error::Shutdown)
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn grace_ms(&self) -> u64 {
+        self.counter_grace.as_millis() as u64
+    }
+
+    /// The nodes that may vote now, with their connections; `votes` records why each of the
+    /// others cannot (quarantined, or unavailable).
+    pub(crate) fn eligible(&self, votes: &mut [crate::error::Vote]) -> Vec<(usize, Arc<Inner>)> {
+        use crate::error::Vote;
+        let mut out = Vec::with_capacity(self.nodes.len());
+        for (i, node) in self.nodes.iter().enumerate() {
+            match node.eligibility() {
+                Eligibility::Yes(c) => out.push((i, c)),
+                Eligibility::Quarantined(remaining) => votes[i] = Vote::Quarantined { remaining },
+                Eligibility::Unavailable(why) => votes[i] = Vote::Error(why),
+            }
+        }
+        out
+    }
+
+    /// Records a lease in use, for the default quarantine.
+    pub(crate) fn note_lease(&self, lease: Duration) {
+        self.max_lease_ms
+            .fetch_max(lease.as_millis() as u64, Ordering::SeqCst);
+    }
+
+    pub(crate) fn quarantine(&self) -> Duration {
+        self.quarantine
+            .unwrap_or_else(|| Duration::from_millis(self.max_lease_ms.load(Ordering::SeqCst)))
+    }
+
+    /// Whether the quarantine setting was left at its default.
+    pub(crate) fn quarantine_is_default(&self) -> bool {
+        self.quarantine.is_none()
+    }
+
+    /// Checks every connected node's uptime and run id (INFO server) and sets when it may vote.
+    pub(crate) async fn check_uptimes(self: &Arc<Self>, limit: Duration, every_connection: bool) {
+        let mut checks = JoinSet::new();
+        for i in 0..self.nodes.len() {
+            let this = self.clone();
+            checks.spawn(async move { this.check_uptime_on(i, limit, every_connection).await });
+        }
+        while checks.join_next().await.is_some() {}
+    }
+
+    /// The periodic checks' limit: a node that does not answer within it stops voting.
+    fn uptime_check_limit(&self) -> Duration {
+        self.node_timeout.max(Duration::from_millis(200))
+    }
+
+    /// Reads the uptime and run id of node `i` (INFO server) and sets when it may vote. With
+    /// `every_connection` (a new set of connections), each connection is asked, and they must
+    /// all have reached the same instance. A node with a dead connection is replaced whole.
+    async fn check_uptime_on(self: &Arc<Self>, i: usize, limit: Duration, every_connection: bool) {
+        let node = &self.nodes[i];
+        let Some(conn) = node.conn() else { return };
+        let quarantine = self.quarantine();
+        let asked: Vec<&fred::clients::Client> = if every_connection {
+            conn.pool.clients().iter().collect()
+        } else {
+            vec![conn.pool.next()]
+        };
+        let mut answers = Vec::with_capacity(asked.len());
+        for c in asked {
+            let info =
+                tokio::time::timeout(limit, c.info::<String>(Some(fred::types::InfoKind::Server)))
+                    .await;
+            let info = match info {
+                Ok(Ok(info)) => info,
+                Ok(Err(e)) => {
+                    tracing::debug!(node = %node.name, error = %e, "uptime check failed");
+                    node.suspect();
+                    // A broken connection never comes back: replace the set. A refusal (an
+                    // ACL without INFO, BUSY) is the server's answer: the node waits.
+                    if matches!(
+                        e.kind(),
+                        fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
+                    ) {
+                        self.replace_dead(i, &conn);
+                    }
+                    return;
+                }
+                Err(_) => {
+                    // Slow or paused: its connections may still be good; it votes again once
+                    // a check answers.
+                    node.suspect();
+                    return;
+                }
+            };
+            let field = |name: &str| {
+                info.lines()
+                    .find_map(|l| l.strip_prefix(name))
+                    .map(|v| v.trim().to_string())
+            };
+            let uptime = field("uptime_in_seconds:").and_then(|v| v.parse::<u64>().ok());
+            let (Some(uptime), Some(run_id)) = (uptime, field("run_id:")) else {
+                node.suspect();
+                return;
+            };
+            answers.push((uptime, run_id));
+        }
+        let Some((uptime, run_id)) = answers.iter().min_by_key(|(u, _)| *u).cloned() else {
+            return;
+        };
+        if answers.iter().any(|(_, r)| *r != run_id) {
+            // The server restarted while the connections were being made: start again.
+            node.suspect();
+            self.replace_dead(i, &conn);
+            return;
+        }
+        // The connection's lock, then the state's (as `replace_dead`): the set cannot be
+        // replaced between this check and the update.
+        let current = node.conn.read().unwrap();
+        if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
+            return; // replaced meanwhile: the new connections get their own check
+        }
+        let mut state = node.state.lock().unwrap();
+        let same_instance = state.run_id.as_deref() == Some(run_id.as_str());
+        if state.run_id.is_some() && !same_instance {
+            tracing::warn!(node = %node.name, "node restarted (new run id); quarantined");
+        }
+        state.run_id = Some(run_id);
+        // Whole seconds, rounded down: the server started no later than `now - uptime`, so
+        // the quarantine ends no earlier than it should.
+        let wait = quarantine.saturating_sub(Duration::from_secs(uptime));
+        let at = Instant::now() + wait;
+        state.eligible_at = Some(match state.eligible_at {
+            // The same instance: each check bounds its start from above, and the earliest
+            // bound is the tightest. (Taking the latest, every check while the uptime still
+            // read 0 put the end 250 ms further: a quarantine under a second lasted one.)
+            Some(prev) if same_instance => prev.min(at),
+            // Another instance, or the first check: a quarantine that is running is never
+            // shortened.
+            Some(prev) if prev > at && prev > Instant::now() => prev,
+            _ => at,
+        });
+    }
+
+    /// Whether releases being sent again should stop: the nodes are closed, or shutdown's
+    /// first settle wait is over.
+    fn closing(&self) -> bool {
+        *self.shutdown.borrow()
+            || self
+                .closing_at
+                .lock()
+                .unwrap()
+                .is_some_and(|t| Instant::now() >= t)
+    }
+
+    /// Node `i`'s connections (`dead`, one of them failed) can never come back to the same
+    /// server instance (they do not reconnect by themselves): the node stops voting, they are
+    /// closed, and a new set is made and checked (`spawn_reconnect`).
+    fn replace_dead(self: &Arc<Self>, i: usize, dead: &Arc<Inner>) {
+        let node = &self.nodes[i];
+        {
+            let mut conn = node.conn.write().unwrap();
+            if !conn.as_ref().is_some_and(|c| Arc::ptr_eq(c, dead)) {
+                return; // already replaced
+            }
+            node.suspect();
+            node.mark_reconnecting(true);
+            *conn = None;
+        }
+        tracing::debug!(node = %node.name, "connection lost; reconnecting, then checking the node's run id before it votes");
+        let old = dead.clone();
+        tokio::spawn(async move { crate::Client { inner: old }.shutdown().await });
+        // A set that fails again soon after it was made waits longer each time (a server
+        // that drops every new connection must not get a connection storm).
+        let delay = {
+            let mut st = node.state.lock().unwrap();
+            let now = Instant::now();
+            let soon = st
+                .replaced_at
+                .is_some_and(|t| now - t < Duration::from_secs(2));
+            st.replace_delay = if soon {
+                (st.replace_delay * 2).clamp(Duration::from_millis(50), Duration::from_secs(1))
+            } else {
+                Duration::ZERO
+            };
+            st.replaced_at = Some(now);
+            st.replace_delay
+        };
+        spawn_reconnect(Arc::downgrade(self), i, self.shutdown.subscribe(), delay);
+    }
+
+    /// Runs `quorum_release.lua` for `field` on every node at once (including the ones that
+    /// may not vote); returns each node's reply. `token`: the hold's, which each node's
+    /// counter is raised to in the same script (0 for an attempt's clean-up).
+    pub(crate) async fn release_everywhere(
+        self: &Arc<Self>,
+        keys: &LockKeys,
+        field: &str,
+        all: bool,
+        token: u64,
+    ) -> Vec<std::result::Result<Option<i64>, String>> {
+        let mode = if all { "all" } else { "1" };
+        // Each node's release runs in its own task to the end: only the wait stops at a
+        // majority. (A dropped command future may never be written, and a node must not keep
+        // a lock that was released everywhere else.)
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        for (i, node) in self.nodes.iter().enumerate() {
+            // Before anything else (even for a node without connections now): the votes and
+            // re-entries of this field on this node send nothing more.
+            let after = self.in_flight.release(field, i, all);
+            let Some(conn) = node.conn() else { continue };
+            // Registered before `unlock()` can return; says when its first call is with fred,
+            // and ends with that call's outcome.
+            let releasing = self.releasing.start(&keys.lock, i);
+            let channel = keys.channel.clone();
+            let (token, grace) = (token.to_string(), self.grace_ms().to_string());
+            let (keys, field) = (
+                vec![keys.lock.clone(), keys.token.clone()],
+                field.to_string(),
+            );
+            let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
+            let q = Arc::downgrade(self);
+            self.shared.tracker.spawn(async move {
+                // The outcome of one call: answered, refused (an error reply), or unknown
+                // (no answer in time, or the connection broke).
+                enum Sent {
+                    Answered(Option<i64>),
+                    Refused(String),
+                    Unknown(String),
+                }
+                let once = |conn: Arc<Inner>, tracked: Option<crate::client::in_flight::Call>| {
+                    let (keys, field, name) = (keys.clone(), field.clone(), name.clone());
+                    let (channel, token, grace) = (channel.clone(), token.clone(), grace.clone());
+                    async move {
+                        let args =
+                            vec![field, mode.into(), "publish".into(), channel, token, grace];
+                        let client = pinned(&conn, &name);
+                        let call = async {
+                            match &tracked {
+                                Some(t) => {
+                                    scripts::QUORUM_RELEASE
+                                        .run_tracked::<Option<i64>>(client, keys, args, t)
+                                        .await
+                                }
+                                None => {
+                                    scripts::QUORUM_RELEASE
+                                        .run::<Option<i64>>(client, keys, args)
+                                        .await
+                                }
+                            }
+                        };
+                        match tokio::time::timeout(limit, call).await {
+                            Ok(Ok(r)) => Sent::Answered(r),
+                            Ok(Err(e))
+                                if matches!(
+                                    e.kind(),
+                                    fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
+                                ) =>
+                            {
+                                Sent::Unknown(e.to_string())
+                            }
+                            Ok(Err(e)) => Sent::Refused(e.to_string()),
+                            Err(_) => Sent::Unknown(format!("no answer within {limit:?}")),
+                        }
+                    }
+                };
+                // After the votes and re-entries of this field on this node: their tasks may
+                // not even have sent them yet.
+                after.wait().await;
+                let mut sent_on = conn.clone();
+                // The registration goes with the call's end.
+                let first = once(conn, Some(releasing)).await;
+                let unknown = matches!(first, Sent::Unknown(_));
+                let _ = tx.send((
+                    i,
+                    match first {
+                        Sent::Answered(r) => Ok(r),
+                        Sent::Refused(e) | Sent::Unknown(e) => Err(e),
+                    },
+                ));
+                // The caller waits for a majority's answers or for every sender to go: what
+                // follows must not keep it waiting.
+                drop(tx);
+                // A whole hold's release with no known outcome: on connections that are still
+                // up it runs in its turn (they never reconnect), but if they broke with it on
+                // the way, the hold would stay on this node for its lease, and with another
+                // node down or quarantined no majority could form for anyone meanwhile. So
+                // once the node's set has been replaced, it is sent again on the new one, until
+                // it answers, the longest lease in use has passed, or the client shuts down. It
+                // names only this hold's field, so a repeat is harmless (nil).
+                if !(unknown && mode == "all") {
+                    return;
+                }
+                // Did the set break? fred notices a dead connection within its command
+                // timeout; a set that stays up runs the release in its turn.
+                let notice =
+                    Instant::now() + sent_on.settings.command_timeout + Duration::from_secs(1);
+                loop {
+                    if *sent_on.pool_failed.borrow() {
+                        break;
+                    }
+                    // In short steps. Shutdown waits for this task (its settle time) before it
+                    // closes the nodes, so a release still on its way is sent again then too:
+                    // this is when a paused node resumes and shutdown follows at once.
+                    let closed = q.upgrade().is_none_or(|q| q.closing());
+                    if closed || Instant::now() >= notice {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                let started = Instant::now();
+                loop {
+                    // Only waiting for the node's new set (no call): cheap however long.
+                    tokio::time::sleep(limit.max(Duration::from_millis(20))).await;
+                    let Some(q) = q.upgrade() else { return };
+                    let lease = Duration::from_millis(q.max_lease_ms.load(Ordering::SeqCst));
+                    if q.closing() || started.elapsed() > lease {
+                        return;
+                    }
+                    let Some(current) = q.nodes[i].conn() else {
+                        continue;
+                    };
+                    if Arc::ptr_eq(&current, &sent_on) {
+                        continue;
+                    }
+                    drop(q);
+                    sent_on = current.clone();
+                    if !matches!(once(current, None).await, Sent::Unknown(_)) {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut out = vec![Err("not awaited".to_string()); self.nodes.len()];
+        let mut answered = 0;
+        while answered < self.quorum {
+            let Some((i, r)) = rx.recv().await else { break };
+            answered += usize::from(r.is_ok());
+            out[i] = r;
+        }
+        out
+    }
+}
+
+/// A quorum's holds are released and renewed on every node (see [`release`] and the renewal
+/// rounds below); the watchdog itself is the shared one.
+impl crate::hold::backend::Backend for QuorumInner {
+    fn shared(&self) -> &crate::hold::backend::Shared {
+        &self.shared
+    }
+
+    fn release(
+        self: Arc<Self>,
+        hold: Arc<Hold>,
+        remaining: u32,
+        lost: bool,
+    ) -> crate::hold::backend::BoxFuture<Result<()>> {
+        Box::pin(release(self, hold, remaining, lost))
+    }
+
+    fn renew_period(&self) -> Duration {
+        self.watchdog_lease / 3
+    }
+
+    fn renewal_batches(&self, holds: Vec<Arc<Hold>>) -> Vec<Vec<Arc<Hold>>> {
+        renewal_batches(self, holds)
+    }
+
+    fn renew_batch(
+        self: Arc<Self>,
+        batch: Vec<Arc<Hold>>,
+    ) -> crate::hold::backend::BoxFuture<bool> {
+        Box::pin(async move { renew_batch(&self, batch).await })
+    }
+}
+
+/// Releases one guard's worth of a quorum hold, `remaining` guards being left: one count on
+/// every node, or the whole hold (its own field only) with the last guard.
+pub(crate) async fn release(
+    q: Arc<QuorumInner>,
+    hold: Arc<Hold>,
+    remaining: u32,
+    lost: bool,
+) -> Result<()> {
+    // After any renewal round in flight (see `Hold::gate`).
+    let _gate = hold.gate.lock().await;
+    let lost_error = || Error::LockLost {
+        name: hold.keys.lock.clone(),
+    };
+    if remaining > 0 && lost {
+        return Err(lost_error());
+    }
+    // With the last guard, the whole hold goes, also when it was lost (clean-up of whatever
+    // is left on the nodes): it names only this hold's field.
+    let replies = q
+        .release_everywhere(&hold.keys, &hold.field, remaining == 0, hold.token)
+        .await;
+    if remaining == 0 {
+        q.shared.holds.remove(&hold);
+        crate::hold::meter::released(hold.kind, hold.granted_at.elapsed());
+    }
+    let held = replies.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
+    if lost {
+        Err(lost_error())
+    } else if held > 0 {
+        Ok(())
+    } else if replies.iter().all(|r| matches!(r, Ok(None))) {
+        if remaining == 0 || !hold.is_releasing() {
+            hold.mark_lost("the release found the hold on no node");
+            return Err(lost_error());
+        }
+        Ok(())
+    } else {
+        Err(Error::Connection {
+            url: q
+                .nodes
+                .iter()
+                .map(|n| n.name.as_str())
+                .collect::<Vec<_>>()
+                .join(","),
+            cause: format!(
+                "release of `{}` reached no node: {}",
+                hold.keys.lock,
+                replies
+                    .iter()
+                    .zip(&q.nodes)
+                    .filter_map(|(r, n)| r.as_ref().err().map(|e| format!("{}: {e}", n.name)))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        })
+    }
+}
+
+pub(crate) fn spawn_reconnect(
+    q: Weak<QuorumInner>,
+    i: usize,
+    mut shutdown: watch::Receiver<bool>,
+    delay: Duration,
+) {
+    tokio::spawn(async move {
+        if !delay.is_zero() {
+            tokio::select! {
+                _ = tokio::time::sleep(delay) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+        }
+        // At once, then less and less often: a blip costs a reconnect, not a second.
+        let mut backoff = Duration::from_millis(50);
+        loop {
+            let Some(inner) = q.upgrade() else { return };
+            let builder = inner.builder.clone().url(inner.nodes[i].url.clone());
+            let built = tokio::select! {
+                b = builder.build() => b,
+                _ = shutdown.wait_for(|s| *s) => return,
+            };
+            match built {
+                Ok(c) => {
+                    let node = &inner.nodes[i];
+                    node.suspect();
+                    spawn_connection_watch(&inner, i, &c.inner);
+                    {
+                        let mut conn = node.conn.write().unwrap();
+                        // Installed under the lock that shutdown takes the sets with: a set
+                        // made after it closed the nodes is not kept (one made during its
+                        // settle wait is, so a release still on its way can be sent again on
+                        // it, and shutdown closes it with the others).
+                        if *inner.shutdown.borrow() {
+                            drop(conn);
+                            c.shutdown().await;
+                            return;
+                        }
+                        *conn = Some(c.inner);
+                    }
+                    // Every new connection is asked: each must have reached the same instance.
+                    // Reconnecting until then: the node votes (or is quarantined) right after.
+                    inner
+                        .check_uptime_on(i, inner.uptime_check_limit(), true)
+                        .await;
+                    node.mark_reconnecting(false);
+                    return;
+                }
+                Err(_) => inner.nodes[i].mark_reconnecting(false),
+            }
+            drop(inner);
+            tokio::select! {
+                _ = tokio::time::sleep(backoff) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            backoff = (backoff * 2).min(Duration::from_secs(1));
+        }
+    });
+}
+
+/// Replaces node `i`'s connections as soon as one of them fails: they do not reconnect by
+/// themselves, and fred's connection state does not say that one has stopped. Ends when the
+/// connections are replaced or the client shuts down.
+pub(crate) fn spawn_connection_watch(q: &Arc<QuorumInner>, i: usize, conn: &Arc<Inner>) {
+    let (weak, conn) = (Arc::downgrade(q), conn.clone());
+    let mut shutdown = q.shutdown.subscribe();
+    let mut failed = conn.pool_failed.clone();
+    let mut stopping = conn.stopping.subscribe();
+    tokio::spawn(async move {
+        tokio::select! {
+            r = failed.wait_for(|f| *f) => {
+                if r.is_err() {
+                    return;
+                }
+            }
+            // Replaced for another reason (a failed check) and shut down, or the client is.
+            _ = stopping.wait_for(|s| *s) => return,
+            _ = shutdown.wait_for(|s| *s) => return,
+        }
+        if let Some(q) = weak.upgrade() {
+            q.replace_dead(i, &conn);
+        }
+    });
+}
+
+pub(crate) fn spawn_uptime_checks(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(UPTIME_CHECK) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            let Some(inner) = q.upgrade() else { return };
+            inner.check_uptimes(inner.uptime_check_limit(), false).await;
+        }
+    });
+}
+
+/// Groups holds by the connection their lock is pinned to (the same index on every node), in
+/// batches of up to 100: one script call per batch per node, on the connection that also
+/// carries the lock's acquire and release, so their order on each node is kept.
+fn renewal_batches(q: &QuorumInner, holds: Vec<Arc<Hold>>) -> Vec<Vec<Arc<Hold>>> {
+    let mut by_conn: std::collections::BTreeMap<usize, Vec<Arc<Hold>>> = Default::default();
+    for h in holds {
+        by_conn
+            .entry(pin_index(&h.keys.lock, q.connections))
+            .or_default()
+            .push(h);
+    }
+    by_conn
+        .into_values()
+        .flat_map(|v| v.chunks(RENEW_BATCH).map(<[_]>::to_vec).collect::<Vec<_>>())
+        .collect()
+}
+
+async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
+    // Hold every gate: a release waits for this round, and a hold released meanwhile is left
+    // out (putting it back now would resurrect it).
+    let mut gates = Vec::with_capacity(batch.len());
+    let mut holds = Vec::with_capacity(batch.len());
+    for h in &batch {
+        let g = h.gate.lock().await;
+        if h.wants_renewal() {
+            gates.push(g);
+            holds.push(h.clone());
+        }
+    }
+    if holds.is_empty() {
+        return true;
+    }
+    let lease = q.watchdog_lease;
+    let sent = Instant::now();
+    let mut keys = Vec::with_capacity(holds.len() * 2);
+    let mut args = vec![lease.as_millis().to_string(), q.grace_ms().to_string()];
+    for h in &holds {
+        keys.extend([h.keys.lock.clone(), h.keys.token.clone()]);
+        args.extend([h.field.clone(), h.token.to_string()]);
+    }
+    let mut calls = Vec::new();
+    for (i, node) in q.nodes.iter().enumerate() {
+        let Eligibility::Yes(conn) = node.eligibility() else {
+            continue;
+        };
+        let (keys, args, limit) = (keys.clone(), args.clone(), q.node_timeout);
+        let name = holds[0].keys.lock.clone();
+        calls.push(Box::pin(async move {
+            let call = scripts::QUORUM_RENEW.run::<Vec<i64>>(pinned(&conn, &name), keys, args);
+            let reply = tokio::time::timeout(limit, call)
+                .await
+                .ok()
+                .and_then(|r| r.ok());
+            (i, conn, reply)
+        }));
+    }
+    // Every node's answer (bounded by the node timeout): each hold needs its own majority of
+    // real renewals. "Free here" (2) and "someone else here" (0) are both "not here".
+    let mut renewed = vec![0usize; holds.len()];
+    let mut not_here = vec![0usize; holds.len()];
+    let mut free_on: Vec<Vec<(usize, Arc<Inner>)>> = vec![Vec::new(); holds.len()];
+    race(&q.shared.tracker, calls, |(i, conn, reply)| {
+        if let Some(r) = reply.filter(|r| r.len() == renewed.len()) {
+            for (h, v) in r.into_iter().enumerate() {
+                match v {
+                    1 => renewed[h] += 1,
+                    2 => {
+                        not_here[h] += 1;
+                        free_on[h].push((i, conn.clone()));
+                    }
+                    _ => not_here[h] += 1,
+                }
+            }
+        }
+        false
+    })
+    .await;
+    let now = Instant::now();
+    let mut ok = true;
+    // Put back only holds that a majority just renewed, and only where the lock is free:
+    // repairing a minority that lost it (an empty restart). A hold that a majority lost stays
+    // lost, whatever a minority says.
+    let mut put_back: std::collections::BTreeMap<usize, (Arc<Inner>, Vec<Arc<Hold>>)> =
+        Default::default();
+    for (idx, h) in holds.iter().enumerate() {
+        let n = renewed[idx];
+        if n >= q.quorum && now < h.valid_until() {
+            crate::hold::meter::renewed(crate::hold::meter::Kind::Quorum, 1);
+            h.renewed(sent, lease.saturating_sub(drift(lease)));
+            for (node, conn) in free_on[idx].drain(..) {
+                put_back
+                    .entry(node)
+                    .or_insert_with(|| (conn, Vec::new()))
+                    .1
+                    .push(h.clone());
+            }
+        } else {
+            ok = false;
+            crate::hold::meter::renewal_failed(crate::hold::meter::Kind::Quorum, 1);
+            tracing::warn!(lock = %h.keys.lock, renewed = n, needed = q.quorum, "quorum renewal failed");
+            if not_here[idx] > q.nodes.len() - q.quorum || now >= h.valid_until() {
+                // A majority no longer has it (deleted, force-unlocked, expired), or the
+                // lease ran out locally while renewals failed.
+                h.mark_lost("a majority of nodes no longer have it, or its validity ran out while renewals failed");
+            }
+        }
+    }
+    let mut repairs = Vec::new();
+    for (_, (conn, hs)) in put_back {
+        let mut keys = Vec::with_capacity(hs.len() * 2);
+        let mut args = vec![lease.as_millis().to_string(), q.grace_ms().to_string()];
+        for h in &hs {
+            keys.extend([h.keys.lock.clone(), h.keys.token.clone()]);
+            args.extend([h.field.clone(), h.token.to_string()]);
+        }
+        let (name, limit) = (hs[0].keys.lock.clone(), q.node_timeout);
+        repairs.push(Box::pin(async move {
+            let call = scripts::QUORUM_PUTBACK.run::<Vec<i64>>(pinned(&conn, &name), keys, args);
+            let _ = tokio::time::timeout(limit, call).await;
+        }));
+    }
+    race(&q.shared.tracker, repairs, |()| false).await;
+    drop(gates);
+    ok
+}

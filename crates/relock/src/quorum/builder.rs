@@ -1,0 +1,349 @@
+//! `QuorumClientBuilder`: the masters and the quorum's settings, checked; `build` connects to
+//! every master at once, checks their uptimes and starts the client's tasks. Also
+//! `QuorumClient::connect` and `QuorumClient::builder`.
+
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::client::builder::ClientBuilder;
+use crate::client::settings::validate_lease;
+use crate::error::{Error, Result};
+use crate::hold::holds::FieldMaker;
+use crate::hold::reentry::{self, Reentrancy};
+use crate::quorum::backend::{
+    spawn_connection_watch, spawn_reconnect, spawn_uptime_checks, QuorumInner,
+};
+use crate::quorum::client::QuorumClient;
+use crate::quorum::node::{Node, NodeState};
+
+/// Builds a [`QuorumClient`].
+///
+/// ```no_run
+/// # async fn f() -> relock::Result<()> {
+/// use std::time::Duration;
+/// let client = relock::QuorumClient::builder()
+///     .urls(["redis://10.0.0.1:6379", "redis://10.0.0.2:6379", "redis://10.0.0.3:6379"])
+///     .node_timeout(Duration::from_millis(50))
+///     .build()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+#[must_use = "a builder does nothing until `build` is awaited"]
+pub struct QuorumClientBuilder {
+    urls: Vec<String>,
+    node: ClientBuilder,
+    client_id: String,
+    node_timeout: Duration,
+    quarantine: Option<Duration>,
+    watchdog_lease: Duration,
+    connect_timeout: Duration,
+    reentrancy: Reentrancy,
+    watch_holds: bool,
+}
+
+impl std::fmt::Debug for QuorumClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls: Vec<String> = self
+            .urls
+            .iter()
+            .map(|u| crate::client::redact::url(u))
+            .collect();
+        f.debug_struct("QuorumClientBuilder")
+            .field("urls", &urls)
+            .field("client_id", &self.client_id)
+            .field("node_timeout", &self.node_timeout)
+            .field("quarantine", &self.quarantine)
+            .field("watchdog_lease", &self.watchdog_lease)
+            .field("reentrancy", &self.reentrancy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for QuorumClientBuilder {
+    fn default() -> Self {
+        QuorumClientBuilder {
+            urls: Vec::new(),
+            // Coalescing is for the single-server lock: per-node calls are sent as they are.
+            node: ClientBuilder::default().connections(2).coalesce(false),
+            client_id: uuid::Uuid::new_v4().to_string(),
+            node_timeout: Duration::from_millis(50),
+            quarantine: None,
+            watchdog_lease: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(5),
+            reentrancy: Reentrancy::Scoped,
+            watch_holds: true,
+        }
+    }
+}
+
+impl QuorumClientBuilder {
+    /// The independent masters (`redis://host:port`), at least 1; use an odd number, 3 or 5.
+    pub fn urls<I, S>(mut self, urls: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.urls = urls.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// How long one node may take to answer one call before it counts as a "no" vote. Keep
+    /// it far below the lease. Default: 50 ms.
+    pub fn node_timeout(mut self, timeout: Duration) -> Self {
+        self.node_timeout = timeout;
+        self
+    }
+
+    /// How long a node that restarted stays out of the vote (it may have lost locks that
+    /// others still hold). Default: the longest lease in use (the watchdog lease, or a longer
+    /// fixed lease once one is used). `Duration::ZERO` turns it off: see `docs/safety.md`.
+    pub fn restart_quarantine(mut self, quarantine: Duration) -> Self {
+        self.quarantine = Some(quarantine);
+        self
+    }
+
+    /// The lease of locks taken without a fixed lease, renewed every lease/3. Default: 30 s.
+    pub fn watchdog_lease(mut self, lease: Duration) -> Self {
+        self.watchdog_lease = lease;
+        self
+    }
+
+    /// The `<client_id>` of every hold's field, on every node. Default: a random UUID.
+    pub fn client_id(mut self, id: impl Into<String>) -> Self {
+        self.client_id = id.into();
+        self
+    }
+
+    /// How long connecting to the nodes may take. Default: 5 s.
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// How `lock()` calls re-enter holds; as
+    /// [`ClientBuilder::reentrancy`](crate::ClientBuilder::reentrancy), with the same hazard
+    /// for [`Reentrancy::PerTask`]. Default: [`Reentrancy::Scoped`].
+    pub fn reentrancy(mut self, mode: Reentrancy) -> Self {
+        self.reentrancy = mode;
+        self
+    }
+
+    /// Whether each hold listens on its lock's channel on every node, so that `lost()` fires
+    /// within a round trip of a force-unlock (or any deletion announced there) on a majority
+    /// of nodes, rather than at the watchdog's next renewal; as
+    /// [`ClientBuilder::watch_holds`](crate::ClientBuilder::watch_holds). Default: on.
+    pub fn watch_holds(mut self, on: bool) -> Self {
+        self.watch_holds = on;
+        self
+    }
+
+    /// Command connections per node (each lock uses one of them per node). Default: 2.
+    pub fn connections(mut self, n: usize) -> Self {
+        self.node = self.node.connections(n);
+        self
+    }
+
+    /// Connects to every node at once and checks their uptimes.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for bad settings or URLs; [`Error::Connection`] naming every
+    /// node that could not be reached, when fewer than a majority could be.
+    ///
+    /// # Cancel safety
+    /// Dropping the future closes whatever connections it had opened.
+    pub async fn build(self) -> Result<QuorumClient> {
+        if self.urls.is_empty() {
+            return Err(Error::invalid(
+                "urls",
+                "give at least one node URL (use 3 or 5)",
+            ));
+        }
+        let mut seen = std::collections::HashSet::new();
+        if let Some(dup) = self.urls.iter().find(|u| !seen.insert(u.as_str())) {
+            return Err(Error::invalid(
+                "urls",
+                format!(
+                    "`{}` is listed twice; each node must be a different master",
+                    crate::client::redact::url(dup)
+                ),
+            ));
+        }
+        validate_lease("watchdog_lease", self.watchdog_lease)?;
+        if self.node_timeout.is_zero() || self.node_timeout * 3 > self.watchdog_lease {
+            return Err(Error::invalid(
+                "node_timeout",
+                format!(
+                    "{:?}: must be above zero and well below the watchdog lease ({:?})",
+                    self.node_timeout, self.watchdog_lease
+                ),
+            ));
+        }
+        let builder = self
+            .node
+            .clone()
+            .client_id(self.client_id.clone())
+            .watchdog_lease(self.watchdog_lease)
+            .connect_timeout(self.connect_timeout)
+            // Calls are bounded by the node timeout; this only bounds fred's own bookkeeping.
+            .command_timeout(self.connect_timeout.max(Duration::from_secs(1)))
+            // A node's connections never reconnect by themselves: each stays with the server
+            // instance it reached, whose run id and uptime are checked on it before it may
+            // vote. A lost connection is replaced whole (`replace_dead`), and checked again.
+            .auto_reconnect(false);
+        // Validate every URL before connecting to any.
+        for url in &self.urls {
+            if crate::client::settings::deployment(url)
+                != crate::client::settings::Deployment::Single
+            {
+                return Err(Error::invalid(
+                    "urls",
+                    format!(
+                        "`{}`: each quorum node must be one independent master (redis://host:port)",
+                        crate::client::redact::url(url)
+                    ),
+                ));
+            }
+            builder.clone().url(url.clone()).check()?;
+        }
+        let mut connecting = JoinSet::new();
+        for (i, url) in self.urls.iter().enumerate() {
+            let b = builder.clone().url(url.clone());
+            connecting.spawn(async move { (i, b.build().await) });
+        }
+        let nodes: Vec<Node> = self
+            .urls
+            .iter()
+            .map(|u| Node {
+                reconnecting: Mutex::new(None),
+                url: u.clone(),
+                name: crate::client::redact::url(u),
+                conn: RwLock::new(None),
+                state: Mutex::new(NodeState::default()),
+            })
+            .collect();
+        let mut failures = Vec::new();
+        while let Some(r) = connecting.join_next().await {
+            let (i, r) = r.map_err(|_| Error::Shutdown)?;
+            match r {
+                Ok(c) => *nodes[i].conn.write().unwrap() = Some(c.inner),
+                Err(e) => failures.push((i, e)),
+            }
+        }
+        let quorum = nodes.len() / 2 + 1;
+        if nodes.len() - failures.len() < quorum {
+            failures.sort_by_key(|(i, _)| *i);
+            return Err(Error::Connection {
+                url: self
+                    .urls
+                    .iter()
+                    .map(|u| crate::client::redact::url(u))
+                    .collect::<Vec<_>>()
+                    .join(","),
+                cause: format!(
+                    "only {} of {} nodes reachable, {} needed: {}",
+                    nodes.len() - failures.len(),
+                    nodes.len(),
+                    quorum,
+                    failures
+                        .iter()
+                        .map(|(i, e)| format!(
+                            "{}: {e}",
+                            crate::client::redact::url(&self.urls[*i])
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            });
+        }
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let inner = Arc::new(QuorumInner {
+            shared: crate::hold::backend::Shared::new(reentry::next_client_id()),
+            fields: FieldMaker::new(&self.client_id),
+            reentrancy: self.reentrancy,
+            nodes,
+            quorum,
+            client_id: self.client_id,
+            node_timeout: self.node_timeout,
+            watchdog_lease: self.watchdog_lease,
+            quarantine: self.quarantine,
+            max_lease_ms: AtomicU64::new(self.watchdog_lease.as_millis() as u64),
+            counter_grace: Duration::from_secs(1),
+            connections: builder.connection_count(),
+            shutting_down: AtomicBool::new(false),
+            closing_at: Mutex::new(None),
+            in_flight: Default::default(),
+            releasing: Default::default(),
+            watch_holds: self.watch_holds,
+            watched: Default::default(),
+            shutdown: shutdown_tx,
+            builder,
+        });
+        // Know every node's uptime before the first vote. Given the connect timeout, not the
+        // node timeout: on a busy machine an INFO right after connecting can take longer than
+        // a vote, and a node whose uptime is unknown cannot vote until the next check.
+        inner
+            .check_uptimes(inner.builder.connect_timeout_setting(), true)
+            .await;
+        // Two URLs for one server (an alias, another database number) would count its vote
+        // twice: one server could then make a "majority". Its run id tells.
+        let mut seen: std::collections::HashMap<String, usize> = Default::default();
+        for (i, node) in inner.nodes.iter().enumerate() {
+            let Some(run_id) = node.state.lock().unwrap().run_id.clone() else {
+                continue;
+            };
+            if let Some(first) = seen.insert(run_id, i) {
+                let why = format!(
+                    "`{}` and `{}` are the same server (one run id): each master may vote once",
+                    inner.nodes[first].name, node.name
+                );
+                QuorumClient { inner }.shutdown().await;
+                return Err(Error::invalid("urls", why));
+            }
+        }
+        for (i, node) in inner.nodes.iter().enumerate() {
+            if let Some(conn) = node.conn() {
+                spawn_connection_watch(&inner, i, &conn);
+            }
+        }
+        for (i, _) in failures {
+            spawn_reconnect(
+                Arc::downgrade(&inner),
+                i,
+                shutdown_rx.clone(),
+                Duration::from_secs(1),
+            );
+        }
+        spawn_uptime_checks(Arc::downgrade(&inner), shutdown_rx.clone());
+        crate::hold::watchdog::spawn(Arc::downgrade(&inner), shutdown_rx);
+        Ok(QuorumClient { inner })
+    }
+}
+
+// The client's constructors live beside its builder, so that the quorum (a lower layer) does
+// not name the builder that makes it.
+impl QuorumClient {
+    /// Connects to the given masters with default settings.
+    ///
+    /// # Errors
+    /// As [`QuorumClientBuilder::build`].
+    ///
+    /// # Cancel safety
+    /// As [`QuorumClientBuilder::build`].
+    pub async fn connect<I, S>(urls: I) -> Result<QuorumClient>
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        QuorumClientBuilder::default().urls(urls).build().await
+    }
+
+    /// A builder with non-default settings.
+    pub fn builder() -> QuorumClientBuilder {
+        QuorumClientBuilder::default()
+    }
+}

@@ -1,0 +1,855 @@
+//! [`QuorumLock`]: the Redlock acquire algorithm (parallel votes, early return, validity,
+//! release everywhere on failure, token write-back) and the wait loop over every node's
+//! release channel.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::Poll;
+use std::time::Duration;
+
+use fred::interfaces::{HashesInterface, KeysInterface};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::client::pubsub::Subscription;
+use crate::client::scripts;
+use crate::error::{Error, NodeVote, Result, Vote};
+use crate::hold::guard::LockGuard;
+use crate::hold::holds::Hold;
+use crate::hold::keys::LockKeys;
+use crate::hold::owner::Owner;
+use crate::hold::reentry::{self, Target};
+use crate::quorum::backend::QuorumInner;
+use crate::quorum::node::pinned;
+use crate::quorum::race::{drift, race, race_keeping_late};
+
+/// A node's reply to a call bounded by the node timeout.
+type TimedReply<T> = std::result::Result<fred::prelude::FredResult<T>, tokio::time::error::Elapsed>;
+
+/// A quorum (Redlock) lock: held when a majority of independent masters granted it.
+///
+/// Made by [`QuorumClient::lock`](crate::QuorumClient::lock). The same methods and guard as
+/// the single-server [`Lock`](crate::Lock): reentrant per owner, renewed by the watchdog unless
+/// a fixed lease is given, waiters woken by any node's release message, fencing tokens that
+/// strictly increase (under the assumptions in `docs/safety.md`). The guard's
+/// [`valid_until`](LockGuard::valid_until) is the Redlock validity: start + lease − time
+/// taken − drift.
+///
+/// ```no_run
+/// # async fn f(client: relock::QuorumClient) -> relock::Result<()> {
+/// use std::time::Duration;
+/// let lock = client.lock("jobs:nightly").with_lease(Duration::from_secs(10));
+/// match lock.try_lock().await {
+///     Ok(Some(guard)) => guard.unlock().await?,
+///     Ok(None) => println!("someone else runs it"),
+///     Err(relock::Error::QuorumNotReached { votes, .. }) => eprintln!("nodes down: {votes:?}"),
+///     Err(e) => return Err(e),
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct QuorumLock {
+    q: Arc<QuorumInner>,
+    name: Arc<str>,
+    lease: Option<Duration>,
+}
+
+/// How one attempt ended.
+enum Outcome {
+    Acquired(LockGuard),
+    Failed(Failure),
+}
+
+struct Failure {
+    votes: Vec<NodeVote>,
+    granted: usize,
+    /// Nodes that answered "held by another".
+    held: usize,
+    /// The smallest remaining lease a holding node reported.
+    min_pttl: Option<Duration>,
+}
+
+impl Failure {
+    /// Nodes that could not vote: errors, timeouts, quarantine.
+    fn unavailable(&self) -> usize {
+        self.votes
+            .iter()
+            .filter(|v| {
+                matches!(
+                    v.vote,
+                    Vote::Error(_) | Vote::Timeout(_) | Vote::Quarantined { .. }
+                )
+            })
+            .count()
+    }
+}
+
+/// The lock kind of this module, made by the quorum client.
+impl crate::QuorumClient {
+    /// A handle to the quorum lock called `name`. Cheap; nothing is sent until it is used.
+    pub fn lock(&self, name: impl Into<String>) -> QuorumLock {
+        QuorumLock::new(self.inner.clone(), name.into())
+    }
+}
+
+impl QuorumLock {
+    pub(crate) fn new(q: Arc<QuorumInner>, name: String) -> Self {
+        QuorumLock {
+            q,
+            name: name.into(),
+            lease: None,
+        }
+    }
+
+    /// The lock's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Every master and the name (see [`DistributedLock::resource`](crate::DistributedLock::resource)).
+    fn resource(&self) -> String {
+        format!("quorum({})", self.resources().join(", "))
+    }
+
+    /// One place per master: the same data as a lock of this name on that master.
+    fn resources(&self) -> Vec<String> {
+        let mut places: Vec<String> = self
+            .q
+            .nodes
+            .iter()
+            .map(|n| format!("{} {}", crate::client::redact::identity(n.url()), self.name))
+            .collect();
+        places.sort();
+        places
+    }
+
+    /// The same lock with a fixed lease (no watchdog). At least 1 ms; keep it far above the
+    /// node timeout, since validity = lease − time taken − drift.
+    pub fn with_lease(mut self, lease: Duration) -> Self {
+        self.lease = Some(lease);
+        self
+    }
+
+    fn keys(&self) -> Result<Arc<LockKeys>> {
+        LockKeys::new(&self.name, false).map(Arc::new)
+    }
+
+    async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
+        self.q.check_running()?;
+        let keys = self.keys()?;
+        if let Some(l) = self.lease {
+            crate::client::settings::validate_lease("lease", l)?;
+        }
+        let lease = self.lease.unwrap_or(self.q.watchdog_lease);
+        self.q.note_lease(lease);
+        let owner = match reentry::resolve(
+            self.q.shared.id,
+            self.q.reentrancy,
+            &self.q.shared.holds,
+            &keys.lock,
+        )? {
+            Target::Reenter(hold) => return self.reenter(keys, hold, lease).await.map(Some),
+            Target::Fresh { owner } => owner,
+        };
+        let started = Instant::now();
+        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
+        let mut subs: Option<Vec<Subscription>> = None;
+        let mut warned = false;
+        // Wake-ups that led nowhere in a row: a failed attempt's own clean-up publishes a
+        // release on a node, which wakes this very waiter (and a holder missing from one node
+        // makes every attempt fail there). Each such round waits a little longer first.
+        let mut idle_wake = Duration::ZERO;
+        // Rounds waited for nodes coming back (bounded: 5 s at 50 ms a round).
+        let mut waited_for_nodes = 0u32;
+        loop {
+            // Every attempt asks under a field of its own: a failed attempt is released
+            // everywhere under its field, and that release, however late it lands, cannot
+            // touch a later attempt's grant.
+            self.q.check_running()?;
+            let field = self.q.fields.next();
+            // In its own task: if this future is dropped mid-attempt, the attempt still ends
+            // by releasing everywhere or by becoming a guard, which is dropped and released.
+            let attempt = {
+                let (this, keys, owner) = (self.clone(), keys.clone(), owner.clone());
+                let task = crate::hold::reentry::Caller::current();
+                self.q
+                    .shared
+                    .tracker
+                    .spawn(async move { this.attempt(&keys, field, (owner, task), lease).await })
+            };
+            let failure = match attempt.await.map_err(|_| Error::Shutdown)?? {
+                Outcome::Acquired(g) => {
+                    crate::hold::meter::acquired(
+                        crate::hold::meter::Kind::Quorum,
+                        started.elapsed(),
+                    );
+                    return Ok(Some(g));
+                }
+                Outcome::Failed(f) => f,
+            };
+            crate::hold::meter::failed_attempt(
+                crate::hold::meter::Kind::Quorum,
+                if failure.held > 0 {
+                    "held"
+                } else {
+                    "no_quorum"
+                },
+            );
+            let available = self.q.nodes.len() - failure.unavailable();
+            if available < self.q.quorum {
+                // A node whose connections are being made again after a blip is back within
+                // a connect: a waiter waits for it, within its deadline.
+                // Or that is back already, since the attempt: then try again.
+                let reconnecting = self.q.nodes.iter().any(|n| n.is_reconnecting())
+                    || self
+                        .q
+                        .nodes
+                        .iter()
+                        .filter(|n| {
+                            matches!(n.eligibility(), crate::quorum::node::Eligibility::Yes(_))
+                        })
+                        .count()
+                        >= self.q.quorum;
+                let now = Instant::now();
+                if reconnecting && waited_for_nodes < 100 && deadline.is_none_or(|d| now < d) {
+                    waited_for_nodes += 1;
+                    let mut pause = Duration::from_millis(50);
+                    if let Some(d) = deadline {
+                        pause = pause.min(d - now);
+                    }
+                    tokio::time::sleep(pause).await;
+                    continue;
+                }
+                // Too many nodes down or in quarantine: waiting for a release cannot help.
+                return Err(self.not_reached(failure));
+            }
+            // Someone else holds it on a node, and enough nodes are up for them to hold it.
+            let held_elsewhere = failure.held > 0;
+            let now = Instant::now();
+            let out_of_time = deadline.is_some_and(|d| now >= d);
+            if out_of_time {
+                return if held_elsewhere {
+                    Ok(None)
+                } else {
+                    Err(self.not_reached(failure))
+                };
+            }
+            if subs.is_none() {
+                // Subscribe, then try again at once: a release between the attempt above and
+                // the subscription would otherwise leave us asleep for the holder's lease.
+                subs = Some(self.subscribe_all(&keys).await);
+                continue;
+            }
+            if held_elsewhere {
+                reentry::warn_if_waiting_on_own_task(&self.q.shared.holds, &keys.lock, &mut warned);
+            }
+            // After a split vote, wait a random while so that contenders fall out of step;
+            // when someone holds it, until a release message or the shortest lease reported.
+            let mut sleep = if held_elsewhere {
+                failure
+                    .min_pttl
+                    .map_or(Duration::from_secs(1), |p| p + Duration::from_millis(1))
+            } else {
+                jitter(self.q.node_timeout * 4)
+            };
+            if let Some(d) = deadline {
+                sleep = sleep.min(d - now);
+            }
+            tracing::debug!(
+                lock = %keys.lock,
+                held_elsewhere,
+                ?sleep,
+                votes = ?failure.votes.iter().map(|v| format!("{:?}", v.vote)).collect::<Vec<_>>(),
+                "quorum attempt failed; waiting"
+            );
+            let subs_ref = subs.as_deref().unwrap_or_default();
+            if !subs_ref.iter().any(Subscription::is_connected) {
+                // No node's release message can reach us: look again soon.
+                sleep = sleep.min(Duration::from_millis(100));
+            }
+            if !idle_wake.is_zero() {
+                tokio::time::sleep(idle_wake.min(sleep)).await;
+            }
+            let woken = tokio::time::timeout(sleep, any_notified(subs_ref))
+                .await
+                .is_ok();
+            idle_wake = if woken && held_elsewhere {
+                (idle_wake * 2).clamp(Duration::from_millis(1), Duration::from_millis(50))
+            } else {
+                Duration::ZERO
+            };
+            self.q.check_running()?;
+        }
+    }
+
+    /// One more guard on `hold`: `reenter.lua` on every eligible node at once; a majority must
+    /// still have the hold. Runs in its own task.
+    async fn reenter(
+        &self,
+        keys: Arc<LockKeys>,
+        hold: Arc<Hold>,
+        lease: Duration,
+    ) -> Result<LockGuard> {
+        let q = self.q.clone();
+        let (name, watchdog) = (self.name.clone(), self.lease.is_none());
+        let task = self.q.shared.tracker.spawn(async move {
+            let start = Instant::now();
+            let n = q.nodes.len();
+            let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
+            let mut calls = Vec::new();
+            for (i, conn) in q.eligible(&mut votes) {
+                let (keys, field, limit) = (keys.clone(), hold.field.clone(), q.node_timeout);
+                let in_flight = q.in_flight.start(&field, i);
+                let args = vec![lease.as_millis().to_string(), field];
+                calls.push(Box::pin(async move {
+                    let call = scripts::REENTER.run_tracked::<Option<i64>>(
+                        pinned(&conn, &keys.lock),
+                        vec![keys.lock.clone()],
+                        args,
+                        &in_flight,
+                    );
+                    (i, tokio::time::timeout(limit, call).await)
+                }));
+            }
+            let (mut yes, mut gone, mut no) = (0usize, 0usize, n - calls.len());
+            race(&q.shared.tracker, calls, |(i, r)| {
+                votes[i] = match r {
+                    Ok(Ok(Some(_))) => {
+                        yes += 1;
+                        Vote::Granted
+                    }
+                    Ok(Ok(None)) => {
+                        gone += 1;
+                        no += 1;
+                        Vote::Error("the hold is not on this node".into())
+                    }
+                    Ok(Err(e)) => {
+                        no += 1;
+                        Vote::Error(e.to_string())
+                    }
+                    Err(_) => {
+                        no += 1;
+                        Vote::Timeout(q.node_timeout)
+                    }
+                };
+                yes >= q.quorum || n - no < q.quorum
+            })
+            .await;
+            let lost = || Error::LockLost {
+                name: name.to_string(),
+            };
+            if yes >= q.quorum {
+                let valid_until = start + lease.saturating_sub(drift(lease));
+                return if hold.add_guard(watchdog, valid_until) {
+                    Ok(LockGuard::new(q.clone(), hold, watchdog))
+                } else {
+                    Err(lost())
+                };
+            }
+            if gone > n - q.quorum {
+                // A majority no longer has it: the hold is lost.
+                hold.mark_lost("a re-entry found the hold gone on a majority of nodes");
+                return Err(lost());
+            }
+            Err(Error::QuorumNotReached {
+                name: name.to_string(),
+                needed: q.quorum,
+                granted: yes,
+                votes: votes
+                    .into_iter()
+                    .zip(&q.nodes)
+                    .map(|(vote, node)| NodeVote {
+                        node: node.name.clone(),
+                        vote,
+                    })
+                    .collect(),
+                hint: None,
+            })
+        });
+        task.await.map_err(|_| Error::Shutdown)?
+    }
+
+    fn not_reached(&self, f: Failure) -> Error {
+        let quarantined = f
+            .votes
+            .iter()
+            .filter(|v| matches!(v.vote, Vote::Quarantined { .. }))
+            .count();
+        let available = self.q.nodes.len() - f.unavailable();
+        let hint = (quarantined > 0 && available + quarantined >= self.q.quorum).then(|| {
+            format!(
+                "{quarantined} node(s) restarted less than the restart quarantine ({:?}{}) ago and may not vote yet: wait for it to end, or lower it with QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in docs/safety.md)",
+                self.q.quarantine(),
+                if self.q.quarantine_is_default() { ", the longest lease in use" } else { "" }
+            )
+        });
+        Error::QuorumNotReached {
+            name: self.name.to_string(),
+            needed: self.q.quorum,
+            granted: f.granted,
+            votes: f.votes,
+            hint,
+        }
+    }
+
+    /// Subscribes to the release channel on every node that answers in time.
+    async fn subscribe_all(&self, keys: &LockKeys) -> Vec<Subscription> {
+        let mut set = JoinSet::new();
+        for node in &self.q.nodes {
+            let Some(conn) = node.conn() else { continue };
+            let (channel, limit) = (keys.channel.clone(), self.q.node_timeout);
+            set.spawn(async move {
+                tokio::time::timeout(limit * 4, conn.pubsub.subscribe(&channel))
+                    .await
+                    .ok()
+                    .and_then(|r| r.ok())
+            });
+        }
+        let mut subs = Vec::new();
+        while let Some(r) = set.join_next().await {
+            if let Ok(Some(s)) = r {
+                subs.push(s);
+            }
+        }
+        subs
+    }
+
+    /// One Redlock attempt for a fresh hold under `field`: votes from every node at once,
+    /// returning as soon as a quorum is reached or has become impossible.
+    async fn attempt(
+        &self,
+        keys: &Arc<LockKeys>,
+        field: String,
+        (owner, task): (Option<Owner>, crate::hold::reentry::Caller),
+        lease: Duration,
+    ) -> Result<Outcome> {
+        let q = &self.q;
+        let field = field.as_str();
+        // A release of this lock by this client is in flight: the lock is about to be free,
+        // so let it land first (an optimisation only: it cannot touch this attempt's field).
+        if let Some(h) = q.shared.holds.find(&keys.lock, |h| h.is_releasing()) {
+            let mut gone = std::pin::pin!(h.gone.notified());
+            gone.as_mut().enable();
+            if q.shared.holds.contains(&h) {
+                let _ = tokio::time::timeout(q.node_timeout * 4, gone).await;
+            }
+        }
+        let start = Instant::now();
+        let n = q.nodes.len();
+        let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
+        let mut eligible = q.eligible(&mut votes);
+        // Nodes left out before anything is sent still count as votes against the quorum.
+        for v in &votes {
+            match v {
+                Vote::Quarantined { .. } => crate::hold::meter::vote("quarantined"),
+                Vote::Error(_) => crate::hold::meter::vote("unavailable"),
+                _ => {}
+            }
+        }
+        if eligible.len() < q.quorum {
+            // A quorum is impossible before anything is sent: send nothing.
+            eligible.clear();
+        }
+        let mut calls = Vec::with_capacity(eligible.len());
+        let mut conns = vec![None; n];
+        for (i, conn) in eligible {
+            conns[i] = Some(conn.clone());
+            let (keys, limit) = (keys.clone(), q.node_timeout);
+            let args = vec![
+                lease.as_millis().to_string(),
+                field.to_string(),
+                q.grace_ms().to_string(),
+            ];
+            // Registered before the attempt can return: its release waits for this vote to be
+            // handed to fred.
+            let in_flight = q.in_flight.start(field, i);
+            // This client's releases of the lock still on their way to this node go first:
+            // overtaken, one would leave the node answering "held" by a hold already let go.
+            let releases = q.releasing.registered(&keys.lock, i);
+            calls.push(Box::pin(async move {
+                // Handed over behind them, not after their answers: a slow node is not asked
+                // one round trip later. Bounded apart from the vote (normally immediate).
+                let _ = tokio::time::timeout(limit, releases.handed()).await;
+                let vote = |args: Vec<String>| {
+                    let call = scripts::ACQUIRE.run_tracked::<Vec<i64>>(
+                        pinned(&conn, &keys.lock),
+                        vec![keys.lock.clone(), keys.token.clone()],
+                        args,
+                        &in_flight,
+                    );
+                    tokio::time::timeout(limit, call)
+                };
+                // Whether the vote can overtake one of them at all: judged before it is sent
+                // (one may answer between the vote's answer and a look afterwards).
+                if releases.ended() {
+                    return (i, vote(args).await);
+                }
+                let r = vote(args.clone()).await;
+                // "Held" while one of those releases had not answered: the vote overtook it
+                // after all if its EVALSHA met NOSCRIPT and its body went out behind the vote.
+                // Only then (otherwise "held" is the answer): once they have answered, ask
+                // again, once. The first vote took nothing, and a release of this attempt's
+                // field stops the second.
+                if matches!(&r, Ok(Ok(v)) if v.first() == Some(&0))
+                    && tokio::time::timeout(limit, releases.resent())
+                        .await
+                        .unwrap_or(false)
+                {
+                    let _ = tokio::time::timeout(limit, releases.answered()).await;
+                    if in_flight.may_send_more() {
+                        return (i, vote(args).await);
+                    }
+                }
+                (i, r)
+            }));
+        }
+        let pending = calls.len();
+        let (mut granted, mut held, mut no) = (0usize, 0usize, n - pending);
+        let mut tokens = Vec::new();
+        let mut min_pttl: Option<Duration> = None;
+        let mut clean_up = false;
+        let mut late = None;
+        if no + q.quorum <= n {
+            late = Some(
+                race_keeping_late(&q.shared.tracker, calls, |(i, r)| {
+                    votes[i] = match r {
+                        Ok(Ok(reply)) => match reply.as_slice() {
+                            [1, token] => {
+                                granted += 1;
+                                tokens.push(*token as u64);
+                                Vote::Granted
+                            }
+                            [0, pttl] => {
+                                held += 1;
+                                no += 1;
+                                let ttl = (*pttl >= 0).then(|| Duration::from_millis(*pttl as u64));
+                                if let Some(t) = ttl {
+                                    min_pttl = Some(min_pttl.map_or(t, |m| m.min(t)));
+                                }
+                                Vote::HeldByAnother(ttl)
+                            }
+                            other => {
+                                no += 1;
+                                Vote::Error(format!("unexpected reply {other:?}"))
+                            }
+                        },
+                        Ok(Err(e)) => {
+                            no += 1;
+                            clean_up = true;
+                            if matches!(
+                                e.kind(),
+                                fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
+                            ) {
+                                q.nodes[i].suspect();
+                                // Its set is dead and about to be replaced.
+                                q.nodes[i].mark_reconnecting(true);
+                            }
+                            Vote::Error(e.to_string())
+                        }
+                        Err(_) => {
+                            no += 1;
+                            clean_up = true;
+                            Vote::Timeout(q.node_timeout)
+                        }
+                    };
+                    crate::hold::meter::vote(match &votes[i] {
+                        Vote::Granted => "granted",
+                        Vote::HeldByAnother(_) => "held",
+                        Vote::Timeout(_) => "timeout",
+                        Vote::Quarantined { .. } => "quarantined",
+                        _ => "error",
+                    });
+                    // Stop as soon as a quorum is reached or has become impossible; the calls
+                    // not awaited still run on their nodes.
+                    granted >= q.quorum || n - no < q.quorum
+                })
+                .await,
+            );
+        } else {
+            // Never sent: their registrations must not hold up this attempt's release.
+            drop(calls);
+        }
+        let votes: Vec<NodeVote> = votes
+            .into_iter()
+            .zip(&q.nodes)
+            .map(|(vote, node)| NodeVote {
+                node: node.name.clone(),
+                vote,
+            })
+            .collect();
+        let validity = |now: Instant| {
+            lease
+                .saturating_sub(now - start)
+                .saturating_sub(drift(lease))
+        };
+        let mut ok = granted >= q.quorum && !validity(Instant::now()).is_zero();
+        let token = tokens.iter().copied().max().unwrap_or(0);
+        // Any later quorum must meet a node whose counter has seen the token, so that it mints
+        // above it. When every granting node (a majority) minted this very token, their
+        // counters already hold it: no write-back round. That is the common case, since the
+        // last write-back left the counters equal and each grant adds one to each. Otherwise
+        // the token is written back to a majority first.
+        if ok && tokens.iter().any(|t| *t != token) {
+            ok = self.write_back(keys, token).await && !validity(Instant::now()).is_zero();
+        } else if let (true, Some(late)) = (ok, late) {
+            self.raise_late_counters(late, conns, keys, token);
+        }
+        let watchdog = self.lease.is_none();
+        if ok {
+            let valid_until = start + lease.saturating_sub(drift(lease));
+            let hold = Arc::new(Hold::new(
+                keys.clone(),
+                field.to_string(),
+                token,
+                owner,
+                task,
+                crate::hold::meter::Kind::Quorum,
+                valid_until,
+            ));
+            // False if the validity ran out between the check above and now.
+            if hold.add_guard(watchdog, valid_until) {
+                q.shared.holds.insert(hold.clone());
+                crate::quorum::watch::watch(q, &hold);
+                return Ok(Outcome::Acquired(LockGuard::new(q.clone(), hold, watchdog)));
+            }
+        }
+        // Not acquired: take back whatever this attempt may have been granted, under its own
+        // field (nothing to take back if every node answered, and none granted).
+        if ok || granted > 0 || clean_up || pending > granted + held {
+            q.release_everywhere(keys, field, true, 0).await;
+        }
+        Ok(Outcome::Failed(Failure {
+            votes,
+            granted,
+            held,
+            min_pttl,
+        }))
+    }
+
+    /// Raises the counter to `token` on every reachable node at once; true once a majority
+    /// confirmed (any node's confirmation means its counter is now ≥ `token`). Every node, not
+    /// only the granting majority: then all counters are equal again, every node mints the
+    /// same next token, and the next acquisitions need no write-back, whichever majority
+    /// answers first. A raised counter lives one grace period, so this leaves nothing behind.
+    async fn write_back(&self, keys: &LockKeys, token: u64) -> bool {
+        let q = &self.q;
+        let ttl = q.grace_ms().to_string();
+        let mut calls = Vec::new();
+        for node in q.nodes.iter() {
+            let Some(conn) = node.conn() else {
+                continue;
+            };
+            let (name, counter, ttl, limit) = (
+                keys.lock.clone(),
+                keys.token.clone(),
+                ttl.clone(),
+                q.node_timeout,
+            );
+            calls.push(Box::pin(async move {
+                let call = scripts::QUORUM_FENCE.run::<i64>(
+                    pinned(&conn, &name),
+                    vec![counter],
+                    vec![token.to_string(), ttl],
+                );
+                matches!(tokio::time::timeout(limit, call).await, Ok(Ok(1)))
+            }));
+        }
+        let mut acks = 0;
+        race(&q.shared.tracker, calls, |ok| {
+            acks += usize::from(ok);
+            acks >= q.quorum
+        })
+        .await;
+        acks >= q.quorum
+    }
+
+    /// Raises, in the background, the counter of every node whose vote comes after the quorum
+    /// was reached and minted a token below `token`. No write-back round is sent when the
+    /// granting majority minted `token` alike, so without this a node that was restarted empty
+    /// (its counter seeded from its clock) and answered late would keep its lower counter; and
+    /// if enough such nodes later form a majority of their own, a quorum whose tokens all come
+    /// from clocks can mint below `token` (`q70`, with the restart quarantine off). Keeping
+    /// every counter equal after each grant restores what the write-back round gives.
+    fn raise_late_counters(
+        &self,
+        mut late: tokio::sync::mpsc::UnboundedReceiver<(usize, TimedReply<Vec<i64>>)>,
+        conns: Vec<Option<Arc<crate::client::handle::Inner>>>,
+        keys: &Arc<LockKeys>,
+        token: u64,
+    ) {
+        let q = &self.q;
+        let (keys, ttl, limit) = (keys.clone(), q.grace_ms().to_string(), q.node_timeout);
+        q.shared.tracker.spawn(async move {
+            while let Some((i, reply)) = late.recv().await {
+                let Ok(Ok(reply)) = reply else { continue };
+                let ([1, minted], Some(conn)) = (reply.as_slice(), &conns[i]) else {
+                    continue;
+                };
+                if (*minted as u64) >= token {
+                    continue;
+                }
+                // On the connection the vote came on: it lands after that vote.
+                let call = scripts::QUORUM_FENCE.run::<i64>(
+                    pinned(conn, &keys.lock),
+                    vec![keys.token.clone()],
+                    vec![token.to_string(), ttl.clone()],
+                );
+                let _ = tokio::time::timeout(limit, call).await;
+            }
+        });
+    }
+
+    /// Whether a majority of the nodes have the lock (held by anyone).
+    ///
+    /// # Errors
+    /// None today beyond a bad name; unreachable nodes count as "not locked".
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn is_locked(&self) -> Result<bool> {
+        let keys = self.keys()?;
+        let replies = self
+            .on_every_node(
+                move |c, k| {
+                    let k = k.lock.clone();
+                    async move { c.exists::<i64, _>(k).await.map(|n| n.max(0) as u64) }
+                },
+                &keys,
+            )
+            .await;
+        Ok(replies.iter().filter(|n| **n == Some(1)).count() >= self.q.quorum)
+    }
+
+    /// The hold count of the hold the calling code holds (its scope's, its owner's, or one its
+    /// task took), as a majority of the nodes agree (0 if none).
+    ///
+    /// # Errors
+    /// As [`is_locked`](QuorumLock::is_locked).
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn hold_count(&self) -> Result<u32> {
+        let keys = self.keys()?;
+        let Some(hold) = self.current_hold(&keys) else {
+            return Ok(0);
+        };
+        let field = hold.field.clone();
+        let mut counts: Vec<u64> = self
+            .on_every_node(
+                move |c, k| {
+                    let (k, f) = (k.lock.clone(), field.clone());
+                    async move {
+                        c.hget::<Option<u64>, _, _>(k, f)
+                            .await
+                            .map(|n| n.unwrap_or(0))
+                    }
+                },
+                &keys,
+            )
+            .await
+            .into_iter()
+            .map(|n| n.unwrap_or(0))
+            .collect();
+        counts.sort_unstable_by(|a, b| b.cmp(a));
+        Ok(counts.get(self.q.quorum - 1).copied().unwrap_or(0) as u32)
+    }
+
+    /// Deletes the lock on every node whoever holds it; true if any node had it.
+    ///
+    /// # Errors
+    /// A bad name.
+    ///
+    /// # Cancel safety
+    /// If dropped mid-way, some nodes may keep the lock until its lease ends.
+    pub async fn force_unlock(&self) -> Result<bool> {
+        self.q.check_running()?;
+        let keys = self.keys()?;
+        let replies = self
+            .on_every_node(
+                move |c, k| {
+                    let keys = k.release_keys();
+                    let args = vec!["publish".into(), "0".into(), k.channel.clone()];
+                    async move {
+                        scripts::FORCE_UNLOCK
+                            .run::<i64>(&c, keys, args)
+                            .await
+                            .map(|n| n as u64)
+                    }
+                },
+                &keys,
+            )
+            .await;
+        for h in self.q.shared.holds.of_lock(&keys.lock) {
+            h.mark_lost("force-unlocked by this client");
+        }
+        Ok(replies.contains(&Some(1)))
+    }
+
+    /// As `Lock::current_hold`.
+    fn current_hold(&self, keys: &LockKeys) -> Option<Arc<Hold>> {
+        let q = &self.q;
+        if let Some(h) = reentry::scoped_hold(q.shared.id, &keys.lock) {
+            return Some(h);
+        }
+        if let Ok(Target::Reenter(h)) =
+            reentry::resolve(q.shared.id, q.reentrancy, &q.shared.holds, &keys.lock)
+        {
+            return Some(h);
+        }
+        let caller = crate::hold::reentry::Caller::current();
+        q.shared
+            .holds
+            .find(&keys.lock, |h| h.task == caller && h.is_live())
+    }
+
+    /// Runs `f` on every connected node at once, each bounded by the node timeout.
+    async fn on_every_node<F, Fut>(&self, f: F, keys: &Arc<LockKeys>) -> Vec<Option<u64>>
+    where
+        F: Fn(fred::clients::Client, &LockKeys) -> Fut,
+        Fut: Future<Output = std::result::Result<u64, fred::error::Error>> + Send + 'static,
+    {
+        let mut set = JoinSet::new();
+        for (i, node) in self.q.nodes.iter().enumerate() {
+            let Some(conn) = node.conn() else { continue };
+            let fut = f(pinned(&conn, &keys.lock).clone(), keys);
+            let limit = self.q.node_timeout;
+            set.spawn(async move { (i, tokio::time::timeout(limit, fut).await) });
+        }
+        let mut out = vec![None; self.q.nodes.len()];
+        while let Some(Ok((i, r))) = set.join_next().await {
+            out[i] = r.ok().and_then(|r| r.ok());
+        }
+        out
+    }
+}
+
+/// A random duration in [d/2, d], from the OS-seeded UUID generator already in the tree.
+fn jitter(d: Duration) -> Duration {
+    let r = (uuid::Uuid::new_v4().as_u128() % 1000) as u32;
+    d / 2 + d / 2 * r / 1000
+}
+
+/// Completes when any of `subs` is woken (immediately pending forever if there are none).
+async fn any_notified(subs: &[Subscription]) {
+    let mut futs: Vec<Pin<Box<tokio::sync::futures::Notified<'_>>>> =
+        subs.iter().map(|s| Box::pin(s.notified())).collect();
+    for f in &mut futs {
+        f.as_mut().enable();
+    }
+    std::future::poll_fn(|cx| {
+        for f in &mut futs {
+            if f.as_mut().poll(cx).is_ready() {
+                return Poll::Ready(());
+            }
+        }
+        Poll::Pending
+    })
+    .await
+}
+
+crate::hold::methods::lock_methods!(
+    QuorumLock,
+    errors: "[`Error::QuorumNotReached`](crate::Error::QuorumNotReached) (naming every node and its answer) when too many nodes are down or in restart quarantine for a majority to be possible, or (from `try_lock` and `try_lock_for`) when the votes split or the budget ran out without any owner holding a majority; [`Error::InvalidArgument`](crate::Error::InvalidArgument); [`Error::Shutdown`](crate::Error::Shutdown).",
+    cancel: "Cancel safe: every vote runs in its own task, and an attempt that is abandoned releases on every node (or, if it had succeeded, becomes a guard that is dropped and released)."
+);

@@ -1,0 +1,20 @@
+//! **The quorum: Redlock over N independent masters.**
+//!
+//! - `client` and `builder`: [`QuorumClient`](crate::QuorumClient) and
+//!   [`QuorumClientBuilder`](crate::QuorumClientBuilder).
+//! - `backend`: `QuorumInner`, the quorum [`Backend`](crate::hold::backend::Backend): one
+//!   one-server client per master, the restart quarantine, release and renewal on every node.
+//! - `node`: one master (its connection set, replaced, never reconnected; when it may vote).
+//! - `race`: a call per node, counted as answers come, each run to its end.
+//! - `lock`: [`QuorumLock`](crate::QuorumLock), the Redlock attempt and its wait loop.
+//! - `watch`: a quorum hold listens on every master and is lost once a majority lacks it.
+//!
+//! It uses the client room (one client per master) and the hold room.
+
+pub(crate) mod backend;
+pub(crate) mod builder;
+pub(crate) mod client;
+pub(crate) mod lock;
+pub(crate) mod node;
+pub(crate) mod race;
+pub(crate) mod watch;
