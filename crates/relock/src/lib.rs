@@ -93,7 +93,8 @@ pub use fred;
 
 pub use client::scripts::lua;
 pub use counting::latch::CountDownLatch;
-pub use counting::permits::{PermitGuard, PermitSemaphore};
+pub use counting::permit_guard::PermitGuard;
+pub use counting::permits::PermitSemaphore;
 pub use counting::semaphore::{DistributedSemaphore, Semaphore};
 pub use error::{Error, NodeVote, Result, Vote};
 pub use exclusive::lock::Lock;

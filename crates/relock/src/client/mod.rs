@@ -8,7 +8,9 @@
 //!   connection error means for the caller, with credentials never shown.
 //! - `scripts`: every Lua script, declared once (`scripts!`), EVALSHA with NOSCRIPT fallback;
 //!   `in_flight`: the calls a node has been sent and not answered.
-//! - `pubsub`: one subscriber per client, refcounted subscriptions, the dispatcher.
+//! - `pubsub`: one subscriber per client, refcounted subscriptions, the dispatcher;
+//!   `pubsub_health`: re-subscribing after a reconnect or a cluster topology change, and the
+//!   keep-alive.
 //! - `batch`: coalescing of plain acquires and releases into one script call.
 //! - `backend`: the one-server [`Backend`](crate::hold::backend::Backend) (release with
 //!   retries, batch renewal).
@@ -26,6 +28,7 @@ pub(crate) mod handle;
 pub(crate) mod hold_watch;
 pub(crate) mod in_flight;
 pub(crate) mod pubsub;
+pub(crate) mod pubsub_health;
 pub(crate) mod redact;
 pub(crate) mod refusal;
 pub(crate) mod scripts;

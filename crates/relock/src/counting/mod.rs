@@ -1,9 +1,10 @@
 //! **The counting kinds: Redisson's semaphores and latch.**
 //!
 //! - `semaphore`: [`Semaphore`](crate::Semaphore) (`RSemaphore`).
-//! - `permits` and `permit_leases`: [`PermitSemaphore`](crate::PermitSemaphore) and
-//!   [`PermitGuard`](crate::PermitGuard) (`RPermitExpirableSemaphore`), and the permits a
-//!   client's guards hold (their per-client state, with its shutdown step: give them back).
+//! - `permits`, `permit_guard` and `permit_leases`: [`PermitSemaphore`](crate::PermitSemaphore)
+//!   (`RPermitExpirableSemaphore`: acquire by id, counts), [`PermitGuard`](crate::PermitGuard)
+//!   (release, renewal) and the permits a client's guards hold (`Leases`, their per-client
+//!   state, with its shutdown step: give them back).
 //! - `latch`: [`CountDownLatch`](crate::CountDownLatch) (`RCountDownLatch`).
 //! - `common`: what they share: count arguments and replies, request ids, one wait.
 //!
@@ -11,6 +12,7 @@
 
 pub(crate) mod common;
 pub(crate) mod latch;
+pub(crate) mod permit_guard;
 pub(crate) mod permit_leases;
 pub(crate) mod permits;
 pub(crate) mod semaphore;

@@ -6,13 +6,15 @@
 //!   waiters in lines (the fair lock's per-client state, with its shutdown step).
 //! - `rwlock`: [`ReadWriteLock`](crate::ReadWriteLock) and its two sides.
 //! - `attempt`: one acquire script call for a fresh hold, run to its end whatever its caller
-//!   does; `wait`: the start of every wait (first attempts, then the subscription).
+//!   does; `clean_up`: the release of a grant it will not keep (outcome unknown, or refused);
+//!   `wait`: the start of every wait (first attempts, then the subscription).
 //! - `multilock`: [`MultiLock`](crate::MultiLock), all or nothing over any kinds.
 //! - `status`: [`Lock::status`](crate::Lock::status), one read-only script for operators.
 //!
 //! It uses the client and hold rooms; nothing below uses it.
 
 pub(crate) mod attempt;
+pub(crate) mod clean_up;
 pub(crate) mod fair;
 pub(crate) mod fair_line;
 pub(crate) mod lock;

@@ -2,11 +2,13 @@
 //!
 //! - `client` and `builder`: [`QuorumClient`](crate::QuorumClient) and
 //!   [`QuorumClientBuilder`](crate::QuorumClientBuilder).
-//! - `backend`: `QuorumInner`, the quorum [`Backend`](crate::hold::backend::Backend): one
-//!   one-server client per master, the restart quarantine, release and renewal on every node.
+//! - `backend`: `QuorumInner`: one one-server client per master, the restart quarantine,
+//!   release everywhere, reconnects; `renewal`: the quorum
+//!   [`Backend`](crate::hold::backend::Backend) (a guard's release, renewal on every node).
 //! - `node`: one master (its connection set, replaced, never reconnected; when it may vote).
 //! - `race`: a call per node, counted as answers come, each run to its end.
-//! - `lock`: [`QuorumLock`](crate::QuorumLock), the Redlock attempt and its wait loop.
+//! - `lock`: [`QuorumLock`](crate::QuorumLock), its acquire, wait loop and queries; `vote`: one
+//!   Redlock attempt (votes, validity, release on failure, token write-back).
 //! - `watch`: a quorum hold listens on every master and is lost once a majority lacks it.
 //!
 //! It uses the client room (one client per master) and the hold room.
@@ -17,4 +19,6 @@ pub(crate) mod client;
 pub(crate) mod lock;
 pub(crate) mod node;
 pub(crate) mod race;
+pub(crate) mod renewal;
+pub(crate) mod vote;
 pub(crate) mod watch;

@@ -1,0 +1,379 @@
+//! [`PermitGuard`](crate::PermitGuard): one permit of a permit-expirable semaphore, held
+//! under its own lease: its record in the client (`Leases`, with the shutdown step that gives
+//! every permit back), its release (by the guard, or in the background on drop), and the
+//! permits' renewal, a task per client that runs the watchdog's loop
+//! (`hold::watchdog::spawn_rounds`).
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use crate::client::handle::{Inner, KindState};
+use crate::client::scripts;
+use crate::counting::permit_leases::{Lease, Leases, PermitKeys};
+use crate::error::{Error, Result};
+
+/// One permit of a [`PermitSemaphore`](crate::PermitSemaphore), given back when the guard is released or dropped, or
+/// by itself when its lease ends.
+///
+/// Unlike a local semaphore permit, it can end without the guard: its lease can run out (a
+/// fixed lease, or renewals that kept failing) or its id can be released or deleted elsewhere.
+/// [`lost`](PermitGuard::lost) tells you when (no later than
+/// [`valid_until`](PermitGuard::valid_until)). A guard taken with `lease = None` is renewed by
+/// the client every watchdog lease / 3; renewal never brings back a permit whose lease has
+/// ended on the server.
+///
+/// Dropping the guard gives the permit back in the background; use
+/// [`release`](PermitGuard::release) to learn the outcome. A guard dropped where no tokio
+/// runtime runs stops being renewed, and its permit comes back when its lease ends.
+/// [`Client::shutdown`](crate::Client::shutdown) gives back the permits of guards still alive; they then report
+/// themselves lost.
+#[must_use = "if unused the permit is given back at once"]
+#[clippy::has_significant_drop]
+pub struct PermitGuard {
+    inner: Arc<Inner>,
+    lease: Arc<Lease>,
+    released: bool,
+}
+
+impl std::fmt::Debug for PermitGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let left = self
+            .lease
+            .valid_until()
+            .saturating_duration_since(Instant::now());
+        f.debug_struct("PermitGuard")
+            .field("semaphore", &self.lease.keys.count)
+            .field("id", &self.lease.id)
+            .field("renewed", &self.lease.renewed)
+            .field("remaining", &left)
+            .field("lost", &self.is_lost())
+            .finish()
+    }
+}
+
+impl KindState for Leases {
+    /// Gives back every permit this client's guards hold, in parallel; each is marked lost
+    /// first, so its guard reports it. A permit given back leaves the registry, so the second
+    /// call sends only those granted since the first.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+        for lease in self.all() {
+            lease.mark_lost();
+            let inner = inner.clone();
+            work.spawn(async move {
+                let publish = inner.publish_cmd();
+                let call = crate::counting::permit_leases::release(inner.pool.next(), &lease.keys, &lease.id, publish, None);
+                let error = match tokio::time::timeout(inner.settings.command_timeout, call).await {
+                    Ok(Ok(_)) => None,
+                    Ok(Err(e)) => Some(crate::client::redact::in_text(&e.to_string(), &inner.settings.url)),
+                    Err(_) => Some(format!("no reply within {:?}", inner.settings.command_timeout)),
+                };
+                if let Some(error) = error {
+                    tracing::warn!(semaphore = %lease.keys.count, id = %lease.id, %error, "giving back a permit at shutdown failed; it comes back when its lease ends");
+                }
+                inner.state::<Leases>().remove(&lease);
+            });
+        }
+    }
+}
+
+impl PermitGuard {
+    /// Records a granted permit in the client's registry (and starts the client's permit
+    /// renewal with its first renewed permit).
+    pub(crate) fn register(
+        inner: Arc<Inner>,
+        keys: Arc<PermitKeys>,
+        id: String,
+        renewed: bool,
+        until: Instant,
+    ) -> Self {
+        let lease = Arc::new(Lease::new(keys, id, renewed, until));
+        let leases = inner.state::<Leases>();
+        leases.insert(lease.clone());
+        if inner.settings.watch_holds {
+            // From SETTLE after its grant, as a hold's watch starts.
+            let settle = crate::client::hold_watch::SETTLE;
+            crate::client::hold_watch::spawn_watch(
+                &inner.pubsub,
+                &inner.pool,
+                &inner.runtime,
+                lease.clone(),
+                settle,
+            );
+        }
+        if renewed {
+            leases.renewal.get_or_init(|| {
+                let period = inner.settings.watchdog_lease / 3;
+                let shutdown = inner.shutdown.subscribe();
+                spawn_renewal(Arc::downgrade(&inner), period, shutdown);
+            });
+        }
+        PermitGuard {
+            inner,
+            lease,
+            released: false,
+        }
+    }
+
+    /// The permit's id (32 hex digits): what Redisson's `release(id)` takes, and what
+    /// [`PermitSemaphore::release_id`](crate::PermitSemaphore::release_id) takes anywhere else.
+    pub fn id(&self) -> &str {
+        &self.lease.id
+    }
+
+    /// The semaphore's name.
+    pub fn semaphore(&self) -> &str {
+        &self.lease.keys.count
+    }
+
+    /// Whether the client renews this permit's lease (it was taken with `lease = None`).
+    pub fn is_renewed(&self) -> bool {
+        self.lease.renewed
+    }
+
+    /// When the lease ends at the latest, on this process's monotonic clock, unless renewed
+    /// meanwhile: the send time of the last successful acquire or renewal plus its lease.
+    pub fn valid_until(&self) -> std::time::Instant {
+        self.lease.valid_until().into_std()
+    }
+
+    /// Whether the permit is known to be lost, or its lease has run out on the local clock.
+    pub fn is_lost(&self) -> bool {
+        self.lease.is_lost()
+    }
+
+    /// Resolves once the permit is lost: its lease ran out on the local clock without a
+    /// renewal, or a renewal found its id gone (released by id, deleted, or expired on the
+    /// server). It never resolves later than [`valid_until`](PermitGuard::valid_until) (plus
+    /// scheduling noise).
+    ///
+    /// # Errors
+    /// None: it only waits.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: it only observes.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// let permit = sem.acquire(None).await?;
+    /// tokio::select! {
+    ///     _ = permit.lost() => eprintln!("permit lost: stop"),
+    ///     _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn lost(&self) {
+        self.lease.lost().await
+    }
+
+    /// Gives the permit back and reports how that went.
+    ///
+    /// # Errors
+    /// [`Error::PermitLost`] if the permit had already been lost (its lease ran out, or its id
+    /// was released or deleted elsewhere, or the client shut down): anything done under it
+    /// since may have overlapped another holder. Connection errors and [`Error::Timeout`]
+    /// only once the release, sent again under one request id after each transient error,
+    /// has had no reply for one command timeout; relock then keeps trying in the background
+    /// until the lease would have ended (releasing an id twice is harmless).
+    ///
+    /// # Cancel safety
+    /// The release runs in its own task, so dropping this future does not stop it.
+    ///
+    /// ```no_run
+    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// let permit = sem.acquire(None).await?;
+    /// match permit.release().await {
+    ///     Err(relock::Error::PermitLost { .. }) => eprintln!("the lease had run out"),
+    ///     other => other?,
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn release(mut self) -> Result<()> {
+        self.released = true;
+        let task = give_back(self.inner.clone(), self.lease.clone());
+        match self.inner.shared.tracker.spawn(task).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Shutdown),
+        }
+    }
+}
+
+impl Drop for PermitGuard {
+    fn drop(&mut self) {
+        if self.released {
+            return;
+        }
+        let task = give_back(self.inner.clone(), self.lease.clone());
+        let work = async move {
+            if let Err(e) = task.await {
+                if !matches!(e, Error::PermitLost { .. } | Error::Shutdown) {
+                    tracing::warn!(error = %e, "background release of a permit failed; retrying until its lease would end");
+                }
+            }
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.inner.shared.tracker.spawn(work);
+        } else {
+            // Off the runtime's threads (issue 22): the client's runtime gives the permit back,
+            // as promptly as a drop inside it. If that runtime is gone, the task is dropped
+            // unrun and the permit comes back when its lease ends.
+            self.inner
+                .shared
+                .tracker
+                .spawn_on(work, &self.inner.runtime);
+        }
+    }
+}
+
+/// Gives back `lease`'s permit: out of the registry first (the renewal stops), then
+/// `permits_release.lua`, bounded by the command timeout; retried in the background if its
+/// outcome is unknown.
+async fn give_back(inner: Arc<Inner>, lease: Arc<Lease>) -> Result<()> {
+    let lost = || Error::PermitLost {
+        semaphore: lease.keys.count.clone(),
+        id: lease.id.clone(),
+    };
+    let was_lost = lease.is_lost();
+    lease.mark_released();
+    if !inner.state::<Leases>().remove(&lease) {
+        // Shutdown gave it back already.
+        return Err(lost());
+    }
+    let span =
+        tracing::debug_span!("permit release", semaphore = %lease.keys.count, id = %lease.id);
+    let limit = inner.settings.command_timeout;
+    match release_retrying(&inner, &lease.keys, &lease.id)
+        .instrument(span)
+        .await
+    {
+        Some(Ok(1)) if !was_lost => Ok(()),
+        Some(Ok(_)) => {
+            lease.mark_lost();
+            Err(lost())
+        }
+        outcome => {
+            let err = match outcome {
+                Some(Err(e)) => e,
+                _ => Error::Timeout {
+                    operation: "permits release",
+                    server: inner.server(),
+                    timeout: limit,
+                },
+            };
+            if err.is_transient() {
+                inner
+                    .shared
+                    .tracker
+                    .spawn(retry_give_back(inner.clone(), lease.clone()));
+            }
+            Err(err)
+        }
+    }
+}
+
+/// Retries giving back a permit whose release (or acquire) had an unknown outcome, with a
+/// backing-off delay, until it gets a reply, its lease has ended (the server gives it back by
+/// itself then), or the client shuts down. Releasing an id twice is harmless. The give-back
+/// is recorded under the id's request key even when it finds nothing, so that an acquire of
+/// the id still on its way takes nothing when it lands (it would hold a permit nobody has
+/// until its lease ends).
+pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
+    let mut delay = Duration::from_millis(50);
+    let request = crate::counting::common::Request::new(&inner, &lease.keys.count);
+    let key = lease.keys.request_of(&lease.id);
+    while Instant::now() + delay < lease.valid_until() && inner.check_running().is_ok() {
+        tokio::time::sleep(delay).await;
+        let call = crate::counting::permit_leases::release(
+            inner.pool.next(),
+            &lease.keys,
+            &lease.id,
+            inner.publish_cmd(),
+            Some((key.as_str(), request.ttl_ms.as_str(), true)),
+        );
+        if let Ok(Ok(_)) = tokio::time::timeout(inner.settings.command_timeout, call).await {
+            return;
+        }
+        delay = (delay * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// Starts the client's permit renewal: every `period` (a third of the watchdog lease) the
+/// watchdog's loop renews this client's renewed permits, in script calls of up to
+/// `renew_batch` (100) permits of one cluster slot. It ends at shutdown or with the client.
+fn spawn_renewal(inner: Weak<Inner>, period: Duration, shutdown: watch::Receiver<bool>) {
+    let first = crate::hold::watchdog::first_alone(period);
+    crate::hold::watchdog::spawn_rounds(inner, period, shutdown, move |inner| async move {
+        let leases = inner.state::<Leases>().to_renew();
+        let batches = inner.batches(&leases, |l| l.keys.timeouts.as_str());
+        let calls = batches.into_iter().map(|batch| {
+            let inner = inner.clone();
+            async move { renew_batch(&inner, &batch).await }
+        });
+        crate::hold::watchdog::all_succeed(calls, first).await
+    });
+}
+
+/// One `permits_renew.lua` call for `batch`: renewed permits get a new local deadline, those
+/// found gone are marked lost. False if the call failed (the loop retries sooner; a permit
+/// whose local deadline passes meanwhile is lost).
+async fn renew_batch(inner: &Inner, batch: &[Arc<Lease>]) -> bool {
+    let lease = inner.settings.watchdog_lease;
+    let keys = batch.iter().map(|l| l.keys.timeouts.clone()).collect();
+    let ids = batch.iter().map(|l| l.id.clone());
+    let args = std::iter::once(lease.as_millis().to_string())
+        .chain(ids)
+        .collect();
+    let limit = inner.settings.command_timeout.min(lease / 3);
+    let sent = Instant::now();
+    let call = scripts::PERMITS_RENEW.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    let replies = match tokio::time::timeout(limit, call).await {
+        Ok(Ok(replies)) if replies.len() == batch.len() => replies,
+        outcome => {
+            let cause = match outcome {
+                Ok(Ok(r)) => format!("unexpected reply of {} items", r.len()),
+                Ok(Err(e)) => crate::client::redact::in_text(&e.to_string(), &inner.settings.url),
+                Err(_) => format!("no reply within {limit:?}"),
+            };
+            tracing::warn!(%cause, permits = batch.len(), "permit renewal failed; retrying while the leases last");
+            return false;
+        }
+    };
+    for (permit, renewed) in batch.iter().zip(replies) {
+        if renewed == 1 {
+            permit.renewed_at(sent, lease);
+        } else if permit.mark_lost() && inner.state::<Leases>().contains(permit) {
+            tracing::warn!(semaphore = %permit.keys.count, id = %permit.id, "permit lost while held: its id is gone (released by id, deleted, or expired)");
+        }
+    }
+    true
+}
+
+/// [`crate::counting::permit_leases::release`] on the client's pool under a request id of its own, sent again
+/// after a transient error (a connection cut off, a command not routed during a reconnect)
+/// until one command timeout has passed. Every copy returns what the copy that gave the permit
+/// back returned: a copy whose reply was lost is not mistaken for someone else's release, and
+/// a copy that was never sent is not mistaken for ours. `None` if no reply came in time.
+pub(crate) async fn release_retrying(
+    inner: &Inner,
+    keys: &PermitKeys,
+    id: &str,
+) -> Option<Result<i64>> {
+    let request = crate::counting::common::Request::new(inner, &keys.count);
+    let call = || async {
+        let publish = inner.publish_cmd();
+        let once = Some((request.key.as_str(), request.ttl_ms.as_str(), false));
+        crate::counting::permit_leases::release(inner.pool.next(), keys, id, publish, once)
+            .await
+            .map_err(|e| inner.error("permits release", &keys.count, e))
+    };
+    let limit = inner.settings.command_timeout;
+    let r = tokio::time::timeout(limit, request.send(inner, call)).await;
+    if r.is_err() {
+        // A copy may still be on its way: the request key must outlive it.
+        let _ = request.mark_uncertain();
+    }
+    r.ok()
+}
