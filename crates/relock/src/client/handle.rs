@@ -182,7 +182,7 @@ impl Client {
             });
         }
         for step in inner.kinds.steps() {
-            step.at_shutdown(inner, &mut work);
+            step.at_shutdown(inner, &mut work, Round::First);
         }
         while work.join_next().await.is_some() {}
         // An attempt that passed its running check just before the flag was set may have been
@@ -203,7 +203,7 @@ impl Client {
         }
         // Kinds' state that those attempts added (a permit granted, a waiter back in line).
         for step in inner.kinds.steps() {
-            step.at_shutdown(inner, &mut work);
+            step.at_shutdown(inner, &mut work, Round::Late);
         }
         while work.join_next().await.is_some() {}
         inner.shared.holds.clear();
@@ -222,11 +222,20 @@ impl Client {
 /// created state's [`at_shutdown`](KindState::at_shutdown).
 pub(crate) trait KindState: Default + std::fmt::Debug + Send + Sync + 'static {
     /// What shutdown must do for this kind (leave lines, give back permits), spawned on
-    /// `work` so that it runs beside the releases of the holds. Called twice: once the work
-    /// in flight has settled, and again after the attempts that passed their running check
-    /// just before shutdown began have ended, for what they added; the second call must
-    /// redo nothing that the first did.
-    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>);
+    /// `work` so that it runs beside the releases of the holds. Called twice: in
+    /// [`Round::First`], once the work in flight has settled, and in [`Round::Late`], after
+    /// the attempts that passed their running check just before shutdown began have ended,
+    /// for what they added. The late round must redo nothing the first did, and must not wait
+    /// without a bound on anything a caller's future can hold (a future kept alive but no
+    /// longer polled keeps what it holds).
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round);
+}
+
+/// Which of shutdown's two rounds of kinds' steps (see [`KindState::at_shutdown`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Round {
+    First,
+    Late,
 }
 
 /// The kinds' states of one client, by type; a handful at most.
@@ -242,12 +251,12 @@ struct Registered {
 
 /// [`KindState::at_shutdown`] behind a `dyn`.
 pub(crate) trait ShutdownStep: std::fmt::Debug + Send + Sync {
-    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>);
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round);
 }
 
 impl<T: KindState> ShutdownStep for T {
-    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
-        KindState::at_shutdown(self, inner, work)
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round) {
+        KindState::at_shutdown(self, inner, work, round)
     }
 }
 

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::handle::{Inner, KindState};
+use crate::client::handle::{Inner, KindState, Round};
 use crate::client::scripts;
 use crate::counting::permit_leases::{Lease, Leases, PermitKeys};
 use crate::error::{Error, Result};
@@ -59,7 +59,7 @@ impl KindState for Leases {
     /// Gives back every permit this client's guards hold, in parallel; each is marked lost
     /// first, so its guard reports it. A permit given back leaves the registry, so the second
     /// call sends only those granted since the first.
-    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, _: Round) {
         for lease in self.all() {
             lease.mark_lost();
             let inner = inner.clone();

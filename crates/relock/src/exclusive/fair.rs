@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::client::handle::{Client, Inner, KindState};
+use crate::client::handle::{Client, Inner, KindState, Round};
 use crate::client::scripts;
 use crate::error::Result;
 use crate::exclusive::attempt::{attempt, Attempt, Fresh, Mode, NO_TTL_RECHECK};
@@ -84,16 +84,42 @@ pub(crate) async fn leave_queue(inner: &Inner, entry: &QueueEntry) -> Result<()>
 }
 
 impl KindState for Line {
-    /// Leaves every line this client's waiters are in, after any attempt in flight (which
-    /// could put a waiter back in line); a waiter already out is not sent again.
-    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+    /// Leaves every line this client's waiters are in. In the first round after any attempt
+    /// in flight (which could put a waiter back in line), as a waiter's own leave does; in the
+    /// late round only the waiters back in line since, each waiting at most one command
+    /// timeout for its gate (a waiter's future kept alive but no longer polled can hold it for
+    /// good). A waiter already out is not sent again.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round) {
         for entry in self.all() {
+            if round == Round::Late && !entry.queued.load(Ordering::SeqCst) {
+                continue;
+            }
             let inner = inner.clone();
             work.spawn(async move {
-                let _gate = entry.gate.lock().await;
+                let limit = inner.settings.command_timeout;
+                let _gate = match round {
+                    Round::First => entry.gate.lock().await,
+                    Round::Late => match tokio::time::timeout(limit, entry.gate.lock()).await {
+                        Ok(g) => g,
+                        Err(_) => return,
+                    },
+                };
                 if entry.queued.swap(false, Ordering::SeqCst) {
-                    if let Err(e) = leave_queue(&inner, &entry).await {
-                        tracing::warn!(lock = %entry.keys.lock, error = %e, "leaving the line at shutdown failed; the heartbeat deadline will evict us");
+                    // Not `leave_queue`: once shutdown has begun, the client's errors all read
+                    // "shut down", and this warning must say why the leave failed.
+                    let leave = crate::exclusive::fair_line::leave(
+                        inner.pool.next(),
+                        &entry,
+                        inner.publish_cmd(),
+                        inner.grace_ms(),
+                    );
+                    let error = match tokio::time::timeout(limit, leave).await {
+                        Ok(Ok(())) => None,
+                        Ok(Err(e)) => Some(crate::client::redact::in_text(&e.to_string(), &inner.settings.url)),
+                        Err(_) => Some(format!("no reply within {limit:?}")),
+                    };
+                    if let Some(error) = error {
+                        tracing::warn!(lock = %entry.keys.lock, %error, "leaving the line at shutdown failed; the heartbeat deadline will evict us");
                     }
                 }
             });
