@@ -1,21 +1,20 @@
 //! [`Lock`]: the handle to one named lock (plain or fair), and the acquire/wait loop.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use fred::interfaces::SortedSetsInterface;
-use tracing::Instrument;
 
 use crate::client::handle::{Client, Inner};
 use crate::client::scripts;
-use crate::client::settings::validate_lease;
 use crate::error::Result;
-use crate::exclusive::attempt::{record_acquire, Fresh, Mode};
+use crate::exclusive::acquire::{acquire, Acquire, Plan};
+use crate::exclusive::attempt::Mode;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::keys::LockKeys;
+use crate::hold::meter::Kind;
 use crate::hold::reentry::{self, Target};
 
 /// A distributed lock, wire-compatible with Redisson's `RLock`.
@@ -156,55 +155,39 @@ impl Lock {
     }
 
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
-        self.inner.check_running()?;
-        let keys = self.keys()?;
-        if let Some(lease) = self.lease {
-            validate_lease("lease", lease)?;
-        }
         let inner = &self.inner;
-        match reentry::resolve(
-            inner.shared.id,
-            inner.settings.reentrancy,
-            &inner.shared.holds,
-            &keys.lock,
-        )? {
-            Target::Reenter(hold) => {
-                let span = tracing::debug_span!("reenter", lock = %self.name, field = %hold.field);
-                crate::exclusive::attempt::reenter(&self.inner, keys, hold, self.lease)
-                    .instrument(span)
-                    .await
-                    .map(Some)
+        let lock = Acquire {
+            inner,
+            name: &self.name,
+            side: None,
+            keys: self.keys(),
+            lease: self.lease,
+        };
+        let plan = |keys: &Arc<LockKeys>| {
+            let target = reentry::resolve(
+                inner.shared.id,
+                inner.settings.reentrancy,
+                &inner.shared.holds,
+                &keys.lock,
+            )?;
+            Ok(match target {
+                Target::Reenter(hold) => Plan::Reenter(hold),
+                Target::Fresh { owner } => Plan::Fresh {
+                    owner,
+                    kind: if self.fair { Kind::Fair } else { Kind::Plain },
+                    with: (),
+                },
+            })
+        };
+        let fair = self.fair;
+        acquire(lock, wait, plan, |keys, fresh, (), wait| async move {
+            if fair {
+                crate::exclusive::fair::acquire_fair(inner, keys, fresh, wait).await
+            } else {
+                wait::lease_bounded(inner, keys, fresh, wait, Mode::Plain).await
             }
-            Target::Fresh { owner } => {
-                use tracing::field::Empty;
-                let span = tracing::debug_span!(
-                    "acquire",
-                    lock = %self.name,
-                    outcome = Empty,
-                    wait_ms = Empty,
-                    token = Empty,
-                    attempts = Empty
-                );
-                let kind = if self.fair {
-                    crate::hold::meter::Kind::Fair
-                } else {
-                    crate::hold::meter::Kind::Plain
-                };
-                let fresh = Fresh::new(inner, owner, kind, self.lease);
-                let (started, attempts) = (fresh.started, fresh.attempts.clone());
-                let r = if self.fair {
-                    crate::exclusive::fair::acquire_fair(inner, keys, fresh, wait)
-                        .instrument(span.clone())
-                        .await
-                } else {
-                    wait::lease_bounded(inner, keys, fresh, wait, Mode::Plain)
-                        .instrument(span.clone())
-                        .await
-                };
-                record_acquire(&span, &r, started, attempts.load(Ordering::Relaxed));
-                r
-            }
-        }
+        })
+        .await
     }
 
     /// The hold the calling code would re-enter or holds: the enclosing scope's, the explicit

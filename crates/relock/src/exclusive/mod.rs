@@ -5,6 +5,8 @@
 //! - `fair` and `fair_line`: the fair wait loop, the waiters' heartbeats, and this client's
 //!   waiters in lines (the fair lock's per-client state, with its shutdown step).
 //! - `rwlock`: [`ReadWriteLock`](crate::ReadWriteLock) and its two sides.
+//! - `acquire`: the acquire every kind here shares (checks, re-entry or fresh as the kind
+//!   plans it, the span), written once; the kind gives its plan and its wait.
 //! - `attempt`: one acquire script call for a fresh hold, run to its end whatever its caller
 //!   does; `clean_up`: the release of a grant it will not keep (outcome unknown, or refused);
 //!   `wait`: the start of every wait (first attempts, then the subscription).
@@ -13,6 +15,7 @@
 //!
 //! It uses the client and hold rooms; nothing below uses it.
 
+pub(crate) mod acquire;
 pub(crate) mod attempt;
 pub(crate) mod clean_up;
 pub(crate) mod fair;

@@ -12,19 +12,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::Instrument;
-
 use crate::client::handle::{Client, Inner};
 use crate::client::scripts;
-use crate::client::settings::validate_lease;
 use crate::error::{Error, Result};
-use crate::exclusive::attempt::{record_acquire, Fresh, Mode};
+use crate::exclusive::acquire::{acquire, Acquire, Plan};
+use crate::exclusive::attempt::Mode;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::keys::{LockKeys, Side};
 use crate::hold::meter::Kind;
-use crate::hold::owner::Owner;
 use crate::hold::reentry;
 
 /// A distributed read-write lock: any number of readers, or one writer. Wire-compatible with
@@ -150,16 +147,6 @@ impl ReadWriteLock {
     }
 }
 
-/// What a `lock()` of one side does, given the caller's holds of this lock.
-enum Plan {
-    Reenter(Arc<Hold>),
-    /// A fresh hold for `owner`; `writer`: the caller's own write hold, which a read may join.
-    Fresh {
-        owner: Option<Owner>,
-        writer: String,
-    },
-}
-
 impl Half {
     fn keys(&self) -> Result<Arc<LockKeys>> {
         LockKeys::read_write(&self.name, self.side).map(Arc::new)
@@ -167,7 +154,7 @@ impl Half {
 
     /// Decides between re-entry, a downgrade and a fresh hold, from the holds of this lock in
     /// the scopes around the caller (innermost first) or, outside them, its owner's.
-    fn plan(&self, keys: &LockKeys) -> Result<Plan> {
+    fn plan(&self, keys: &LockKeys, kind: Kind) -> Result<Plan<String>> {
         let inner = &self.inner;
         let owner = reentry::owner(inner.settings.reentrancy);
         let mut mine = reentry::scoped_holds(inner.shared.id, &keys.lock);
@@ -193,62 +180,43 @@ impl Half {
                 name: keys.lock.clone(),
             }),
             (Side::Read, Some(r), _) => Ok(Plan::Reenter(live(r)?)),
+            // `with`: the caller's own write hold, which a read may join (a downgrade).
             (Side::Read, None, Some(w)) => Ok(Plan::Fresh {
                 owner,
-                writer: live(w)?.field.clone(),
+                kind,
+                with: live(w)?.field.clone(),
             }),
             (_, None, None) => Ok(Plan::Fresh {
                 owner,
-                writer: String::new(),
+                kind,
+                with: String::new(),
             }),
         }
     }
 
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
         let inner = &self.inner;
-        inner.check_running()?;
-        let keys = self.keys()?;
-        if let Some(lease) = self.lease {
-            validate_lease("lease", lease)?;
-        }
-        let side = match self.side {
-            Side::Read => "read",
-            Side::Write => "write",
+        let (side, kind) = match self.side {
+            Side::Read => ("read", Kind::Read),
+            Side::Write => ("write", Kind::Write),
         };
-        match self.plan(&keys)? {
-            Plan::Reenter(hold) => {
-                let span =
-                    tracing::debug_span!("reenter", lock = %self.name, side, field = %hold.field);
-                crate::exclusive::attempt::reenter(inner, keys, hold, self.lease)
-                    .instrument(span)
-                    .await
-                    .map(Some)
-            }
-            Plan::Fresh { owner, writer } => {
-                use tracing::field::Empty;
-                let span = tracing::debug_span!(
-                    "acquire",
-                    lock = %self.name,
-                    side,
-                    outcome = Empty,
-                    wait_ms = Empty,
-                    token = Empty,
-                    attempts = Empty
-                );
-                let (kind, mode) = match self.side {
-                    Side::Read => (Kind::Read, Mode::Read { writer }),
-                    Side::Write => (Kind::Write, Mode::Write),
-                };
-                let fresh = Fresh::new(inner, owner, kind, self.lease);
-                let (started, attempts) = (fresh.started, fresh.attempts.clone());
-                let r = wait::lease_bounded(inner, keys, fresh, wait, mode)
-                    .instrument(span.clone())
-                    .await;
-                let attempts = attempts.load(std::sync::atomic::Ordering::Relaxed);
-                record_acquire(&span, &r, started, attempts);
-                r
-            }
-        }
+        let lock = Acquire {
+            inner,
+            name: &self.name,
+            side: Some(side),
+            keys: self.keys(),
+            lease: self.lease,
+        };
+        let plan = |keys: &Arc<LockKeys>| self.plan(keys, kind);
+        let this_side = self.side;
+        acquire(lock, wait, plan, |keys, fresh, writer, wait| {
+            let mode = match this_side {
+                Side::Read => Mode::Read { writer },
+                Side::Write => Mode::Write,
+            };
+            wait::lease_bounded(inner, keys, fresh, wait, mode)
+        })
+        .await
     }
 
     /// Whether the hash's mode is this side's.
