@@ -45,9 +45,37 @@ async fn watch_shows_each_acquisition_and_release_as_it_happens() {
     assert_eq!(e["layout"], "relock", "{e}");
 
     // Nothing happens to the lock while its fencing counter runs out (1 s): the watch must not
-    // read it meanwhile (a poller would). One read may still be on its way: the acquisition's
-    // `expire` notification can arrive after the read that its `hset` prompted.
-    let reads = server.command_calls("hgetall").unwrap();
+    // read it meanwhile (a poller would). The reads the acquisition's notifications prompted
+    // (its `hset`, then its `expire`) can trail the printed event, more so with other tests
+    // running beside this one: count from when they have landed (no new read for 200 ms), and
+    // only while the counter still lives, so that the idle window is never empty.
+    let mut last = (
+        server.command_calls("hgetall").unwrap(),
+        std::time::Instant::now(),
+    );
+    wait_until(
+        Duration::from_secs(5),
+        "the acquisition's reads to land",
+        || {
+            let now = server.command_calls("hgetall").unwrap();
+            if now != last.0 {
+                last = (now, std::time::Instant::now());
+            }
+            let settled = last.1.elapsed() >= Duration::from_millis(200);
+            async move { settled }
+        },
+    )
+    .await
+    .unwrap();
+    let reads = last.0;
+    assert_eq!(
+        server
+            .cmd(&["EXISTS", "redisson_lock_token:{cli-watch}"])
+            .ok()
+            .and_then(|v| v.as_int()),
+        Some(1),
+        "the counter ran out before the idle window began: nothing was measured"
+    );
     wait_until(Duration::from_secs(5), "the counter to expire", || async {
         server
             .cmd(&["EXISTS", "redisson_lock_token:{cli-watch}"])
@@ -56,8 +84,8 @@ async fn watch_shows_each_acquisition_and_release_as_it_happens() {
     .await
     .unwrap();
     let idle_reads = server.command_calls("hgetall").unwrap() - reads;
-    assert!(
-        idle_reads <= 1,
+    assert_eq!(
+        idle_reads, 0,
         "{idle_reads} reads while idle: the watch polls"
     );
 
