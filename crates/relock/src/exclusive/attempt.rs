@@ -19,7 +19,6 @@ use crate::client::handle::Inner;
 use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::exclusive::clean_up::{clean_up_refused_grant, clean_up_unknown_outcome, CleanUps};
-use crate::exclusive::fair_line::QueueEntry;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::keys::LockKeys;
@@ -40,20 +39,43 @@ pub(crate) enum Attempt {
     OutOfLine,
 }
 
-/// Which acquire script an attempt runs, and how.
-#[derive(Debug, Clone)]
-pub(crate) enum Mode {
-    /// `acquire.lua`: the plain lock.
-    Plain,
-    /// `fair_acquire.lua` without joining the line (`try_lock`, and the first attempt).
-    FairTry,
-    /// `fair_acquire.lua`, joining the line (or staying in it) if not granted.
-    FairWait(Arc<QueueEntry>),
-    /// `rw_read_acquire.lua`: a read hold; `writer` is the field of the caller's own write
-    /// hold of this lock ("" if none), which lets it read while it writes (a downgrade).
-    Read { writer: String },
-    /// `rw_write_acquire.lua`: a write hold.
-    Write,
+/// What an exclusive kind's attempt sends and how it is read: each kind answers in its own
+/// file (`PlainCall` in `lock`, `FairTry` and `FairWait` in `fair`, `ReadCall` and `WriteCall`
+/// in `rwlock`), and nothing here names a kind. The reply is read the same for every kind:
+/// `[1, token]` granted, `[3, token, pttl]` handed over, `[0, pttl, ..]` held (a fair lock
+/// adds its place in line: `[0, _, ticket, -1 | -2 | wait, _]`).
+pub(crate) trait AcquireCall: Clone + Send + Sync + 'static {
+    /// The script and its keys. `args` holds what every acquire sends (lease ms, field,
+    /// grace ms); the kind appends its own. Called right before the call is sent.
+    fn call(
+        &self,
+        inner: &Inner,
+        keys: &LockKeys,
+        field: &str,
+        args: &mut Vec<String>,
+    ) -> (&'static scripts::Script, Vec<String>);
+    /// A gate held for the attempt's whole call, so that a leave of the kind's line cannot
+    /// overtake it.
+    fn gate(&self) -> Option<Arc<tokio::sync::Mutex<()>>> {
+        None
+    }
+    /// Whether the call may go in the client's coalesced batch (`batch.lua` knows the plain
+    /// acquire only) and is worth a wait for this client's own release in flight.
+    fn coalesced(&self) -> bool {
+        false
+    }
+    /// The reply, before it is read (a fair waiter notes its place in line).
+    fn noted(&self, _reply: &[i64], _sent: Instant) {}
+    /// Whether a holder excludes every other, so that what local waiters know of the lock
+    /// (held, until when) holds for this caller too; false for the sides of a read-write lock
+    /// (a reader may share).
+    fn exclusive(&self) -> bool {
+        true
+    }
+    /// How the messages on the lock's channel read.
+    fn channel_kind(&self) -> crate::client::pubsub::ChannelKind {
+        crate::client::pubsub::ChannelKind::Lock
+    }
 }
 
 /// A fresh acquisition in progress: the field it asks for, and who will own the hold.
@@ -232,11 +254,11 @@ impl Retry {
 /// arriving after the caller gave up still becomes a guard, and that guard's drop releases it.
 /// Errors are returned as they are; the caller retires the field and decides whether to
 /// try again.
-pub(crate) async fn attempt(
+pub(crate) async fn attempt<M: AcquireCall>(
     inner: &Arc<Inner>,
     keys: &Arc<LockKeys>,
     fresh: &Fresh,
-    mode: Mode,
+    mode: M,
 ) -> Result<Attempt> {
     // Nothing new is sent once shutdown has begun: it could be granted after shutdown
     // took its list of holds to release.
@@ -245,9 +267,9 @@ pub(crate) async fn attempt(
     let since = fresh.started.elapsed().as_micros();
     fresh.last_try.store(since as u64, Ordering::Relaxed);
     // A leave of the line must not overtake this attempt (it would put us back).
-    let gate = match &mode {
-        Mode::FairWait(e) => Some(e.gate.clone().lock_owned().await),
-        _ => None,
+    let gate = match mode.gate() {
+        Some(g) => Some(g.lock_owned().await),
+        None => None,
     };
     let task = attempt_task(AttemptArgs {
         inner: inner.clone(),
@@ -308,7 +330,7 @@ pub(crate) async fn await_local_release(inner: &Inner, lock: &str, deadline: Opt
     }
 }
 
-struct AttemptArgs {
+struct AttemptArgs<M> {
     inner: Arc<Inner>,
     keys: Arc<LockKeys>,
     field: String,
@@ -318,11 +340,11 @@ struct AttemptArgs {
     started: Instant,
     kind: crate::hold::meter::Kind,
     fixed_lease: Option<Duration>,
-    mode: Mode,
+    mode: M,
     _gate: Option<OwnedMutexGuard<()>>,
 }
 
-async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
+async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
     let AttemptArgs {
         inner,
         keys,
@@ -343,60 +365,11 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
         field.clone(),
         inner.grace_ms().to_string(),
     ];
-    let (script, script_keys) = match (&mode, keys.queue_group()) {
-        (Mode::FairTry | Mode::FairWait(_), Some([lock, queue, alive, seq, token, handoff])) => {
-            let (join, ticket, first_lease, joined) = match &mode {
-                Mode::FairWait(e) => {
-                    // Set before sending: if the reply is lost we may be in line.
-                    e.queued.store(true, Ordering::SeqCst);
-                    (
-                        "wait",
-                        e.ticket.load(Ordering::SeqCst),
-                        e.first_lease.map_or(0, |l| l.as_millis()),
-                        e.joined(),
-                    )
-                }
-                _ => ("try", 0, 0, false),
-            };
-            args.extend([
-                inner.settings.fair_heartbeat.as_millis().to_string(),
-                join.to_string(),
-                ticket.to_string(),
-                inner.publish_cmd().to_string(),
-                first_lease.to_string(),
-                u8::from(joined).to_string(),
-                keys.wake_channel().to_string(),
-            ]);
-            if let Mode::FairWait(e) = &mode {
-                if let Some(retired) = e.replaces.as_ref().filter(|_| !joined) {
-                    args.push(retired.clone());
-                }
-            }
-            let k = vec![lock, token, queue, alive, seq, handoff];
-            (&*scripts::FAIR_ACQUIRE, k)
-        }
-        (Mode::Read { writer }, _) => {
-            args.push(writer.clone());
-            let k = vec![
-                keys.lock.clone(),
-                keys.token.clone(),
-                keys.read_timeout(&field),
-            ];
-            (&*scripts::RW_READ_ACQUIRE, k)
-        }
-        (Mode::Write, _) => (
-            &*scripts::RW_WRITE_ACQUIRE,
-            vec![keys.lock.clone(), keys.token.clone()],
-        ),
-        _ => (
-            &*scripts::ACQUIRE,
-            vec![keys.lock.clone(), keys.token.clone()],
-        ),
-    };
+    let (script, script_keys) = mode.call(&inner, &keys, &field, &mut args);
     let sent = Instant::now();
     let conn = inner.pool.next();
-    let reply = match (&inner.batcher, &mode) {
-        (Some(b), Mode::Plain) => {
+    let reply = match &inner.batcher {
+        Some(b) if mode.coalesced() => {
             // Moved, not copied: the plain acquire's keys and arguments are exactly the op's.
             let mut k = script_keys.into_iter();
             let mut a = args.into_iter();
@@ -409,18 +382,8 @@ async fn attempt_task(a: AttemptArgs) -> Result<Attempt> {
         }
         _ => script.run::<Vec<i64>>(conn, script_keys, args).await,
     };
-    if let (Mode::FairWait(e), Ok(r)) = (&mode, &reply) {
-        match r.as_slice() {
-            // Out of line, and not put back.
-            [0, _, _, -2, _] => e.queued.store(false, Ordering::SeqCst),
-            [0, _, ticket, _, _] => {
-                e.ticket.store(*ticket, Ordering::SeqCst);
-                // In line when the script ran: any handoff to this field comes after it.
-                e.seen_in_line(sent);
-            }
-            // Granted: the script took us out of the line.
-            _ => e.queued.store(false, Ordering::SeqCst),
-        }
+    if let Ok(r) = &reply {
+        mode.noted(r, sent);
     }
     let reply = match reply {
         Ok(r) => r,

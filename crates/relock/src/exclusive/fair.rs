@@ -23,7 +23,7 @@ use tracing::Instrument;
 use crate::client::handle::{Client, Inner, KindState, Round};
 use crate::client::scripts;
 use crate::error::Result;
-use crate::exclusive::attempt::{attempt, Attempt, Fresh, Mode, NO_TTL_RECHECK};
+use crate::exclusive::attempt::{attempt, AcquireCall, Attempt, Fresh, NO_TTL_RECHECK};
 use crate::exclusive::fair_line::{Line, QueueEntry};
 use crate::exclusive::wait::{self, Start};
 use crate::hold::guard::LockGuard;
@@ -258,7 +258,7 @@ pub(crate) async fn acquire_fair(
     wait: Option<Duration>,
 ) -> Result<Option<LockGuard>> {
     // Subscribed before joining the line, so the message naming us cannot pass us by.
-    let (sub, deadline) = match wait::start(inner, &keys, &mut fresh, Mode::FairTry, wait).await? {
+    let (sub, deadline) = match wait::start(inner, &keys, &mut fresh, FairCall(None), wait).await? {
         Start::Acquired(g) => return Ok(Some(g)),
         Start::GaveUp => return Ok(None),
         Start::Wait { sub, deadline, .. } => (sub, deadline),
@@ -283,7 +283,7 @@ pub(crate) async fn acquire_fair(
         if let Some(g) = take_handoff(inner, &keys, &fresh, &waiting.entry).await? {
             return Ok(Some(g));
         }
-        let mode = Mode::FairWait(waiting.entry.clone());
+        let mode = FairCall(Some(waiting.entry.clone()));
         let sleep = match attempt(inner, &keys, &fresh, mode).await {
             Err(e) => {
                 // The outcome is unknown: the field is retired (its clean-up runs in the
@@ -445,4 +445,79 @@ async fn take_handoff(
         crate::exclusive::attempt::renew_first_lease(inner, hold.clone());
     }
     Ok(Some(LockGuard::new(inner.clone(), hold, watchdog)))
+}
+
+/// The fair lock's attempt: `fair_acquire.lua`, without joining the line (`None`: `try_lock`,
+/// and the first attempt) or as the waiter `entry` (joining the line, or staying in it, if
+/// not granted).
+#[derive(Debug, Clone)]
+pub(crate) struct FairCall(pub(crate) Option<Arc<QueueEntry>>);
+
+impl AcquireCall for FairCall {
+    fn call(
+        &self,
+        inner: &Inner,
+        keys: &LockKeys,
+        _: &str,
+        args: &mut Vec<String>,
+    ) -> (&'static scripts::Script, Vec<String>) {
+        let Some([lock, queue, alive, seq, token, handoff]) = keys.queue_group() else {
+            // Not a fair lock's keys: the plain acquire.
+            return (
+                &scripts::ACQUIRE,
+                vec![keys.lock.clone(), keys.token.clone()],
+            );
+        };
+        let (join, ticket, first_lease, joined) = match &self.0 {
+            Some(e) => {
+                // Set before sending: if the reply is lost we may be in line.
+                e.queued.store(true, Ordering::SeqCst);
+                (
+                    "wait",
+                    e.ticket.load(Ordering::SeqCst),
+                    e.first_lease.map_or(0, |l| l.as_millis()),
+                    e.joined(),
+                )
+            }
+            None => ("try", 0, 0, false),
+        };
+        args.extend([
+            inner.settings.fair_heartbeat.as_millis().to_string(),
+            join.to_string(),
+            ticket.to_string(),
+            inner.publish_cmd().to_string(),
+            first_lease.to_string(),
+            u8::from(joined).to_string(),
+            keys.wake_channel().to_string(),
+        ]);
+        if let Some(e) = &self.0 {
+            if let Some(retired) = e.replaces.as_ref().filter(|_| !joined) {
+                args.push(retired.clone());
+            }
+        }
+        (
+            &scripts::FAIR_ACQUIRE,
+            vec![lock, token, queue, alive, seq, handoff],
+        )
+    }
+
+    /// A leave of the line must not overtake this attempt (it would put us back).
+    fn gate(&self) -> Option<Arc<tokio::sync::Mutex<()>>> {
+        self.0.as_ref().map(|e| e.gate.clone())
+    }
+
+    fn noted(&self, reply: &[i64], sent: tokio::time::Instant) {
+        let Some(e) = &self.0 else { return };
+        match reply {
+            // Out of line, and not put back.
+            [0, _, _, -2, _] => e.queued.store(false, Ordering::SeqCst),
+            [0, _, ticket, _, _] => {
+                e.ticket.store(*ticket, Ordering::SeqCst);
+                // In line when the script ran: any handoff to this field comes after it.
+                e.seen_in_line(sent);
+            }
+            // Granted: the script took us out of the line.
+            _ => e.queued.store(false, Ordering::SeqCst),
+        }
+    }
 }

@@ -9,7 +9,7 @@ use crate::client::handle::{Client, Inner};
 use crate::client::scripts;
 use crate::error::Result;
 use crate::exclusive::acquire::{acquire, Acquire, Plan};
-use crate::exclusive::attempt::Mode;
+use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
@@ -184,7 +184,7 @@ impl Lock {
             if fair {
                 crate::exclusive::fair::acquire_fair(inner, keys, fresh, wait).await
             } else {
-                wait::lease_bounded(inner, keys, fresh, wait, Mode::Plain).await
+                wait::lease_bounded(inner, keys, fresh, wait, PlainCall).await
             }
         })
         .await
@@ -375,3 +375,26 @@ crate::hold::methods::lock_methods!(
     errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) or [`Error::NotALock`](crate::Error::NotALock) if the key holds something else (at once: nothing is changed or waited on), connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold that has ended. While Redis does not answer (an outage, a restart), `lock` keeps trying (about once a second, with one warning) until it answers or the client shuts down; `try_lock_for` until its bound, then returns the transient error; `try_lock` for one command timeout. An attempt whose reply was lost never becomes a hold of the caller: it is released in the background (`Error::Timeout` says the call holds nothing).",
     cancel: "Cancel safe: if the future is dropped, any acquisition that was already granted is released, and its subscription is dropped. Like `tokio::sync::Mutex::lock`, you lose your chance at the lock."
 );
+
+/// The plain lock's attempt: `acquire.lua` on the lock and its fencing counter, coalesced
+/// with others when the client batches (`batch.lua` knows this call).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PlainCall;
+
+impl AcquireCall for PlainCall {
+    fn call(
+        &self,
+        _: &Inner,
+        keys: &LockKeys,
+        _: &str,
+        _: &mut Vec<String>,
+    ) -> (&'static scripts::Script, Vec<String>) {
+        (
+            &scripts::ACQUIRE,
+            vec![keys.lock.clone(), keys.token.clone()],
+        )
+    }
+    fn coalesced(&self) -> bool {
+        true
+    }
+}

@@ -7,7 +7,8 @@
 //! - `rwlock`: [`ReadWriteLock`](crate::ReadWriteLock) and its two sides.
 //! - `acquire`: the acquire every kind here shares (checks, re-entry or fresh as the kind
 //!   plans it, the span), written once; the kind gives its plan and its wait.
-//! - `attempt`: one acquire script call for a fresh hold, run to its end whatever its caller
+//! - `attempt`: one acquire script call for a fresh hold, as the kind's `AcquireCall` says
+//!   (`PlainCall`, `FairCall`, `SideCall`, each in its kind's file), run to its end whatever its caller
 //!   does; `clean_up`: the release of a grant it will not keep (outcome unknown, or refused);
 //!   `wait`: the start of every wait (first attempts, then the subscription).
 //! - `multilock`: [`MultiLock`](crate::MultiLock), all or nothing over any kinds.

@@ -13,10 +13,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::handle::{Client, Inner};
+use crate::client::pubsub::ChannelKind;
 use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::exclusive::acquire::{acquire, Acquire, Plan};
-use crate::exclusive::attempt::Mode;
+use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
@@ -34,7 +35,7 @@ use crate::hold::reentry;
 ///
 /// - **Re-entry.** Inside a read hold's scope a read `lock()` re-enters it; inside a write
 ///   hold's scope a write `lock()` re-enters it.
-/// - **Downgrade.** Inside a write hold's scope (or as its [`Owner`]) a read `lock()` takes a
+/// - **Downgrade.** Inside a write hold's scope (or as its [`Owner`](crate::Owner)) a read `lock()` takes a
 ///   read hold at once, beside the write hold; releasing the write hold then leaves a read
 ///   hold.
 /// - **No upgrade.** A write `lock()` inside a read hold's scope (or by its owner) fails with
@@ -210,11 +211,11 @@ impl Half {
         let plan = |keys: &Arc<LockKeys>| self.plan(keys, kind);
         let this_side = self.side;
         acquire(lock, wait, plan, |keys, fresh, writer, wait| {
-            let mode = match this_side {
-                Side::Read => Mode::Read { writer },
-                Side::Write => Mode::Write,
+            let call = match this_side {
+                Side::Read => SideCall::Read { writer },
+                Side::Write => SideCall::Write,
             };
-            wait::lease_bounded(inner, keys, fresh, wait, mode)
+            wait::lease_bounded(inner, keys, fresh, wait, call)
         })
         .await
     }
@@ -326,3 +327,46 @@ crate::hold::methods::lock_methods!(
     errors: "As for [`ReadLock::lock`]; and [`Error::UpgradeRefused`](crate::Error::UpgradeRefused) when the caller holds a read hold of this lock (in its scope, or as its owner).",
     cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped."
 );
+
+/// A read-write lock side's attempt. Its holders do not exclude every other (a reader may
+/// share), and its channel's `1` (a write hold went) wakes every waiter.
+#[derive(Debug, Clone)]
+pub(crate) enum SideCall {
+    /// `rw_read_acquire.lua`: a read hold; `writer` is the field of the caller's own write
+    /// hold of this lock ("" if none), which lets it read while it writes (a downgrade).
+    Read { writer: String },
+    /// `rw_write_acquire.lua`: a write hold.
+    Write,
+}
+
+impl AcquireCall for SideCall {
+    fn call(
+        &self,
+        _: &Inner,
+        keys: &LockKeys,
+        field: &str,
+        args: &mut Vec<String>,
+    ) -> (&'static scripts::Script, Vec<String>) {
+        match self {
+            SideCall::Read { writer } => {
+                args.push(writer.clone());
+                let k = vec![
+                    keys.lock.clone(),
+                    keys.token.clone(),
+                    keys.read_timeout(field),
+                ];
+                (&scripts::RW_READ_ACQUIRE, k)
+            }
+            SideCall::Write => (
+                &scripts::RW_WRITE_ACQUIRE,
+                vec![keys.lock.clone(), keys.token.clone()],
+            ),
+        }
+    }
+    fn exclusive(&self) -> bool {
+        false
+    }
+    fn channel_kind(&self) -> ChannelKind {
+        ChannelKind::ReadWrite
+    }
+}

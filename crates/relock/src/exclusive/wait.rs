@@ -11,10 +11,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::handle::Inner;
-use crate::client::pubsub::{ChannelKind, Subscription};
+use crate::client::pubsub::Subscription;
 use crate::error::Result;
 use crate::exclusive::attempt::{
-    attempt, await_local_release, Attempt, Fresh, Mode, NO_TTL_RECHECK,
+    attempt, await_local_release, AcquireCall, Attempt, Fresh, NO_TTL_RECHECK,
 };
 use crate::hold::guard::LockGuard;
 use crate::hold::keys::LockKeys;
@@ -42,33 +42,29 @@ pub(crate) enum Start {
 ///
 /// # Cancel safety
 /// Cancel safe: an attempt runs in its own task, and the subscription is dropped with it.
-pub(crate) async fn start(
+pub(crate) async fn start<M: AcquireCall>(
     inner: &Arc<Inner>,
     keys: &Arc<LockKeys>,
     fresh: &mut Fresh,
-    first: Mode,
+    first: M,
     wait: Option<Duration>,
 ) -> Result<Start> {
     let deadline = wait.and_then(|w| Instant::now().checked_add(w));
     fresh.set_wait(wait != Some(Duration::ZERO), deadline);
-    if matches!(first, Mode::Plain) {
+    if first.coalesced() {
         // After the deadline is set: a caller's bound includes this wait. `try_lock` (no
         // wait at all) still lets this client's own release land first, so that it finds
         // the lock free right after the unlock or drop of a guard.
         let bound = deadline.filter(|_| wait != Some(Duration::ZERO));
         await_local_release(inner, &keys.lock, bound).await;
     }
-    // A read-write lock's waiter never skips its attempt: a reader may share with holders.
-    let mut joining = keys.rw.is_none()
+    // A waiter that may share with holders (a reader) never skips its attempt.
+    let mut joining = first.exclusive()
         && wait != Some(Duration::ZERO)
         && inner.pubsub.is_subscribed(keys.wake_channel());
     // Joining an existing subscription costs no round trip.
     let channel = crate::client::pubsub::mutated_channel(keys.wake_channel());
-    let kind = if keys.rw.is_some() {
-        ChannelKind::ReadWrite
-    } else {
-        ChannelKind::Lock
-    };
+    let kind = first.channel_kind();
     let sub = loop {
         if !joining {
             // The uncontended path: one round trip, no subscription.
@@ -125,11 +121,11 @@ pub(crate) async fn lease_bounded(
     keys: Arc<LockKeys>,
     mut fresh: Fresh,
     wait: Option<Duration>,
-    mode: Mode,
+    mode: impl AcquireCall,
 ) -> Result<Option<LockGuard>> {
     // What local waiters know (the lock is held, until when) holds for an exclusive lock
     // only: a read-write lock's waiter may be a reader that can share with the holders.
-    let exclusive = matches!(mode, Mode::Plain);
+    let exclusive = mode.exclusive();
     let (sub, joining, deadline) = match start(inner, &keys, &mut fresh, mode.clone(), wait).await?
     {
         Start::Acquired(g) => return Ok(Some(g)),
