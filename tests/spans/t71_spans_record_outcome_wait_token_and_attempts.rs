@@ -43,6 +43,15 @@ async fn spans_record_outcome_wait_token_and_attempts() {
     .await
     .unwrap();
     g.unlock().await.unwrap();
+    // A read-write side's spans: the same, with its side.
+    let rw = a.read_write_lock("t71rw");
+    let r = rw.read_lock().lock().await.unwrap();
+    let nested = r
+        .scope(async { rw.read_lock().lock().await })
+        .await
+        .unwrap();
+    nested.unlock().await.unwrap();
+    r.unlock().await.unwrap();
     a.shutdown().await;
     b.shutdown().await;
 
@@ -56,6 +65,29 @@ async fn spans_record_outcome_wait_token_and_attempts() {
     assert!(
         acquired.contains("attempts=1") && acquired.contains("wait_ms="),
         "{acquired}"
+    );
+    // Each kind's spans have its own module as target, so that a log filter on it (say
+    // `relock::exclusive::lock=debug`) shows them (found by review: made in a shared module,
+    // they all had that module's target); a plain lock's have no `side`.
+    assert!(
+        acquired.contains("relock::exclusive::lock:") && !acquired.contains("side"),
+        "{acquired}"
+    );
+    let read = closes
+        .iter()
+        .find(|l| l.contains("acquire{lock=t71rw"))
+        .unwrap_or_else(|| panic!("no read-write acquire span: {logs}"));
+    assert!(
+        read.contains("side=\"read\"") && read.contains("relock::exclusive::rwlock:"),
+        "{read}"
+    );
+    let reentered = closes
+        .iter()
+        .find(|l| l.contains("reenter{lock=t71rw"))
+        .unwrap_or_else(|| panic!("no read-write reenter span: {logs}"));
+    assert!(
+        reentered.contains("side=\"read\"") && reentered.contains("relock::exclusive::rwlock:"),
+        "{reentered}"
     );
     let timed_out = closes
         .iter()

@@ -11,7 +11,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::field::Empty;
 use tracing::Instrument;
 
 use crate::client::handle::Inner;
@@ -35,22 +34,30 @@ pub(crate) enum Plan<T> {
     },
 }
 
-/// One exclusive kind's lock, named `name` (`side`: which side of a read-write lock), as
-/// seen by [`acquire`].
-pub(crate) struct Acquire<'a> {
+/// One exclusive kind's lock, as seen by [`acquire`].
+pub(crate) struct Acquire<'a, F, R> {
     pub(crate) inner: &'a Arc<Inner>,
-    pub(crate) name: &'a str,
-    pub(crate) side: Option<&'static str>,
     /// The keys, or the error of a bad name (reported by the first operation).
     pub(crate) keys: Result<Arc<LockKeys>>,
     /// A fixed lease, or `None` for the watchdog's.
     pub(crate) lease: Option<Duration>,
+    /// Its spans, made in the kind's own file so that their target is the kind's module (a
+    /// log filter on it keeps working): the `acquire` span of a fresh acquisition (with the
+    /// fields `outcome`, `wait_ms`, `token` and `attempts` empty, recorded here), and the
+    /// `reenter` span of a re-entry, given the hold's field.
+    pub(crate) spans: Spans<F, R>,
+}
+
+/// See [`Acquire::spans`].
+pub(crate) struct Spans<F, R> {
+    pub(crate) fresh: F,
+    pub(crate) reenter: R,
 }
 
 /// Acquires as the kind plans (`plan`) and waits (`wait`, for a fresh hold), bounded by
 /// `wait_for` (`None`: until granted); records the outcome on the `acquire` span.
-pub(crate) async fn acquire<T, W, Fut>(
-    lock: Acquire<'_>,
+pub(crate) async fn acquire<T, W, Fut, F, R>(
+    lock: Acquire<'_, F, R>,
     wait_for: Option<Duration>,
     plan: impl FnOnce(&Arc<LockKeys>) -> Result<Plan<T>>,
     wait: W,
@@ -58,13 +65,14 @@ pub(crate) async fn acquire<T, W, Fut>(
 where
     W: FnOnce(Arc<LockKeys>, Fresh, T, Option<Duration>) -> Fut,
     Fut: Future<Output = Result<Option<LockGuard>>>,
+    F: FnOnce() -> tracing::Span,
+    R: FnOnce(&str) -> tracing::Span,
 {
     let Acquire {
         inner,
-        name,
-        side,
         keys,
         lease,
+        spans,
     } = lock;
     inner.check_running()?;
     let keys = keys?;
@@ -73,22 +81,14 @@ where
     }
     match plan(&keys)? {
         Plan::Reenter(hold) => {
-            let span = tracing::debug_span!("reenter", lock = %name, side, field = %hold.field);
+            let span = (spans.reenter)(&hold.field);
             reenter(inner, keys, hold, lease)
                 .instrument(span)
                 .await
                 .map(Some)
         }
         Plan::Fresh { owner, kind, with } => {
-            let span = tracing::debug_span!(
-                "acquire",
-                lock = %name,
-                side,
-                outcome = Empty,
-                wait_ms = Empty,
-                token = Empty,
-                attempts = Empty
-            );
+            let span = (spans.fresh)();
             let fresh = Fresh::new(inner, owner, kind, lease);
             let (started, attempts) = (fresh.started, fresh.attempts.clone());
             let r = wait(keys, fresh, with, wait_for)

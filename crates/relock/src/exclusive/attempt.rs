@@ -40,8 +40,8 @@ pub(crate) enum Attempt {
 }
 
 /// What an exclusive kind's attempt sends and how it is read: each kind answers in its own
-/// file (`PlainCall` in `lock`, `FairTry` and `FairWait` in `fair`, `ReadCall` and `WriteCall`
-/// in `rwlock`), and nothing here names a kind. The reply is read the same for every kind:
+/// file (`PlainCall` in `lock`, `FairCall` in `fair`, `SideCall` in `rwlock`), and nothing
+/// here names a kind. The reply is read the same for every kind:
 /// `[1, token]` granted, `[3, token, pttl]` handed over, `[0, pttl, ..]` held (a fair lock
 /// adds its place in line: `[0, _, ticket, -1 | -2 | wait, _]`).
 pub(crate) trait AcquireCall: Clone + Send + Sync + 'static {

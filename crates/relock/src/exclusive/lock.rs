@@ -3,12 +3,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::field::Empty;
+
 use fred::interfaces::SortedSetsInterface;
 
 use crate::client::handle::{Client, Inner};
 use crate::client::scripts;
 use crate::error::Result;
-use crate::exclusive::acquire::{acquire, Acquire, Plan};
+use crate::exclusive::acquire::{acquire, Acquire, Plan, Spans};
 use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
@@ -156,12 +158,24 @@ impl Lock {
 
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
         let inner = &self.inner;
+        let name = &*self.name;
         let lock = Acquire {
             inner,
-            name: &self.name,
-            side: None,
             keys: self.keys(),
             lease: self.lease,
+            spans: Spans {
+                fresh: || {
+                    tracing::debug_span!(
+                        "acquire",
+                        lock = %name,
+                        outcome = Empty,
+                        wait_ms = Empty,
+                        token = Empty,
+                        attempts = Empty
+                    )
+                },
+                reenter: |field: &str| tracing::debug_span!("reenter", lock = %name, field = %field),
+            },
         };
         let plan = |keys: &Arc<LockKeys>| {
             let target = reentry::resolve(

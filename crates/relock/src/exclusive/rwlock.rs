@@ -12,11 +12,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use tracing::field::Empty;
+
 use crate::client::handle::{Client, Inner};
 use crate::client::pubsub::ChannelKind;
 use crate::client::scripts;
 use crate::error::{Error, Result};
-use crate::exclusive::acquire::{acquire, Acquire, Plan};
+use crate::exclusive::acquire::{acquire, Acquire, Plan, Spans};
 use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
@@ -201,12 +203,25 @@ impl Half {
             Side::Read => ("read", Kind::Read),
             Side::Write => ("write", Kind::Write),
         };
+        let name = &*self.name;
         let lock = Acquire {
             inner,
-            name: &self.name,
-            side: Some(side),
             keys: self.keys(),
             lease: self.lease,
+            spans: Spans {
+                fresh: || {
+                    tracing::debug_span!(
+                        "acquire",
+                        lock = %name,
+                        side,
+                        outcome = Empty,
+                        wait_ms = Empty,
+                        token = Empty,
+                        attempts = Empty
+                    )
+                },
+                reenter: |field: &str| tracing::debug_span!("reenter", lock = %name, side, field = %field),
+            },
         };
         let plan = |keys: &Arc<LockKeys>| self.plan(keys, kind);
         let this_side = self.side;
