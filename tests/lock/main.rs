@@ -1,5 +1,24 @@
-//! Scenarios for the reentrant lock on one redis-server, one per file, each named as a sentence.
+//! Scenarios for the exclusive kinds on one redis-server (`crates/relock/src/exclusive`, the fair
+//! lock apart: `tests/fair`): the reentrant lock (`t*`), the read-write lock (`r*`) and the
+//! multi-lock (`m*`), one per file, each named as a sentence.
 
+mod m10_overlapping_multi_locks_in_any_order_never_deadlock_and_exclude_per_part;
+mod m20_a_multi_lock_that_cannot_get_one_part_holds_none_and_lost_fires_for_any_part;
+mod m30_a_multi_lock_whose_later_part_fails_has_released_the_earlier_parts_when_it_returns;
+mod m40_multi_locks_of_clients_built_two_ways_on_the_same_urls_never_deadlock;
+mod r10_two_clients_of_readers_and_writers_never_overlap_a_writer;
+mod r20_a_writer_can_downgrade_but_a_reader_cannot_upgrade;
+mod r30_a_write_release_wakes_every_waiting_reader_and_a_read_release_wakes_a_writer;
+mod r40_an_expired_reader_is_cleaned_up_and_a_renewed_reader_is_not;
+mod r50_dropped_waits_and_bad_input_leave_nothing_behind;
+mod r90_a_relock_read_release_never_drops_a_redisson_reader_whose_second_count_still_lives;
+mod r91_a_writer_parked_behind_readers_gets_in_when_the_last_short_lease_reader_expires;
+mod r92_a_force_unlock_of_a_read_write_lock_leaves_no_timeout_keys_behind;
+mod r93_a_fixed_lease_writer_that_downgraded_reports_lost_and_its_release_lets_readers_in;
+mod r94_a_plain_lock_inside_a_read_hold_scope_is_not_granted_while_other_readers_share_the_key;
+mod r96_status_shows_a_read_write_locks_mode_and_every_holder;
+mod r97_on_a_cluster_readers_share_writers_exclude_and_a_write_release_wakes_readers;
+mod r98_a_read_acquire_cut_off_during_shutdown_leaves_no_read_hold_behind;
 mod t10_two_clients_with_sixteen_tasks_each_count_exactly;
 mod t11_reentrancy_goes_three_deep_and_excludes_other_tasks;
 mod t12_an_owner_scope_lets_spawned_work_reenter;

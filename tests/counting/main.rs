@@ -1,15 +1,12 @@
-//! Scenarios for the multi-lock (`m*`), the read-write lock (`r*`), the semaphore (`s*`), the permit-expirable
-//! semaphore (`p*`) and the count-down latch (`l*`), on real redis-servers, one per file, each
-//! named as a sentence.
+//! Scenarios for the counting kinds (`crates/relock/src/counting`): the semaphore (`s*`), the
+//! permit-expirable semaphore (`p*`) and the count-down latch (`l*`), on real redis-servers, one
+//! per file, each named as a sentence.
 
 mod l10_waiters_on_two_clients_open_when_the_count_reaches_zero;
 mod l20_wait_for_times_out_and_try_set_count_sets_only_if_absent;
 mod l30_a_latch_deleted_without_a_message_still_opens_a_waiter_within_a_second;
 mod l40_dropped_waits_leave_no_subscription;
-mod m10_overlapping_multi_locks_in_any_order_never_deadlock_and_exclude_per_part;
-mod m20_a_multi_lock_that_cannot_get_one_part_holds_none_and_lost_fires_for_any_part;
-mod m30_a_multi_lock_whose_later_part_fails_has_released_the_earlier_parts_when_it_returns;
-mod m40_multi_locks_of_clients_built_two_ways_on_the_same_urls_never_deadlock;
+mod l50_one_count_down_on_a_client_built_on_a_resending_fred_pool_never_counts_twice;
 mod p10_two_clients_with_sixteen_tasks_each_never_hold_more_than_three_permits;
 mod p20_a_holder_that_stops_renewing_gives_its_permit_back_when_its_lease_ends;
 mod p30_the_watchdog_keeps_a_permit_past_three_leases_and_lost_fires_when_its_id_is_deleted;
@@ -24,19 +21,7 @@ mod p92_permits_with_ids_are_neither_created_nor_destroyed_while_connections_are
 mod p93_a_permit_released_elsewhere_is_reported_lost_even_when_its_release_meets_a_killed_connection;
 mod p94_a_permit_acquire_that_lands_after_its_give_back_takes_nothing;
 mod p95_a_permit_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took;
-mod r10_two_clients_of_readers_and_writers_never_overlap_a_writer;
-mod r20_a_writer_can_downgrade_but_a_reader_cannot_upgrade;
-mod r30_a_write_release_wakes_every_waiting_reader_and_a_read_release_wakes_a_writer;
-mod r40_an_expired_reader_is_cleaned_up_and_a_renewed_reader_is_not;
-mod r50_dropped_waits_and_bad_input_leave_nothing_behind;
-mod r90_a_relock_read_release_never_drops_a_redisson_reader_whose_second_count_still_lives;
-mod r91_a_writer_parked_behind_readers_gets_in_when_the_last_short_lease_reader_expires;
-mod r92_a_force_unlock_of_a_read_write_lock_leaves_no_timeout_keys_behind;
-mod r93_a_fixed_lease_writer_that_downgraded_reports_lost_and_its_release_lets_readers_in;
-mod r94_a_plain_lock_inside_a_read_hold_scope_is_not_granted_while_other_readers_share_the_key;
-mod r96_status_shows_a_read_write_locks_mode_and_every_holder;
-mod r97_on_a_cluster_readers_share_writers_exclude_and_a_write_release_wakes_readers;
-mod r98_a_read_acquire_cut_off_during_shutdown_leaves_no_read_hold_behind;
+mod p96_a_permit_released_by_id_elsewhere_is_reported_lost_at_once_and_others_releases_are_not_a_loss;
 mod s10_two_clients_with_sixteen_tasks_each_never_use_more_than_three_permits;
 mod s20_try_acquire_for_gives_up_within_its_bound;
 mod s30_a_release_of_k_permits_wakes_k_waiters_promptly_not_all_of_them;
@@ -51,6 +36,11 @@ mod s85_redisson_messages_written_by_hand_wake_relock_waiters;
 mod s90_shutdown_ends_semaphore_and_latch_waits_with_shutdown;
 mod s91_a_release_and_a_lock_survive_a_short_out_of_memory;
 mod s92_an_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took;
+mod s95_an_acquire_whose_first_reply_is_lost_and_that_then_succeeds_takes_only_its_own_permits;
+mod s96_an_acquire_attempt_that_lands_after_its_retry_succeeded_takes_nothing_more;
+mod s97_a_drain_on_a_resending_fred_pool_returns_every_permit_it_took;
+mod s98_permits_are_neither_created_nor_destroyed_while_connections_are_killed;
+mod s99_an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_back_the_permit_it_took;
 
 use std::time::Duration;
 
@@ -131,12 +121,6 @@ pub(crate) async fn no_subscriptions(clients: &[&relock::Client]) {
         panic!("{e}: {left:?}")
     });
 }
-mod l50_one_count_down_on_a_client_built_on_a_resending_fred_pool_never_counts_twice;
-mod s95_an_acquire_whose_first_reply_is_lost_and_that_then_succeeds_takes_only_its_own_permits;
-mod s96_an_acquire_attempt_that_lands_after_its_retry_succeeded_takes_nothing_more;
-mod s97_a_drain_on_a_resending_fred_pool_returns_every_permit_it_took;
-mod s98_permits_are_neither_created_nor_destroyed_while_connections_are_killed;
-mod s99_an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_back_the_permit_it_took;
 
 /// Gives back what one turn of [`conservation_under_kills`] took.
 pub(crate) type GiveBack =
@@ -259,4 +243,3 @@ pub(crate) async fn only_expiring_request_keys_left(server: &RedisServer, name: 
     relock_tests::assert_nothing_left(server).await;
     left.len()
 }
-mod p96_a_permit_released_by_id_elsewhere_is_reported_lost_at_once_and_others_releases_are_not_a_loss;
