@@ -54,6 +54,31 @@ pub(crate) struct Spans<F, R> {
     pub(crate) reenter: R,
 }
 
+/// A kind's [`Spans`] for the lock `$name` (and, for a read-write side, its `$side` field):
+/// a macro, so that the spans are made where it is written and their target is the kind's
+/// module.
+macro_rules! acquire_spans {
+    ($name:expr $(, $side:ident)?) => {
+        $crate::exclusive::acquire::Spans {
+            fresh: || {
+                tracing::debug_span!(
+                    "acquire",
+                    lock = %$name,
+                    $($side,)?
+                    outcome = tracing::field::Empty,
+                    wait_ms = tracing::field::Empty,
+                    token = tracing::field::Empty,
+                    attempts = tracing::field::Empty
+                )
+            },
+            reenter: |field: &str| {
+                tracing::debug_span!("reenter", lock = %$name, $($side,)? field = %field)
+            },
+        }
+    };
+}
+pub(crate) use acquire_spans;
+
 /// Acquires as the kind plans (`plan`) and waits (`wait`, for a fresh hold), bounded by
 /// `wait_for` (`None`: until granted); records the outcome on the `acquire` span.
 pub(crate) async fn acquire<T, W, Fut, F, R>(

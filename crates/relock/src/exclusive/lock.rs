@@ -3,14 +3,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::field::Empty;
-
 use fred::interfaces::SortedSetsInterface;
 
 use crate::client::handle::{Client, Inner};
 use crate::client::scripts;
 use crate::error::Result;
-use crate::exclusive::acquire::{acquire, Acquire, Plan, Spans};
+use crate::exclusive::acquire::{acquire, acquire_spans, Acquire, Plan};
 use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
@@ -163,19 +161,7 @@ impl Lock {
             inner,
             keys: self.keys(),
             lease: self.lease,
-            spans: Spans {
-                fresh: || {
-                    tracing::debug_span!(
-                        "acquire",
-                        lock = %name,
-                        outcome = Empty,
-                        wait_ms = Empty,
-                        token = Empty,
-                        attempts = Empty
-                    )
-                },
-                reenter: |field: &str| tracing::debug_span!("reenter", lock = %name, field = %field),
-            },
+            spans: acquire_spans!(name),
         };
         let plan = |keys: &Arc<LockKeys>| {
             let target = reentry::resolve(

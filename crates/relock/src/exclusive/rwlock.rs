@@ -12,13 +12,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::field::Empty;
-
 use crate::client::handle::{Client, Inner};
 use crate::client::pubsub::ChannelKind;
 use crate::client::scripts;
 use crate::error::{Error, Result};
-use crate::exclusive::acquire::{acquire, Acquire, Plan, Spans};
+use crate::exclusive::acquire::{acquire, acquire_spans, Acquire, Plan};
 use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
@@ -157,7 +155,7 @@ impl Half {
 
     /// Decides between re-entry, a downgrade and a fresh hold, from the holds of this lock in
     /// the scopes around the caller (innermost first) or, outside them, its owner's.
-    fn plan(&self, keys: &LockKeys, kind: Kind) -> Result<Plan<String>> {
+    fn plan(&self, keys: &LockKeys, kind: Kind) -> Result<Plan<SideCall>> {
         let inner = &self.inner;
         let owner = reentry::owner(inner.settings.reentrancy);
         let mut mine = reentry::scoped_holds(inner.shared.id, &keys.lock);
@@ -183,16 +181,25 @@ impl Half {
                 name: keys.lock.clone(),
             }),
             (Side::Read, Some(r), _) => Ok(Plan::Reenter(live(r)?)),
-            // `with`: the caller's own write hold, which a read may join (a downgrade).
+            // A read joins the caller's own write hold (a downgrade).
             (Side::Read, None, Some(w)) => Ok(Plan::Fresh {
                 owner,
                 kind,
-                with: live(w)?.field.clone(),
+                with: SideCall::Read {
+                    writer: live(w)?.field.clone(),
+                },
             }),
-            (_, None, None) => Ok(Plan::Fresh {
+            (Side::Read, None, None) => Ok(Plan::Fresh {
                 owner,
                 kind,
-                with: String::new(),
+                with: SideCall::Read {
+                    writer: String::new(),
+                },
+            }),
+            (Side::Write, None, None) => Ok(Plan::Fresh {
+                owner,
+                kind,
+                with: SideCall::Write,
             }),
         }
     }
@@ -208,28 +215,10 @@ impl Half {
             inner,
             keys: self.keys(),
             lease: self.lease,
-            spans: Spans {
-                fresh: || {
-                    tracing::debug_span!(
-                        "acquire",
-                        lock = %name,
-                        side,
-                        outcome = Empty,
-                        wait_ms = Empty,
-                        token = Empty,
-                        attempts = Empty
-                    )
-                },
-                reenter: |field: &str| tracing::debug_span!("reenter", lock = %name, side, field = %field),
-            },
+            spans: acquire_spans!(name, side),
         };
         let plan = |keys: &Arc<LockKeys>| self.plan(keys, kind);
-        let this_side = self.side;
-        acquire(lock, wait, plan, |keys, fresh, writer, wait| {
-            let call = match this_side {
-                Side::Read => SideCall::Read { writer },
-                Side::Write => SideCall::Write,
-            };
+        acquire(lock, wait, plan, |keys, fresh, call, wait| {
             wait::lease_bounded(inner, keys, fresh, wait, call)
         })
         .await
