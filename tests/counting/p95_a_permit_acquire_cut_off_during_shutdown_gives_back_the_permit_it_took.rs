@@ -27,7 +27,7 @@ async fn a_permit_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took(
     };
     let count = || crate::get(&server, "p95");
 
-    proxy.freeze_existing(Direction::Down);
+    let frozen = proxy.freeze_existing(Direction::Down);
     let acquire = {
         let sem = sem.clone();
         tokio::spawn(async move { sem.acquire(None).await.map(drop) })
@@ -40,7 +40,7 @@ async fn a_permit_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took(
     .await
     .unwrap();
     // Shutdown begins while the attempt is in flight; then its reply is lost.
-    let shutdown = shut_down_losing_the_held_reply(&proxy, &c, || async {
+    let shutdown = shut_down_losing_the_held_reply(&proxy, &frozen, &c, || async {
         matches!(sem.available().await, Err(relock::Error::Shutdown))
     })
     .await;

@@ -21,7 +21,7 @@ async fn an_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took() {
     sem.release(1).await.unwrap();
     let count = || crate::get(&server, "s92");
 
-    proxy.freeze_existing(Direction::Down);
+    let frozen = proxy.freeze_existing(Direction::Down);
     let acquire = {
         let sem = sem.clone();
         tokio::spawn(async move { sem.acquire(1).await })
@@ -34,7 +34,7 @@ async fn an_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took() {
     .await
     .unwrap();
     // Shutdown begins while the attempt is in flight; then its reply is lost.
-    let shutdown = shut_down_losing_the_held_reply(&proxy, &c, || async {
+    let shutdown = shut_down_losing_the_held_reply(&proxy, &frozen, &c, || async {
         matches!(sem.available().await, Err(relock::Error::Shutdown))
     })
     .await;

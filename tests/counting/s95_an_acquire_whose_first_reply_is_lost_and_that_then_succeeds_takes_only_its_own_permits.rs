@@ -31,7 +31,7 @@ async fn an_acquire_whose_first_reply_is_lost_and_that_then_succeeds_takes_only_
     assert_eq!(crate::get(&server, "s95").as_deref(), Some("2"));
 
     // Hold the replies of every connection open now; acquire one permit.
-    proxy.freeze_existing(Direction::Down);
+    let frozen = proxy.freeze_existing(Direction::Down);
     let acquiring = {
         let sem = sem.clone();
         tokio::spawn(async move { sem.acquire(1).await })
@@ -43,11 +43,8 @@ async fn an_acquire_whose_first_reply_is_lost_and_that_then_succeeds_takes_only_
     )
     .await
     .unwrap();
-    // Its reply is lost: reset the connection that holds it; the others go on.
-    for id in proxy.conns_holding(Direction::Down) {
-        proxy.reset_conn(id);
-    }
-    proxy.clear_overrides();
+    // Its reply is lost (every frozen connection is reset); the client reconnects and goes on.
+    lose_replies(&proxy, &frozen);
     let r = bounded(Duration::from_secs(10), "acquire", acquiring)
         .await
         .unwrap();

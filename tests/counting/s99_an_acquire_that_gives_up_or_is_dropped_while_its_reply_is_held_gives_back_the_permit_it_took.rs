@@ -23,10 +23,12 @@ async fn an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_ba
     assert!(sem.try_acquire(1).await.unwrap());
     sem.release(1).await.unwrap();
     let count = || crate::get(&server, "s99");
+    let connections = proxy.connections();
 
     // The attempt's reply is held on its connection until the script has run there; then
-    // that connection is reset, so the reply never comes.
-    let lose_the_reply = || async {
+    // every frozen connection is reset, so the reply never comes.
+    let proxy = &proxy;
+    let lose_the_reply = |frozen: Vec<relock_testkit::ConnId>| async move {
         wait_until(
             Duration::from_secs(3),
             "the attempt to take the permit",
@@ -34,15 +36,7 @@ async fn an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_ba
         )
         .await
         .unwrap();
-        wait_until(Duration::from_secs(3), "the reply held", || async {
-            !proxy.conns_holding(Direction::Down).is_empty()
-        })
-        .await
-        .unwrap();
-        for id in proxy.conns_holding(Direction::Down) {
-            proxy.reset_conn(id);
-        }
-        proxy.clear_overrides();
+        lose_replies(proxy, &frozen);
     };
     let given_back = || async {
         wait_until(Duration::from_secs(3), "the permit given back", || async {
@@ -54,8 +48,8 @@ async fn an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_ba
 
     // 1. A `try_acquire` (no wait: it returns the error of its only attempt) whose attempt
     //    took the permit and lost its reply.
-    proxy.freeze_existing(Direction::Down);
-    let (r, ()) = tokio::join!(sem.try_acquire(1), lose_the_reply());
+    let frozen = proxy.freeze_existing(Direction::Down);
+    let (r, ()) = tokio::join!(sem.try_acquire(1), lose_the_reply(frozen));
     assert!(
         matches!(
             r,
@@ -65,11 +59,22 @@ async fn an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_ba
     );
     given_back().await;
 
+    // The client's connections reset above are back (a command of each pool connection
+    // answered), so that the next freeze holds the next attempt's reply.
+    wait_until(Duration::from_secs(5), "the client reconnected", || async {
+        proxy.connections() == connections
+    })
+    .await
+    .unwrap();
+    for _ in 0..16 {
+        sem.available().await.unwrap();
+    }
+
     // 2. An acquire whose future is dropped while its attempt's reply is held.
-    proxy.freeze_existing(Direction::Down);
+    let frozen = proxy.freeze_existing(Direction::Down);
     let dropped = tokio::time::timeout(Duration::from_millis(100), sem.acquire(1)).await;
     assert!(dropped.is_err(), "the reply was held: {dropped:?}");
-    lose_the_reply().await;
+    lose_the_reply(frozen).await;
     given_back().await;
 
     // Afterwards the semaphore works as before.

@@ -17,7 +17,7 @@ async fn a_read_acquire_cut_off_during_shutdown_leaves_no_read_hold_behind() {
     // Load the scripts first.
     rw.read_lock().lock().await.unwrap().unlock().await.unwrap();
 
-    proxy.freeze_existing(Direction::Down);
+    let frozen = proxy.freeze_existing(Direction::Down);
     let acquire = {
         let rw = rw.clone();
         tokio::spawn(async move { rw.read_lock().lock().await.map(drop) })
@@ -28,7 +28,7 @@ async fn a_read_acquire_cut_off_during_shutdown_leaves_no_read_hold_behind() {
     .await
     .unwrap();
     // Shutdown begins while the attempt is in flight; then its reply is lost.
-    let shutdown = shut_down_losing_the_held_reply(&proxy, &c, || async {
+    let shutdown = shut_down_losing_the_held_reply(&proxy, &frozen, &c, || async {
         matches!(
             rw.read_lock().try_lock().await,
             Err(relock::Error::Shutdown)

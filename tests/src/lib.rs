@@ -79,12 +79,14 @@ pub async fn poll_once<F: std::future::Future + Unpin>(f: &mut F) -> std::task::
     std::future::poll_fn(|cx| std::task::Poll::Ready(std::pin::Pin::new(&mut *f).poll(cx))).await
 }
 
-/// With a reply held by `proxy` (the client's connections frozen towards it), starts
-/// `client.shutdown()` in a task, waits (bounded) until `shutting_down` says shutdown has begun,
-/// then loses the held reply (resets those connections) and lets traffic pass again. Returns
-/// the shutdown task. For "an operation cut off during shutdown" scenarios.
+/// With a reply held by `proxy` (`frozen`: the client's connections frozen towards it, as
+/// `freeze_existing` returned them), starts `client.shutdown()` in a task, waits (bounded)
+/// until `shutting_down` says shutdown has begun, then loses the held reply and lets traffic
+/// pass again ([`lose_replies`]). Returns the shutdown task. For "an operation cut off during
+/// shutdown" scenarios.
 pub async fn shut_down_losing_the_held_reply<F, Fut>(
     proxy: &relock_testkit::FaultProxy,
+    frozen: &[relock_testkit::ConnId],
     client: &relock::Client,
     mut shutting_down: F,
 ) -> tokio::task::JoinHandle<()>
@@ -92,12 +94,6 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    use relock_testkit::Direction;
-    wait_until(Duration::from_secs(3), "the reply held", || async {
-        !proxy.conns_holding(Direction::Down).is_empty()
-    })
-    .await
-    .unwrap();
     let shutdown = {
         let c = client.clone();
         tokio::spawn(async move { c.shutdown().await })
@@ -109,11 +105,21 @@ where
     )
     .await
     .unwrap();
-    for id in proxy.conns_holding(Direction::Down) {
+    lose_replies(proxy, frozen);
+    shutdown
+}
+
+/// Loses every reply held on the `frozen` connections, and any still on its way to them:
+/// resets them all, then lets traffic pass again. Call it once the server has run the command
+/// (its effect is seen there). Resetting only the connections that hold bytes is not enough:
+/// another connection may hold an unrelated reply (a background `DEL` of a request key, a
+/// keep-alive `PING`) while the awaited reply has not reached the proxy yet, and would then
+/// pass once traffic flows again.
+pub fn lose_replies(proxy: &relock_testkit::FaultProxy, frozen: &[relock_testkit::ConnId]) {
+    for &id in frozen {
         proxy.reset_conn(id);
     }
     proxy.clear_overrides();
-    shutdown
 }
 
 /// Starts a task that waits for `lock` (of `client`) and returns when it got it, and waits
