@@ -140,46 +140,19 @@ async fn release_hold(
 
 /// Retries a final release of `field` that failed (timed out, connection lost), or the clean-up
 /// of an acquire whose reply was lost, until it gets a reply or `until` (when the lease of
-/// whatever it removes has ended on the local clock: the server has dropped it by then). When
-/// shutdown begins it makes one last attempt at once (shutdown waits for it). Safe to repeat,
-/// and safe to land late: it names only its own field, which no later hold reuses.
+/// whatever it removes has ended on the local clock), with shutdown's last chance
+/// ([`until_done`](crate::client::retry::until_done)). Safe to repeat, and safe to land late:
+/// it names only its own field, which no later hold reuses.
 pub(crate) async fn retry_release(
     inner: Arc<Inner>,
     keys: Arc<LockKeys>,
     field: String,
     until: Instant,
 ) {
-    let mut stopping = inner.stopping.subscribe();
-    let mut backoff = Duration::from_millis(50);
-    loop {
-        tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
-            _ = stopping.wait_for(|s| *s) => {}
-        }
-        if Instant::now() >= until {
-            return;
-        }
-        if *stopping.borrow() {
-            // Shutdown waits about one command timeout for us: keep trying (a connection may
-            // still be reconnecting) until then.
-            let last = Instant::now() + inner.settings.command_timeout;
-            loop {
-                match inner.run_release(&keys, &field, true).await {
-                    Ok(_) => return,
-                    Err(e) if Instant::now() + Duration::from_millis(50) >= last => {
-                        tracing::warn!(lock = %keys.lock, error = %e, "release at shutdown failed; the lease will expire");
-                        return;
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-                }
-            }
-        }
-        match inner.run_release(&keys, &field, true).await {
-            Ok(_) => return,
-            Err(e) => tracing::debug!(lock = %keys.lock, error = %e, "release retry failed"),
-        }
-        backoff = (backoff * 2).min(Duration::from_secs(1));
-    }
+    crate::client::retry::until_done(&inner, until, "release", &keys.lock, || {
+        inner.run_release(&keys, &field, true)
+    })
+    .await;
 }
 
 async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {

@@ -14,6 +14,8 @@
 //! - `batch`: coalescing of plain acquires and releases into one script call.
 //! - `backend`: the one-server [`Backend`](crate::hold::backend::Backend) (release with
 //!   retries, batch renewal).
+//! - `retry`: the one background retry of an undo whose outcome was unknown (a release, a
+//!   clean-up, a give-back), with shutdown's last chance.
 //! - `hold_watch`: a live hold listens on its channel so `lost()` fires within a round trip
 //!   of a force-unlock (and `Watched`, for what a kind holds under a lease of its own).
 //!
@@ -31,6 +33,7 @@ pub(crate) mod pubsub;
 pub(crate) mod pubsub_health;
 pub(crate) mod redact;
 pub(crate) mod refusal;
+pub(crate) mod retry;
 pub(crate) mod scripts;
 pub(crate) mod settings;
 pub(crate) mod tls;

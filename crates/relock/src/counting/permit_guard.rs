@@ -274,18 +274,18 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Lease>) -> Result<()> {
     }
 }
 
-/// Retries giving back a permit whose release (or acquire) had an unknown outcome, with a
-/// backing-off delay, until it gets a reply, its lease has ended (the server gives it back by
-/// itself then), or the client shuts down. Releasing an id twice is harmless. The give-back
-/// is recorded under the id's request key even when it finds nothing, so that an acquire of
-/// the id still on its way takes nothing when it lands (it would hold a permit nobody has
-/// until its lease ends).
+/// Retries giving back a permit whose release (or acquire) had an unknown outcome, until it
+/// gets a reply or its lease has ended (the server gives it back by itself then), with
+/// shutdown's last chance ([`until_done`](crate::client::retry::until_done)): an acquire cut
+/// off during shutdown is given back before shutdown returns. Releasing an id twice is
+/// harmless. The give-back is recorded under the id's request key even when it finds nothing,
+/// so that an acquire of the id still on its way takes nothing when it lands (it would hold a
+/// permit nobody has until its lease ends).
 pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
-    let mut delay = Duration::from_millis(50);
     let request = crate::counting::common::Request::new(&inner, &lease.keys.count);
     let key = lease.keys.request_of(&lease.id);
-    while Instant::now() + delay < lease.valid_until() && inner.check_running().is_ok() {
-        tokio::time::sleep(delay).await;
+    let limit = inner.settings.command_timeout;
+    let call = || async {
         let call = crate::counting::permit_leases::release(
             inner.pool.next(),
             &lease.keys,
@@ -293,11 +293,13 @@ pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
             inner.publish_cmd(),
             Some((key.as_str(), request.ttl_ms.as_str(), true)),
         );
-        if let Ok(Ok(_)) = tokio::time::timeout(inner.settings.command_timeout, call).await {
-            return;
+        match tokio::time::timeout(limit, call).await {
+            Ok(r) => r.map_err(|e| e.to_string()),
+            Err(_) => Err(format!("no reply within {limit:?}")),
         }
-        delay = (delay * 2).min(Duration::from_secs(1));
-    }
+    };
+    let (until, name) = (lease.valid_until(), &lease.keys.count);
+    crate::client::retry::until_done(&inner, until, "permit give-back", name, call).await;
 }
 
 /// Starts the client's permit renewal: every `period` (a third of the watchdog lease) the

@@ -298,9 +298,11 @@ impl PermitSemaphore {
             let reply = match reply {
                 Ok(reply) => reply,
                 Err(e) => {
-                    if e.is_transient() {
-                        // The outcome is unknown: the id may hold a permit. Give it back (the
-                        // id is this attempt's alone); failing that, its lease ends it.
+                    // The outcome is unknown (no reply came; during shutdown the error says
+                    // only `Shutdown`): the id may hold a permit. Give it back (the id is this
+                    // attempt's alone, so giving back one that took nothing is harmless);
+                    // failing that, its lease ends it.
+                    if e.is_transient() || matches!(e, Error::Shutdown) {
                         let lease = Arc::new(Lease::new(keys, id, false, sent + lease));
                         let retry = retry_give_back(inner.clone(), lease);
                         inner.shared.tracker.spawn(retry);
