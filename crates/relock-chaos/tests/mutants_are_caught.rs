@@ -1,7 +1,7 @@
 //! Each deliberately broken relock (`relock::mutant`) must make `relock-chaos` report a
 //! violation within its budget: a checker that cannot fail fails CI. Runs only in a
 //! `chaos-mutants` build: `cargo test -p relock-chaos --features chaos-mutants --test
-//! mutants_are_caught -- --test-threads=1` (what `scripts/test` does).
+//! mutants_are_caught -- --test-threads=2` (what `scripts/test` does: two at a time, each its own process).
 #![cfg(feature = "chaos-mutants")]
 
 use std::process::Command;
