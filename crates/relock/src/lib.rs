@@ -82,6 +82,7 @@ mod layers;
 #[cfg(feature = "chaos-mutants")]
 pub mod mutant;
 mod quorum;
+mod script;
 mod seam;
 
 pub use client::builder::ClientBuilder;

@@ -9,11 +9,10 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::client::handle::Inner;
-use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::hold::backend::{Backend, BoxFuture};
 use crate::hold::holds::Hold;
-use crate::hold::keys::LockKeys;
+use crate::hold::kind::LockKeys;
 
 impl Backend for Inner {
     fn shared(&self) -> &crate::hold::backend::Shared {
@@ -24,13 +23,21 @@ impl Backend for Inner {
         self.settings.watchdog_lease / 3
     }
 
-    /// Read holds of read-write locks go in batches of their own: their renewal also
-    /// lengthens each hold's timeout key.
+    /// Holds renew in one call only with holds of their kind's renewal group (a read hold's
+    /// renewal also lengthens its own timeout key), and of one slot.
     fn renewal_batches(&self, holds: Vec<Arc<Hold>>) -> Vec<Vec<Arc<Hold>>> {
-        let (reads, others): (Vec<_>, Vec<_>) = holds.into_iter().partition(|h| is_read_hold(h));
-        let mut batches = self.batches(&others, |h| h.keys.lock.as_str());
-        batches.extend(self.batches(&reads, |h| h.keys.lock.as_str()));
-        batches
+        let mut groups: std::collections::BTreeMap<&'static str, Vec<Arc<Hold>>> =
+            Default::default();
+        for h in holds {
+            groups
+                .entry(h.keys.kind.renewal_group())
+                .or_default()
+                .push(h);
+        }
+        groups
+            .values()
+            .flat_map(|group| self.batches(group, |h| h.keys.lock.as_str()))
+            .collect()
     }
 
     fn renew_batch(self: Arc<Self>, batch: Vec<Arc<Hold>>) -> BoxFuture<bool> {
@@ -134,7 +141,7 @@ async fn release_hold(
         }
     };
     inner.shared.holds.remove(&hold);
-    crate::hold::meter::released(hold.kind, hold.granted_at.elapsed());
+    crate::hold::meter::released(hold.keys.kind.label(), hold.granted_at.elapsed());
     result
 }
 
@@ -157,27 +164,21 @@ pub(crate) async fn retry_release(
 
 async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
     let lease = inner.settings.watchdog_lease;
-    // A batch is all read holds or none (`renewal_batches`).
-    let reads = batch.first().is_some_and(|h| is_read_hold(h));
-    let mut keys = Vec::with_capacity(batch.len() * 2);
-    let mut args = Vec::with_capacity(batch.len() + 1);
-    args.push(lease.as_millis().to_string());
-    for h in batch {
-        keys.push(h.keys.lock.clone());
-        if reads {
-            keys.push(h.keys.read_timeout(&h.field));
-        }
-        args.push(h.field.clone());
-    }
-    let script = if reads {
-        &scripts::RW_READ_RENEW
-    } else {
-        &scripts::RENEW
+    // A batch is of one renewal group (`renewal_batches`): its first hold's kind renews it.
+    let Some(first) = batch.first() else {
+        return true;
     };
+    let holds: Vec<(&LockKeys, &str)> = batch.iter().map(|h| (&*h.keys, &*h.field)).collect();
+    let call = first
+        .keys
+        .kind
+        .renew(&holds, lease.as_millis() as u64, &inner.call_context());
     // Never let one hung call outlast the period: the next round retries.
     let limit = inner.settings.command_timeout.min(lease / 3);
     let sent = Instant::now();
-    let call = script.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    let call = call
+        .script
+        .run::<Vec<i64>>(inner.pool.next(), call.keys, call.args);
     match tokio::time::timeout(limit, call).await {
         Ok(Ok(results)) if results.len() == batch.len() => {
             let renewed = results.iter().filter(|r| **r == 1).count();
@@ -185,7 +186,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
             tracing::Span::current().record("lost", results.len() - renewed);
             for (h, r) in batch.iter().zip(results) {
                 if r == 1 {
-                    crate::hold::meter::renewed(h.kind, 1);
+                    crate::hold::meter::renewed(h.keys.kind.label(), 1);
                     h.renewed(sent, lease);
                 } else {
                     h.mark_lost("the watchdog found the hold gone (expired, deleted, force-unlocked, or Redis restarted empty)");
@@ -201,7 +202,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
             };
             tracing::warn!(%cause, locks = batch.len(), "renewal failed; retrying while the lease lasts");
             for h in batch {
-                crate::hold::meter::renewal_failed(h.kind, 1);
+                crate::hold::meter::renewal_failed(h.keys.kind.label(), 1);
             }
             let now = Instant::now();
             for h in batch {
@@ -212,9 +213,4 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
             false
         }
     }
-}
-
-/// Whether `hold` is a read hold of a read-write lock (it has a timeout key of its own).
-fn is_read_hold(hold: &Hold) -> bool {
-    hold.keys.rw == Some(crate::hold::keys::Side::Read)
 }

@@ -10,11 +10,10 @@ use tokio::sync::watch;
 
 use crate::client::pubsub::PubSub;
 use crate::client::refusal::{not_a_lock_found, refusal};
-use crate::client::scripts;
 use crate::client::settings::{Settings, SUBSCRIBER_DOWN_RECHECK};
 use crate::error::{Error, Result};
 use crate::hold::holds::FieldMaker;
-use crate::hold::keys::{LockKeys, Side};
+use crate::hold::kind::LockKeys;
 
 /// A connection to Redis and the home of its locks: cheap to clone, `Send + Sync`.
 ///
@@ -333,64 +332,37 @@ impl Inner {
         }
     }
 
-    /// Runs `release.lua` for `field`: one hold, or every hold of the owner (`all`).
-    /// Returns 1 (released), 0 (still held by the owner) or None (the owner holds nothing).
+    /// Runs the release call of `keys`' kind for `field` (`all`: the whole hold, else one
+    /// count), through the batcher when the kind allows it: `Some(1)` (the hold is gone),
+    /// `Some(0)` (counts are left) or `None` (this hold is not there).
     pub(crate) async fn run_release(
         &self,
         keys: &LockKeys,
         field: &str,
         all: bool,
     ) -> std::result::Result<Option<i64>, fred::error::Error> {
-        let mode = if all { "all" } else { "1" };
-        if let Some(side) = keys.rw {
-            let (script, mut script_keys) = match side {
-                Side::Read => (&scripts::RW_READ_RELEASE, vec![keys.read_timeout(field)]),
-                Side::Write => (&scripts::RW_WRITE_RELEASE, vec![]),
-            };
-            script_keys.insert(0, keys.lock.clone());
-            let args = vec![
-                field.to_string(),
-                mode.into(),
-                self.publish_cmd().into(),
-                keys.hold_prefix(),
-                keys.channel.clone(),
-            ];
-            return script.run(self.pool.next(), script_keys, args).await;
-        }
-        let fair = keys.queue.is_some();
-        let channel = keys.channel.clone();
-        let fair_channel = keys.wake_channel().to_string();
-        let keys = keys.release_keys();
-        if fair {
-            // A fair release may hand the lock on, minting the next holder's token.
-            let args = vec![
-                field.to_string(),
-                mode.into(),
-                self.publish_cmd().into(),
-                self.grace_ms().to_string(),
-                channel,
-                fair_channel,
-            ];
-            return scripts::FAIR_RELEASE
-                .run(self.pool.next(), keys, args)
-                .await;
-        }
-        let args = [
-            field.to_string(),
-            mode.into(),
-            self.publish_cmd().into(),
-            channel,
-        ];
-        match &self.batcher {
-            Some(b) => {
-                b.run(crate::client::batch::Op::Release { keys, args })
-                    .await
-            }
-            None => {
-                scripts::RELEASE
-                    .run(self.pool.next(), keys, args.to_vec())
-                    .await
-            }
+        let call = keys.kind.release(keys, field, all, &self.call_context());
+        let args = match (&self.batcher, call.coalesce) {
+            (Some(b), true) => match <[String; 4]>::try_from(call.args) {
+                Ok(args) => {
+                    let op = crate::client::batch::Op::Release {
+                        keys: call.keys,
+                        args,
+                    };
+                    return b.run(op).await;
+                }
+                Err(args) => args,
+            },
+            _ => call.args,
+        };
+        call.script.run(self.pool.next(), call.keys, args).await
+    }
+
+    /// What a kind's call needs from this client.
+    pub(crate) fn call_context(&self) -> crate::hold::kind::CallContext {
+        crate::hold::kind::CallContext {
+            publish: self.publish_cmd(),
+            grace_ms: self.grace_ms(),
         }
     }
 

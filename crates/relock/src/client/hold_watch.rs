@@ -25,8 +25,9 @@ use tokio::time::Instant;
 
 use fred::interfaces::HashesInterface;
 
-use crate::client::pubsub::{ChannelKind, PubSub};
+use crate::client::pubsub::PubSub;
 use crate::hold::holds::Hold;
+use crate::hold::kind::Wake;
 
 /// How long a hold lives before its watch subscribes. With the check made once subscribed,
 /// `lost()` still fires within this plus a few round trips of a force-unlock.
@@ -141,7 +142,7 @@ fn start(
 /// permit: `leases`).
 pub(crate) trait Watched: Send + Sync + 'static {
     /// The channel where its deletion is announced, and how that channel's messages read.
-    fn channel(&self) -> (&str, ChannelKind);
+    fn channel(&self) -> (&str, Wake);
     /// Resolves once it is released, lost or past its deadline: the watch ends.
     fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_;
     /// Whether it is still on the server (one read).
@@ -156,13 +157,8 @@ pub(crate) trait Watched: Send + Sync + 'static {
 pub(crate) type FredResult<T> = Result<T, fred::error::Error>;
 
 impl Watched for Hold {
-    fn channel(&self) -> (&str, ChannelKind) {
-        let kind = if self.is_read_write() {
-            ChannelKind::ReadWrite
-        } else {
-            ChannelKind::Lock
-        };
-        (&self.keys.channel, kind)
+    fn channel(&self) -> (&str, Wake) {
+        (&self.keys.channel, self.keys.kind.wake())
     }
     fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
         Hold::ended(self)

@@ -8,7 +8,7 @@
 //! Pub/sub is at-most-once, so waiters also bound every sleep by the holder's TTL; and on a
 //! reconnect or a lagging receiver every waiter is woken to retry.
 //!
-//! Other synchronizers' channels carry other messages, so each channel has a [`ChannelKind`],
+//! Other synchronizers' channels carry other messages, so each channel has a [`Wake`],
 //! chosen by its first subscriber: a semaphore's message is the new number of available
 //! permits `k` and wakes up to `k` local waiters; a latch's `0` (opened) wakes all of them and
 //! its `1` (count set) none.
@@ -21,6 +21,8 @@ use std::time::Duration;
 use fred::clients::SubscriberClient;
 use fred::interfaces::{EventInterface, PubsubInterface};
 use tokio::sync::{broadcast::error::RecvError, watch, Mutex as AsyncMutex, Notify};
+
+use crate::hold::kind::Wake;
 
 /// Shared state of the dispatcher.
 #[derive(Debug)]
@@ -39,25 +41,9 @@ pub(crate) struct PubSub {
     pub(crate) watched: AtomicUsize,
 }
 
-/// What a channel's messages mean, and so whom a message wakes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ChannelKind {
-    /// A lock's release channel: `0` wakes one waiter, a message with `:` names a fair waiter.
-    Lock,
-    /// A semaphore's channel: the message is the new count of available permits `k`; it wakes
-    /// `min(k, local waiters)` waiters (none for `k <= 0`).
-    Semaphore,
-    /// A read-write lock's channel: `1` (a write hold went: readers may share) wakes every
-    /// waiter, `0` (the lock is free) one, as on a lock's.
-    ReadWrite,
-    /// A count-down latch's channel: `0` (the latch opened) wakes every waiter, `1` (a count
-    /// was set) none.
-    Latch,
-}
-
 #[derive(Debug)]
 pub(crate) struct Channel {
-    kind: ChannelKind,
+    kind: Wake,
     notify: Notify,
     /// Holders of the lock (`hold_watch`): every message wakes all of them, apart from the
     /// waiters' `notify`, so that a holder never takes a waiter's wake-up.
@@ -244,7 +230,7 @@ impl PubSub {
         self: &Arc<Self>,
         name: &str,
     ) -> Result<Subscription, fred::error::Error> {
-        self.subscribe_as(name, ChannelKind::Lock).await
+        self.subscribe_as(name, Wake::Release).await
     }
 
     /// [`subscribe`](Self::subscribe) to a channel whose messages mean what `kind` says. The
@@ -256,7 +242,7 @@ impl PubSub {
     pub(crate) async fn subscribe_as(
         self: &Arc<Self>,
         name: &str,
-        kind: ChannelKind,
+        kind: Wake,
     ) -> Result<Subscription, fred::error::Error> {
         let channel = {
             let mut map = self.channels.lock().unwrap();
@@ -372,14 +358,14 @@ impl Channel {
     fn deliver(&self, payload: &str) {
         self.holders.notify_waiters();
         match self.kind {
-            ChannelKind::Lock => self.deliver_release(payload),
-            ChannelKind::ReadWrite if payload == "1" => {
+            Wake::Release => self.deliver_release(payload),
+            Wake::ReleaseOrShared if payload == "1" => {
                 *self.held_until.lock().unwrap() = None;
                 crate::hold::meter::wakeup();
                 self.notify.notify_waiters();
             }
-            ChannelKind::ReadWrite => self.deliver_release(payload),
-            ChannelKind::Semaphore => {
+            Wake::ReleaseOrShared => self.deliver_release(payload),
+            Wake::Count => {
                 // The new count of available permits: wake as many local waiters as could take
                 // one, and no more (a waiter that wants several and finds too few parks again).
                 // Anything else than a number (not sent by relock nor Redisson): wake everyone.
@@ -396,7 +382,7 @@ impl Channel {
                     self.notify.notify_one();
                 }
             }
-            ChannelKind::Latch => {
+            Wake::Opened => {
                 // `1` only says a count was set: nobody can pass yet.
                 if payload != "1" {
                     crate::hold::meter::wakeup();

@@ -8,21 +8,9 @@ use fred::interfaces::ClientLike;
 use fred::types::{ClusterHash, CustomCommand};
 use fred::types::{FromValue, Value};
 
-/// One embedded script.
-#[derive(Debug)]
-pub(crate) struct Script {
-    pub(crate) name: &'static str,
-    lua: std::borrow::Cow<'static, str>,
-    sha1: String,
-}
+pub(crate) use crate::script::Script;
 
 impl Script {
-    fn new(name: &'static str, lua: &'static str) -> Self {
-        let lua = crate::seam::lua(name, lua);
-        let sha1 = fred::util::sha1_hash(&lua);
-        Script { name, lua, sha1 }
-    }
-
     /// Runs the script on `client`. NOSCRIPT means the script did not run, so falling back to
     /// EVAL is safe; EVAL also caches it for the next EVALSHA.
     pub(crate) async fn run<R: FromValue>(
@@ -127,11 +115,6 @@ impl Script {
             }
             other => other,
         }
-    }
-
-    #[cfg(test)]
-    pub(crate) fn sha1(&self) -> &str {
-        &self.sha1
     }
 }
 
@@ -260,7 +243,7 @@ mod tests {
             );
             assert!(s.lua.contains("ARGV[1]"), "{}", s.name);
             assert!(s.lua.contains("Returns"), "{}", s.name);
-            assert_eq!(s.sha1().len(), 40);
+            assert_eq!(s.sha1.len(), 40);
         }
     }
 }

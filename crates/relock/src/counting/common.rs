@@ -17,9 +17,9 @@ use fred::types::FromValue;
 use tokio::time::Instant;
 
 use crate::client::handle::Inner;
-use crate::client::pubsub::ChannelKind;
 use crate::client::scripts::Script;
 use crate::error::{Error, Result};
+use crate::hold::kind::Wake;
 
 /// The most permits one call may take, release or set, and the most a semaphore may hold:
 /// the scripts compare counts as Lua numbers, which are exact only up to 2^53.
@@ -359,7 +359,7 @@ pub(crate) enum Check {
 pub(crate) async fn wait_until<Fut>(
     inner: &Inner,
     channel: &str,
-    kind: ChannelKind,
+    kind: Wake,
     wait: Option<Duration>,
     mut check: impl FnMut(bool) -> Fut,
 ) -> Result<bool>

@@ -5,11 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::handle::{Client, Inner};
-use crate::client::pubsub::ChannelKind;
 use crate::client::scripts;
 use crate::counting::common::{validate_count, wait_until, Check, Names};
 use crate::error::{Error, Result};
 use crate::hold::keys::validate_name;
+use crate::hold::kind::Wake;
 
 /// A count-down latch shared by every process on the same Redis, wire-compatible with
 /// Redisson's `RCountDownLatch`: [`wait`](CountDownLatch::wait) returns once
@@ -255,7 +255,7 @@ impl CountDownLatch {
                 Check::NotYet
             })
         };
-        wait_until(&self.inner, &names.channel, ChannelKind::Latch, wait, check).await
+        wait_until(&self.inner, &names.channel, Wake::Opened, wait, check).await
     }
 
     /// Deletes the latch (it is then open: count 0) and wakes its waiters. Returns whether

@@ -10,8 +10,8 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::client::hold_watch::{FredResult, Watched};
-use crate::client::pubsub::ChannelKind;
 use crate::client::scripts;
+use crate::hold::kind::Wake;
 
 /// The Redis names of one permit-expirable semaphore.
 #[derive(Debug)]
@@ -241,8 +241,8 @@ pub(crate) async fn release(
 /// its id is still among the semaphore's timeouts. Each release on the channel costs one
 /// `ZSCORE` per watched local permit of that semaphore.
 impl Watched for Lease {
-    fn channel(&self) -> (&str, ChannelKind) {
-        (&self.keys.channel, ChannelKind::Semaphore)
+    fn channel(&self) -> (&str, Wake) {
+        (&self.keys.channel, Wake::Count)
     }
     fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
         Lease::ended(self)

@@ -5,13 +5,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::handle::{Client, Inner};
-use crate::client::pubsub::ChannelKind;
 use crate::client::scripts;
 use crate::counting::common::{
     unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT,
 };
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
+use crate::hold::kind::Wake;
 
 /// A counting semaphore shared by every process on the same Redis, wire-compatible with
 /// Redisson's `RSemaphore`.
@@ -340,14 +340,7 @@ impl Semaphore {
             got: false,
         };
         let check = |woken: bool| self.check(&names, &request, n, woken);
-        let r = wait_until(
-            &self.inner,
-            &names.channel,
-            ChannelKind::Semaphore,
-            wait,
-            check,
-        )
-        .await;
+        let r = wait_until(&self.inner, &names.channel, Wake::Count, wait, check).await;
         // Forgotten at once only if no attempt's outcome was unknown: an attempt that timed
         // out may still be on its way, and must find the key (it expires by itself).
         if matches!(r, Ok(true)) && !request.uncertain() {

@@ -19,19 +19,14 @@ use crate::error::Result;
 use crate::exclusive::attempt::{record_acquire, reenter, Fresh};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::keys::LockKeys;
-use crate::hold::meter::Kind;
+use crate::hold::kind::LockKeys;
 use crate::hold::owner::Owner;
 
 /// What a `lock()` does, as the kind decides it: re-enter `hold`, or acquire a fresh hold
-/// for `owner`, counted as `kind`, with whatever else the kind's wait needs (`with`).
+/// for `owner`, with whatever else the kind's wait needs (`with`).
 pub(crate) enum Plan<T> {
     Reenter(Arc<Hold>),
-    Fresh {
-        owner: Option<Owner>,
-        kind: Kind,
-        with: T,
-    },
+    Fresh { owner: Option<Owner>, with: T },
 }
 
 /// One exclusive kind's lock, as seen by [`acquire`].
@@ -112,9 +107,9 @@ where
                 .await
                 .map(Some)
         }
-        Plan::Fresh { owner, kind, with } => {
+        Plan::Fresh { owner, with } => {
             let span = (spans.fresh)();
-            let fresh = Fresh::new(inner, owner, kind, lease);
+            let fresh = Fresh::new(inner, keys.kind, owner, lease);
             let (started, attempts) = (fresh.started, fresh.attempts.clone());
             let r = wait(keys, fresh, with, wait_for)
                 .instrument(span.clone())

@@ -21,7 +21,8 @@ use crate::error::{Error, Result};
 use crate::exclusive::clean_up::{clean_up_refused_grant, clean_up_unknown_outcome, CleanUps};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::keys::LockKeys;
+use crate::hold::kind::HoldKind;
+use crate::hold::kind::LockKeys;
 use crate::hold::owner::Owner;
 
 /// How long a waiter sleeps when the holder's key has no TTL (a foreign holder), between
@@ -73,8 +74,8 @@ pub(crate) trait AcquireCall: Clone + Send + Sync + 'static {
         true
     }
     /// How the messages on the lock's channel read.
-    fn channel_kind(&self) -> crate::client::pubsub::ChannelKind {
-        crate::client::pubsub::ChannelKind::Lock
+    fn channel_kind(&self) -> crate::hold::kind::Wake {
+        crate::hold::kind::Wake::Release
     }
 }
 
@@ -98,8 +99,8 @@ pub(crate) struct Fresh {
     /// The clean-ups of this acquisition's attempts whose outcome is unknown (one task for
     /// all of them, however many attempts an outage costs).
     clean_ups: Arc<CleanUps>,
-    /// The lock kind, for metrics.
-    pub(crate) kind: crate::hold::meter::Kind,
+    /// The lock kind: its fields and its metrics' label.
+    pub(crate) kind: &'static dyn HoldKind,
     /// The fixed lease asked for, or `None` for the watchdog's.
     pub(crate) lease: Option<Duration>,
     retry: Retry,
@@ -108,12 +109,12 @@ pub(crate) struct Fresh {
 impl Fresh {
     pub(crate) fn new(
         inner: &Inner,
+        kind: &'static dyn HoldKind,
         owner: Option<Owner>,
-        kind: crate::hold::meter::Kind,
         lease: Option<Duration>,
     ) -> Self {
         Fresh {
-            field: field_for(inner, kind),
+            field: kind.field(inner.fields.next()),
             owner,
             task: crate::hold::holds::Caller::current(),
             started: Instant::now(),
@@ -128,15 +129,15 @@ impl Fresh {
 
     /// Counts an attempt that did not grant, by cause.
     pub(crate) fn refused(&self, cause: &'static str) {
-        crate::hold::meter::failed_attempt(self.kind, cause);
+        crate::hold::meter::failed_attempt(self.kind.label(), cause);
     }
 
     /// After a failed attempt: retires the field, then waits a backoff and returns `Ok` to
     /// try again, or returns the error once retrying is pointless or the budget (one command
     /// timeout from the first error in a row) is spent.
     pub(crate) async fn after_error(&mut self, inner: &Inner, e: Error) -> Result<()> {
-        crate::hold::meter::failed_attempt(self.kind, crate::hold::meter::cause(&e));
-        self.field = field_for(inner, self.kind);
+        crate::hold::meter::failed_attempt(self.kind.label(), crate::hold::meter::cause(&e));
+        self.field = self.kind.field(inner.fields.next());
         let tried = Duration::from_micros(self.last_try.load(Ordering::Relaxed));
         self.retry.after(inner, e, self.started + tried).await
     }
@@ -144,7 +145,7 @@ impl Fresh {
     /// Replaces the field without an error (a fair waiter out of line rejoins under a new
     /// field: see `fair_acquire.lua`).
     pub(crate) fn retire(&mut self, inner: &Inner) {
-        self.field = field_for(inner, self.kind);
+        self.field = self.kind.field(inner.fields.next());
     }
 
     /// An attempt got a reply: the run of errors (its budget, backoff, warning) is over.
@@ -170,17 +171,6 @@ impl Fresh {
         } else {
             Patience::OneTimeout
         };
-    }
-}
-
-/// A new field for a hold of `kind`: `<client_id>:<n>`, and for a write hold of a read-write
-/// lock `<client_id>:<n>:write` (Redisson's naming; its release tells it from readers by it).
-fn field_for(inner: &Inner, kind: crate::hold::meter::Kind) -> String {
-    let field = inner.fields.next();
-    if kind == crate::hold::meter::Kind::Write {
-        field + ":write"
-    } else {
-        field
     }
 }
 
@@ -279,7 +269,6 @@ pub(crate) async fn attempt<M: AcquireCall>(
         task: fresh.task,
         clean_ups: fresh.clean_ups.clone(),
         started: fresh.started,
-        kind: fresh.kind,
         fixed_lease: fresh.lease,
         mode,
         _gate: gate,
@@ -338,7 +327,6 @@ struct AttemptArgs<M> {
     task: crate::hold::holds::Caller,
     clean_ups: Arc<CleanUps>,
     started: Instant,
-    kind: crate::hold::meter::Kind,
     fixed_lease: Option<Duration>,
     mode: M,
     _gate: Option<OwnedMutexGuard<()>>,
@@ -353,7 +341,6 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
         task,
         clean_ups,
         started,
-        kind,
         fixed_lease,
         mode,
         _gate,
@@ -434,7 +421,6 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
                 mutated_token(token as u64),
                 owner,
                 task,
-                kind,
                 valid_until,
             ));
             if !hold.add_guard(watchdog, valid_until) {
@@ -452,7 +438,7 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
             // one is released (and reported lost) too if the client is shutting down.
             inner.shared.holds.insert(hold.clone());
             inner.watch_hold(&hold);
-            crate::hold::meter::acquired(kind, started.elapsed());
+            crate::hold::meter::acquired(keys.kind.label(), started.elapsed());
             if handed && watchdog {
                 renew_first_lease(&inner, hold.clone());
             }
@@ -564,11 +550,8 @@ pub(crate) async fn reenter(
         let watchdog = lease.is_none();
         let lease = lease.unwrap_or(inner.settings.watchdog_lease);
         let sent = Instant::now();
-        // A read hold's own lease is its timeout key: lengthened with it.
-        let mut script_keys = vec![keys.lock.clone()];
-        if keys.rw == Some(crate::hold::keys::Side::Read) {
-            script_keys.push(keys.read_timeout(&hold.field));
-        }
+        // Every key whose TTL is the hold's lease (a read hold's timeout key too).
+        let script_keys = keys.kind.lease_keys(&keys, &hold.field);
         let reply: Option<i64> = scripts::REENTER
             .run(
                 inner.pool.next(),

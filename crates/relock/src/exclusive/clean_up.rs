@@ -10,7 +10,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::handle::Inner;
-use crate::hold::keys::LockKeys;
+use crate::hold::kind::LockKeys;
 
 /// An acquire whose reply never came may have been granted: remove that hold now rather than
 /// let it block others until its lease ends. It names the attempt's own field, which the

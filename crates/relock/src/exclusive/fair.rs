@@ -28,8 +28,51 @@ use crate::exclusive::fair_line::{Line, QueueEntry};
 use crate::exclusive::wait::{self, Start};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::keys::LockKeys;
+use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall, Wake};
 use crate::hold::reentry;
+
+/// The fair lock's holds: fields of the lock's hash like a plain lock's (renewed with them),
+/// released by `fair_release.lua`, which hands the lock to the first in line.
+#[derive(Debug)]
+pub(crate) struct Fair;
+
+/// The fair lock's [`HoldKind`].
+pub(crate) static FAIR: Fair = Fair;
+
+impl HoldKind for Fair {
+    fn label(&self) -> &'static str {
+        "fair"
+    }
+
+    fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
+        // It may hand the lock on, minting the next holder's token: the whole queue group.
+        ScriptCall {
+            script: &scripts::FAIR_RELEASE,
+            keys: keys.release_keys(),
+            args: vec![
+                field.to_string(),
+                crate::exclusive::hash_hold::release_mode(all).into(),
+                ctx.publish.into(),
+                ctx.grace_ms.to_string(),
+                keys.channel.clone(),
+                keys.wake_channel().to_string(),
+            ],
+            coalesce: false,
+        }
+    }
+
+    fn renewal_group(&self) -> &'static str {
+        crate::exclusive::hash_hold::LOCK_HOLDS
+    }
+
+    fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
+        crate::exclusive::hash_hold::renew(batch, lease_ms)
+    }
+
+    fn wake(&self) -> Wake {
+        Wake::Release
+    }
+}
 
 /// First re-check when the lock is free but another waiter is first; doubled each time.
 const BEHIND_FIRST_CHECK: Duration = Duration::from_millis(10);
@@ -430,7 +473,6 @@ async fn take_handoff(
         crate::exclusive::attempt::mutated_token(token),
         fresh.owner.clone(),
         fresh.task,
-        fresh.kind,
         valid_until,
     ));
     if !hold.add_guard(watchdog, valid_until) {
@@ -440,7 +482,7 @@ async fn take_handoff(
     }
     inner.shared.holds.insert(hold.clone());
     inner.watch_hold(&hold);
-    crate::hold::meter::acquired(fresh.kind, fresh.started.elapsed());
+    crate::hold::meter::acquired(fresh.kind.label(), fresh.started.elapsed());
     if watchdog {
         crate::exclusive::attempt::renew_first_lease(inner, hold.clone());
     }

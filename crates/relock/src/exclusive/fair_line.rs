@@ -11,7 +11,7 @@ use tokio::sync::{Mutex as AsyncMutex, Notify};
 use tokio::time::Instant;
 
 use crate::client::scripts;
-use crate::hold::keys::LockKeys;
+use crate::hold::kind::LockKeys;
 
 /// One waiter in a line, as this client knows it.
 #[derive(Debug)]

@@ -13,8 +13,7 @@ use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::keys::LockKeys;
-use crate::hold::meter::Kind;
+use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall, Wake};
 use crate::hold::reentry::{self, Target};
 
 /// A distributed lock, wire-compatible with Redisson's `RLock`.
@@ -97,9 +96,58 @@ impl Client {
     }
 }
 
+/// The keys of the lock `name`: a plain lock's, or a fair lock's with its waiting line.
+fn lock_keys(name: &str, fair: bool) -> Result<LockKeys> {
+    if fair {
+        Ok(LockKeys::new(name, &crate::exclusive::fair::FAIR)?.with_queue())
+    } else {
+        LockKeys::new(name, &PLAIN)
+    }
+}
+
+/// The plain lock's holds: Redisson's `RLock` hash, released by `release.lua` (which the
+/// client's batcher may coalesce) and renewed by `renew.lua`.
+#[derive(Debug)]
+pub(crate) struct Plain;
+
+/// The plain lock's [`HoldKind`].
+pub(crate) static PLAIN: Plain = Plain;
+
+impl HoldKind for Plain {
+    fn label(&self) -> &'static str {
+        "plain"
+    }
+
+    fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
+        ScriptCall {
+            script: &scripts::RELEASE,
+            keys: vec![keys.lock.clone()],
+            args: vec![
+                field.to_string(),
+                crate::exclusive::hash_hold::release_mode(all).into(),
+                ctx.publish.into(),
+                keys.channel.clone(),
+            ],
+            coalesce: true,
+        }
+    }
+
+    fn renewal_group(&self) -> &'static str {
+        crate::exclusive::hash_hold::LOCK_HOLDS
+    }
+
+    fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
+        crate::exclusive::hash_hold::renew(batch, lease_ms)
+    }
+
+    fn wake(&self) -> Wake {
+        Wake::Release
+    }
+}
+
 impl Lock {
     pub(crate) fn new(inner: Arc<Inner>, name: String, fair: bool) -> Self {
-        let keys = LockKeys::new(&name, fair).ok().map(Arc::new);
+        let keys = lock_keys(&name, fair).ok().map(Arc::new);
         Lock {
             inner,
             name: name.into(),
@@ -148,9 +196,7 @@ impl Lock {
     pub(crate) fn keys(&self) -> Result<Arc<LockKeys>> {
         match &self.keys {
             Some(k) => Ok(k.clone()),
-            None => {
-                Err(LockKeys::new(&self.name, self.fair).expect_err("keys failed to build before"))
-            }
+            None => Err(lock_keys(&self.name, self.fair).expect_err("keys failed to build before")),
         }
     }
 
@@ -172,11 +218,7 @@ impl Lock {
             )?;
             Ok(match target {
                 Target::Reenter(hold) => Plan::Reenter(hold),
-                Target::Fresh { owner } => Plan::Fresh {
-                    owner,
-                    kind: if self.fair { Kind::Fair } else { Kind::Plain },
-                    with: (),
-                },
+                Target::Fresh { owner } => Plan::Fresh { owner, with: () },
             })
         };
         let fair = self.fair;
@@ -207,7 +249,7 @@ impl Lock {
         }
         let caller = crate::hold::reentry::Caller::current();
         inner.shared.holds.find(&keys.lock, |h| {
-            h.task == caller && h.is_live() && !h.is_read_write()
+            h.task == caller && h.is_live() && h.keys.kind.shared_reentry()
         })
     }
 

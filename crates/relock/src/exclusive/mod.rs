@@ -1,10 +1,17 @@
 //! **The exclusive kinds: one holder at a time (or many readers).**
 //!
+//! Each kind's file implements, for its holds, the hold room's `HoldKind` (its release and
+//! renewal calls, its wake-ups, its re-entry) and this room's `AcquireCall` (its acquire
+//! script and how to read the reply):
+//!
 //! - `lock`: [`Lock`](crate::Lock), plain and fair: the handle, the plain wait loop, queries,
-//!   `force_unlock`; `Client::lock` and `Client::fair_lock`.
-//! - `fair` and `fair_line`: the fair wait loop, the waiters' heartbeats, and this client's
-//!   waiters in lines (the fair lock's per-client state, with its shutdown step).
-//! - `rwlock`: [`ReadWriteLock`](crate::ReadWriteLock) and its two sides.
+//!   `force_unlock`; `Client::lock` and `Client::fair_lock`; the plain holds' kind (`PLAIN`).
+//! - `fair` and `fair_line`: the fair holds' kind (`FAIR`), the fair wait loop, the waiters'
+//!   heartbeats, and this client's waiters in lines (the fair lock's per-client state, with
+//!   its shutdown step).
+//! - `rwlock`: [`ReadWriteLock`](crate::ReadWriteLock), its two sides and their kinds.
+//! - `hash_hold`: what the kinds whose holds are one field of the lock's hash share (their
+//!   renewal call).
 //! - `acquire`: the acquire every kind here shares (checks, re-entry or fresh as the kind
 //!   plans it, the span), written once; the kind gives its plan and its wait.
 //! - `attempt`: one acquire script call for a fresh hold, as the kind's `AcquireCall` says
@@ -21,6 +28,7 @@ pub(crate) mod attempt;
 pub(crate) mod clean_up;
 pub(crate) mod fair;
 pub(crate) mod fair_line;
+pub(crate) mod hash_hold;
 pub(crate) mod lock;
 pub(crate) mod multilock;
 pub(crate) mod rwlock;

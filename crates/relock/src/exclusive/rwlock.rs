@@ -13,7 +13,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::handle::{Client, Inner};
-use crate::client::pubsub::ChannelKind;
 use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::exclusive::acquire::{acquire, acquire_spans, Acquire, Plan};
@@ -21,8 +20,8 @@ use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::keys::{LockKeys, Side};
-use crate::hold::meter::Kind;
+use crate::hold::kind::{CallContext, HoldKind, ScriptCall, Wake};
+use crate::hold::kind::{LockKeys, Side};
 use crate::hold::reentry;
 
 /// A distributed read-write lock: any number of readers, or one writer. Wire-compatible with
@@ -148,21 +147,135 @@ impl ReadWriteLock {
     }
 }
 
+/// A read-write lock's read holds: fields of its hash (Redisson's `RReadWriteLock` layout),
+/// each with a timeout key of its own that is its lease, renewed with it by
+/// `rw_read_renew.lua`. They re-enter through the read-write lock's own plan, not the shared
+/// re-entry.
+#[derive(Debug)]
+pub(crate) struct Read;
+
+/// A read-write lock's write holds: fields named `<client_id>:<n>:write` (Redisson tells
+/// them from readers by it), renewed like a lock's.
+#[derive(Debug)]
+pub(crate) struct Write;
+
+static READ: Read = Read;
+static WRITE: Write = Write;
+
+/// `rw_read_release.lua` or `rw_write_release.lua`, with the keys they take.
+fn release_side(
+    script: &'static crate::script::Script,
+    mut script_keys: Vec<String>,
+    keys: &LockKeys,
+    field: &str,
+    all: bool,
+    ctx: &CallContext,
+) -> ScriptCall {
+    script_keys.insert(0, keys.lock.clone());
+    ScriptCall {
+        script,
+        keys: script_keys,
+        args: vec![
+            field.to_string(),
+            crate::exclusive::hash_hold::release_mode(all).into(),
+            ctx.publish.into(),
+            keys.hold_prefix(),
+            keys.channel.clone(),
+        ],
+        coalesce: false,
+    }
+}
+
+impl HoldKind for Read {
+    fn label(&self) -> &'static str {
+        "read"
+    }
+
+    fn lease_keys(&self, keys: &LockKeys, field: &str) -> Vec<String> {
+        vec![keys.lock.clone(), keys.read_timeout(field)]
+    }
+
+    fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
+        let own = vec![keys.read_timeout(field)];
+        release_side(&scripts::RW_READ_RELEASE, own, keys, field, all, ctx)
+    }
+
+    fn renewal_group(&self) -> &'static str {
+        "read holds"
+    }
+
+    fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
+        ScriptCall {
+            script: &scripts::RW_READ_RENEW,
+            keys: batch
+                .iter()
+                .flat_map(|(k, f)| self.lease_keys(k, f))
+                .collect(),
+            args: std::iter::once(lease_ms.to_string())
+                .chain(batch.iter().map(|(_, f)| f.to_string()))
+                .collect(),
+            coalesce: false,
+        }
+    }
+
+    fn wake(&self) -> Wake {
+        Wake::ReleaseOrShared
+    }
+
+    fn shared_reentry(&self) -> bool {
+        false
+    }
+}
+
+impl HoldKind for Write {
+    fn label(&self) -> &'static str {
+        "write"
+    }
+
+    fn field(&self, fresh: String) -> String {
+        fresh + ":write"
+    }
+
+    fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
+        release_side(&scripts::RW_WRITE_RELEASE, vec![], keys, field, all, ctx)
+    }
+
+    fn renewal_group(&self) -> &'static str {
+        crate::exclusive::hash_hold::LOCK_HOLDS
+    }
+
+    fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
+        crate::exclusive::hash_hold::renew(batch, lease_ms)
+    }
+
+    fn wake(&self) -> Wake {
+        Wake::ReleaseOrShared
+    }
+
+    fn shared_reentry(&self) -> bool {
+        false
+    }
+}
+
 impl Half {
     fn keys(&self) -> Result<Arc<LockKeys>> {
-        LockKeys::read_write(&self.name, self.side).map(Arc::new)
+        let kind: &'static dyn HoldKind = match self.side {
+            Side::Read => &READ,
+            Side::Write => &WRITE,
+        };
+        LockKeys::read_write(&self.name, self.side, kind).map(Arc::new)
     }
 
     /// Decides between re-entry, a downgrade and a fresh hold, from the holds of this lock in
     /// the scopes around the caller (innermost first) or, outside them, its owner's.
-    fn plan(&self, keys: &LockKeys, kind: Kind) -> Result<Plan<SideCall>> {
+    fn plan(&self, keys: &LockKeys) -> Result<Plan<SideCall>> {
         let inner = &self.inner;
         let owner = reentry::owner(inner.settings.reentrancy);
         let mut mine = reentry::scoped_holds(inner.shared.id, &keys.lock);
         if mine.is_empty() {
             if let Some(o) = &owner {
                 mine = inner.shared.holds.of_lock(&keys.lock);
-                mine.retain(|h| h.owner.as_ref() == Some(o) && h.is_live() && h.is_read_write());
+                mine.retain(|h| h.owner.as_ref() == Some(o) && h.is_live() && h.keys.rw.is_some());
             }
         }
         let of = |side| mine.iter().find(|h| h.keys.rw == Some(side)).cloned();
@@ -184,21 +297,18 @@ impl Half {
             // A read joins the caller's own write hold (a downgrade).
             (Side::Read, None, Some(w)) => Ok(Plan::Fresh {
                 owner,
-                kind,
                 with: SideCall::Read {
                     writer: live(w)?.field.clone(),
                 },
             }),
             (Side::Read, None, None) => Ok(Plan::Fresh {
                 owner,
-                kind,
                 with: SideCall::Read {
                     writer: String::new(),
                 },
             }),
             (Side::Write, None, None) => Ok(Plan::Fresh {
                 owner,
-                kind,
                 with: SideCall::Write,
             }),
         }
@@ -206,9 +316,9 @@ impl Half {
 
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
         let inner = &self.inner;
-        let (side, kind) = match self.side {
-            Side::Read => ("read", Kind::Read),
-            Side::Write => ("write", Kind::Write),
+        let side = match self.side {
+            Side::Read => "read",
+            Side::Write => "write",
         };
         let name = &*self.name;
         let lock = Acquire {
@@ -217,7 +327,7 @@ impl Half {
             lease: self.lease,
             spans: acquire_spans!(name, side),
         };
-        let plan = |keys: &Arc<LockKeys>| self.plan(keys, kind);
+        let plan = |keys: &Arc<LockKeys>| self.plan(keys);
         acquire(lock, wait, plan, |keys, fresh, call, wait| {
             wait::lease_bounded(inner, keys, fresh, wait, call)
         })
@@ -370,7 +480,7 @@ impl AcquireCall for SideCall {
     fn exclusive(&self) -> bool {
         false
     }
-    fn channel_kind(&self) -> ChannelKind {
-        ChannelKind::ReadWrite
+    fn channel_kind(&self) -> Wake {
+        Wake::ReleaseOrShared
     }
 }

@@ -17,7 +17,7 @@ use crate::exclusive::attempt::{
     attempt, await_local_release, AcquireCall, Attempt, Fresh, NO_TTL_RECHECK,
 };
 use crate::hold::guard::LockGuard;
-use crate::hold::keys::LockKeys;
+use crate::hold::kind::LockKeys;
 use crate::hold::reentry;
 
 /// How a wait started.

@@ -20,8 +20,8 @@ use dashmap::DashMap;
 use tokio::sync::{watch, Notify};
 use tokio::time::Instant;
 
-use crate::hold::keys::LockKeys;
-use crate::hold::meter::{self, Kind};
+use crate::hold::kind::LockKeys;
+use crate::hold::meter;
 use crate::hold::owner::Owner;
 
 /// The code that calls `lock()`: its tokio task, or outside any task (inside `block_on`) its
@@ -53,8 +53,6 @@ pub(crate) struct Hold {
     pub(crate) owner: Option<Owner>,
     /// The code that acquired it, to warn when it waits on its own hold.
     pub(crate) task: Caller,
-    /// The lock kind, for metrics.
-    pub(crate) kind: Kind,
     /// When it was granted, for the hold-time metric.
     pub(crate) granted_at: Instant,
     state: Mutex<HoldState>,
@@ -88,7 +86,6 @@ impl Hold {
         token: u64,
         owner: Option<Owner>,
         task: Caller,
-        kind: Kind,
         valid_until: Instant,
     ) -> Self {
         Hold {
@@ -97,7 +94,6 @@ impl Hold {
             token,
             owner,
             task,
-            kind,
             granted_at: Instant::now(),
             state: Mutex::new(HoldState {
                 count: 0,
@@ -148,11 +144,6 @@ impl Hold {
     }
 
     /// The last guard went away.
-    /// Whether this is a hold of a read-write lock (a read or a write hold).
-    pub(crate) fn is_read_write(&self) -> bool {
-        self.keys.rw.is_some()
-    }
-
     pub(crate) fn is_releasing(&self) -> bool {
         self.state.lock().unwrap().releasing
     }
@@ -178,7 +169,7 @@ impl Hold {
     /// `reason`.
     pub(crate) fn mark_lost(&self, reason: &'static str) {
         if self.set_lost() && self.count() > 0 {
-            meter::lost(self.kind);
+            meter::lost(self.keys.kind.label());
             tracing::warn!(lock = %self.keys.lock, field = %self.field, reason, "lock lost while held");
         }
     }

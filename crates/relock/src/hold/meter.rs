@@ -16,36 +16,12 @@
 //! | `relock_subscriptions` | gauge | — | lock channels this client is subscribed to |
 //! | `relock_quorum_votes_total` | counter | `vote` | quorum votes: `granted`, `held`, `timeout`, `error`, `quarantined`, `unavailable` |
 //!
-//! `kind` is `plain`, `fair` or `quorum`.
+//! `kind` is the hold kind's label (`HoldKind::label`): `plain`, `fair`, `read`, `write` or
+//! `quorum`.
 
 use std::time::Duration;
 
 use crate::error::Error;
-
-/// Which lock kind a metric is about.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Plain,
-    Fair,
-    Quorum,
-    /// A read hold of a read-write lock.
-    Read,
-    /// A write hold of a read-write lock.
-    Write,
-}
-
-impl Kind {
-    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
-    fn label(self) -> &'static str {
-        match self {
-            Kind::Plain => "plain",
-            Kind::Fair => "fair",
-            Kind::Quorum => "quorum",
-            Kind::Read => "read",
-            Kind::Write => "write",
-        }
-    }
-}
 
 /// The `cause` label of a failed attempt's error.
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
@@ -69,27 +45,25 @@ pub(crate) fn cause(e: &Error) -> &'static str {
 mod imp {
     use super::*;
 
-    pub(crate) fn acquired(kind: Kind, waited: Duration) {
-        metrics::counter!("relock_acquisitions_total", "kind" => kind.label()).increment(1);
-        metrics::histogram!("relock_wait_seconds", "kind" => kind.label())
-            .record(waited.as_secs_f64());
+    pub(crate) fn acquired(kind: &'static str, waited: Duration) {
+        metrics::counter!("relock_acquisitions_total", "kind" => kind).increment(1);
+        metrics::histogram!("relock_wait_seconds", "kind" => kind).record(waited.as_secs_f64());
     }
-    pub(crate) fn failed_attempt(kind: Kind, cause: &'static str) {
-        metrics::counter!("relock_failed_attempts_total", "kind" => kind.label(), "cause" => cause)
+    pub(crate) fn failed_attempt(kind: &'static str, cause: &'static str) {
+        metrics::counter!("relock_failed_attempts_total", "kind" => kind, "cause" => cause)
             .increment(1);
     }
-    pub(crate) fn released(kind: Kind, held: Duration) {
-        metrics::histogram!("relock_hold_seconds", "kind" => kind.label())
-            .record(held.as_secs_f64());
+    pub(crate) fn released(kind: &'static str, held: Duration) {
+        metrics::histogram!("relock_hold_seconds", "kind" => kind).record(held.as_secs_f64());
     }
-    pub(crate) fn renewed(kind: Kind, n: u64) {
-        metrics::counter!("relock_renewals_total", "kind" => kind.label()).increment(n);
+    pub(crate) fn renewed(kind: &'static str, n: u64) {
+        metrics::counter!("relock_renewals_total", "kind" => kind).increment(n);
     }
-    pub(crate) fn renewal_failed(kind: Kind, n: u64) {
-        metrics::counter!("relock_renewal_failures_total", "kind" => kind.label()).increment(n);
+    pub(crate) fn renewal_failed(kind: &'static str, n: u64) {
+        metrics::counter!("relock_renewal_failures_total", "kind" => kind).increment(n);
     }
-    pub(crate) fn lost(kind: Kind) {
-        metrics::counter!("relock_locks_lost_total", "kind" => kind.label()).increment(1);
+    pub(crate) fn lost(kind: &'static str) {
+        metrics::counter!("relock_locks_lost_total", "kind" => kind).increment(1);
     }
     pub(crate) fn wakeup() {
         metrics::counter!("relock_wakeups_total").increment(1);
@@ -110,12 +84,12 @@ mod imp {
 mod imp {
     use super::*;
 
-    pub(crate) fn acquired(_: Kind, _: Duration) {}
-    pub(crate) fn failed_attempt(_: Kind, _: &'static str) {}
-    pub(crate) fn released(_: Kind, _: Duration) {}
-    pub(crate) fn renewed(_: Kind, _: u64) {}
-    pub(crate) fn renewal_failed(_: Kind, _: u64) {}
-    pub(crate) fn lost(_: Kind) {}
+    pub(crate) fn acquired(_: &'static str, _: Duration) {}
+    pub(crate) fn failed_attempt(_: &'static str, _: &'static str) {}
+    pub(crate) fn released(_: &'static str, _: Duration) {}
+    pub(crate) fn renewed(_: &'static str, _: u64) {}
+    pub(crate) fn renewal_failed(_: &'static str, _: u64) {}
+    pub(crate) fn lost(_: &'static str) {}
     pub(crate) fn wakeup() {}
     pub(crate) fn wasted_wakeup() {}
     pub(crate) fn subscriptions(_: usize) {}

@@ -16,6 +16,8 @@
 //! - `detach`: work that must run to its end whatever its caller does.
 //! - `methods`: [`DistributedLock`](crate::DistributedLock) and `lock_methods!`, the acquiring
 //!   methods written once for every kind.
+//! - `kind`: [`HoldKind`](kind::HoldKind), what a lock kind tells the shared code about its
+//!   holds (its release and renewal calls, its wake-ups, its re-entry), and [`Wake`](kind::Wake).
 //! - `keys`: the names of a lock's keys and channel (Redisson's `{name}` rule).
 //! - `meter`: counters and span fields for benchmarks and traces.
 //!
@@ -26,6 +28,7 @@ pub(crate) mod detach;
 pub(crate) mod guard;
 pub(crate) mod holds;
 pub(crate) mod keys;
+pub(crate) mod kind;
 pub(crate) mod meter;
 pub(crate) mod methods;
 pub(crate) mod owner;

@@ -89,7 +89,8 @@ pub(crate) fn resolve(client: u64, mode: Reentrancy, holds: &Holds, lock: &str) 
     }
     let owner = owner(mode);
     if let Some(o) = &owner {
-        let mine = |h: &Hold| h.owner.as_ref() == Some(o) && h.is_live() && !h.is_read_write();
+        let mine =
+            |h: &Hold| h.owner.as_ref() == Some(o) && h.is_live() && h.keys.kind.shared_reentry();
         if let Some(h) = holds.find(lock, mine) {
             return Ok(Target::Reenter(h));
         }
@@ -107,28 +108,31 @@ pub(crate) fn owner(mode: Reentrancy) -> Option<Owner> {
     }
 }
 
-/// The read-write lock holds of `lock` on `client` whose scopes enclose the current future,
-/// innermost first.
+/// The holds of `lock` on `client` whose scopes enclose the current future, innermost first,
+/// of a kind with a re-entry of its own (`HoldKind::shared_reentry` false: a read-write
+/// lock's sides), for that kind to choose from.
 pub(crate) fn scoped_holds(client: u64, lock: &str) -> Vec<Arc<Hold>> {
     HELD.try_with(|held| {
         held.iter()
             .rev()
             .filter(|s| s.client == client && s.hold.keys.lock == lock)
-            .filter(|s| s.hold.is_read_write())
+            .filter(|s| !s.hold.keys.kind.shared_reentry())
             .map(|s| s.hold.clone())
             .collect()
     })
     .unwrap_or_default()
 }
 
-/// The innermost enclosing scope's hold of `lock` on `client`, if any: a lock's (plain, fair
-/// or quorum), never a read-write lock's of the same name, whose holds mean something else
-/// (`scoped_holds` finds those).
+/// The innermost enclosing scope's hold of `lock` on `client` that the shared re-entry
+/// applies to, if any: never a hold of a kind with a re-entry of its own (a read-write lock's
+/// of the same name, whose holds mean something else: `scoped_holds` finds those).
 pub(crate) fn scoped_hold(client: u64, lock: &str) -> Option<Arc<Hold>> {
     HELD.try_with(|held| {
         held.iter()
             .rev()
-            .find(|s| s.client == client && s.hold.keys.lock == lock && !s.hold.is_read_write())
+            .find(|s| {
+                s.client == client && s.hold.keys.lock == lock && s.hold.keys.kind.shared_reentry()
+            })
             .map(|s| s.hold.clone())
     })
     .ok()

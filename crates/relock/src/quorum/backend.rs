@@ -21,7 +21,7 @@ use crate::client::handle::Inner;
 use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::hold::holds::FieldMaker;
-use crate::hold::keys::LockKeys;
+use crate::hold::kind::LockKeys;
 use crate::hold::reentry::Reentrancy;
 use crate::quorum::node::{pinned, Eligibility, Node};
 

@@ -16,7 +16,7 @@ use crate::client::scripts;
 use crate::error::{Error, NodeVote, Result, Vote};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::keys::LockKeys;
+use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall, Wake};
 use crate::hold::reentry::{self, Target};
 use crate::quorum::backend::QuorumInner;
 use crate::quorum::node::pinned;
@@ -92,6 +92,62 @@ impl crate::QuorumClient {
     }
 }
 
+/// A quorum lock's holds: on each node a field of Redisson's `RLock` hash, with the node's
+/// fencing counter raised to the hold's token on release. The quorum's own backend
+/// (`quorum::renewal`) releases and renews them on every node with the hold's token; the
+/// calls below are the same scripts for one node without a token (no raise), for a caller
+/// that has only the keys and the field.
+#[derive(Debug)]
+pub(crate) struct Quorum;
+
+/// The quorum lock's [`HoldKind`].
+pub(crate) static QUORUM: Quorum = Quorum;
+
+impl HoldKind for Quorum {
+    fn label(&self) -> &'static str {
+        "quorum"
+    }
+
+    fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
+        ScriptCall {
+            script: &scripts::QUORUM_RELEASE,
+            keys: vec![keys.lock.clone(), keys.token.clone()],
+            args: vec![
+                field.to_string(),
+                if all { "all" } else { "1" }.into(),
+                ctx.publish.into(),
+                keys.channel.clone(),
+                "0".into(),
+                ctx.grace_ms.to_string(),
+            ],
+            coalesce: false,
+        }
+    }
+
+    fn renewal_group(&self) -> &'static str {
+        "quorum holds"
+    }
+
+    fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, ctx: &CallContext) -> ScriptCall {
+        ScriptCall {
+            script: &scripts::QUORUM_RENEW,
+            keys: batch
+                .iter()
+                .flat_map(|(k, _)| [k.lock.clone(), k.token.clone()])
+                .collect(),
+            args: [lease_ms.to_string(), ctx.grace_ms.to_string()]
+                .into_iter()
+                .chain(batch.iter().flat_map(|(_, f)| [f.to_string(), "0".into()]))
+                .collect(),
+            coalesce: false,
+        }
+    }
+
+    fn wake(&self) -> Wake {
+        Wake::Release
+    }
+}
+
 impl QuorumLock {
     pub(crate) fn new(q: Arc<QuorumInner>, name: String) -> Self {
         QuorumLock {
@@ -131,7 +187,7 @@ impl QuorumLock {
     }
 
     fn keys(&self) -> Result<Arc<LockKeys>> {
-        LockKeys::new(&self.name, false).map(Arc::new)
+        LockKeys::new(&self.name, &QUORUM).map(Arc::new)
     }
 
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
@@ -179,16 +235,13 @@ impl QuorumLock {
             };
             let failure = match attempt.await.map_err(|_| Error::Shutdown)?? {
                 Outcome::Acquired(g) => {
-                    crate::hold::meter::acquired(
-                        crate::hold::meter::Kind::Quorum,
-                        started.elapsed(),
-                    );
+                    crate::hold::meter::acquired(QUORUM.label(), started.elapsed());
                     return Ok(Some(g));
                 }
                 Outcome::Failed(f) => f,
             };
             crate::hold::meter::failed_attempt(
-                crate::hold::meter::Kind::Quorum,
+                QUORUM.label(),
                 if failure.held > 0 {
                     "held"
                 } else {

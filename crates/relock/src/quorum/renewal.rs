@@ -72,7 +72,7 @@ pub(crate) async fn release(
         .await;
     if remaining == 0 {
         q.shared.holds.remove(&hold);
-        crate::hold::meter::released(hold.kind, hold.granted_at.elapsed());
+        crate::hold::meter::released(hold.keys.kind.label(), hold.granted_at.elapsed());
     }
     let held = replies.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
     if lost {
@@ -194,7 +194,7 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
     for (idx, h) in holds.iter().enumerate() {
         let n = renewed[idx];
         if n >= q.quorum && now < h.valid_until() {
-            crate::hold::meter::renewed(crate::hold::meter::Kind::Quorum, 1);
+            crate::hold::meter::renewed(h.keys.kind.label(), 1);
             h.renewed(sent, lease.saturating_sub(drift(lease)));
             for (node, conn) in free_on[idx].drain(..) {
                 put_back
@@ -205,7 +205,7 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
             }
         } else {
             ok = false;
-            crate::hold::meter::renewal_failed(crate::hold::meter::Kind::Quorum, 1);
+            crate::hold::meter::renewal_failed(h.keys.kind.label(), 1);
             tracing::warn!(lock = %h.keys.lock, renewed = n, needed = q.quorum, "quorum renewal failed");
             if not_here[idx] > q.nodes.len() - q.quorum || now >= h.valid_until() {
                 // A majority no longer has it (deleted, force-unlocked, expired), or the

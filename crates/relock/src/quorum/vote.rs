@@ -11,7 +11,7 @@ use crate::client::scripts;
 use crate::error::{NodeVote, Result, Vote};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::keys::LockKeys;
+use crate::hold::kind::LockKeys;
 use crate::hold::owner::Owner;
 use crate::quorum::lock::{Failure, Outcome, QuorumLock, TimedReply};
 use crate::quorum::node::pinned;
@@ -207,7 +207,6 @@ impl QuorumLock {
                 token,
                 owner,
                 task,
-                crate::hold::meter::Kind::Quorum,
                 valid_until,
             ));
             // False if the validity ran out between the check above and now.

@@ -21,8 +21,8 @@ use std::sync::{Arc, Weak};
 use fred::interfaces::HashesInterface;
 
 use crate::client::hold_watch::{MAX_WATCHED, SETTLE};
-use crate::client::pubsub::ChannelKind;
 use crate::hold::holds::Hold;
+use crate::hold::kind::Wake;
 use crate::quorum::backend::QuorumInner;
 
 /// Watches `hold` (of `q`) until it ends: see the module.
@@ -50,7 +50,7 @@ pub(crate) fn watch(q: &Arc<QuorumInner>, hold: &Arc<Hold>) {
         let subscribed = futures_util::future::join_all(conns.iter().map(|c| {
             let channel = channel.clone();
             async move {
-                let sub = c.pubsub.subscribe_as(&channel, ChannelKind::Lock);
+                let sub = c.pubsub.subscribe_as(&channel, Wake::Release);
                 tokio::time::timeout(limit * 4, sub).await.ok()?.ok()
             }
         }));
