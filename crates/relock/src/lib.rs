@@ -57,8 +57,10 @@
 //! # Layout
 //! The crate is in rooms, one folder per layer; a room uses the rooms below it and never one
 //! beside or above it (the unit test `layers` fails otherwise). Each room's `mod.rs` is its guide.
-//! - the crate root: `error` ([`Error`]), `seam` (the chaos harness's hooks) and `mutant`.
-//! - `hold`: what a client holds, with no Redis in it: holds, the `Backend` trait, the guard, the
+//! - the crate root: `error` ([`Error`]), `script` (a script as data), `seam` (the chaos
+//!   harness's hooks) and `mutant`.
+//! - `hold`: what a client holds, with no Redis in it: holds, the `Backend` trait, the
+//!   `HoldKind` trait (what a lock kind tells the shared code about its holds), the guard, the
 //!   watchdog's loop, re-entry, owners, run-to-end, the acquiring methods, key names.
 //! - `client`: one Redis deployment: [`Client`] and its builder, fred's start, errors and
 //!   redaction, scripts, pub/sub, coalescing, the one-server backend, the hold watch. Kinds keep

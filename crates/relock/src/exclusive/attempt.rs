@@ -74,7 +74,7 @@ pub(crate) trait AcquireCall: Clone + Send + Sync + 'static {
         true
     }
     /// How the messages on the lock's channel read.
-    fn channel_kind(&self) -> crate::hold::kind::Wake {
+    fn wake(&self) -> crate::hold::kind::Wake {
         crate::hold::kind::Wake::Release
     }
 }

@@ -24,7 +24,7 @@ use crate::client::handle::{Client, Inner, KindState, Round};
 use crate::client::scripts;
 use crate::error::Result;
 use crate::exclusive::attempt::{attempt, AcquireCall, Attempt, Fresh, NO_TTL_RECHECK};
-use crate::exclusive::fair_line::{Line, QueueEntry};
+use crate::exclusive::fair_line::{Line, QueueEntry, QueueKeys};
 use crate::exclusive::wait::{self, Start};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
@@ -48,14 +48,14 @@ impl HoldKind for Fair {
         // It may hand the lock on, minting the next holder's token: the whole queue group.
         ScriptCall {
             script: &scripts::FAIR_RELEASE,
-            keys: keys.release_keys(),
+            keys: QueueKeys::of(&keys.lock).group(keys).to_vec(),
             args: vec![
                 field.to_string(),
                 crate::exclusive::hash_hold::release_mode(all).into(),
                 ctx.publish.into(),
                 ctx.grace_ms.to_string(),
                 keys.channel.clone(),
-                keys.wake_channel().to_string(),
+                keys.wake.clone(),
             ],
             coalesce: false,
         }
@@ -257,9 +257,9 @@ async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
     args.push(inner.publish_cmd().to_string());
     args.push(inner.grace_ms().to_string());
     for e in batch {
-        keys.extend(e.keys.queue_group().into_iter().flatten());
+        keys.extend(e.line.group(&e.keys));
         args.push(e.field.clone());
-        args.push(e.keys.wake_channel().to_string());
+        args.push(e.keys.wake.clone());
     }
     let limit = inner.settings.command_timeout.min(hb / 5);
     let sent = tokio::time::Instant::now();
@@ -503,12 +503,9 @@ impl AcquireCall for FairCall {
         _: &str,
         args: &mut Vec<String>,
     ) -> (&'static scripts::Script, Vec<String>) {
-        let Some([lock, queue, alive, seq, token, handoff]) = keys.queue_group() else {
-            // Not a fair lock's keys: the plain acquire.
-            return (
-                &scripts::ACQUIRE,
-                vec![keys.lock.clone(), keys.token.clone()],
-            );
+        let [lock, queue, alive, seq, token, handoff] = match &self.0 {
+            Some(e) => e.line.group(keys),
+            None => QueueKeys::of(&keys.lock).group(keys),
         };
         let (join, ticket, first_lease, joined) = match &self.0 {
             Some(e) => {
@@ -530,7 +527,7 @@ impl AcquireCall for FairCall {
             inner.publish_cmd().to_string(),
             first_lease.to_string(),
             u8::from(joined).to_string(),
-            keys.wake_channel().to_string(),
+            keys.wake.clone(),
         ]);
         if let Some(e) = &self.0 {
             if let Some(retired) = e.replaces.as_ref().filter(|_| !joined) {

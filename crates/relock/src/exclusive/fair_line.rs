@@ -11,12 +11,66 @@ use tokio::sync::{Mutex as AsyncMutex, Notify};
 use tokio::time::Instant;
 
 use crate::client::scripts;
+use crate::hold::keys::prefixed;
 use crate::hold::kind::LockKeys;
+
+/// The sorted sets (and sequence) of a fair lock's waiting line, beside the lock's own keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct QueueKeys {
+    /// owner → ticket: arrival order.
+    pub(crate) queue: String,
+    /// owner → heartbeat deadline (server ms).
+    pub(crate) alive: String,
+    /// The ticket sequence (INCR).
+    pub(crate) seq: String,
+    /// owner → the first lease it asks for if handed the lock while it waits; then, once
+    /// handed it, owner → its token (`lua/lib/queue.lua`).
+    pub(crate) handoff: String,
+}
+
+impl QueueKeys {
+    /// The line of the fair lock `name`.
+    pub(crate) fn of(name: &str) -> Self {
+        QueueKeys {
+            queue: prefixed("relock_fair_queue", name),
+            alive: prefixed("relock_fair_alive", name),
+            seq: prefixed("relock_fair_seq", name),
+            handoff: prefixed("relock_fair_handoff", name),
+        }
+    }
+
+    /// KEYS of the fair-queue scripts that take the group (lock, queue, alive, seq, counter,
+    /// handoff): the counter and the handoff hash because a release, a leave or a heartbeat
+    /// may hand the lock to the first waiter (`lua/lib/handoff.lua`). The channels go with
+    /// the arguments: an ACL user needs a channel grant for them, not a key grant
+    /// (`docs/operations.md`, issue 22).
+    pub(crate) fn group(&self, keys: &LockKeys) -> [String; 6] {
+        [
+            keys.lock.clone(),
+            self.queue.clone(),
+            self.alive.clone(),
+            self.seq.clone(),
+            keys.token.clone(),
+            self.handoff.clone(),
+        ]
+    }
+}
+
+/// The channel of relock's fair-lock messages (`<field>`: you are first and the lock is free;
+/// `<field>=<token>`: you hold it), which the line's waiters listen on
+/// ([`LockKeys::wake`]). Not Redisson's `redisson_lock__channel`: a Redisson `RLock` waiter of
+/// the same name decodes that channel's messages as numbers, and logs an error for anything
+/// else (issue 22).
+pub(crate) fn fair_channel(name: &str) -> String {
+    prefixed("relock_fair_channel", name)
+}
 
 /// One waiter in a line, as this client knows it.
 #[derive(Debug)]
 pub(crate) struct QueueEntry {
     pub(crate) keys: Arc<LockKeys>,
+    /// Its line's keys.
+    pub(crate) line: QueueKeys,
     pub(crate) field: String,
     /// The ticket the server gave us (0: none yet), sent back so that a waiter evicted while
     /// alive rejoins at its old place.
@@ -52,6 +106,7 @@ impl QueueEntry {
         replaces: Option<String>,
     ) -> Self {
         QueueEntry {
+            line: QueueKeys::of(&keys.lock),
             keys,
             field,
             ticket: AtomicI64::new(ticket),
@@ -143,9 +198,7 @@ pub(crate) async fn leave(
     publish: &str,
     grace_ms: u64,
 ) -> std::result::Result<(), fred::error::Error> {
-    let Some(group) = entry.keys.queue_group() else {
-        return Ok(());
-    };
+    let group = entry.line.group(&entry.keys);
     scripts::FAIR_LEAVE
         .run::<i64>(
             conn,
@@ -154,9 +207,33 @@ pub(crate) async fn leave(
                 entry.field.clone(),
                 publish.into(),
                 grace_ms.to_string(),
-                entry.keys.wake_channel().to_string(),
+                entry.keys.wake.clone(),
             ],
         )
         .await
         .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lines_keys_share_the_locks_slot() {
+        let q = QueueKeys::of("orders:42");
+        assert_eq!(q.queue, "relock_fair_queue:{orders:42}");
+        assert_eq!(q.alive, "relock_fair_alive:{orders:42}");
+        assert_eq!(q.seq, "relock_fair_seq:{orders:42}");
+        assert_eq!(q.handoff, "relock_fair_handoff:{orders:42}");
+        assert_eq!(fair_channel("orders:42"), "relock_fair_channel:{orders:42}");
+        let t = QueueKeys::of("orders:{42}:a");
+        assert_eq!(t.alive, "relock_fair_alive:orders:{42}:a");
+        let slot = |k: &str| fred::util::redis_keyslot(k.as_bytes());
+        for name in ["orders:42", "orders:{42}:a"] {
+            let q = QueueKeys::of(name);
+            for k in [&q.queue, &q.alive, &q.seq, &q.handoff, &fair_channel(name)] {
+                assert_eq!(slot(k), slot(name), "{k}");
+            }
+        }
+    }
 }

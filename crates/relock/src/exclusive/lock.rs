@@ -10,6 +10,7 @@ use crate::client::scripts;
 use crate::error::Result;
 use crate::exclusive::acquire::{acquire, acquire_spans, Acquire, Plan};
 use crate::exclusive::attempt::AcquireCall;
+use crate::exclusive::fair_line::{self, QueueKeys};
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
@@ -99,7 +100,8 @@ impl Client {
 /// The keys of the lock `name`: a plain lock's, or a fair lock's with its waiting line.
 fn lock_keys(name: &str, fair: bool) -> Result<LockKeys> {
     if fair {
-        Ok(LockKeys::new(name, &crate::exclusive::fair::FAIR)?.with_queue())
+        let keys = LockKeys::new(name, &crate::exclusive::fair::FAIR)?;
+        Ok(keys.waking_on(fair_line::fair_channel(name)))
     } else {
         LockKeys::new(name, &PLAIN)
     }
@@ -191,6 +193,20 @@ impl Lock {
     /// The fixed lease, if any.
     pub fn lease(&self) -> Option<Duration> {
         self.lease
+    }
+
+    /// A fair lock's waiting line.
+    pub(crate) fn line(&self, keys: &LockKeys) -> Option<QueueKeys> {
+        self.fair.then(|| QueueKeys::of(&keys.lock))
+    }
+
+    /// KEYS of `force_unlock.lua`: the lock, and for a fair lock the rest of its line's group,
+    /// so that the first waiter is the one handed the lock (or woken).
+    pub(crate) fn release_keys(&self, keys: &LockKeys) -> Vec<String> {
+        match self.line(keys) {
+            Some(line) => line.group(keys).to_vec(),
+            None => vec![keys.lock.clone()],
+        }
     }
 
     pub(crate) fn keys(&self) -> Result<Arc<LockKeys>> {
@@ -330,7 +346,9 @@ impl Lock {
     /// Cancel safe (read only).
     pub async fn queue_len(&self) -> Result<usize> {
         let keys = self.keys()?;
-        let Some(q) = &keys.queue else { return Ok(0) };
+        let Some(q) = self.line(&keys) else {
+            return Ok(0);
+        };
         let n: usize = self
             .inner
             .pool
@@ -356,7 +374,7 @@ impl Lock {
     /// Cancel safe (read only).
     pub async fn queue_position(&self) -> Result<Option<usize>> {
         let keys = self.keys()?;
-        let Some(q) = &keys.queue else {
+        let Some(q) = self.line(&keys) else {
             return Ok(None);
         };
         let fields = self
@@ -395,12 +413,12 @@ impl Lock {
         let r: i64 = scripts::FORCE_UNLOCK
             .run(
                 self.inner.pool.next(),
-                keys.release_keys(),
+                self.release_keys(&keys),
                 vec![
                     self.inner.publish_cmd().into(),
                     "0".into(),
                     keys.channel.clone(),
-                    keys.wake_channel().to_string(),
+                    keys.wake.clone(),
                 ],
             )
             .await

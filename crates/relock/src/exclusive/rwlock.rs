@@ -20,8 +20,8 @@ use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
+use crate::hold::kind::LockKeys;
 use crate::hold::kind::{CallContext, HoldKind, ScriptCall, Wake};
-use crate::hold::kind::{LockKeys, Side};
 use crate::hold::reentry;
 
 /// A distributed read-write lock: any number of readers, or one writer. Wire-compatible with
@@ -162,6 +162,38 @@ pub(crate) struct Write;
 static READ: Read = Read;
 static WRITE: Write = Write;
 
+/// Which side of a read-write lock a hold is on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Side {
+    Read,
+    Write,
+}
+
+/// The side `hold` is on, if it is a read-write lock's (by its kind's label, which names one
+/// kind only).
+fn side_of(hold: &Hold) -> Option<Side> {
+    match hold.keys.kind.label() {
+        l if l == READ.label() => Some(Side::Read),
+        l if l == WRITE.label() => Some(Side::Write),
+        _ => None,
+    }
+}
+
+/// The prefix of a read-write lock's per-hold keys (Redisson's `suffixName`): `{name}:`, or
+/// `name:` for a name with its own hash tag, so that they share the lock's slot.
+fn hold_prefix(lock: &str) -> String {
+    if lock.contains('{') {
+        format!("{lock}:")
+    } else {
+        format!("{{{lock}}}:")
+    }
+}
+
+/// A read hold's timeout key: its own lease, independent of other readers'.
+fn read_timeout(keys: &LockKeys, field: &str) -> String {
+    format!("{}{field}:rwlock_timeout:1", hold_prefix(&keys.lock))
+}
+
 /// `rw_read_release.lua` or `rw_write_release.lua`, with the keys they take.
 fn release_side(
     script: &'static crate::script::Script,
@@ -179,7 +211,7 @@ fn release_side(
             field.to_string(),
             crate::exclusive::hash_hold::release_mode(all).into(),
             ctx.publish.into(),
-            keys.hold_prefix(),
+            hold_prefix(&keys.lock),
             keys.channel.clone(),
         ],
         coalesce: false,
@@ -192,11 +224,11 @@ impl HoldKind for Read {
     }
 
     fn lease_keys(&self, keys: &LockKeys, field: &str) -> Vec<String> {
-        vec![keys.lock.clone(), keys.read_timeout(field)]
+        vec![keys.lock.clone(), read_timeout(keys, field)]
     }
 
     fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
-        let own = vec![keys.read_timeout(field)];
+        let own = vec![read_timeout(keys, field)];
         release_side(&scripts::RW_READ_RELEASE, own, keys, field, all, ctx)
     }
 
@@ -263,7 +295,9 @@ impl Half {
             Side::Read => &READ,
             Side::Write => &WRITE,
         };
-        LockKeys::read_write(&self.name, self.side, kind).map(Arc::new)
+        // Redisson's `RReadWriteLock`: the hash is the name itself, the channel
+        // `redisson_rwlock:{name}`.
+        LockKeys::publishing_on(&self.name, kind, "redisson_rwlock").map(Arc::new)
     }
 
     /// Decides between re-entry, a downgrade and a fresh hold, from the holds of this lock in
@@ -275,10 +309,10 @@ impl Half {
         if mine.is_empty() {
             if let Some(o) = &owner {
                 mine = inner.shared.holds.of_lock(&keys.lock);
-                mine.retain(|h| h.owner.as_ref() == Some(o) && h.is_live() && h.keys.rw.is_some());
+                mine.retain(|h| h.owner.as_ref() == Some(o) && h.is_live() && side_of(h).is_some());
             }
         }
-        let of = |side| mine.iter().find(|h| h.keys.rw == Some(side)).cloned();
+        let of = |side| mine.iter().find(|h| side_of(h) == Some(side)).cloned();
         let live = |h: Arc<Hold>| {
             if h.is_live() {
                 Ok(h)
@@ -352,7 +386,7 @@ impl Half {
         let keys = self.keys()?;
         let args = vec![inner.publish_cmd().into(), "1".into(), keys.channel.clone()];
         let r: i64 = scripts::FORCE_UNLOCK
-            .run(inner.pool.next(), keys.release_keys(), args)
+            .run(inner.pool.next(), vec![keys.lock.clone()], args)
             .await
             .map_err(|e| inner.error("force_unlock", &keys.lock, e))?;
         for h in inner.shared.holds.of_lock(&keys.lock) {
@@ -467,7 +501,7 @@ impl AcquireCall for SideCall {
                 let k = vec![
                     keys.lock.clone(),
                     keys.token.clone(),
-                    keys.read_timeout(field),
+                    read_timeout(keys, field),
                 ];
                 (&scripts::RW_READ_ACQUIRE, k)
             }
@@ -480,7 +514,23 @@ impl AcquireCall for SideCall {
     fn exclusive(&self) -> bool {
         false
     }
-    fn channel_kind(&self) -> Wake {
+    fn wake(&self) -> Wake {
         Wake::ReleaseOrShared
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn read_write_keys_follow_redisson() {
+        let k = LockKeys::publishing_on("doc:7", &READ, "redisson_rwlock").unwrap();
+        assert_eq!(k.channel, "redisson_rwlock:{doc:7}");
+        assert_eq!(read_timeout(&k, "c:1"), "{doc:7}:c:1:rwlock_timeout:1");
+        let t = LockKeys::publishing_on("doc:{7}", &WRITE, "redisson_rwlock").unwrap();
+        assert_eq!(read_timeout(&t, "c:1"), "doc:{7}:c:1:rwlock_timeout:1");
+        assert_eq!(WRITE.field("c:1".into()), "c:1:write");
+        assert_eq!(READ.field("c:1".into()), "c:1");
     }
 }

@@ -125,7 +125,7 @@ impl Lock {
             lock: keys.lock.clone(),
             channel: keys.channel.clone(),
             counter: keys.token.clone(),
-            queue: keys.queue.as_ref().map(|q| q.queue.clone()),
+            queue: self.line(&keys).map(|q| q.queue),
         })
     }
 
@@ -153,8 +153,8 @@ impl Lock {
         let keys = self.keys()?;
         let inner = &self.inner;
         let mut script_keys = vec![keys.lock.clone(), keys.token.clone()];
-        if let Some(q) = &keys.queue {
-            script_keys.extend([q.queue.clone(), q.alive.clone()]);
+        if let Some(q) = self.line(&keys) {
+            script_keys.extend([q.queue, q.alive]);
         }
         // One script, so that the holders, lease, counter and line are of one moment (a watch
         // that reads them apart sees a holder still there beside a line it has already left).

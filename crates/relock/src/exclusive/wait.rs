@@ -59,12 +59,11 @@ pub(crate) async fn start<M: AcquireCall>(
         await_local_release(inner, &keys.lock, bound).await;
     }
     // A waiter that may share with holders (a reader) never skips its attempt.
-    let mut joining = first.exclusive()
-        && wait != Some(Duration::ZERO)
-        && inner.pubsub.is_subscribed(keys.wake_channel());
+    let mut joining =
+        first.exclusive() && wait != Some(Duration::ZERO) && inner.pubsub.is_subscribed(&keys.wake);
     // Joining an existing subscription costs no round trip.
-    let channel = crate::client::pubsub::mutated_channel(keys.wake_channel());
-    let kind = first.channel_kind();
+    let channel = crate::client::pubsub::mutated_channel(&keys.wake);
+    let kind = first.wake();
     let sub = loop {
         if !joining {
             // The uncontended path: one round trip, no subscription.
@@ -99,7 +98,7 @@ pub(crate) async fn start<M: AcquireCall>(
             // deadline, and tries the lock again before each new subscription (a lock freed
             // meanwhile is taken without one).
             Err(e) => {
-                let e = inner.error("subscribe", keys.wake_channel(), e);
+                let e = inner.error("subscribe", &keys.wake, e);
                 fresh.wait_out(inner, e).await?;
                 joining = false;
             }

@@ -101,128 +101,40 @@ pub(crate) struct LockKeys {
     pub(crate) channel: String,
     /// The fencing counter.
     pub(crate) token: String,
-    /// The waiting line, for a fair lock.
-    pub(crate) queue: Option<QueueKeys>,
-    /// A read-write lock's side (`None` for a plain or fair lock).
-    pub(crate) rw: Option<Side>,
-}
-
-/// Which side of a read-write lock a hold is on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Side {
-    Read,
-    Write,
-}
-
-/// The sorted sets (and sequence) of a fair lock's waiting line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct QueueKeys {
-    /// owner → ticket: arrival order.
-    pub(crate) queue: String,
-    /// owner → heartbeat deadline (server ms).
-    pub(crate) alive: String,
-    /// The ticket sequence (INCR).
-    pub(crate) seq: String,
-    /// owner → the first lease it asks for if handed the lock while it waits; then, once
-    /// handed it, owner → its token (`lua/lib/queue.lua`).
-    pub(crate) handoff: String,
-    /// The channel of relock's fair-lock messages (`<field>`: you are first and the lock is
-    /// free; `<field>=<token>`: you hold it), which the line's waiters listen on. Not Redisson's
-    /// `redisson_lock__channel`: a Redisson `RLock` waiter of the same name decodes that
-    /// channel's messages as numbers, and logs an error for anything else (issue 22).
-    pub(crate) channel: String,
+    /// The channel its waiters listen on: the release channel, or one of the kind's own
+    /// (a fair lock's, whose messages name one waiter).
+    pub(crate) wake: String,
 }
 
 impl LockKeys {
-    /// The keys of the lock `name` (Redisson's `RLock` layout), whose holds are `kind`'s.
+    /// The keys of the lock `name` (Redisson's `RLock` layout: releases published on
+    /// `redisson_lock__channel:{name}`), whose holds are `kind`'s.
     pub(crate) fn new(name: &str, kind: &'static dyn HoldKind) -> Result<Self> {
+        Self::publishing_on(name, kind, "redisson_lock__channel")
+    }
+
+    /// The keys of the lock `name` whose releases are published on `<prefix>:{name}` (a
+    /// read-write lock's `redisson_rwlock`), whose holds are `kind`'s.
+    pub(crate) fn publishing_on(
+        name: &str,
+        kind: &'static dyn HoldKind,
+        prefix: &str,
+    ) -> Result<Self> {
         validate_name(name)?;
+        let channel = prefixed(prefix, name);
         Ok(LockKeys {
             kind,
             lock: name.to_string(),
-            channel: prefixed("redisson_lock__channel", name),
+            wake: channel.clone(),
+            channel,
             token: prefixed("redisson_lock_token", name),
-            queue: None,
-            rw: None,
         })
     }
 
-    /// The same lock's keys with a waiting line (a fair lock).
-    pub(crate) fn with_queue(mut self) -> Self {
-        let name = &self.lock;
-        self.queue = Some(QueueKeys {
-            queue: prefixed("relock_fair_queue", name),
-            alive: prefixed("relock_fair_alive", name),
-            seq: prefixed("relock_fair_seq", name),
-            handoff: prefixed("relock_fair_handoff", name),
-            channel: prefixed("relock_fair_channel", name),
-        });
+    /// The same keys, with waiters listening on `channel` instead of the release channel.
+    pub(crate) fn waking_on(mut self, channel: String) -> Self {
+        self.wake = channel;
         self
-    }
-
-    /// The keys of one side of the read-write lock `name` (Redisson's `RReadWriteLock`): the
-    /// hash is the name itself, the channel `redisson_rwlock:{name}`.
-    pub(crate) fn read_write(name: &str, side: Side, kind: &'static dyn HoldKind) -> Result<Self> {
-        validate_name(name)?;
-        Ok(LockKeys {
-            kind,
-            lock: name.to_string(),
-            channel: prefixed("redisson_rwlock", name),
-            token: prefixed("redisson_lock_token", name),
-            queue: None,
-            rw: Some(side),
-        })
-    }
-
-    /// The channel this lock's waiters listen on: a fair lock's own channel (its messages name
-    /// one waiter), or the release channel.
-    pub(crate) fn wake_channel(&self) -> &str {
-        match &self.queue {
-            Some(q) => &q.channel,
-            None => &self.channel,
-        }
-    }
-
-    /// The prefix of a read-write lock's per-hold keys (Redisson's `suffixName`): `{name}:`,
-    /// or `name:` for a name with its own hash tag, so that they share the lock's slot.
-    pub(crate) fn hold_prefix(&self) -> String {
-        if self.lock.contains('{') {
-            format!("{}:", self.lock)
-        } else {
-            format!("{{{}}}:", self.lock)
-        }
-    }
-
-    /// A read hold's timeout key: its own lease, independent of other readers'.
-    pub(crate) fn read_timeout(&self, field: &str) -> String {
-        format!("{}{field}:rwlock_timeout:1", self.hold_prefix())
-    }
-
-    /// KEYS of `release.lua` and `force_unlock.lua`: the lock, and for a fair lock the rest of
-    /// [`queue_group`](Self::queue_group), so that the first waiter is the one handed the lock
-    /// (or woken). The channel is never a key (it goes with the arguments): an ACL user needs a
-    /// channel grant for it, not a key grant (`docs/operations.md`, issue 22).
-    pub(crate) fn release_keys(&self) -> Vec<String> {
-        match self.queue_group() {
-            Some(group) => group.to_vec(),
-            None => vec![self.lock.clone()],
-        }
-    }
-
-    /// KEYS of the fair-queue scripts that take the group (lock, queue, alive, seq, counter,
-    /// handoff): the counter and the handoff hash because a release, a leave or a heartbeat
-    /// may hand the lock to the first waiter (`lua/lib/handoff.lua`). The channel goes with
-    /// the arguments.
-    pub(crate) fn queue_group(&self) -> Option<[String; 6]> {
-        let q = self.queue.as_ref()?;
-        Some([
-            self.lock.clone(),
-            q.queue.clone(),
-            q.alive.clone(),
-            q.seq.clone(),
-            self.token.clone(),
-            q.handoff.clone(),
-        ])
     }
 }
 
@@ -263,39 +175,26 @@ mod tests {
     }
 
     #[test]
-    fn plain_names_get_braces_around_the_whole_name() {
-        let k = LockKeys::new("orders:42", &Any).unwrap().with_queue();
+    fn a_locks_keys_share_its_slot_and_follow_redisson() {
+        let k = LockKeys::new("orders:42", &Any).unwrap();
         assert_eq!(k.lock, "orders:42");
         assert_eq!(k.channel, "redisson_lock__channel:{orders:42}");
+        assert_eq!(k.wake, k.channel);
         assert_eq!(k.token, "redisson_lock_token:{orders:42}");
-        let q = k.queue.unwrap();
-        assert_eq!(q.queue, "relock_fair_queue:{orders:42}");
-        assert_eq!(q.alive, "relock_fair_alive:{orders:42}");
-        assert_eq!(q.seq, "relock_fair_seq:{orders:42}");
-        assert_eq!(q.handoff, "relock_fair_handoff:{orders:42}");
-    }
-
-    #[test]
-    fn names_with_a_tag_keep_it() {
-        let k = LockKeys::new("orders:{42}:a", &Any).unwrap().with_queue();
-        assert_eq!(k.channel, "redisson_lock__channel:orders:{42}:a");
-        assert_eq!(k.queue.unwrap().alive, "relock_fair_alive:orders:{42}:a");
-    }
-
-    #[test]
-    fn read_write_keys_follow_redisson() {
-        let k = LockKeys::read_write("doc:7", Side::Read, &Any).unwrap();
-        assert_eq!(k.channel, "redisson_rwlock:{doc:7}");
-        assert_eq!(k.read_timeout("c:1"), "{doc:7}:c:1:rwlock_timeout:1");
-        let t = LockKeys::read_write("doc:{7}", Side::Write, &Any).unwrap();
-        assert_eq!(t.read_timeout("c:1"), "doc:{7}:c:1:rwlock_timeout:1");
+        let t = LockKeys::publishing_on("orders:{42}:a", &Any, "redisson_rwlock").unwrap();
+        assert_eq!(t.channel, "redisson_rwlock:orders:{42}:a");
+        assert_eq!(t.token, "redisson_lock_token:orders:{42}:a");
+        let w = t.waking_on("mine:{42}".into());
+        assert_eq!(
+            (w.wake.as_str(), w.channel.as_str()),
+            ("mine:{42}", "redisson_rwlock:orders:{42}:a")
+        );
     }
 
     #[test]
     fn keys_of_a_bad_name_are_refused() {
         for bad in ["", "a{b", "a{}b"] {
             assert!(LockKeys::new(bad, &Any).is_err(), "{bad:?}");
-            assert!(LockKeys::read_write(bad, Side::Read, &Any).is_err(), "{bad:?}");
         }
     }
 }

@@ -535,7 +535,7 @@ impl QuorumLock {
         let replies = self
             .on_every_node(
                 move |c, k| {
-                    let keys = k.release_keys();
+                    let keys = vec![k.lock.clone()];
                     let args = vec!["publish".into(), "0".into(), k.channel.clone()];
                     async move {
                         scripts::FORCE_UNLOCK
