@@ -50,6 +50,12 @@ impl Backend for Inner {
         Box::pin(async move { renew_batch(&self, &batch).await }.instrument(span))
     }
 
+    /// The kinds' own renewals (`KindState::renewals`): a permit semaphore's permits are
+    /// renewed in the same round as the holds.
+    fn other_renewals(self: Arc<Self>) -> Vec<BoxFuture<bool>> {
+        self.kinds.renewals(&self)
+    }
+
     fn release(
         self: Arc<Self>,
         hold: Arc<Hold>,

@@ -12,6 +12,7 @@ use crate::client::pubsub::PubSub;
 use crate::client::refusal::{not_a_lock_found, refusal};
 use crate::client::settings::{Settings, SUBSCRIBER_DOWN_RECHECK};
 use crate::error::{Error, Result};
+use crate::hold::backend::BoxFuture;
 use crate::hold::holds::FieldMaker;
 use crate::hold::kind::LockKeys;
 
@@ -228,6 +229,14 @@ pub(crate) trait KindState: Default + std::fmt::Debug + Send + Sync + 'static {
     /// without a bound on anything a caller's future can hold (a future kept alive but no
     /// longer polled keeps what it holds).
     fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round);
+
+    /// What this kind renews in the client's watchdog round, beside the holds (a permit
+    /// semaphore's leases): one call per batch, each true when it succeeded (a false one
+    /// makes the round come again sooner). Nothing by default.
+    fn renewals(&self, inner: &Arc<Inner>) -> Vec<BoxFuture<bool>> {
+        let _ = inner;
+        Vec::new()
+    }
 }
 
 /// Which of shutdown's two rounds of kinds' steps (see [`KindState::at_shutdown`]).
@@ -248,18 +257,28 @@ struct Registered {
     step: Arc<dyn ShutdownStep>,
 }
 
-/// [`KindState::at_shutdown`] behind a `dyn`.
+/// [`KindState`]'s hooks behind a `dyn`.
 pub(crate) trait ShutdownStep: std::fmt::Debug + Send + Sync {
     fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round);
+    fn renewals(&self, inner: &Arc<Inner>) -> Vec<BoxFuture<bool>>;
 }
 
 impl<T: KindState> ShutdownStep for T {
     fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round) {
         KindState::at_shutdown(self, inner, work, round)
     }
+    fn renewals(&self, inner: &Arc<Inner>) -> Vec<BoxFuture<bool>> {
+        KindState::renewals(self, inner)
+    }
 }
 
 impl KindStates {
+    /// The renewals of every state created so far, for the watchdog's round.
+    pub(crate) fn renewals(&self, inner: &Arc<Inner>) -> Vec<BoxFuture<bool>> {
+        let steps = self.steps();
+        steps.iter().flat_map(|s| s.renewals(inner)).collect()
+    }
+
     /// The shutdown steps of every state created so far.
     pub(crate) fn steps(&self) -> Vec<Arc<dyn ShutdownStep>> {
         let states = self.0.lock().unwrap_or_else(|e| e.into_inner());

@@ -1,13 +1,10 @@
 //! [`PermitGuard`](crate::PermitGuard): one permit of a permit-expirable semaphore, held
 //! under its own lease: its record in the client (`Leases`, with the shutdown step that gives
-//! every permit back), its release (by the guard, or in the background on drop), and the
-//! permits' renewal, a task per client that runs the watchdog's loop
-//! (`hold::watchdog::spawn_rounds`).
+//! every permit back, and the renewal of the permits in the client's watchdog round), and its
+//! release (by the guard, or in the background on drop).
 
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::Arc;
 
-use tokio::sync::watch;
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -15,6 +12,7 @@ use crate::client::handle::{Inner, KindState, Round};
 use crate::client::scripts;
 use crate::counting::permit_leases::{Lease, Leases, PermitKeys};
 use crate::error::{Error, Result};
+use crate::hold::backend::BoxFuture;
 
 /// One permit of a [`PermitSemaphore`](crate::PermitSemaphore), given back when the guard is released or dropped, or
 /// by itself when its lease ends.
@@ -78,11 +76,26 @@ impl KindState for Leases {
             });
         }
     }
+
+    /// The renewed permits that are not lost, in `permits_renew.lua` calls of up to
+    /// `renew_batch` (100) permits of one cluster slot, in the watchdog's round: every third
+    /// of the watchdog lease, as the holds.
+    fn renewals(&self, inner: &Arc<Inner>) -> Vec<BoxFuture<bool>> {
+        let leases = self.to_renew();
+        let batches = inner.batches(&leases, |l| l.keys.timeouts.as_str());
+        batches
+            .into_iter()
+            .map(|batch| {
+                let inner = inner.clone();
+                Box::pin(async move { renew_batch(&inner, &batch).await }) as BoxFuture<bool>
+            })
+            .collect()
+    }
 }
 
 impl PermitGuard {
-    /// Records a granted permit in the client's registry (and starts the client's permit
-    /// renewal with its first renewed permit).
+    /// Records a granted permit in the client's registry (a renewed one is renewed from the
+    /// next watchdog round on).
     pub(crate) fn register(
         inner: Arc<Inner>,
         keys: Arc<PermitKeys>,
@@ -103,13 +116,6 @@ impl PermitGuard {
                 lease.clone(),
                 settle,
             );
-        }
-        if renewed {
-            leases.renewal.get_or_init(|| {
-                let period = inner.settings.watchdog_lease / 3;
-                let shutdown = inner.shutdown.subscribe();
-                spawn_renewal(Arc::downgrade(&inner), period, shutdown);
-            });
         }
         PermitGuard {
             inner,
@@ -300,22 +306,6 @@ pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
     };
     let (until, name) = (lease.valid_until(), &lease.keys.count);
     crate::client::retry::until_done(&inner, until, "permit give-back", name, call).await;
-}
-
-/// Starts the client's permit renewal: every `period` (a third of the watchdog lease) the
-/// watchdog's loop renews this client's renewed permits, in script calls of up to
-/// `renew_batch` (100) permits of one cluster slot. It ends at shutdown or with the client.
-fn spawn_renewal(inner: Weak<Inner>, period: Duration, shutdown: watch::Receiver<bool>) {
-    let first = crate::hold::watchdog::first_alone(period);
-    crate::hold::watchdog::spawn_rounds(inner, period, shutdown, move |inner| async move {
-        let leases = inner.state::<Leases>().to_renew();
-        let batches = inner.batches(&leases, |l| l.keys.timeouts.as_str());
-        let calls = batches.into_iter().map(|batch| {
-            let inner = inner.clone();
-            async move { renew_batch(&inner, &batch).await }
-        });
-        crate::hold::watchdog::all_succeed(calls, first).await
-    });
 }
 
 /// One `permits_renew.lua` call for `batch`: renewed permits get a new local deadline, those

@@ -1,5 +1,5 @@
 //! The permits this client holds on permit-expirable semaphores (one [`Lease`] per live
-//! `PermitGuard`), as `line` is for fair waiters: the permits' renewal task reads it, and
+//! `PermitGuard`), as `line` is for fair waiters: the watchdog's round renews from it, and
 //! shutdown gives back every permit still in it. It knows the permits' keys, not the client.
 
 use std::sync::Arc;
@@ -58,7 +58,7 @@ pub(crate) struct Lease {
     pub(crate) keys: Arc<PermitKeys>,
     /// Its id: 32 hex digits (stored on the server as the 16 bytes they spell).
     pub(crate) id: String,
-    /// Renewed by the client's permit renewal (taken without a fixed lease).
+    /// Renewed in the client's watchdog round (taken without a fixed lease).
     pub(crate) renewed: bool,
     standing: watch::Sender<Standing>,
 }
@@ -167,8 +167,6 @@ impl Lease {
 #[derive(Debug, Default)]
 pub(crate) struct Leases {
     by_id: DashMap<String, Arc<Lease>>,
-    /// Started with the client's first renewed permit (`permits`).
-    pub(crate) renewal: std::sync::OnceLock<()>,
 }
 
 impl Leases {

@@ -83,4 +83,10 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug + 'static {
     /// Renews one batch; marks holds found gone (or out of lease) lost. False if the call
     /// failed, so that the watchdog tries again sooner.
     fn renew_batch(self: Arc<Self>, batch: Vec<Arc<Hold>>) -> BoxFuture<bool>;
+
+    /// What else the watchdog's round renews beside the holds (what a kind holds under a
+    /// lease of its own: a permit semaphore's permits), one call per batch. None by default.
+    fn other_renewals(self: Arc<Self>) -> Vec<BoxFuture<bool>> {
+        Vec::new()
+    }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::hold::backend::Backend;
+use crate::hold::backend::{Backend, BoxFuture};
 use crate::hold::holds::Hold;
 
 /// Starts the watchdog of `backend`; it ends with the backend (or at shutdown).
@@ -30,7 +30,7 @@ pub(crate) fn spawn<B: Backend>(backend: Weak<B>, shutdown: watch::Receiver<bool
 
 /// Runs `round` every `period` (after a round that failed, every period/4, at least 10 ms, so
 /// that a retry comes well before a lease can run out) until shutdown or until `owner` is
-/// gone. The watchdog's loop, and the permits' renewal (`permits`).
+/// gone: the watchdog's loop.
 pub(crate) fn spawn_rounds<T, F, Fut>(
     owner: Weak<T>,
     period: Duration,
@@ -101,7 +101,8 @@ where
     ok
 }
 
-/// One round over every hold that wants renewal, its batches at once; false if any failed.
+/// One round over every hold that wants renewal, and whatever else the backend renews with
+/// them (`Backend::other_renewals`), its batches at once; false if any failed.
 async fn renew_all<B: Backend>(backend: &Arc<B>) -> bool {
     let holds: Vec<Arc<Hold>> = backend
         .shared()
@@ -110,14 +111,11 @@ async fn renew_all<B: Backend>(backend: &Arc<B>) -> bool {
         .into_iter()
         .filter(|h| h.wants_renewal())
         .collect();
-    if holds.is_empty() {
-        return true;
+    let mut calls: Vec<BoxFuture<bool>> = Vec::new();
+    if !holds.is_empty() {
+        let batches = backend.renewal_batches(holds);
+        calls.extend(batches.into_iter().map(|b| backend.clone().renew_batch(b)));
     }
-    let batches = backend.renewal_batches(holds);
-    let first = first_alone(backend.renew_period());
-    all_succeed(
-        batches.into_iter().map(|b| backend.clone().renew_batch(b)),
-        first,
-    )
-    .await
+    calls.extend(backend.clone().other_renewals());
+    all_succeed(calls, first_alone(backend.renew_period())).await
 }
