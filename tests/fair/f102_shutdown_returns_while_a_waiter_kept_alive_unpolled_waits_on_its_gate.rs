@@ -65,7 +65,14 @@ async fn shutdown_returns_while_a_waiter_kept_alive_unpolled_waits_on_its_gate()
     // attempt's reply and the handoff message go through.
     proxy.set(Direction::Up, Mode::Delay(Duration::from_millis(1500)));
     proxy.set(Direction::Down, Mode::Pass);
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Until the held replies and message are delivered and the leave waits in the delay.
+    wait_until(
+        Duration::from_secs(3),
+        "the replies in, the leave held",
+        || async { proxy.held(Direction::Down) == 0 && proxy.held(Direction::Up) > 0 },
+    )
+    .await
+    .unwrap();
     // W polled once, then kept alive unpolled.
     assert!(poll_once(&mut w).await.is_pending(), "W returned");
     proxy.set(Direction::Up, Mode::Pass);

@@ -87,6 +87,21 @@ mod quorum;
 mod script;
 mod seam;
 
+/// The Lua sources of every script relock sends, for inspection, tooling and benchmarks
+/// (`docs/data-layout.md` describes their keys, arguments and replies). Each is the shared
+/// functions it uses (`lua/lib/*.lua`) followed by the script's own file: Redis scripts cannot
+/// include one another, and every function a script defines costs the server time on each
+/// call, so a script carries only what it calls.
+pub mod lua {
+    pub use crate::client::scripts::lua::*;
+    pub use crate::counting::latch::lua::*;
+    pub use crate::counting::permit_leases::lua::*;
+    pub use crate::counting::semaphore::lua::*;
+    pub use crate::exclusive::fair_line::lua::*;
+    pub use crate::exclusive::rwlock::lua::*;
+    pub use crate::quorum::scripts::lua::*;
+}
+
 pub use client::builder::ClientBuilder;
 pub use client::handle::Client;
 pub use client::settings::ClusterPubSub;
@@ -94,7 +109,6 @@ pub use client::settings::ClusterPubSub;
 /// to relock's (for example to share a fred configuration) uses the same version.
 pub use fred;
 
-pub use client::scripts::lua;
 pub use counting::latch::CountDownLatch;
 pub use counting::permit_guard::PermitGuard;
 pub use counting::permits::PermitSemaphore;

@@ -18,3 +18,26 @@ impl Script {
         Script { name, lua, sha1 }
     }
 }
+
+/// Fails unless `script` documents its keys, its arguments and its replies, as every script
+/// must (`scripts!` runs it for each script it declares).
+#[cfg(test)]
+pub(crate) fn assert_documented(script: &Script) {
+    let lua = &script.lua;
+    assert!(
+        lua.contains("KEYS[1]") || lua.contains("KEYS     "),
+        "{}: no KEYS documented",
+        script.name
+    );
+    assert!(
+        lua.contains("ARGV[1]"),
+        "{}: no ARGV documented",
+        script.name
+    );
+    assert!(
+        lua.contains("Returns"),
+        "{}: no Returns documented",
+        script.name
+    );
+    assert_eq!(script.sha1.len(), 40, "{}", script.name);
+}

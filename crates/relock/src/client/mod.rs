@@ -6,7 +6,8 @@
 //! - `settings`, `builder`, `connect`: what a client is configured with, checked, and how fred
 //!   is started (its unsafe defaults replaced); `refusal`, `redact`, `tls`: what a Redis or
 //!   connection error means for the caller, with credentials never shown.
-//! - `scripts`: every Lua script, declared once (`scripts!`), EVALSHA with NOSCRIPT fallback;
+//! - `scripts`: `scripts!` (each module declares its own scripts once), the lock layout's
+//!   common scripts, EVALSHA with NOSCRIPT fallback;
 //!   `in_flight`: the calls a node has been sent and not answered.
 //! - `pubsub`: one subscriber per client, refcounted subscriptions, the dispatcher;
 //!   `pubsub_health`: re-subscribing after a reconnect or a cluster topology change, and the

@@ -11,9 +11,11 @@ use crate::client::handle::Inner;
 
 /// Sends `call` again, backing off from 50 ms to 1 s, until it succeeds or `until` passes (the
 /// lease of whatever it undoes has ended on the local clock: the server has dropped it by
-/// then). Once shutdown begins it keeps trying every 50 ms for one command timeout (shutdown
-/// waits for tracked work that long: a connection may still be reconnecting), then logs
-/// `what` with the last error and gives up: the lease ends it.
+/// then). Once shutdown begins (also in the middle of a call, which is then left to land
+/// late) it has shutdown's last chance: it keeps trying every 50 ms, each call bounded, until
+/// one command timeout after it noticed (shutdown waits for tracked work that long: a
+/// connection may still be reconnecting), then logs `what` with the last error and gives up:
+/// the lease ends it.
 ///
 /// `call` must be safe to repeat and to land late (it names only its own field or id).
 pub(crate) async fn until_done<F, Fut, T, E>(
@@ -38,22 +40,40 @@ pub(crate) async fn until_done<F, Fut, T, E>(
             return;
         }
         if *stopping.borrow() {
-            let last = Instant::now() + inner.settings.command_timeout;
-            loop {
-                match call().await {
-                    Ok(_) => return,
-                    Err(e) if Instant::now() + Duration::from_millis(50) >= last => {
-                        tracing::warn!(%name, error = %e, "{what} at shutdown failed; the lease will expire");
-                        return;
-                    }
-                    Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
-                }
-            }
+            return last_chance(inner, what, name, call).await;
         }
-        match call().await {
-            Ok(_) => return,
-            Err(e) => tracing::debug!(%name, error = %e, "{what} retry failed"),
+        tokio::select! {
+            r = call() => match r {
+                Ok(_) => return,
+                Err(e) => tracing::debug!(%name, error = %e, "{what} retry failed"),
+            },
+            // Shutdown began during the call: it may still land (harmless); the last chance
+            // starts now rather than after the call's own timeout.
+            _ = stopping.wait_for(|s| *s) => {}
         }
         backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// Shutdown's last chance for [`until_done`]: tries every 50 ms, each try bounded by what is
+/// left of one command timeout from now.
+async fn last_chance<F, Fut, T, E>(inner: &Inner, what: &'static str, name: &str, mut call: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
+    let last = Instant::now() + inner.settings.command_timeout;
+    loop {
+        let error = match tokio::time::timeout_at(last, call()).await {
+            Ok(Ok(_)) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "no reply before shutdown's wait ended".to_string(),
+        };
+        if Instant::now() + Duration::from_millis(50) >= last {
+            tracing::warn!(%name, %error, "{what} at shutdown failed; the lease will expire");
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -1,7 +1,7 @@
-//! The embedded Lua scripts and how they are called: EVALSHA, and EVAL once on NOSCRIPT
-//! (which also puts the script back into the server's cache).
-
-use std::sync::LazyLock;
+//! How scripts are declared (`scripts!`, in the module that owns them) and called: EVALSHA,
+//! and EVAL once on NOSCRIPT (which also puts the script back into the server's cache). The
+//! scripts of the lock layout that the shared code sends (acquire, re-enter, release, batch,
+//! renew, status, check, force-unlock) are declared here; a kind declares its own.
 
 use fred::clients::Client as FredClient;
 use fred::interfaces::ClientLike;
@@ -122,45 +122,53 @@ fn is_noscript(e: &fred::error::Error) -> bool {
     e.details().starts_with("NOSCRIPT")
 }
 
-/// Declares every script once: its constant in [`lua`] (the source: the `lua/lib` functions it
-/// names, then its own file), its [`Script`] (named after its file), and its place in
-/// `all()`, which the test below checks. A new script is one line here.
+/// Declares scripts once, in the module that owns them (a kind declares its own, in its
+/// room): for each, its constant in that module's `lua` (the source: the `lua/lib` functions
+/// it names, then its own file), its [`Script`] static (named after its file), and a unit
+/// test of the module that checks every script it declares. `relock::lua` re-exports every
+/// module's `lua`. A new script is one line in its owner's list.
 macro_rules! scripts {
     ($( $(#[doc = $doc:literal])* $name:ident = $mode:ident $file:literal [$($lib:literal),*]; )*) => {
-        /// The Lua sources of the scripts, for inspection, tooling and benchmarks
+        /// The Lua sources of this module's scripts, for inspection, tooling and benchmarks
         /// (`docs/data-layout.md` describes their keys, arguments and replies). Each is the
-        /// shared functions it uses (`lua/lib/*.lua`) followed by the script's own file: Redis
-        /// scripts cannot include one another, and every function a script defines costs the
-        /// server time on each call, so a script carries only what it calls.
-        pub mod lua {
-            $( $(#[doc = $doc])* pub const $name: &str = source!($mode $file $(, $lib)*); )*
+        /// shared functions it uses (`lua/lib/*.lua`) followed by the script's own file:
+        /// Redis scripts cannot include one another, and every function a script defines
+        /// costs the server time on each call, so a script carries only what it calls.
+        pub(crate) mod lua {
+            $( $(#[doc = $doc])* pub const $name: &str = $crate::client::scripts::source!($mode $file $(, $lib)*); )*
         }
         $(
-            pub(crate) static $name: LazyLock<Script> = LazyLock::new(|| {
-                Script::new($file.trim_end_matches(".lua"), lua::$name)
-            });
+            pub(crate) static $name: std::sync::LazyLock<$crate::script::Script> =
+                std::sync::LazyLock::new(|| {
+                    $crate::script::Script::new($file.trim_end_matches(".lua"), lua::$name)
+                });
         )*
-        /// Every script, for the checks below.
+        /// Every script declared here documents its keys, arguments and replies.
         #[cfg(test)]
-        fn all() -> Vec<&'static Script> {
-            vec![$(&*$name),*]
+        #[test]
+        fn every_script_documents_its_keys_argv_and_returns() {
+            for s in [$(&*$name),*] {
+                $crate::script::assert_documented(s);
+            }
         }
     };
 }
+pub(crate) use scripts;
 
 /// A script's source: the shared functions, then its file; a read-only one starts with the
 /// `no-writes` flag, which must be its first line.
 macro_rules! source {
     (writes $file:literal $(, $lib:literal)*) => {
         concat!(
-            $(include_str!(concat!("../../lua/lib/", $lib, ".lua")),)*
-            include_str!(concat!("../../lua/", $file))
+            $(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/lib/", $lib, ".lua")),)*
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $file))
         )
     };
     (read_only $file:literal $(, $lib:literal)*) => {
-        concat!("#!lua flags=no-writes\n", source!(writes $file $(, $lib)*))
+        concat!("#!lua flags=no-writes\n", $crate::client::scripts::source!(writes $file $(, $lib)*))
     };
 }
+pub(crate) use source;
 
 scripts! {
     /// Take a fresh hold, or report the holder's PTTL.
@@ -169,9 +177,6 @@ scripts! {
     REENTER = writes "reenter.lua" ["extend"];
     /// Drop one count of a plain lock's hold (or the whole hold) and publish the release.
     RELEASE = writes "release.lua" ["release"];
-    /// Drop one count of a fair lock's hold (or the whole hold) and hand the lock to the next in
-    /// line (or tell it).
-    FAIR_RELEASE = writes "fair_release.lua" ["release", "mint", "queue", "handoff"];
     /// Several plain acquires and releases in one call (coalesced by the client).
     BATCH = writes "batch.lua" ["mint", "shape", "acquire", "release"];
     /// The watchdog's batch renewal.
@@ -183,67 +188,4 @@ scripts! {
     CHECK = read_only "check.lua" ["shape"];
     /// Delete whoever holds it and publish.
     FORCE_UNLOCK = writes "force_unlock.lua" ["shape", "queue"];
-    /// Fair lock: take it when free and first in line, or join the queue.
-    FAIR_ACQUIRE = writes "fair_acquire.lua" ["mint", "shape", "queue", "handoff"];
-    /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
-    FAIR_HEARTBEAT = writes "fair_heartbeat.lua" ["mint", "queue", "handoff"];
-    /// Fair lock: a waiter leaves the queue (and the next one is told if it was first).
-    FAIR_LEAVE = writes "fair_leave.lua" ["mint", "queue", "handoff"];
-    /// Quorum lock: raise a node's fencing counter to the acquisition's token.
-    QUORUM_FENCE = writes "quorum_fence.lua" ["fence"];
-    /// Quorum lock: release on one node, raising its fencing counter to the hold's token.
-    QUORUM_RELEASE = writes "quorum_release.lua" ["release", "fence"];
-    /// Quorum lock: renew on one node; reports where the lock is free.
-    QUORUM_RENEW = writes "quorum_renew.lua" ["each", "extend", "fence"];
-    /// Quorum lock: put a hold back on a node of a minority that lost it.
-    QUORUM_PUTBACK = writes "quorum_putback.lua" ["each", "fence"];
-    /// Read-write lock: a fresh read hold (shared; a write holder may take one).
-    RW_READ_ACQUIRE = writes "rw_read_acquire.lua" ["mint", "shape"];
-    /// Read-write lock: a fresh write hold (exclusive).
-    RW_WRITE_ACQUIRE = writes "rw_write_acquire.lua" ["mint", "shape"];
-    /// Read-write lock: drop (a count of) a read hold; free the lock when no hold is left.
-    RW_READ_RELEASE = writes "rw_read_release.lua" ["release", "readers"];
-    /// Read-write lock: drop (a count of) a write hold; wake every waiter.
-    RW_WRITE_RELEASE = writes "rw_write_release.lua" ["release", "readers"];
-    /// Read-write lock: the watchdog's batch renewal of read holds and their timeout keys.
-    RW_READ_RENEW = writes "rw_read_renew.lua" ["each", "extend"];
-    /// Semaphore: take n permits if that many are available.
-    SEMAPHORE_ACQUIRE = writes "semaphore_acquire.lua" [];
-    /// Semaphore: add n permits (a release) and publish the new count.
-    SEMAPHORE_ADD = writes "semaphore_add.lua" [];
-    /// Semaphore: create it with n permits if it does not exist.
-    SEMAPHORE_SET = writes "semaphore_set.lua" [];
-    /// Semaphore: take every available permit.
-    SEMAPHORE_DRAIN = writes "semaphore_drain.lua" [];
-    /// Permit-expirable semaphore: give back expired permits, then take one under an id.
-    PERMITS_ACQUIRE = writes "permits_acquire.lua" ["permits", "reclaim"];
-    /// Permit-expirable semaphore: give back one permit by its id, and publish the new count.
-    PERMITS_RELEASE = writes "permits_release.lua" ["permits", "reclaim"];
-    /// Permit-expirable semaphore: a client's batch renewal of its permits' leases.
-    PERMITS_RENEW = writes "permits_renew.lua" ["permits"];
-    /// Permit-expirable semaphore: give back expired permits, then count available and held.
-    PERMITS_COUNT = writes "permits_count.lua" ["permits", "reclaim"];
-    /// Count-down latch: set the count if the latch has none.
-    LATCH_SET = writes "latch_set.lua" [];
-    /// Count-down latch: one count down; open it (and publish) at 0.
-    LATCH_COUNT_DOWN = writes "latch_count_down.lua" [];
-    /// Count-down latch: delete it (it is then open) and publish.
-    LATCH_DELETE = writes "latch_delete.lua" [];
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn every_script_documents_its_keys_argv_and_returns() {
-        for s in super::all() {
-            assert!(
-                s.lua.contains("KEYS[1]") || s.lua.contains("KEYS     "),
-                "{}",
-                s.name
-            );
-            assert!(s.lua.contains("ARGV[1]"), "{}", s.name);
-            assert!(s.lua.contains("Returns"), "{}", s.name);
-            assert_eq!(s.sha1.len(), 40);
-        }
-    }
 }

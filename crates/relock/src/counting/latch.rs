@@ -5,11 +5,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::handle::{Client, Inner};
-use crate::client::scripts;
 use crate::counting::common::{validate_count, wait_until, Check, Names};
 use crate::error::{Error, Result};
 use crate::hold::keys::validate_name;
 use crate::hold::kind::Wake;
+
+crate::client::scripts::scripts! {
+    /// Count-down latch: set the count if the latch has none.
+    LATCH_SET = writes "latch_set.lua" [];
+    /// Count-down latch: one count down; open it (and publish) at 0.
+    LATCH_COUNT_DOWN = writes "latch_count_down.lua" [];
+    /// Count-down latch: delete it (it is then open) and publish.
+    LATCH_DELETE = writes "latch_delete.lua" [];
+}
 
 /// A count-down latch shared by every process on the same Redis, wire-compatible with
 /// Redisson's `RCountDownLatch`: [`wait`](CountDownLatch::wait) returns once
@@ -140,7 +148,7 @@ impl CountDownLatch {
         let set: i64 = names
             .run_publishing(
                 &self.inner,
-                (&scripts::LATCH_SET, "latch set"),
+                (&LATCH_SET, "latch set"),
                 &[],
                 vec![n.to_string()],
                 false,
@@ -171,7 +179,7 @@ impl CountDownLatch {
         let _left: i64 = names
             .run_publishing(
                 &self.inner,
-                (&scripts::LATCH_COUNT_DOWN, "latch count down"),
+                (&LATCH_COUNT_DOWN, "latch count down"),
                 &[],
                 vec![],
                 true,
@@ -284,7 +292,7 @@ impl CountDownLatch {
         let deleted: i64 = names
             .run_publishing(
                 &self.inner,
-                (&scripts::LATCH_DELETE, "latch delete"),
+                (&LATCH_DELETE, "latch delete"),
                 &[],
                 vec![],
                 false,

@@ -9,7 +9,6 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::client::handle::{Inner, KindState, Round};
-use crate::client::scripts;
 use crate::counting::permit_leases::{Lease, Leases, PermitKeys};
 use crate::error::{Error, Result};
 use crate::hold::backend::BoxFuture;
@@ -320,7 +319,11 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Lease>]) -> bool {
         .collect();
     let limit = inner.settings.command_timeout.min(lease / 3);
     let sent = Instant::now();
-    let call = scripts::PERMITS_RENEW.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    let call = crate::counting::permit_leases::PERMITS_RENEW.run::<Vec<i64>>(
+        inner.pool.next(),
+        keys,
+        args,
+    );
     let replies = match tokio::time::timeout(limit, call).await {
         Ok(Ok(replies)) if replies.len() == batch.len() => replies,
         outcome => {

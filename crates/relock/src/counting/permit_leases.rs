@@ -10,8 +10,18 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::client::hold_watch::{FredResult, Watched};
-use crate::client::scripts;
 use crate::hold::kind::Wake;
+
+crate::client::scripts::scripts! {
+    /// Permit-expirable semaphore: give back expired permits, then take one under an id.
+    PERMITS_ACQUIRE = writes "permits_acquire.lua" ["permits", "reclaim"];
+    /// Permit-expirable semaphore: give back one permit by its id, and publish the new count.
+    PERMITS_RELEASE = writes "permits_release.lua" ["permits", "reclaim"];
+    /// Permit-expirable semaphore: a client's batch renewal of its permits' leases.
+    PERMITS_RENEW = writes "permits_renew.lua" ["permits"];
+    /// Permit-expirable semaphore: give back expired permits, then count available and held.
+    PERMITS_COUNT = writes "permits_count.lua" ["permits", "reclaim"];
+}
 
 /// The Redis names of one permit-expirable semaphore.
 #[derive(Debug)]
@@ -231,7 +241,7 @@ pub(crate) async fn release(
             args.push("forget".to_string());
         }
     }
-    scripts::PERMITS_RELEASE.run(conn, all, args).await
+    PERMITS_RELEASE.run(conn, all, args).await
 }
 
 /// A permit is watched as a hold is (`hold_watch`): on the semaphore's channel (every release,

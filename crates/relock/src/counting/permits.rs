@@ -8,7 +8,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::handle::{Client, Inner};
-use crate::client::scripts;
 use crate::client::settings::validate_lease;
 use crate::counting::common::{unexpected, validate_count, wait_until, Check, Names, MAX_COUNT};
 use crate::counting::permit_guard::{release_retrying, retry_give_back, PermitGuard};
@@ -278,7 +277,7 @@ impl PermitSemaphore {
             let args = vec![id.clone(), lease.as_millis().to_string()];
             let gone = keys.request_of(&id);
             let timeouts = [keys.timeouts.as_str(), gone.as_str()];
-            let script = &scripts::PERMITS_ACQUIRE;
+            let script = &crate::counting::permit_leases::PERMITS_ACQUIRE;
             let reply = names
                 .run_publishing::<Vec<i64>>(
                     &inner,
@@ -371,7 +370,7 @@ impl PermitSemaphore {
         self.inner.check_running()?;
         let (names, keys) = self.keys()?;
         let timeouts = [keys.timeouts.as_str()];
-        let script = &scripts::PERMITS_COUNT;
+        let script = &crate::counting::permit_leases::PERMITS_COUNT;
         // Read again after a transient error: giving back expired permits twice is harmless.
         let reply: Vec<i64> = crate::counting::common::retrying(&self.inner, || {
             names.run_publishing(
@@ -450,7 +449,7 @@ impl PermitSemaphore {
         if n > MAX_COUNT {
             validate_count("n", n, "permits")?;
         }
-        let script = &scripts::SEMAPHORE_SET;
+        let script = &crate::counting::semaphore::SEMAPHORE_SET;
         let set: i64 = names
             .run_publishing(
                 &self.inner,
@@ -484,7 +483,7 @@ impl PermitSemaphore {
         self.inner.check_running()?;
         let (names, _) = self.keys()?;
         validate_count("n", n.unsigned_abs(), "permits")?;
-        let script = &scripts::SEMAPHORE_ADD;
+        let script = &crate::counting::semaphore::SEMAPHORE_ADD;
         let reply: Vec<i64> = names
             .run_publishing(
                 &self.inner,

@@ -5,13 +5,23 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::handle::{Client, Inner};
-use crate::client::scripts;
 use crate::counting::common::{
     unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT,
 };
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
 use crate::hold::kind::Wake;
+
+crate::client::scripts::scripts! {
+    /// Semaphore: take n permits if that many are available.
+    SEMAPHORE_ACQUIRE = writes "semaphore_acquire.lua" [];
+    /// Semaphore: add n permits (a release) and publish the new count.
+    SEMAPHORE_ADD = writes "semaphore_add.lua" [];
+    /// Semaphore: create it with n permits if it does not exist.
+    SEMAPHORE_SET = writes "semaphore_set.lua" [];
+    /// Semaphore: take every available permit.
+    SEMAPHORE_DRAIN = writes "semaphore_drain.lua" [];
+}
 
 /// A counting semaphore shared by every process on the same Redis, wire-compatible with
 /// Redisson's `RSemaphore`.
@@ -185,7 +195,7 @@ async fn give_back_request(inner: Arc<Inner>, names: Arc<Names>, request: Arc<Re
         names.channel.clone(),
     ];
     let call = || async {
-        scripts::SEMAPHORE_ACQUIRE
+        SEMAPHORE_ACQUIRE
             .run::<Vec<i64>>(inner.pool.next(), keys.clone(), args.clone())
             .await
             .map_err(|e| inner.error("semaphore give back", &names.key, e))
@@ -207,7 +217,7 @@ async fn add(inner: &Inner, names: &Names, n: i64) -> Result<i64> {
     let reply: Vec<i64> = names
         .run_publishing(
             inner,
-            (&scripts::SEMAPHORE_ADD, "semaphore add"),
+            (&SEMAPHORE_ADD, "semaphore add"),
             &[],
             vec![n.to_string()],
             true,
@@ -381,7 +391,7 @@ impl Semaphore {
         self.inner.check_running()?;
         let (inner, names, request) = (self.inner.clone(), names.clone(), request.clone());
         let task = self.inner.shared.tracker.spawn(async move {
-            let reply: Vec<i64> = scripts::SEMAPHORE_ACQUIRE
+            let reply: Vec<i64> = SEMAPHORE_ACQUIRE
                 .run(
                     inner.pool.next(),
                     vec![names.key.clone(), request.key.clone()],
@@ -533,7 +543,7 @@ impl Semaphore {
         let set: i64 = names
             .run_publishing(
                 &self.inner,
-                (&scripts::SEMAPHORE_SET, "semaphore set"),
+                (&SEMAPHORE_SET, "semaphore set"),
                 &[],
                 vec![n.to_string()],
                 false,
@@ -565,7 +575,7 @@ impl Semaphore {
         let n: i64 = names
             .run_publishing(
                 &self.inner,
-                (&scripts::SEMAPHORE_DRAIN, "semaphore drain"),
+                (&SEMAPHORE_DRAIN, "semaphore drain"),
                 &[],
                 vec![],
                 true,

@@ -47,7 +47,7 @@ impl HoldKind for Fair {
     fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
         // It may hand the lock on, minting the next holder's token: the whole queue group.
         ScriptCall {
-            script: &scripts::FAIR_RELEASE,
+            script: &crate::exclusive::fair_line::FAIR_RELEASE,
             keys: QueueKeys::of(&keys.lock).group(keys).to_vec(),
             args: vec![
                 field.to_string(),
@@ -263,7 +263,8 @@ async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
     }
     let limit = inner.settings.command_timeout.min(hb / 5);
     let sent = tokio::time::Instant::now();
-    let call = scripts::FAIR_HEARTBEAT.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    let call =
+        crate::exclusive::fair_line::FAIR_HEARTBEAT.run::<Vec<i64>>(inner.pool.next(), keys, args);
     match tokio::time::timeout(limit, call).await {
         Ok(Ok(results)) if results.len() == batch.len() => {
             for (e, r) in batch.iter().zip(results) {
@@ -535,7 +536,7 @@ impl AcquireCall for FairCall {
             }
         }
         (
-            &scripts::FAIR_ACQUIRE,
+            &crate::exclusive::fair_line::FAIR_ACQUIRE,
             vec![lock, token, queue, alive, seq, handoff],
         )
     }

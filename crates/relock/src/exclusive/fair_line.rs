@@ -10,9 +10,20 @@ use dashmap::DashMap;
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 use tokio::time::Instant;
 
-use crate::client::scripts;
 use crate::hold::keys::prefixed;
 use crate::hold::kind::LockKeys;
+
+crate::client::scripts::scripts! {
+    /// Drop one count of a fair lock's hold (or the whole hold) and hand the lock to the next in
+    /// line (or tell it).
+    FAIR_RELEASE = writes "fair_release.lua" ["release", "mint", "queue", "handoff"];
+    /// Fair lock: take it when free and first in line, or join the queue.
+    FAIR_ACQUIRE = writes "fair_acquire.lua" ["mint", "shape", "queue", "handoff"];
+    /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
+    FAIR_HEARTBEAT = writes "fair_heartbeat.lua" ["mint", "queue", "handoff"];
+    /// Fair lock: a waiter leaves the queue (and the next one is told if it was first).
+    FAIR_LEAVE = writes "fair_leave.lua" ["mint", "queue", "handoff"];
+}
 
 /// The sorted sets (and sequence) of a fair lock's waiting line, beside the lock's own keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -199,7 +210,7 @@ pub(crate) async fn leave(
     grace_ms: u64,
 ) -> std::result::Result<(), fred::error::Error> {
     let group = entry.line.group(&entry.keys);
-    scripts::FAIR_LEAVE
+    FAIR_LEAVE
         .run::<i64>(
             conn,
             group.to_vec(),

@@ -179,11 +179,7 @@ impl Lock {
 
     /// Where the lock's data lives and its name (see [`DistributedLock::resource`](crate::DistributedLock::resource)).
     fn resource(&self) -> String {
-        format!(
-            "{} {}",
-            crate::client::redact::identity(&self.inner.settings.url),
-            self.name
-        )
+        crate::exclusive::queries::resource(&self.inner, &self.name)
     }
 
     fn resources(&self) -> Vec<String> {
@@ -210,10 +206,7 @@ impl Lock {
     }
 
     pub(crate) fn keys(&self) -> Result<Arc<LockKeys>> {
-        match &self.keys {
-            Some(k) => Ok(k.clone()),
-            None => Err(lock_keys(&self.name, self.fair).expect_err("keys failed to build before")),
-        }
+        crate::exclusive::queries::keys(&self.keys, || lock_keys(&self.name, self.fair))
     }
 
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
@@ -279,8 +272,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn is_locked(&self) -> Result<bool> {
-        let keys = self.keys()?;
-        Ok(self.check(&keys, String::new()).await?.0)
+        crate::exclusive::queries::is_locked(&self.inner, &*self.keys()?).await
     }
 
     /// One read of whether the lock is held and of `field`'s hold count (see
@@ -408,25 +400,9 @@ impl Lock {
     /// # Cancel safety
     /// If dropped after the command was sent, the lock may or may not have been deleted.
     pub async fn force_unlock(&self) -> Result<bool> {
-        self.inner.check_running()?;
         let keys = self.keys()?;
-        let r: i64 = scripts::FORCE_UNLOCK
-            .run(
-                self.inner.pool.next(),
-                self.release_keys(&keys),
-                vec![
-                    self.inner.publish_cmd().into(),
-                    "0".into(),
-                    keys.channel.clone(),
-                    keys.wake.clone(),
-                ],
-            )
-            .await
-            .map_err(|e| self.inner.error("force_unlock", &keys.lock, e))?;
-        for h in self.inner.shared.holds.of_lock(&keys.lock) {
-            h.mark_lost("force-unlocked by this client");
-        }
-        Ok(r == 1)
+        let script_keys = self.release_keys(&keys);
+        crate::exclusive::queries::force_unlock(&self.inner, &keys, script_keys, false).await
     }
 }
 

@@ -18,6 +18,8 @@
 //!   (`PlainCall`, `FairCall`, `SideCall`, each in its kind's file), run to its end whatever its caller
 //!   does; `clean_up`: the release of a grant it will not keep (outcome unknown, or refused);
 //!   `wait`: the start of every wait (first attempts, then the subscription).
+//! - `queries`: what every exclusive kind answers the same way (`is_locked`, `force_unlock`,
+//!   `resource`, its keys or its name's error).
 //! - `multilock`: [`MultiLock`](crate::MultiLock), all or nothing over any kinds.
 //! - `status`: [`Lock::status`](crate::Lock::status), one read-only script for operators.
 //!
@@ -31,6 +33,7 @@ pub(crate) mod fair_line;
 pub(crate) mod hash_hold;
 pub(crate) mod lock;
 pub(crate) mod multilock;
+pub(crate) mod queries;
 pub(crate) mod rwlock;
 pub(crate) mod status;
 pub(crate) mod wait;

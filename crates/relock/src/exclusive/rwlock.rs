@@ -24,6 +24,19 @@ use crate::hold::kind::LockKeys;
 use crate::hold::kind::{CallContext, HoldKind, ScriptCall, Wake};
 use crate::hold::reentry;
 
+crate::client::scripts::scripts! {
+    /// Read-write lock: a fresh read hold (shared; a write holder may take one).
+    RW_READ_ACQUIRE = writes "rw_read_acquire.lua" ["mint", "shape"];
+    /// Read-write lock: a fresh write hold (exclusive).
+    RW_WRITE_ACQUIRE = writes "rw_write_acquire.lua" ["mint", "shape"];
+    /// Read-write lock: drop (a count of) a read hold; free the lock when no hold is left.
+    RW_READ_RELEASE = writes "rw_read_release.lua" ["release", "readers"];
+    /// Read-write lock: drop (a count of) a write hold; wake every waiter.
+    RW_WRITE_RELEASE = writes "rw_write_release.lua" ["release", "readers"];
+    /// Read-write lock: the watchdog's batch renewal of read holds and their timeout keys.
+    RW_READ_RENEW = writes "rw_read_renew.lua" ["each", "extend"];
+}
+
 /// A distributed read-write lock: any number of readers, or one writer. Wire-compatible with
 /// Redisson's `RReadWriteLock` (same hash, fields, timeout keys and channel).
 ///
@@ -229,7 +242,7 @@ impl HoldKind for Read {
 
     fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
         let own = vec![read_timeout(keys, field)];
-        release_side(&scripts::RW_READ_RELEASE, own, keys, field, all, ctx)
+        release_side(&RW_READ_RELEASE, own, keys, field, all, ctx)
     }
 
     fn renewal_group(&self) -> &'static str {
@@ -238,7 +251,7 @@ impl HoldKind for Read {
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
         ScriptCall {
-            script: &scripts::RW_READ_RENEW,
+            script: &RW_READ_RENEW,
             keys: batch
                 .iter()
                 .flat_map(|(k, f)| self.lease_keys(k, f))
@@ -269,7 +282,7 @@ impl HoldKind for Write {
     }
 
     fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
-        release_side(&scripts::RW_WRITE_RELEASE, vec![], keys, field, all, ctx)
+        release_side(&RW_WRITE_RELEASE, vec![], keys, field, all, ctx)
     }
 
     fn renewal_group(&self) -> &'static str {
@@ -381,18 +394,9 @@ impl Half {
 
     /// Deletes the whole lock (both sides) and wakes every waiter.
     async fn force_unlock(&self) -> Result<bool> {
-        let inner = &self.inner;
-        inner.check_running()?;
         let keys = self.keys()?;
-        let args = vec![inner.publish_cmd().into(), "1".into(), keys.channel.clone()];
-        let r: i64 = scripts::FORCE_UNLOCK
-            .run(inner.pool.next(), vec![keys.lock.clone()], args)
-            .await
-            .map_err(|e| inner.error("force_unlock", &keys.lock, e))?;
-        for h in inner.shared.holds.of_lock(&keys.lock) {
-            h.mark_lost("force-unlocked by this client");
-        }
-        Ok(r == 1)
+        let script_keys = vec![keys.lock.clone()];
+        crate::exclusive::queries::force_unlock(&self.inner, &keys, script_keys, true).await
     }
 }
 
@@ -450,8 +454,7 @@ macro_rules! side_methods {
 
             /// Both sides share one hash: one resource.
             fn resource(&self) -> String {
-                let server = crate::client::redact::identity(&self.0.inner.settings.url);
-                format!("{server} {}", self.0.name)
+                crate::exclusive::queries::resource(&self.0.inner, &self.0.name)
             }
 
             fn resources(&self) -> Vec<String> {
@@ -503,10 +506,10 @@ impl AcquireCall for SideCall {
                     keys.token.clone(),
                     read_timeout(keys, field),
                 ];
-                (&scripts::RW_READ_ACQUIRE, k)
+                (&RW_READ_ACQUIRE, k)
             }
             SideCall::Write => (
-                &scripts::RW_WRITE_ACQUIRE,
+                &RW_WRITE_ACQUIRE,
                 vec![keys.lock.clone(), keys.token.clone()],
             ),
         }

@@ -18,7 +18,6 @@ use tokio::time::Instant;
 
 use crate::client::builder::ClientBuilder;
 use crate::client::handle::Inner;
-use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::hold::holds::FieldMaker;
 use crate::hold::kind::LockKeys;
@@ -310,12 +309,12 @@ impl QuorumInner {
                         let call = async {
                             match &tracked {
                                 Some(t) => {
-                                    scripts::QUORUM_RELEASE
+                                    crate::quorum::scripts::QUORUM_RELEASE
                                         .run_tracked::<Option<i64>>(client, keys, args, t)
                                         .await
                                 }
                                 None => {
-                                    scripts::QUORUM_RELEASE
+                                    crate::quorum::scripts::QUORUM_RELEASE
                                         .run::<Option<i64>>(client, keys, args)
                                         .await
                                 }

@@ -110,7 +110,7 @@ impl HoldKind for Quorum {
 
     fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
         ScriptCall {
-            script: &scripts::QUORUM_RELEASE,
+            script: &crate::quorum::scripts::QUORUM_RELEASE,
             keys: vec![keys.lock.clone(), keys.token.clone()],
             args: vec![
                 field.to_string(),
@@ -130,7 +130,7 @@ impl HoldKind for Quorum {
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, ctx: &CallContext) -> ScriptCall {
         ScriptCall {
-            script: &scripts::QUORUM_RENEW,
+            script: &crate::quorum::scripts::QUORUM_RENEW,
             keys: batch
                 .iter()
                 .flat_map(|(k, _)| [k.lock.clone(), k.token.clone()])

@@ -10,6 +10,7 @@
 //! - `lock`: [`QuorumLock`](crate::QuorumLock), its acquire, wait loop and queries; `vote`: one
 //!   Redlock attempt (votes, validity, release on failure, token write-back).
 //! - `watch`: a quorum hold listens on every master and is lost once a majority lacks it.
+//! - `scripts`: the quorum's own scripts (fence, release, renew and put-back on one node).
 //!
 //! It uses the client room (one client per master) and the hold room.
 
@@ -20,5 +21,6 @@ pub(crate) mod lock;
 pub(crate) mod node;
 pub(crate) mod race;
 pub(crate) mod renewal;
+pub(crate) mod scripts;
 pub(crate) mod vote;
 pub(crate) mod watch;

@@ -7,7 +7,6 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::handle::Inner;
-use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::hold::holds::Hold;
 use crate::quorum::backend::QuorumInner;
@@ -155,7 +154,11 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
         let (keys, args, limit) = (keys.clone(), args.clone(), q.node_timeout);
         let name = holds[0].keys.lock.clone();
         calls.push(Box::pin(async move {
-            let call = scripts::QUORUM_RENEW.run::<Vec<i64>>(pinned(&conn, &name), keys, args);
+            let call = crate::quorum::scripts::QUORUM_RENEW.run::<Vec<i64>>(
+                pinned(&conn, &name),
+                keys,
+                args,
+            );
             let reply = tokio::time::timeout(limit, call)
                 .await
                 .ok()
@@ -224,7 +227,11 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
         }
         let (name, limit) = (hs[0].keys.lock.clone(), q.node_timeout);
         repairs.push(Box::pin(async move {
-            let call = scripts::QUORUM_PUTBACK.run::<Vec<i64>>(pinned(&conn, &name), keys, args);
+            let call = crate::quorum::scripts::QUORUM_PUTBACK.run::<Vec<i64>>(
+                pinned(&conn, &name),
+                keys,
+                args,
+            );
             let _ = tokio::time::timeout(limit, call).await;
         }));
     }

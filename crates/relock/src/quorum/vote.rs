@@ -249,7 +249,7 @@ impl QuorumLock {
                 q.node_timeout,
             );
             calls.push(Box::pin(async move {
-                let call = scripts::QUORUM_FENCE.run::<i64>(
+                let call = crate::quorum::scripts::QUORUM_FENCE.run::<i64>(
                     pinned(&conn, &name),
                     vec![counter],
                     vec![token.to_string(), ttl],
@@ -292,7 +292,7 @@ impl QuorumLock {
                     continue;
                 }
                 // On the connection the vote came on: it lands after that vote.
-                let call = scripts::QUORUM_FENCE.run::<i64>(
+                let call = crate::quorum::scripts::QUORUM_FENCE.run::<i64>(
                     pinned(conn, &keys.lock),
                     vec![keys.token.clone()],
                     vec![token.to_string(), ttl.clone()],

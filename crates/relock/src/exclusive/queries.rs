@@ -1,0 +1,63 @@
+//! What every exclusive kind answers the same way, so that a kind's file only calls it: its
+//! keys (or its name's error), whether the lock is held, its force-unlock, and where its data
+//! lives (`DistributedLock::resource`).
+
+use std::sync::Arc;
+
+use crate::client::handle::Inner;
+use crate::client::scripts;
+use crate::error::Result;
+use crate::hold::kind::LockKeys;
+
+/// A handle's keys, built when the handle was made (`None` for a bad name): the error of a bad
+/// name is made again by `build`, so that every operation reports it.
+pub(crate) fn keys(
+    built: &Option<Arc<LockKeys>>,
+    build: impl FnOnce() -> Result<LockKeys>,
+) -> Result<Arc<LockKeys>> {
+    match built {
+        Some(k) => Ok(k.clone()),
+        None => build().map(Arc::new),
+    }
+}
+
+/// Whether anyone holds the lock (its hash exists, after checking that it is a lock).
+pub(crate) async fn is_locked(inner: &Inner, keys: &LockKeys) -> Result<bool> {
+    Ok(inner.check(&keys.lock, String::new()).await?.0)
+}
+
+/// `force_unlock.lua`: deletes the lock whoever holds it (never a key that is not a lock) and
+/// publishes: `0` on the release channel (wakes one waiter per client), or `1` when
+/// `wake_all` (a read-write lock: every waiter); with a fair lock's `script_keys` (its line's
+/// group) its first waiter is told on the fair channel. This client's holds of the lock are
+/// marked lost at once. Whether there was a lock.
+pub(crate) async fn force_unlock(
+    inner: &Inner,
+    keys: &LockKeys,
+    script_keys: Vec<String>,
+    wake_all: bool,
+) -> Result<bool> {
+    inner.check_running()?;
+    let args = vec![
+        inner.publish_cmd().into(),
+        if wake_all { "1" } else { "0" }.into(),
+        keys.channel.clone(),
+        keys.wake.clone(),
+    ];
+    let r: i64 = scripts::FORCE_UNLOCK
+        .run(inner.pool.next(), script_keys, args)
+        .await
+        .map_err(|e| inner.error("force_unlock", &keys.lock, e))?;
+    for h in inner.shared.holds.of_lock(&keys.lock) {
+        h.mark_lost("force-unlocked by this client");
+    }
+    Ok(r == 1)
+}
+
+/// Where the lock `name`'s data lives: the server (credentials never shown) and the name.
+pub(crate) fn resource(inner: &Inner, name: &str) -> String {
+    format!(
+        "{} {name}",
+        crate::client::redact::identity(&inner.settings.url)
+    )
+}
