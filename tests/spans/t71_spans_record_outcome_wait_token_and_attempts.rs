@@ -1,6 +1,7 @@
 //! The `acquire` span records how an acquisition ended (outcome, wait time in ms, fencing token,
 //! script calls); the `release` span its outcome; the `renew` span how many holds it renewed
-//! and found gone. Checked on the span-close lines of a `tracing-subscriber` fmt layer.
+//! and found gone, for the plain lock, a read-write side and the quorum lock, each with its
+//! own module as target. Checked on the span-close lines of a `tracing-subscriber` fmt layer.
 
 use std::time::Duration;
 
@@ -52,6 +53,18 @@ async fn spans_record_outcome_wait_token_and_attempts() {
         .unwrap();
     nested.unlock().await.unwrap();
     r.unlock().await.unwrap();
+    // A quorum lock's: the same shared acquire, with the quorum's module as target.
+    let m = masters(3);
+    let q = quorum_client(&m, Duration::from_secs(5), Duration::ZERO).await;
+    let qg = q.lock("t71q").lock().await.unwrap();
+    let q_token = qg.fencing_token();
+    let q_nested = qg
+        .scope(async { q.lock("t71q").lock().await })
+        .await
+        .unwrap();
+    q_nested.unlock().await.unwrap();
+    qg.unlock().await.unwrap();
+    q.shutdown().await;
     a.shutdown().await;
     b.shutdown().await;
 
@@ -89,6 +102,23 @@ async fn spans_record_outcome_wait_token_and_attempts() {
         reentered.contains("side=\"read\"") && reentered.contains("relock::exclusive::rwlock:"),
         "{reentered}"
     );
+    let quorum = closes
+        .iter()
+        .find(|l| l.contains("acquire{lock=t71q"))
+        .unwrap_or_else(|| panic!("no quorum acquire span: {logs}"));
+    assert!(
+        quorum.contains("relock::quorum::lock:")
+            && quorum.contains("outcome=\"acquired\"")
+            && quorum.contains(&format!("token={q_token}"))
+            && quorum.contains("attempts=1"),
+        "{quorum}"
+    );
+    assert!(
+        closes
+            .iter()
+            .any(|l| l.contains("reenter{lock=t71q") && l.contains("relock::quorum::lock:")),
+        "no quorum reenter span: {logs}"
+    );
     let timed_out = closes
         .iter()
         .find(|l| l.contains("acquire{") && l.contains("outcome=\"timed_out\""))
@@ -110,4 +140,6 @@ async fn spans_record_outcome_wait_token_and_attempts() {
         "{logs}"
     );
     assert_nothing_left(&server).await;
+    let all: Vec<&RedisServer> = m.servers().iter().collect();
+    assert_nothing_left_on(&all).await;
 }

@@ -46,6 +46,12 @@ pub use server::{RedisMasters, RedisServer, ServerOptions};
 pub use tls::TlsMaterial;
 pub use wait::{wait_until, WaitTimeout};
 
+/// Sends one command to the server (or proxy) listening on `127.0.0.1:port`, without a
+/// password, and returns its reply (an error reply is a `Value::Error`).
+pub fn command_on_port(port: u16, args: &[&str]) -> std::io::Result<Value> {
+    resp::command(port, args, std::time::Duration::from_secs(5))
+}
+
 /// What went wrong while starting or driving a test server.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]

@@ -4,11 +4,10 @@
 use std::time::Duration;
 
 use crate::client::tls::TlsSettings;
-use crate::error::{Error, Result};
 use crate::hold::reentry::Reentrancy;
 
-/// Longest lease accepted: PEXPIRE takes milliseconds, and tokens are µs in a Lua double.
-pub(crate) const MAX_LEASE: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 30);
+pub(crate) use crate::hold::acquire::{validate_lease, MAX_LEASE};
+
 /// How long a fencing counter lives once seeded from the server clock (or raised by a quorum
 /// write-back): a seed after it expires is this far past every token it handed out
 /// (`lua/lib/mint.lua`, docs/safety.md).
@@ -86,22 +85,6 @@ impl std::fmt::Debug for Settings {
             .field("cluster_pubsub", &self.cluster_pubsub)
             .finish_non_exhaustive()
     }
-}
-
-pub(crate) fn validate_lease(name: &'static str, lease: Duration) -> Result<()> {
-    if lease < Duration::from_millis(1) {
-        return Err(Error::invalid(
-            name,
-            format!("{lease:?}: a lease must be at least 1 ms"),
-        ));
-    }
-    if lease > MAX_LEASE {
-        return Err(Error::invalid(
-            name,
-            format!("{lease:?}: a lease must be at most 30 years"),
-        ));
-    }
-    Ok(())
 }
 
 /// Which kind of deployment a URL names.

@@ -1,7 +1,6 @@
-//! The acquire that every exclusive kind shares, written once: the running check, the keys,
-//! the lease check, the kind's plan (re-enter a hold, or acquire fresh), the span, and the
-//! fresh acquisition's wait, which is the kind's own (the plain and read-write locks'
-//! `wait::lease_bounded`, the fair lock's line).
+//! The acquire of the exclusive kinds: the shared acquire (`hold::acquire`) with this room's
+//! re-entry (`attempt::reenter`) and fresh acquisition (`attempt::Fresh`, which the kind's own
+//! wait drives).
 //!
 //! A kind answers two questions in its own file: what a `lock()` of the calling code means
 //! here ([`Plan`]: which hold it re-enters, or who owns a fresh one), and how it waits.
@@ -11,23 +10,13 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tracing::Instrument;
-
 use crate::client::handle::Inner;
-use crate::client::settings::validate_lease;
 use crate::error::Result;
-use crate::exclusive::attempt::{record_acquire, reenter, Fresh};
+use crate::exclusive::attempt::{reenter, Fresh};
 use crate::hold::guard::LockGuard;
-use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
-use crate::hold::owner::Owner;
 
-/// What a `lock()` does, as the kind decides it: re-enter `hold`, or acquire a fresh hold
-/// for `owner`, with whatever else the kind's wait needs (`with`).
-pub(crate) enum Plan<T> {
-    Reenter(Arc<Hold>),
-    Fresh { owner: Option<Owner>, with: T },
-}
+pub(crate) use crate::hold::acquire::{acquire_spans, Plan, Spans};
 
 /// One exclusive kind's lock, as seen by [`acquire`].
 pub(crate) struct Acquire<'a, F, R> {
@@ -36,46 +25,12 @@ pub(crate) struct Acquire<'a, F, R> {
     pub(crate) keys: Result<Arc<LockKeys>>,
     /// A fixed lease, or `None` for the watchdog's.
     pub(crate) lease: Option<Duration>,
-    /// Its spans, made in the kind's own file so that their target is the kind's module (a
-    /// log filter on it keeps working): the `acquire` span of a fresh acquisition (with the
-    /// fields `outcome`, `wait_ms`, `token` and `attempts` empty, recorded here), and the
-    /// `reenter` span of a re-entry, given the hold's field.
+    /// Its spans (`acquire_spans!`, written in the kind's file).
     pub(crate) spans: Spans<F, R>,
 }
 
-/// See [`Acquire::spans`].
-pub(crate) struct Spans<F, R> {
-    pub(crate) fresh: F,
-    pub(crate) reenter: R,
-}
-
-/// A kind's [`Spans`] for the lock `$name` (and, for a read-write side, its `$side` field):
-/// a macro, so that the spans are made where it is written and their target is the kind's
-/// module.
-macro_rules! acquire_spans {
-    ($name:expr $(, $side:ident)?) => {
-        $crate::exclusive::acquire::Spans {
-            fresh: || {
-                tracing::debug_span!(
-                    "acquire",
-                    lock = %$name,
-                    $($side,)?
-                    outcome = tracing::field::Empty,
-                    wait_ms = tracing::field::Empty,
-                    token = tracing::field::Empty,
-                    attempts = tracing::field::Empty
-                )
-            },
-            reenter: |field: &str| {
-                tracing::debug_span!("reenter", lock = %$name, $($side,)? field = %field)
-            },
-        }
-    };
-}
-pub(crate) use acquire_spans;
-
 /// Acquires as the kind plans (`plan`) and waits (`wait`, for a fresh hold), bounded by
-/// `wait_for` (`None`: until granted); records the outcome on the `acquire` span.
+/// `wait_for` (`None`: until granted), through the shared acquire.
 pub(crate) async fn acquire<T, W, Fut, F, R>(
     lock: Acquire<'_, F, R>,
     wait_for: Option<Duration>,
@@ -94,28 +49,20 @@ where
         lease,
         spans,
     } = lock;
-    inner.check_running()?;
-    let keys = keys?;
-    if let Some(lease) = lease {
-        validate_lease("lease", lease)?;
-    }
-    match plan(&keys)? {
-        Plan::Reenter(hold) => {
-            let span = (spans.reenter)(&hold.field);
-            reenter(inner, keys, hold, lease)
-                .instrument(span)
-                .await
-                .map(Some)
+    let shared = crate::hold::acquire::Acquire {
+        running: inner.check_running(),
+        keys,
+        lease,
+        spans,
+    };
+    let reenter = |keys, hold, lease| reenter(inner, keys, hold, lease);
+    let fresh = |keys: Arc<LockKeys>, owner, with, wait_for| {
+        let fresh = Fresh::new(inner, keys.kind, owner, lease);
+        let attempts = fresh.attempts.clone();
+        async move {
+            let r = wait(keys, fresh, with, wait_for).await;
+            (r, attempts.load(Ordering::Relaxed))
         }
-        Plan::Fresh { owner, with } => {
-            let span = (spans.fresh)();
-            let fresh = Fresh::new(inner, keys.kind, owner, lease);
-            let (started, attempts) = (fresh.started, fresh.attempts.clone());
-            let r = wait(keys, fresh, with, wait_for)
-                .instrument(span.clone())
-                .await;
-            record_acquire(&span, &r, started, attempts.load(Ordering::Relaxed));
-            r
-        }
-    }
+    };
+    crate::hold::acquire::acquire(shared, wait_for, plan, reenter, fresh).await
 }

@@ -276,30 +276,6 @@ pub(crate) async fn attempt<M: AcquireCall>(
     inner.shared.run(task).await?
 }
 
-/// Records how an acquisition ended on its `acquire` span: outcome (`acquired`, `timed_out`,
-/// or the error's cause), wait time, token and the number of script calls.
-pub(crate) fn record_acquire(
-    span: &tracing::Span,
-    r: &Result<Option<LockGuard>>,
-    started: Instant,
-    attempts: u32,
-) {
-    span.record("wait_ms", started.elapsed().as_secs_f64() * 1000.0);
-    span.record("attempts", attempts);
-    match r {
-        Ok(Some(g)) => {
-            span.record("outcome", "acquired");
-            span.record("token", g.fencing_token());
-        }
-        Ok(None) => {
-            span.record("outcome", "timed_out");
-        }
-        Err(e) => {
-            span.record("outcome", crate::hold::meter::cause(e));
-        }
-    }
-}
-
 /// Waits (bounded by the command timeout) while a release of this lock by this client is in
 /// flight: the lock is about to be free, and trying before the release lands would only cost
 /// a round trip and a wake-up. (Not needed for safety: a fresh acquisition has its own field,

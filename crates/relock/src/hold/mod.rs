@@ -5,6 +5,8 @@
 //! [`Backend`](backend::Backend) trait, so the one-server client and the quorum share it, and
 //! no file here names a lock kind or a deployment.
 //!
+//! - `acquire`: the acquire every kind shares (running check, keys, lease check, the kind's
+//!   plan, the spans and their record), over the kind's re-entry and fresh wait.
 //! - `holds`: the client's record of its holds ([`Hold`](holds::Hold), `Holds`,
 //!   `FieldMaker` for never-reused fields).
 //! - `backend`: the [`Backend`](backend::Backend) trait (release, renewal batches and
@@ -23,6 +25,7 @@
 //!
 //! Rooms above may use this one; this one uses only the crate root (`error`, `seam`).
 
+pub(crate) mod acquire;
 pub(crate) mod backend;
 pub(crate) mod detach;
 pub(crate) mod guard;

@@ -14,6 +14,7 @@ use tokio::time::Instant;
 use crate::client::pubsub::Subscription;
 use crate::client::scripts;
 use crate::error::{Error, NodeVote, Result, Vote};
+use crate::hold::acquire::Plan;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall, Wake};
@@ -190,23 +191,49 @@ impl QuorumLock {
         LockKeys::new(&self.name, &QUORUM).map(Arc::new)
     }
 
+    /// The shared acquire (`hold::acquire`: running check, keys, lease check, re-entry or
+    /// fresh, the spans) over the quorum's re-entry and its wait loop.
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
-        self.q.check_running()?;
-        let keys = self.keys()?;
-        if let Some(l) = self.lease {
-            crate::client::settings::validate_lease("lease", l)?;
-        }
-        let lease = self.lease.unwrap_or(self.q.watchdog_lease);
-        self.q.note_lease(lease);
-        let owner = match reentry::resolve(
-            self.q.shared.id,
-            self.q.reentrancy,
-            &self.q.shared.holds,
-            &keys.lock,
-        )? {
-            Target::Reenter(hold) => return self.reenter(keys, hold, lease).await.map(Some),
-            Target::Fresh { owner } => owner,
+        let q = &self.q;
+        let name = &*self.name;
+        let lock = crate::hold::acquire::Acquire {
+            running: q.check_running(),
+            keys: self.keys(),
+            lease: self.lease,
+            spans: crate::hold::acquire::acquire_spans!(name),
         };
+        let plan = |keys: &Arc<LockKeys>| {
+            let target = reentry::resolve(q.shared.id, q.reentrancy, &q.shared.holds, &keys.lock)?;
+            Ok(match target {
+                Target::Reenter(hold) => Plan::Reenter(hold),
+                Target::Fresh { owner } => Plan::Fresh { owner, with: () },
+            })
+        };
+        let lease = self.lease.unwrap_or(q.watchdog_lease);
+        let reenter = |keys, hold, _| {
+            q.note_lease(lease);
+            self.reenter(keys, hold, lease)
+        };
+        let fresh = |keys, owner, (), wait| async move {
+            q.note_lease(lease);
+            let mut attempts = 0;
+            let r = self.fresh(keys, owner, lease, wait, &mut attempts).await;
+            (r, attempts)
+        };
+        crate::hold::acquire::acquire(lock, wait, plan, reenter, fresh).await
+    }
+
+    /// A fresh acquisition's wait: attempts (each a Redlock round under a field of its own,
+    /// counted in `attempts`), the subscriptions on every node, and sleeps until a release or
+    /// the shortest lease reported, bounded by `wait` (`None`: until granted).
+    async fn fresh(
+        &self,
+        keys: Arc<LockKeys>,
+        owner: Option<crate::hold::owner::Owner>,
+        lease: Duration,
+        wait: Option<Duration>,
+        attempts: &mut u32,
+    ) -> Result<Option<LockGuard>> {
         let started = Instant::now();
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let mut subs: Option<Vec<Subscription>> = None;
@@ -222,6 +249,7 @@ impl QuorumLock {
             // everywhere under its field, and that release, however late it lands, cannot
             // touch a later attempt's grant.
             self.q.check_running()?;
+            *attempts += 1;
             let field = self.q.fields.next();
             // In its own task: if this future is dropped mid-attempt, the attempt still ends
             // by releasing everywhere or by becoming a guard, which is dropped and released.
