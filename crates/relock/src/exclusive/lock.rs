@@ -400,9 +400,8 @@ impl Lock {
     /// # Cancel safety
     /// If dropped after the command was sent, the lock may or may not have been deleted.
     pub async fn force_unlock(&self) -> Result<bool> {
-        let keys = self.keys()?;
-        let script_keys = self.release_keys(&keys);
-        crate::exclusive::queries::force_unlock(&self.inner, &keys, script_keys, false).await
+        let script_keys = |keys: &LockKeys| self.release_keys(keys);
+        crate::exclusive::queries::force_unlock(&self.inner, self.keys(), script_keys, false).await
     }
 }
 

@@ -30,14 +30,18 @@ pub(crate) async fn is_locked(inner: &Inner, keys: &LockKeys) -> Result<bool> {
 /// publishes: `0` on the release channel (wakes one waiter per client), or `1` when
 /// `wake_all` (a read-write lock: every waiter); with a fair lock's `script_keys` (its line's
 /// group) its first waiter is told on the fair channel. This client's holds of the lock are
-/// marked lost at once. Whether there was a lock.
+/// marked lost at once. Whether there was a lock. `keys` is the handle's keys or its name's
+/// error, reported after the running check (as `lock()` reports them); `script_keys` gives the
+/// script's KEYS from them.
 pub(crate) async fn force_unlock(
     inner: &Inner,
-    keys: &LockKeys,
-    script_keys: Vec<String>,
+    keys: Result<Arc<LockKeys>>,
+    script_keys: impl FnOnce(&LockKeys) -> Vec<String>,
     wake_all: bool,
 ) -> Result<bool> {
     inner.check_running()?;
+    let keys = keys?;
+    let script_keys = script_keys(&keys);
     let args = vec![
         inner.publish_cmd().into(),
         if wake_all { "1" } else { "0" }.into(),

@@ -394,9 +394,8 @@ impl Half {
 
     /// Deletes the whole lock (both sides) and wakes every waiter.
     async fn force_unlock(&self) -> Result<bool> {
-        let keys = self.keys()?;
-        let script_keys = vec![keys.lock.clone()];
-        crate::exclusive::queries::force_unlock(&self.inner, &keys, script_keys, true).await
+        let script_keys = |keys: &LockKeys| vec![keys.lock.clone()];
+        crate::exclusive::queries::force_unlock(&self.inner, self.keys(), script_keys, true).await
     }
 }
 
