@@ -12,8 +12,8 @@
 //! - `backend`: the [`Backend`](backend::Backend) trait (release, renewal batches and
 //!   rounds) and `Shared`, what every backend keeps (client id, holds, task tracker).
 //! - `guard`: [`LockGuard`](crate::LockGuard), written once over any backend.
-//! - `watchdog`: the one renewal loop per client (`spawn_rounds`), used by every backend and
-//!   by the permits.
+//! - `watchdog`: the one renewal loop per client, over any backend; a round renews the holds
+//!   and what the backend adds (`Backend::other_renewals`: on one server, the permits).
 //! - `reentry` and `owner`: which hold a `lock()` re-enters; [`Owner`](crate::Owner).
 //! - `detach`: work that must run to its end whatever its caller does.
 //! - `methods`: [`DistributedLock`](crate::DistributedLock) and `lock_methods!`, the acquiring

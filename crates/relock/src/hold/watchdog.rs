@@ -15,32 +15,13 @@ use tokio::task::JoinSet;
 use crate::hold::backend::{Backend, BoxFuture};
 use crate::hold::holds::Hold;
 
-/// Starts the watchdog of `backend`; it ends with the backend (or at shutdown).
-pub(crate) fn spawn<B: Backend>(backend: Weak<B>, shutdown: watch::Receiver<bool>) {
+/// Starts the watchdog of `backend`: a round (`renew_all`) every renewal period, after a
+/// round that failed every period/4 (at least 10 ms, so that a retry comes well before a lease
+/// can run out). It ends with the backend or at shutdown.
+pub(crate) fn spawn<B: Backend>(backend: Weak<B>, mut shutdown: watch::Receiver<bool>) {
     let Some(period) = backend.upgrade().map(|b| b.renew_period()) else {
         return;
     };
-    spawn_rounds(
-        backend,
-        period,
-        shutdown,
-        |b| async move { renew_all(&b).await },
-    );
-}
-
-/// Runs `round` every `period` (after a round that failed, every period/4, at least 10 ms, so
-/// that a retry comes well before a lease can run out) until shutdown or until `owner` is
-/// gone: the watchdog's loop.
-pub(crate) fn spawn_rounds<T, F, Fut>(
-    owner: Weak<T>,
-    period: Duration,
-    mut shutdown: watch::Receiver<bool>,
-    round: F,
-) where
-    T: Send + Sync + 'static,
-    F: Fn(Arc<T>) -> Fut + Send + 'static,
-    Fut: Future<Output = bool> + Send,
-{
     tokio::spawn(async move {
         let mut delay = period;
         loop {
@@ -48,10 +29,10 @@ pub(crate) fn spawn_rounds<T, F, Fut>(
                 _ = tokio::time::sleep(delay) => {}
                 _ = shutdown.wait_for(|s| *s) => return,
             }
-            let Some(owner) = owner.upgrade() else {
+            let Some(backend) = backend.upgrade() else {
                 return;
             };
-            delay = if round(owner).await {
+            delay = if renew_all(&backend).await {
                 period
             } else {
                 (period / 4).max(Duration::from_millis(10))
