@@ -140,50 +140,56 @@ impl PubSub {
         self: &Arc<Self>,
         period: Duration,
         timeout: Duration,
-        mut stopping: watch::Receiver<bool>,
+        stopping: watch::Receiver<bool>,
     ) {
-        let this = Arc::downgrade(self);
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = tokio::time::sleep(period) => {}
-                    _ = stopping.wait_for(|s| *s) => return,
-                }
-                let Some(this) = this.upgrade() else { return };
-                // fred is reconnecting already (its own detection, or ours): waiters re-check
-                // every 100 ms meanwhile; nothing to add.
-                if !this.is_connected() || this.forcing.load(std::sync::atomic::Ordering::SeqCst) {
-                    continue;
-                }
-                let mut slots: Vec<Option<u16>> = this
-                    .channels
-                    .lock()
-                    .unwrap()
-                    .keys()
-                    .map(|c| this.slot_of(c))
-                    .collect();
-                slots.sort_unstable();
-                slots.dedup();
-                for slot in slots {
-                    let ok = tokio::select! {
-                        r = tokio::time::timeout(timeout, this.ping_via(slot)) => matches!(r, Ok(Ok(()))),
-                        _ = stopping.wait_for(|s| *s) => return,
-                    };
-                    if !ok {
-                        tracing::warn!("the pub/sub connection did not answer a keep-alive PING; reconnecting it and waking every waiter");
-                        this.wake_all();
-                        // One forced reconnect at a time, until fred reports it reconnected.
-                        if !this.forcing.swap(true, std::sync::atomic::Ordering::SeqCst) {
-                            use fred::interfaces::ClientLike;
-                            let _ =
-                                tokio::time::timeout(timeout, this.subscriber.force_reconnection())
-                                    .await;
-                        }
-                        this.wake_all();
-                        break;
+        let stop = stopping.clone();
+        tokio::spawn(crate::hold::every::every(
+            Arc::downgrade(self),
+            stop,
+            period,
+            move |this| {
+                let mut stopping = stopping.clone();
+                async move {
+                    // fred is reconnecting already (its own detection, or ours): waiters
+                    // re-check every 100 ms meanwhile; nothing to add.
+                    if !this.is_connected()
+                        || this.forcing.load(std::sync::atomic::Ordering::SeqCst)
+                    {
+                        return Some(period);
                     }
+                    let mut slots: Vec<Option<u16>> = this
+                        .channels
+                        .lock()
+                        .unwrap()
+                        .keys()
+                        .map(|c| this.slot_of(c))
+                        .collect();
+                    slots.sort_unstable();
+                    slots.dedup();
+                    for slot in slots {
+                        let ok = tokio::select! {
+                            r = tokio::time::timeout(timeout, this.ping_via(slot)) => matches!(r, Ok(Ok(()))),
+                            _ = stopping.wait_for(|s| *s) => return None,
+                        };
+                        if !ok {
+                            tracing::warn!("the pub/sub connection did not answer a keep-alive PING; reconnecting it and waking every waiter");
+                            this.wake_all();
+                            // One forced reconnect at a time, until fred reports it reconnected.
+                            if !this.forcing.swap(true, std::sync::atomic::Ordering::SeqCst) {
+                                use fred::interfaces::ClientLike;
+                                let _ = tokio::time::timeout(
+                                    timeout,
+                                    this.subscriber.force_reconnection(),
+                                )
+                                .await;
+                            }
+                            this.wake_all();
+                            break;
+                        }
+                    }
+                    Some(period)
                 }
-            }
-        });
+            },
+        ));
     }
 }

@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::client::handle::{Inner, KindState, Round};
-use crate::counting::permit_leases::{Lease, Leases, PermitKeys};
+use crate::counting::permit_leases::{Leases, Permit, PermitKeys};
 use crate::error::{Error, Result};
 use crate::hold::backend::BoxFuture;
 
@@ -32,13 +32,14 @@ use crate::hold::backend::BoxFuture;
 #[clippy::has_significant_drop]
 pub struct PermitGuard {
     inner: Arc<Inner>,
-    lease: Arc<Lease>,
+    lease: Arc<Permit>,
     released: bool,
 }
 
 impl std::fmt::Debug for PermitGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let left = self
+            .lease
             .lease
             .valid_until()
             .saturating_duration_since(Instant::now());
@@ -58,7 +59,7 @@ impl KindState for Leases {
     /// call sends only those granted since the first.
     fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, _: Round) {
         for lease in self.all() {
-            lease.mark_lost();
+            lease.lease.mark_lost();
             let inner = inner.clone();
             work.spawn(async move {
                 let publish = inner.publish_cmd();
@@ -102,7 +103,7 @@ impl PermitGuard {
         renewed: bool,
         until: Instant,
     ) -> Self {
-        let lease = Arc::new(Lease::new(keys, id, renewed, until));
+        let lease = Arc::new(Permit::new(keys, id, renewed, until));
         let leases = inner.state::<Leases>();
         leases.insert(lease.clone());
         if inner.settings.watch_holds {
@@ -142,12 +143,12 @@ impl PermitGuard {
     /// When the lease ends at the latest, on this process's monotonic clock, unless renewed
     /// meanwhile: the send time of the last successful acquire or renewal plus its lease.
     pub fn valid_until(&self) -> std::time::Instant {
-        self.lease.valid_until().into_std()
+        self.lease.lease.valid_until().into_std()
     }
 
     /// Whether the permit is known to be lost, or its lease has run out on the local clock.
     pub fn is_lost(&self) -> bool {
-        self.lease.is_lost()
+        self.lease.lease.is_lost()
     }
 
     /// Resolves once the permit is lost: its lease ran out on the local clock without a
@@ -236,13 +237,13 @@ impl Drop for PermitGuard {
 /// Gives back `lease`'s permit: out of the registry first (the renewal stops), then
 /// `permits_release.lua`, bounded by the command timeout; retried in the background if its
 /// outcome is unknown.
-async fn give_back(inner: Arc<Inner>, lease: Arc<Lease>) -> Result<()> {
+async fn give_back(inner: Arc<Inner>, lease: Arc<Permit>) -> Result<()> {
     let lost = || Error::PermitLost {
         semaphore: lease.keys.count.clone(),
         id: lease.id.clone(),
     };
-    let was_lost = lease.is_lost();
-    lease.mark_released();
+    let was_lost = lease.lease.is_lost();
+    lease.lease.mark_ended();
     if !inner.state::<Leases>().remove(&lease) {
         // Shutdown gave it back already.
         return Err(lost());
@@ -256,7 +257,7 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Lease>) -> Result<()> {
     {
         Some(Ok(1)) if !was_lost => Ok(()),
         Some(Ok(_)) => {
-            lease.mark_lost();
+            lease.lease.mark_lost();
             Err(lost())
         }
         outcome => {
@@ -286,7 +287,7 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Lease>) -> Result<()> {
 /// harmless. The give-back is recorded under the id's request key even when it finds nothing,
 /// so that an acquire of the id still on its way takes nothing when it lands (it would hold a
 /// permit nobody has until its lease ends).
-pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
+pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Permit>) {
     let request = crate::counting::common::Request::new(&inner, &lease.keys.count);
     let key = lease.keys.request_of(&lease.id);
     let limit = inner.settings.command_timeout;
@@ -303,14 +304,14 @@ pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Lease>) {
             Err(_) => Err(format!("no reply within {limit:?}")),
         }
     };
-    let (until, name) = (lease.valid_until(), &lease.keys.count);
+    let (until, name) = (lease.lease.valid_until(), &lease.keys.count);
     crate::client::retry::until_done(&inner, until, "permit give-back", name, call).await;
 }
 
 /// One `permits_renew.lua` call for `batch`: renewed permits get a new local deadline, those
 /// found gone are marked lost. False if the call failed (the loop retries sooner; a permit
 /// whose local deadline passes meanwhile is lost).
-async fn renew_batch(inner: &Inner, batch: &[Arc<Lease>]) -> bool {
+async fn renew_batch(inner: &Inner, batch: &[Arc<Permit>]) -> bool {
     let lease = inner.settings.watchdog_lease;
     let keys = batch.iter().map(|l| l.keys.timeouts.clone()).collect();
     let ids = batch.iter().map(|l| l.id.clone());
@@ -338,8 +339,8 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Lease>]) -> bool {
     };
     for (permit, renewed) in batch.iter().zip(replies) {
         if renewed == 1 {
-            permit.renewed_at(sent, lease);
-        } else if permit.mark_lost() && inner.state::<Leases>().contains(permit) {
+            permit.lease.renewed(sent, lease);
+        } else if permit.lease.mark_lost() && inner.state::<Leases>().contains(permit) {
             tracing::warn!(semaphore = %permit.keys.count, id = %permit.id, "permit lost while held: its id is gone (released by id, deleted, or expired)");
         }
     }

@@ -1,16 +1,15 @@
-//! The permits this client holds on permit-expirable semaphores (one [`Lease`] per live
+//! The permits this client holds on permit-expirable semaphores (one [`Permit`] per live
 //! `PermitGuard`), as `line` is for fair waiters: the watchdog's round renews from it, and
 //! shutdown gives back every permit still in it. It knows the permits' keys, not the client.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use dashmap::DashMap;
-use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::client::hold_watch::{FredResult, Watched};
 use crate::hold::kind::Wake;
+use crate::hold::lease::Lease;
 
 crate::client::scripts::scripts! {
     /// Permit-expirable semaphore: give back expired permits, then take one under an id.
@@ -50,125 +49,32 @@ impl PermitKeys {
     }
 }
 
-/// Where a permit stands, as this client knows it.
-#[derive(Debug, Clone, Copy)]
-struct Standing {
-    /// Conservative end of its lease on the local monotonic clock: the send time of the last
-    /// acquire or renewal that succeeded, plus the lease it set.
-    until: Instant,
-    /// Found gone, or its lease ran out locally: it never comes back.
-    lost: bool,
-    /// Given back by its guard (or being given back): nothing it finds gone is a loss.
-    released: bool,
-}
-
 /// One permit held through a guard of this client.
 #[derive(Debug)]
-pub(crate) struct Lease {
+pub(crate) struct Permit {
     pub(crate) keys: Arc<PermitKeys>,
     /// Its id: 32 hex digits (stored on the server as the 16 bytes they spell).
     pub(crate) id: String,
     /// Renewed in the client's watchdog round (taken without a fixed lease).
     pub(crate) renewed: bool,
-    standing: watch::Sender<Standing>,
+    /// Its local end, loss and give-back, by the rules of every hold (`hold::lease`). Ended
+    /// when its guard gives it back.
+    pub(crate) lease: Lease,
 }
 
-impl Lease {
+impl Permit {
     pub(crate) fn new(keys: Arc<PermitKeys>, id: String, renewed: bool, until: Instant) -> Self {
-        Lease {
+        Permit {
             keys,
             id,
             renewed,
-            standing: watch::Sender::new(Standing {
-                until,
-                lost: false,
-                released: false,
-            }),
+            lease: Lease::new(until),
         }
     }
 
-    pub(crate) fn valid_until(&self) -> Instant {
-        self.standing.borrow().until
-    }
-
-    /// Found gone, or past its local deadline.
-    pub(crate) fn is_lost(&self) -> bool {
-        let s = *self.standing.borrow();
-        s.lost || Instant::now() >= s.until
-    }
-
-    /// Its guard gives it back (called before the give-back is sent): a watch that then
-    /// finds it gone is not told of a loss.
-    pub(crate) fn mark_released(&self) {
-        self.standing
-            .send_if_modified(|s| !std::mem::replace(&mut s.released, true));
-    }
-
-    /// Neither lost, nor given back, nor past its local deadline.
-    pub(crate) fn is_live(&self) -> bool {
-        let s = *self.standing.borrow();
-        !s.lost && !s.released && Instant::now() < s.until
-    }
-
-    /// Resolves once the permit is no longer live (see [`is_live`](Self::is_live)).
-    pub(crate) async fn ended(&self) {
-        let mut rx = self.standing.subscribe();
-        loop {
-            let s = *rx.borrow_and_update();
-            if s.lost || s.released || Instant::now() >= s.until {
-                return;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep_until(s.until) => {}
-                changed = rx.changed() => if changed.is_err() { return },
-            }
-        }
-    }
-
-    /// Marks it lost (idempotent); returns whether this call did.
-    pub(crate) fn mark_lost(&self) -> bool {
-        self.standing
-            .send_if_modified(|s| !std::mem::replace(&mut s.lost, true))
-    }
-
-    /// A renewal sent at `sent` set a lease of `lease`. One sent or answered after the local
-    /// deadline does not revive the permit: `is_lost` may have said it was lost already.
-    pub(crate) fn renewed_at(&self, sent: Instant, lease: Duration) {
-        let now = Instant::now();
-        self.standing.send_if_modified(|s| {
-            if s.lost {
-                return false;
-            }
-            if sent >= s.until || now >= s.until {
-                s.lost = true;
-                return true;
-            }
-            let until = sent + lease;
-            let later = until > s.until;
-            s.until = s.until.max(until);
-            later
-        });
-    }
-
-    /// Resolves once the permit is lost: marked lost, or its local deadline passed (a renewal
-    /// that succeeds moves the deadline first).
+    /// Resolves once the permit is lost: marked lost, or its local end passed.
     pub(crate) async fn lost(&self) {
-        let mut rx = self.standing.subscribe();
-        loop {
-            let s = *rx.borrow_and_update();
-            if s.lost {
-                return;
-            }
-            tokio::select! {
-                _ = tokio::time::sleep_until(s.until) => {
-                    if Instant::now() >= self.valid_until() {
-                        self.mark_lost();
-                        return;
-                    }
-                }
-                changed = rx.changed() => if changed.is_err() { return },
-            }
-        }
+        self.lease.lost().await;
     }
 }
 
@@ -176,38 +82,38 @@ impl Lease {
 /// (`Inner::state::<Leases>()`).
 #[derive(Debug, Default)]
 pub(crate) struct Leases {
-    by_id: DashMap<String, Arc<Lease>>,
+    by_id: DashMap<String, Arc<Permit>>,
 }
 
 impl Leases {
-    pub(crate) fn insert(&self, lease: Arc<Lease>) {
+    pub(crate) fn insert(&self, lease: Arc<Permit>) {
         self.by_id.insert(lease.id.clone(), lease);
     }
 
     /// Takes `lease` out; false if it was not in (already given back).
-    pub(crate) fn remove(&self, lease: &Arc<Lease>) -> bool {
+    pub(crate) fn remove(&self, lease: &Arc<Permit>) -> bool {
         self.by_id
             .remove_if(&lease.id, |_, l| Arc::ptr_eq(l, lease))
             .is_some()
     }
 
     /// Whether `lease` is still held through a guard (not given back yet).
-    pub(crate) fn contains(&self, lease: &Arc<Lease>) -> bool {
+    pub(crate) fn contains(&self, lease: &Arc<Permit>) -> bool {
         self.by_id
             .get(&lease.id)
             .is_some_and(|l| Arc::ptr_eq(&l, lease))
     }
 
     /// Every permit held, for shutdown.
-    pub(crate) fn all(&self) -> Vec<Arc<Lease>> {
+    pub(crate) fn all(&self) -> Vec<Arc<Permit>> {
         self.by_id.iter().map(|e| e.value().clone()).collect()
     }
 
     /// The permits the renewal should renew: watchdog-managed and not lost.
-    pub(crate) fn to_renew(&self) -> Vec<Arc<Lease>> {
+    pub(crate) fn to_renew(&self) -> Vec<Arc<Permit>> {
         self.by_id
             .iter()
-            .filter(|e| e.renewed && !e.is_lost())
+            .filter(|e| e.renewed && !e.lease.is_lost())
             .map(|e| e.value().clone())
             .collect()
     }
@@ -248,12 +154,12 @@ pub(crate) async fn release(
 /// Redisson's `release(id)` by anyone included, publishes the new count there), checking that
 /// its id is still among the semaphore's timeouts. Each release on the channel costs one
 /// `ZSCORE` per watched local permit of that semaphore.
-impl Watched for Lease {
+impl Watched for Permit {
     fn channel(&self) -> (&str, Wake) {
         (&self.keys.channel, Wake::Count)
     }
     fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
-        Lease::ended(self)
+        self.lease.ended()
     }
     fn check(
         &self,
@@ -273,7 +179,7 @@ impl Watched for Lease {
         })
     }
     fn found_gone(&self) {
-        if self.is_live() && self.mark_lost() {
+        if self.lease.is_live() && self.lease.mark_lost() {
             tracing::warn!(semaphore = %self.keys.count, id = %self.id, "permit lost: its watch found it gone (released by id elsewhere, or the semaphore deleted)");
         }
     }
@@ -291,32 +197,11 @@ mod tests {
         })
     }
 
-    #[tokio::test]
-    async fn a_lease_is_lost_at_its_local_deadline_and_a_late_renewal_does_not_revive_it() {
-        let ms = Duration::from_millis;
-        let start = Instant::now();
-        let lease = Lease::new(keys(), "ab".into(), true, start + ms(30));
-        lease.renewed_at(start + ms(10), ms(50));
-        assert_eq!(lease.valid_until(), start + ms(60));
-        lease.renewed_at(start, ms(20));
-        assert_eq!(
-            lease.valid_until(),
-            start + ms(60),
-            "a renewal never shortens"
-        );
-        tokio::time::timeout(ms(2_000), lease.lost()).await.unwrap();
-        assert!(Instant::now() >= start + ms(60));
-        assert!(lease.is_lost());
-        lease.renewed_at(Instant::now(), ms(1_000));
-        assert!(lease.is_lost());
-        assert_eq!(lease.valid_until(), start + ms(60));
-    }
-
     #[test]
-    fn the_registry_forgets_a_lease_once() {
+    fn the_registry_forgets_a_permit_once() {
         let leases = Leases::default();
-        let a = Arc::new(Lease::new(keys(), "aa".into(), true, Instant::now()));
-        let b = Arc::new(Lease::new(keys(), "bb".into(), false, Instant::now()));
+        let a = Arc::new(Permit::new(keys(), "aa".into(), true, Instant::now()));
+        let b = Arc::new(Permit::new(keys(), "bb".into(), false, Instant::now()));
         leases.insert(a.clone());
         leases.insert(b.clone());
         assert_eq!(leases.len(), 2);

@@ -11,7 +11,7 @@ use crate::client::handle::{Client, Inner};
 use crate::client::settings::validate_lease;
 use crate::counting::common::{unexpected, validate_count, wait_until, Check, Names, MAX_COUNT};
 use crate::counting::permit_guard::{release_retrying, retry_give_back, PermitGuard};
-use crate::counting::permit_leases::{Lease, Leases, PermitKeys};
+use crate::counting::permit_leases::{Leases, Permit, PermitKeys};
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, suffixed, validate_name};
 use crate::hold::kind::Wake;
@@ -295,7 +295,7 @@ impl PermitSemaphore {
                     // attempt's alone, so giving back one that took nothing is harmless);
                     // failing that, its lease ends it.
                     if e.is_transient() || matches!(e, Error::Shutdown) {
-                        let lease = Arc::new(Lease::new(keys, id, false, sent + lease));
+                        let lease = Arc::new(Permit::new(keys, id, false, sent + lease));
                         let retry = retry_give_back(inner.clone(), lease);
                         inner.shared.tracker.spawn(retry);
                     }

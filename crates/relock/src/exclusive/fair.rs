@@ -205,25 +205,22 @@ impl Drop for Waiting {
 /// Starts the client's heartbeat scheduler: every heartbeat deadline / 5 it refreshes the
 /// deadline of each queued waiter (100 per script call), which also evicts dead waiters and
 /// tells us which of ours should try now.
-fn spawn_heartbeats(inner: Weak<Inner>, mut shutdown: watch::Receiver<bool>) {
-    let runtime = match inner.upgrade() {
-        Some(i) => i.runtime.clone(),
-        None => return,
+fn spawn_heartbeats(inner: Weak<Inner>, shutdown: watch::Receiver<bool>) {
+    let Some((runtime, period)) = inner
+        .upgrade()
+        .map(|i| (i.runtime.clone(), i.settings.fair_heartbeat / 5))
+    else {
+        return;
     };
-    runtime.spawn(async move {
-        let period = match inner.upgrade() {
-            Some(i) => i.settings.fair_heartbeat / 5,
-            None => return,
-        };
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(period) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-            let Some(inner) = inner.upgrade() else { return };
+    runtime.spawn(crate::hold::every::every(
+        inner,
+        shutdown,
+        period,
+        move |inner| async move {
             beat_all(&inner).await;
-        }
-    });
+            Some(period)
+        },
+    ));
 }
 
 async fn beat_all(inner: &Arc<Inner>) {

@@ -17,10 +17,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dashmap::DashMap;
-use tokio::sync::{watch, Notify};
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::hold::kind::LockKeys;
+use crate::hold::lease::{Lease, Renewal};
 use crate::hold::meter;
 use crate::hold::owner::Owner;
 
@@ -55,9 +56,12 @@ pub(crate) struct Hold {
     pub(crate) task: Caller,
     /// When it was granted, for the hold-time metric.
     pub(crate) granted_at: Instant,
-    state: Mutex<HoldState>,
-    /// Bumped whenever the lost flag or the guard counts change, to wake `lost()` callers.
-    changed: watch::Sender<()>,
+    /// Its guards. Taken around a guard's joining, and around the count read that decides
+    /// whether a loss is reported, so that a guard either sees the loss or is counted in it.
+    guards: Mutex<Guards>,
+    /// Its local end, loss and release: the rules every lease follows (`hold::lease`). Ended
+    /// when its last guard goes.
+    lease: Lease,
     /// Signalled when the hold leaves the registry (its last release finished).
     pub(crate) gone: Notify,
     /// Quorum holds: held by a renewal round and by a release, so that a renewal (which may
@@ -66,17 +70,11 @@ pub(crate) struct Hold {
 }
 
 #[derive(Debug)]
-struct HoldState {
+struct Guards {
     /// Guards alive for this hold; equals the server's hold count while all is well.
     count: u32,
     /// How many of those guards want the watchdog.
     watchdog: u32,
-    lost: bool,
-    /// The last guard went away; no guard may join any more (re-entry is refused).
-    releasing: bool,
-    /// Local, conservative end of the lease: send time of the last successful acquire or renew
-    /// plus the lease it set. Measured on the monotonic clock.
-    valid_until: Instant,
 }
 
 impl Hold {
@@ -95,14 +93,11 @@ impl Hold {
             owner,
             task,
             granted_at: Instant::now(),
-            state: Mutex::new(HoldState {
+            guards: Mutex::new(Guards {
                 count: 0,
                 watchdog: 0,
-                lost: false,
-                releasing: false,
-                valid_until,
             }),
-            changed: watch::channel(()).0,
+            lease: Lease::new(valid_until),
             gone: Notify::new(),
             gate: tokio::sync::Mutex::new(()),
         }
@@ -111,19 +106,17 @@ impl Hold {
     /// Adds a guard. Returns false if the hold is lost or its last guard has gone (the caller
     /// must not use it).
     pub(crate) fn add_guard(&self, watchdog: bool, valid_until: Instant) -> bool {
-        let mut s = self.state.lock().unwrap();
+        let mut g = self.guards.lock().unwrap();
         // A hold whose local deadline has passed is lost, even if nobody has looked yet: a new
         // guard must not revive it.
-        if s.lost || s.releasing || Instant::now() >= s.valid_until {
+        if !self.lease.is_live() {
             return false;
         }
-        s.count += 1;
+        g.count += 1;
         if watchdog {
-            s.watchdog += 1;
+            g.watchdog += 1;
         }
-        s.valid_until = s.valid_until.max(valid_until);
-        drop(s);
-        self.changed.send_replace(());
+        self.lease.extend_to(valid_until);
         true
     }
 
@@ -131,44 +124,48 @@ impl Hold {
     /// remaining count and whether the hold was lost. At 0 the hold is "releasing": no guard
     /// can join it any more.
     pub(crate) fn remove_guard(&self, watchdog: bool) -> (u32, bool) {
-        let mut s = self.state.lock().unwrap();
-        s.count = s.count.saturating_sub(1);
-        s.releasing |= s.count == 0;
-        if watchdog {
-            s.watchdog = s.watchdog.saturating_sub(1);
+        let mut g = self.guards.lock().unwrap();
+        g.count = g.count.saturating_sub(1);
+        if g.count == 0 {
+            self.lease.mark_ended();
         }
-        let out = (s.count, s.lost);
-        drop(s);
-        self.changed.send_replace(());
-        out
+        if watchdog {
+            g.watchdog = g.watchdog.saturating_sub(1);
+        }
+        (g.count, self.lease.is_marked_lost())
     }
 
     /// The last guard went away.
     pub(crate) fn is_releasing(&self) -> bool {
-        self.state.lock().unwrap().releasing
+        self.lease.is_ended()
     }
 
     /// Can take another guard: not lost, not released, lease not run out locally.
     pub(crate) fn is_live(&self) -> bool {
-        let s = self.state.lock().unwrap();
-        !s.lost && !s.releasing && Instant::now() < s.valid_until
+        self.lease.is_live()
     }
 
     pub(crate) fn count(&self) -> u32 {
-        self.state.lock().unwrap().count
+        self.guards.lock().unwrap().count
     }
 
     /// Whether the watchdog should renew this hold.
     pub(crate) fn wants_renewal(&self) -> bool {
-        let s = self.state.lock().unwrap();
-        s.watchdog > 0 && !s.lost
+        self.guards.lock().unwrap().watchdog > 0 && !self.lease.is_marked_lost()
     }
 
     /// Marks the hold lost and wakes everyone waiting in `lost()`. Idempotent. A hold that
     /// still has guards is reported once, as a `warn` event with the lock, the hold's field and
     /// `reason`.
     pub(crate) fn mark_lost(&self, reason: &'static str) {
-        if self.set_lost() && self.count() > 0 {
+        if self.lease.mark_lost() {
+            self.report_lost(reason);
+        }
+    }
+
+    /// The report of a loss that this hold's lease has just recorded.
+    fn report_lost(&self, reason: &'static str) {
+        if self.count() > 0 {
             meter::lost(self.keys.kind.label());
             tracing::warn!(lock = %self.keys.lock, field = %self.field, reason, "lock lost while held");
         }
@@ -177,97 +174,41 @@ impl Hold {
     /// Marks the hold ended by its own client (shutdown, or forgotten without a runtime): the
     /// same signal, without the warning.
     pub(crate) fn mark_ended(&self) {
-        self.set_lost();
+        self.lease.mark_lost();
     }
 
-    fn set_lost(&self) -> bool {
-        let mut s = self.state.lock().unwrap();
-        if s.lost {
-            return false;
-        }
-        s.lost = true;
-        drop(s);
-        self.changed.send_replace(());
-        true
-    }
-
-    /// Records a successful renewal sent at `sent_at`. A renewal sent, or answered, after the
-    /// local deadline had passed does not revive the hold: `is_lost()` may already have said it
-    /// was lost, and a hold reported lost stays lost, whatever a late reply says.
+    /// Records a successful renewal sent at `sent_at` (the lease's rules: one that comes after
+    /// the local deadline marks the hold lost rather than reviving it).
     pub(crate) fn renewed(&self, sent_at: Instant, lease: Duration) {
-        let mut s = self.state.lock().unwrap();
-        if s.lost {
-            return;
+        if self.lease.renewed(sent_at, lease) == Renewal::Late {
+            self.report_lost("a renewal was answered after the local lease deadline");
         }
-        let revive = crate::seam::renewals_outlive_the_deadline();
-        if !revive && (sent_at >= s.valid_until || Instant::now() >= s.valid_until) {
-            drop(s);
-            self.mark_lost("a renewal was answered after the local lease deadline");
-            return;
-        }
-        s.valid_until = s.valid_until.max(sent_at + lease);
     }
 
     pub(crate) fn valid_until(&self) -> Instant {
-        self.state.lock().unwrap().valid_until
+        self.lease.valid_until()
     }
 
     /// Lost, or its lease ran out on the local clock.
     pub(crate) fn is_lost(&self) -> bool {
-        let s = self.state.lock().unwrap();
-        s.lost || Instant::now() >= s.valid_until
+        self.lease.is_lost()
     }
 
     /// Resolves once the hold has ended: marked lost, its last guard gone (released), or its
     /// local deadline passed. Unlike [`lost`](Self::lost) it marks nothing (a watcher's wait
     /// must not turn an unobserved lease end into a reported loss).
     pub(crate) async fn ended(&self) {
-        let mut rx = self.changed.subscribe();
-        loop {
-            let until = {
-                let s = self.state.lock().unwrap();
-                if s.lost || s.releasing || Instant::now() >= s.valid_until {
-                    return;
-                }
-                s.valid_until
-            };
-            tokio::select! {
-                r = rx.changed() => if r.is_err() { return },
-                // A renewal may have moved the deadline meanwhile: the loop looks again.
-                _ = tokio::time::sleep_until(until) => {}
-            }
-        }
+        self.lease.ended().await
     }
 
     /// Resolves once the hold is lost: marked lost, or its local `valid_until` passed, with or
     /// without a watchdog (a renewal that succeeds moves `valid_until` first). So it never
     /// resolves later than `valid_until`, whatever the watchdog is doing.
     pub(crate) async fn lost(&self) {
-        let mut rx = self.changed.subscribe();
-        loop {
-            let (lost, until) = {
-                let s = self.state.lock().unwrap();
-                (s.lost, s.valid_until)
-            };
-            if lost {
-                return;
-            }
-            let until = if crate::seam::renewals_outlive_the_deadline() {
-                // The mutant believes renewals whatever the deadline: only "gone" ends a hold.
-                until + Duration::from_secs(86_400)
-            } else {
-                until
-            };
-            tokio::select! {
-                _ = tokio::time::sleep_until(until) => {
-                    // A renewal may have moved the deadline meanwhile; re-check.
-                    if Instant::now() >= self.valid_until() {
-                        self.mark_lost("its lease ran out on the local clock (renewals failing, or a fixed lease ending)");
-                        return;
-                    }
-                }
-                r = rx.changed() => if r.is_err() { return },
-            }
+        if self.lease.lost().await {
+            self.report_lost(
+                "its lease ran out on the local clock (renewals failing, or a fixed lease ending)",
+            );
         }
     }
 }

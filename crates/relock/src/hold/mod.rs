@@ -9,6 +9,8 @@
 //!   plan, the spans and their record), over the kind's re-entry and fresh wait.
 //! - `holds`: the client's record of its holds ([`Hold`](holds::Hold), `Holds`,
 //!   `FieldMaker` for never-reused fields).
+//! - `lease`: [`Lease`](lease::Lease), the rules of anything held under a lease (its local
+//!   end, its loss, a late renewal): a hold keeps one, and so does a semaphore's permit.
 //! - `backend`: the [`Backend`](backend::Backend) trait (release, renewal batches and
 //!   rounds) and `Shared`, what every backend keeps (client id, holds, task tracker).
 //! - `guard`: [`LockGuard`](crate::LockGuard), written once over any backend.
@@ -16,6 +18,8 @@
 //!   and what the backend adds (`Backend::other_renewals`: on one server, the permits).
 //! - `reentry` and `owner`: which hold a `lock()` re-enters; [`Owner`](crate::Owner).
 //! - `detach`: work that must run to its end whatever its caller does.
+//! - `every`: the one periodic loop (the watchdog, heartbeats, keep-alive, reconnects), which
+//!   ends with its owner or at shutdown.
 //! - `methods`: [`DistributedLock`](crate::DistributedLock) and `lock_methods!`, the acquiring
 //!   methods written once for every kind.
 //! - `kind`: [`HoldKind`](kind::HoldKind), what a lock kind tells the shared code about its
@@ -28,10 +32,12 @@
 pub(crate) mod acquire;
 pub(crate) mod backend;
 pub(crate) mod detach;
+pub(crate) mod every;
 pub(crate) mod guard;
 pub(crate) mod holds;
 pub(crate) mod keys;
 pub(crate) mod kind;
+pub(crate) mod lease;
 pub(crate) mod meter;
 pub(crate) mod methods;
 pub(crate) mod owner;

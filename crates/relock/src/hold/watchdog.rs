@@ -18,27 +18,22 @@ use crate::hold::holds::Hold;
 /// Starts the watchdog of `backend`: a round (`renew_all`) every renewal period, after a
 /// round that failed every period/4 (at least 10 ms, so that a retry comes well before a lease
 /// can run out). It ends with the backend or at shutdown.
-pub(crate) fn spawn<B: Backend>(backend: Weak<B>, mut shutdown: watch::Receiver<bool>) {
+pub(crate) fn spawn<B: Backend>(backend: Weak<B>, shutdown: watch::Receiver<bool>) {
     let Some(period) = backend.upgrade().map(|b| b.renew_period()) else {
         return;
     };
-    tokio::spawn(async move {
-        let mut delay = period;
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-            let Some(backend) = backend.upgrade() else {
-                return;
-            };
-            delay = if renew_all(&backend).await {
+    tokio::spawn(crate::hold::every::every(
+        backend,
+        shutdown,
+        period,
+        move |backend| async move {
+            Some(if renew_all(&backend).await {
                 period
             } else {
                 (period / 4).max(Duration::from_millis(10))
-            };
-        }
-    });
+            })
+        },
+    ));
 }
 
 /// How long the first call of a round every `period` goes alone before the rest are sent

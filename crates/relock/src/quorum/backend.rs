@@ -417,24 +417,21 @@ impl QuorumInner {
 pub(crate) fn spawn_reconnect(
     q: Weak<QuorumInner>,
     i: usize,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: watch::Receiver<bool>,
     delay: Duration,
 ) {
-    tokio::spawn(async move {
-        if !delay.is_zero() {
-            tokio::select! {
-                _ = tokio::time::sleep(delay) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-        }
-        // At once, then less and less often: a blip costs a reconnect, not a second.
-        let mut backoff = Duration::from_millis(50);
-        loop {
-            let Some(inner) = q.upgrade() else { return };
+    // At once, then less and less often: a blip costs a reconnect, not a second.
+    let mut backoff = Duration::from_millis(50);
+    let stop = shutdown.clone();
+    tokio::spawn(crate::hold::every::every(q, stop, delay, move |inner| {
+        let mut shutdown = shutdown.clone();
+        let next = backoff;
+        backoff = (backoff * 2).min(Duration::from_secs(1));
+        async move {
             let builder = inner.builder.clone().url(inner.nodes[i].url.clone());
             let built = tokio::select! {
                 b = builder.build() => b,
-                _ = shutdown.wait_for(|s| *s) => return,
+                _ = shutdown.wait_for(|s| *s) => return None,
             };
             match built {
                 Ok(c) => {
@@ -450,7 +447,7 @@ pub(crate) fn spawn_reconnect(
                         if *inner.shutdown.borrow() {
                             drop(conn);
                             c.shutdown().await;
-                            return;
+                            return None;
                         }
                         *conn = Some(c.inner);
                     }
@@ -460,18 +457,15 @@ pub(crate) fn spawn_reconnect(
                         .check_uptime_on(i, inner.uptime_check_limit(), true)
                         .await;
                     node.mark_reconnecting(false);
-                    return;
+                    None
                 }
-                Err(_) => inner.nodes[i].mark_reconnecting(false),
+                Err(_) => {
+                    inner.nodes[i].mark_reconnecting(false);
+                    Some(next)
+                }
             }
-            drop(inner);
-            tokio::select! {
-                _ = tokio::time::sleep(backoff) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-            backoff = (backoff * 2).min(Duration::from_secs(1));
         }
-    });
+    }));
 }
 
 /// Replaces node `i`'s connections as soon as one of them fails: they do not reconnect by
@@ -499,15 +493,14 @@ pub(crate) fn spawn_connection_watch(q: &Arc<QuorumInner>, i: usize, conn: &Arc<
     });
 }
 
-pub(crate) fn spawn_uptime_checks(q: Weak<QuorumInner>, mut shutdown: watch::Receiver<bool>) {
-    tokio::spawn(async move {
-        loop {
-            tokio::select! {
-                _ = tokio::time::sleep(UPTIME_CHECK) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-            let Some(inner) = q.upgrade() else { return };
+pub(crate) fn spawn_uptime_checks(q: Weak<QuorumInner>, shutdown: watch::Receiver<bool>) {
+    tokio::spawn(crate::hold::every::every(
+        q,
+        shutdown,
+        UPTIME_CHECK,
+        |inner| async move {
             inner.check_uptimes(inner.uptime_check_limit(), false).await;
-        }
-    });
+            Some(UPTIME_CHECK)
+        },
+    ));
 }
