@@ -97,7 +97,7 @@ impl Hold {
                 count: 0,
                 watchdog: 0,
             }),
-            lease: Lease::new(valid_until),
+            lease: Lease::of_hold(valid_until),
             gone: Notify::new(),
             gate: tokio::sync::Mutex::new(()),
         }
@@ -109,14 +109,13 @@ impl Hold {
         let mut g = self.guards.lock().unwrap();
         // A hold whose local deadline has passed is lost, even if nobody has looked yet: a new
         // guard must not revive it.
-        if !self.lease.is_live() {
+        if !self.lease.join(valid_until) {
             return false;
         }
         g.count += 1;
         if watchdog {
             g.watchdog += 1;
         }
-        self.lease.extend_to(valid_until);
         true
     }
 

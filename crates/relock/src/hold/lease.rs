@@ -28,6 +28,9 @@ struct Standing {
 #[derive(Debug)]
 pub(crate) struct Lease {
     standing: watch::Sender<Standing>,
+    /// A lock hold's lease, which the chaos harness's `renewal-recreates-expired-lock` mutant
+    /// breaks; a permit's is not (each mutant breaks one mechanism).
+    lock_hold: bool,
 }
 
 /// What a renewal's success did to a lease.
@@ -50,7 +53,21 @@ impl Lease {
                 lost: false,
                 ended: false,
             }),
+            lock_hold: false,
         }
+    }
+
+    /// A lock hold's lease (see `lock_hold`).
+    pub(crate) fn of_hold(until: Instant) -> Self {
+        Lease {
+            lock_hold: true,
+            ..Lease::new(until)
+        }
+    }
+
+    /// Whether the mutant that believes renewals whatever the deadline is active here.
+    fn renewals_outlive_the_deadline(&self) -> bool {
+        self.lock_hold && crate::seam::renewals_outlive_the_deadline()
     }
 
     /// Its local end.
@@ -87,25 +104,41 @@ impl Lease {
             .send_if_modified(|s| !std::mem::replace(&mut s.lost, true))
     }
 
+    /// Marks it lost if its end has passed, checked in the same step; true if this call did.
+    fn mark_lost_if_past_end(&self) -> bool {
+        self.standing.send_if_modified(|s| {
+            let now_lost = !s.lost && Instant::now() >= s.until;
+            s.lost |= now_lost;
+            now_lost
+        })
+    }
+
     /// Marks it let go by its owner and wakes every `ended()`; true if this call did.
     pub(crate) fn mark_ended(&self) -> bool {
         self.standing
             .send_if_modified(|s| !std::mem::replace(&mut s.ended, true))
     }
 
-    /// Moves its end to `until` if that is later (a re-entry that set a longer lease).
-    pub(crate) fn extend_to(&self, until: Instant) {
+    /// Something joins it (a re-entry), moving its end to `until` if that is later: only if it
+    /// is live, checked in the same step, so that a lease found ended in between is not
+    /// extended. False if it was not live.
+    pub(crate) fn join(&self, until: Instant) -> bool {
+        let mut live = false;
         self.standing.send_if_modified(|s| {
-            let later = until > s.until;
-            s.until = s.until.max(until);
+            live = !s.lost && !s.ended && Instant::now() < s.until;
+            let later = live && until > s.until;
+            if later {
+                s.until = until;
+            }
             later
         });
+        live
     }
 
     /// A renewal sent at `sent` set a lease of `lease` on the server.
     pub(crate) fn renewed(&self, sent: Instant, lease: Duration) -> Renewal {
         let now = Instant::now();
-        let revive = crate::seam::renewals_outlive_the_deadline();
+        let revive = self.renewals_outlive_the_deadline();
         let mut outcome = Renewal::Extended;
         self.standing.send_if_modified(|s| {
             if s.lost {
@@ -136,7 +169,7 @@ impl Lease {
             if s.lost {
                 return false;
             }
-            let until = if crate::seam::renewals_outlive_the_deadline() {
+            let until = if self.renewals_outlive_the_deadline() {
                 // The mutant believes renewals whatever the deadline: only "gone" ends a hold.
                 s.until + Duration::from_secs(86_400)
             } else {
@@ -144,9 +177,10 @@ impl Lease {
             };
             tokio::select! {
                 _ = tokio::time::sleep_until(until) => {
-                    // A renewal may have moved the end meanwhile; look again.
-                    if Instant::now() >= self.valid_until() {
-                        return self.mark_lost();
+                    // A renewal or a re-entry may have moved the end meanwhile: the end and
+                    // the mark are checked in one step.
+                    if self.mark_lost_if_past_end() {
+                        return true;
                     }
                 }
                 r = rx.changed() => if r.is_err() { return false },
@@ -214,6 +248,25 @@ mod tests {
             !lease.lost().await,
             "marked already: not ended by this wait"
         );
+    }
+
+    #[tokio::test]
+    async fn only_a_live_lease_can_be_joined_and_joining_never_shortens_it() {
+        let start = Instant::now();
+        let lease = Lease::new(start + ms(40));
+        assert!(lease.join(start + ms(10)));
+        assert_eq!(lease.valid_until(), start + ms(40), "never shortened");
+        assert!(lease.join(start + ms(60)));
+        assert_eq!(lease.valid_until(), start + ms(60));
+        tokio::time::sleep_until(start + ms(61)).await;
+        assert!(!lease.join(start + ms(5_000)), "past its end: not joined");
+        assert_eq!(lease.valid_until(), start + ms(60), "and not extended");
+        let ended = Lease::new(Instant::now() + ms(5_000));
+        ended.mark_ended();
+        assert!(!ended.join(Instant::now() + ms(9_000)));
+        let lost = Lease::new(Instant::now() + ms(5_000));
+        lost.mark_lost();
+        assert!(!lost.join(Instant::now() + ms(9_000)));
     }
 
     #[tokio::test]
