@@ -56,7 +56,7 @@
 //!
 //! # Layout
 //! The crate is in rooms, one folder per layer; a room uses the rooms below it and never one
-//! beside or above it (the unit test `layers` fails otherwise). Each room's `mod.rs` is its guide.
+//! beside or above it (the test `tests/layers` fails otherwise). Each room's `mod.rs` is its guide.
 //! - the crate root: `error` ([`Error`]), `script` (a script as data), `seam` (the chaos
 //!   harness's hooks) and `mutant`.
 //! - `hold`: what a client holds, with no Redis in it: holds, the `Backend` trait, the
@@ -79,8 +79,6 @@ mod counting;
 mod error;
 mod exclusive;
 mod hold;
-#[cfg(test)]
-mod layers;
 #[cfg(feature = "chaos-mutants")]
 pub mod mutant;
 mod quorum;
