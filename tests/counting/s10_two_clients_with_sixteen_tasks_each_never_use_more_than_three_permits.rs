@@ -37,7 +37,7 @@ async fn two_clients_with_sixteen_tasks_each_never_use_more_than_three_permits()
             let n = 1 + t % 2;
             tasks.push(tokio::spawn(async move {
                 for _ in 0..20 {
-                    sem.acquire(n).await.unwrap();
+                    sem.acquire(n).await.map(kept).unwrap();
                     let now = in_use.fetch_add(n, Ordering::SeqCst) + n;
                     max_in_use.fetch_max(now, Ordering::SeqCst);
                     // Hold the permits across a round trip, so that holders overlap.

@@ -11,11 +11,11 @@ async fn try_acquire_for_gives_up_within_its_bound() {
     let (a, b) = (client(&server).await, client(&server).await);
     let sem = a.semaphore("s20");
     assert!(sem.try_set_permits(1).await.unwrap());
-    assert!(sem.try_acquire(1).await.unwrap());
+    assert!(sem.try_acquire(1).await.map(taken).unwrap());
 
     let other = b.semaphore("s20");
     let t = Instant::now();
-    assert!(!other.try_acquire(1).await.unwrap());
+    assert!(!other.try_acquire(1).await.map(taken).unwrap());
     assert!(
         t.elapsed() < Duration::from_millis(200),
         "{:?}",
@@ -24,7 +24,7 @@ async fn try_acquire_for_gives_up_within_its_bound() {
 
     for wait in [Duration::from_millis(100), Duration::from_millis(400)] {
         let t = Instant::now();
-        assert!(!other.try_acquire_for(1, wait).await.unwrap());
+        assert!(!other.try_acquire_for(1, wait).await.map(taken).unwrap());
         let took = t.elapsed();
         assert!(took >= wait, "gave up after {took:?}, before its {wait:?}");
         assert!(
@@ -40,14 +40,20 @@ async fn try_acquire_for_gives_up_within_its_bound() {
     assert!(!other
         .try_acquire_for(2, Duration::from_millis(100))
         .await
+        .map(taken)
         .unwrap());
     assert_eq!(sem.available().await.unwrap(), 1);
 
     // A release while it waits is taken well before its wait ends.
-    assert!(sem.try_acquire(1).await.unwrap());
+    assert!(sem.try_acquire(1).await.map(taken).unwrap());
     let waiter = {
         let other = other.clone();
-        tokio::spawn(async move { other.try_acquire_for(1, Duration::from_secs(10)).await })
+        tokio::spawn(async move {
+            other
+                .try_acquire_for(1, Duration::from_secs(10))
+                .await
+                .map(taken)
+        })
     };
     wait_until(Duration::from_secs(2), "the waiter to park", || async {
         b.parked_waiters() == 1

@@ -15,7 +15,7 @@ async fn a_waiter_survives_its_connections_being_killed() {
     assert!(latch.try_set_count(1).await.unwrap());
     let sem_waiter = {
         let sem = sem.clone();
-        tokio::spawn(async move { sem.acquire(1).await })
+        tokio::spawn(async move { sem.acquire(1).await.map(kept) })
     };
     let latch_waiter = {
         let latch = latch.clone();

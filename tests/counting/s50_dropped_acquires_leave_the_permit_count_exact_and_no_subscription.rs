@@ -15,7 +15,7 @@ async fn dropped_acquires_leave_the_permit_count_exact_and_no_subscription() {
     let sem = b.semaphore("s50");
 
     // 1. Waiters on an empty semaphore, dropped before, while and after subscribing.
-    holder.acquire(2).await.unwrap();
+    holder.acquire(2).await.map(kept).unwrap();
     for micros in (0..3_000u64).step_by(100).chain([5_000, 20_000, 120_000]) {
         let r = tokio::time::timeout(Duration::from_micros(micros), sem.acquire(1)).await;
         assert!(r.is_err(), "got a permit of an empty semaphore");
@@ -33,7 +33,7 @@ async fn dropped_acquires_leave_the_permit_count_exact_and_no_subscription() {
     let mut got = 0u64;
     for micros in (0..2_000u64).step_by(20) {
         if let Ok(r) = tokio::time::timeout(Duration::from_micros(micros), sem.acquire(1)).await {
-            r.unwrap();
+            r.map(kept).unwrap();
             got += 1;
             sem.release(1).await.unwrap();
         }
@@ -42,12 +42,12 @@ async fn dropped_acquires_leave_the_permit_count_exact_and_no_subscription() {
 
     // 3. A waiter aborted right as a release reaches it: either it returned (and releases), or
     // the permit is back.
-    holder.acquire(2).await.unwrap();
+    holder.acquire(2).await.map(kept).unwrap();
     let mut returned = 0;
     for i in 0..40u64 {
         let waiter = {
             let sem = sem.clone();
-            tokio::spawn(async move { sem.acquire(1).await })
+            tokio::spawn(async move { sem.acquire(1).await.map(kept) })
         };
         wait_until(Duration::from_secs(3), "the waiter to park", || async {
             b.parked_waiters() == 1
@@ -77,6 +77,7 @@ async fn dropped_acquires_leave_the_permit_count_exact_and_no_subscription() {
             holder.acquire(1),
         )
         .await
+        .map(kept)
         .unwrap();
     }
     println!("{returned} of 40 aborted waiters had returned first");

@@ -30,19 +30,24 @@ async fn bad_input_and_keys_of_another_type_get_typed_errors() {
     let a = client(&server).await;
     let sem = a.semaphore("s70");
     let too_many = 1_000_000_000_000_001u64;
-    assert_invalid(sem.acquire(0).await, "n");
-    assert_invalid(sem.try_acquire(0).await, "n");
-    assert_invalid(sem.try_acquire_for(0, Duration::from_secs(1)).await, "n");
+    assert_invalid(sem.acquire(0).await.map(kept), "n");
+    assert_invalid(sem.try_acquire(0).await.map(taken), "n");
+    assert_invalid(
+        sem.try_acquire_for(0, Duration::from_secs(1))
+            .await
+            .map(taken),
+        "n",
+    );
     assert_invalid(sem.release(0).await, "n");
     assert_invalid(sem.add_permits(0).await, "n");
-    assert_invalid(sem.acquire(too_many).await, "n");
+    assert_invalid(sem.acquire(too_many).await.map(kept), "n");
     assert_invalid(sem.release(u64::MAX).await, "n");
     assert_invalid(sem.add_permits(i64::MIN).await, "n");
     assert_invalid(sem.try_set_permits(too_many).await, "n");
-    let e = sem.acquire(0).await.unwrap_err().to_string();
+    let e = sem.acquire(0).await.map(kept).unwrap_err().to_string();
     assert!(e.contains("`n`") && e.contains("at least 1"), "{e}");
     for bad in ["", "a{b", "x{}y"] {
-        assert_invalid(a.semaphore(bad).try_acquire(1).await, "name");
+        assert_invalid(a.semaphore(bad).try_acquire(1).await.map(taken), "name");
         assert_invalid(a.semaphore(bad).available().await, "name");
         assert_invalid(a.count_down_latch(bad).count().await, "name");
         assert_invalid(a.count_down_latch(bad).wait().await, "name");
@@ -56,7 +61,11 @@ async fn bad_input_and_keys_of_another_type_get_typed_errors() {
     assert!(sem.try_set_permits(1_000_000_000_000_000).await.unwrap());
     assert_invalid(sem.release(1).await, "n");
     assert_eq!(sem.available().await.unwrap(), 1_000_000_000_000_000);
-    assert!(sem.try_acquire(1_000_000_000_000_000).await.unwrap());
+    assert!(sem
+        .try_acquire(1_000_000_000_000_000)
+        .await
+        .map(taken)
+        .unwrap());
     assert_eq!(sem.available().await.unwrap(), 0);
 
     // Keys of another type.
@@ -64,9 +73,14 @@ async fn bad_input_and_keys_of_another_type_get_typed_errors() {
     let _ = server.cmd(&["SET", "s70:text", "many"]).unwrap();
     for key in ["s70:hash", "s70:text"] {
         let sem = a.semaphore(key);
-        assert_wrong_type(sem.acquire(1).await, key);
-        assert_wrong_type(sem.try_acquire(1).await, key);
-        assert_wrong_type(sem.try_acquire_for(1, Duration::from_secs(1)).await, key);
+        assert_wrong_type(sem.acquire(1).await.map(kept), key);
+        assert_wrong_type(sem.try_acquire(1).await.map(taken), key);
+        assert_wrong_type(
+            sem.try_acquire_for(1, Duration::from_secs(1))
+                .await
+                .map(taken),
+            key,
+        );
         assert_wrong_type(sem.release(1).await, key);
         assert_wrong_type(sem.add_permits(-1).await, key);
         assert_wrong_type(sem.available().await, key);

@@ -30,7 +30,7 @@ async fn semaphores_and_latches_wake_waiters_across_three_cluster_masters() {
     for (name, _) in &names {
         // Semaphore: b's release wakes a's waiter.
         let sem = a.semaphore(name.clone());
-        let waiter = tokio::spawn(async move { sem.acquire(1).await });
+        let waiter = tokio::spawn(async move { sem.acquire(1).await.map(kept) });
         let channel = format!("redisson_sc:{{{name}}}");
         wait_until(
             Duration::from_secs(5),
@@ -92,7 +92,7 @@ async fn semaphores_and_latches_wake_waiters_across_three_cluster_masters() {
     // A tagged semaphore name keeps its tag; a latch name whose channel lands elsewhere is refused.
     let tagged = a.semaphore("s80:{t}:x");
     tagged.release(1).await.unwrap();
-    assert!(tagged.try_acquire(1).await.unwrap());
+    assert!(tagged.try_acquire(1).await.map(taken).unwrap());
     match a.count_down_latch("s80:{t}:latch").count().await {
         Err(Error::InvalidArgument {
             name: "name",

@@ -20,7 +20,7 @@ async fn redisson_messages_written_by_hand_wake_relock_waiters() {
     let waiters: Vec<_> = (0..3)
         .map(|_| {
             let sem = a.semaphore("s85");
-            tokio::spawn(async move { sem.acquire(1).await })
+            tokio::spawn(async move { sem.acquire(1).await.map(kept) })
         })
         .collect();
     wait_until(Duration::from_secs(3), "3 parked waiters", || async {

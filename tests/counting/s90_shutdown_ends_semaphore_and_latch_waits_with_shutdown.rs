@@ -16,7 +16,7 @@ async fn shutdown_ends_semaphore_and_latch_waits_with_shutdown() {
     let waiters = [
         {
             let sem = sem.clone();
-            tokio::spawn(async move { sem.acquire(1).await })
+            tokio::spawn(async move { sem.acquire(1).await.map(kept) })
         },
         {
             let latch = latch.clone();
@@ -35,7 +35,10 @@ async fn shutdown_ends_semaphore_and_latch_waits_with_shutdown() {
             .unwrap();
         assert!(matches!(r, Err(Error::Shutdown)), "{r:?}");
     }
-    assert!(matches!(sem.try_acquire(1).await, Err(Error::Shutdown)));
+    assert!(matches!(
+        sem.try_acquire(1).await.map(taken),
+        Err(Error::Shutdown)
+    ));
     assert!(matches!(sem.release(1).await, Err(Error::Shutdown)));
     assert!(matches!(latch.wait().await, Err(Error::Shutdown)));
     assert_eq!(crate::get(&server, "s90").as_deref(), Some("0"));

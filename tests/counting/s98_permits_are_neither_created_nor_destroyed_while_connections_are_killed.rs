@@ -20,7 +20,7 @@ async fn permits_are_neither_created_nor_destroyed_while_connections_are_killed(
         Ok(sem
             .try_acquire_for(1, Duration::from_secs(3))
             .await?
-            .then(|| Box::pin(async move { sem.release(1).await }) as GiveBack))
+            .map(|permit| Box::pin(permit.release()) as GiveBack))
     };
     let available = |c: relock::Client| async move { c.semaphore("s98").available().await };
     conservation_under_kills(&server, [a, b], "s98", &["s98"], take, available).await;

@@ -174,9 +174,10 @@ pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
     .await;
     let sem = c.semaphore("orders:sem");
     assert!(sem.try_set_permits(1).await.unwrap());
-    sem.acquire(1).await.unwrap();
+    sem.acquire(1).await.map(crate::kept).unwrap();
     let theirs = other.semaphore("orders:sem");
-    let waiter = tokio::spawn(async move { theirs.acquire(1).await.map(|()| theirs) });
+    let waiter =
+        tokio::spawn(async move { theirs.acquire(1).await.map(crate::kept).map(|()| theirs) });
     parked(other, "the semaphore waiter to park").await;
     sem.release(1).await.unwrap();
     let theirs = bounded(Duration::from_secs(3), "the semaphore waiter woken", waiter)

@@ -659,3 +659,14 @@ mod routed {
         });
     }
 }
+
+/// Keeps the permits of a `Semaphore::acquire` taken without a guard (Redisson's way), for the
+/// scenarios written against `acquire` → `()`: `sem.acquire(n).await.map(kept)`.
+pub fn kept(permits: relock::SemaphorePermits) {
+    permits.forget();
+}
+
+/// As [`kept`], for the `try_` forms: whether the permits were taken (and kept).
+pub fn taken(permits: Option<relock::SemaphorePermits>) -> bool {
+    permits.map(relock::SemaphorePermits::forget).is_some()
+}

@@ -743,7 +743,7 @@ enum Handle {
 /// What a worker holds.
 enum Held {
     Guard(relock::LockGuard),
-    Permit(relock::Semaphore),
+    Permit(relock::SemaphorePermits),
 }
 
 impl Handle {
@@ -751,10 +751,7 @@ impl Handle {
         Ok(match self {
             Handle::Lock(l) => l.try_lock_for(wait).await?.map(Held::Guard),
             Handle::Write(w) => w.try_lock_for(wait).await?.map(Held::Guard),
-            Handle::Permit(s) => s
-                .try_acquire_for(1, wait)
-                .await?
-                .then(|| Held::Permit(s.clone())),
+            Handle::Permit(s) => s.try_acquire_for(1, wait).await?.map(Held::Permit),
         })
     }
 }
@@ -763,7 +760,7 @@ impl Held {
     async fn release(self) -> relock::Result<()> {
         match self {
             Held::Guard(g) => g.unlock().await,
-            Held::Permit(s) => s.release(1).await,
+            Held::Permit(p) => p.release().await,
         }
     }
 }

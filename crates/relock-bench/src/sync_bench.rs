@@ -174,10 +174,7 @@ async fn permits(url: &str, tasks: usize, secs: Duration) -> Result<f64, CliErro
         let sem = sem.clone();
         move || {
             let sem = sem.clone();
-            async move {
-                sem.acquire(1).await?;
-                sem.release(1).await
-            }
+            async move { sem.acquire(1).await?.release().await }
         }
     })
     .await?;

@@ -357,9 +357,9 @@ impl Cycle<'_> {
                 return;
             }
         };
-        match acquire {
-            Ok(true) => {}
-            Ok(false) => {
+        let permit = match acquire {
+            Ok(Some(permit)) => permit,
+            Ok(None) => {
                 let error = "timeout".to_owned();
                 self.record(name, Op::AcquireFailed { error }).await;
                 return;
@@ -371,7 +371,7 @@ impl Cycle<'_> {
                 tokio::time::sleep(Duration::from_millis(20)).await;
                 return;
             }
-        }
+        };
         let (token, valid_until) = (0, history::Nanos::MAX);
         self.record(
             name,
@@ -389,7 +389,7 @@ impl Cycle<'_> {
         self.record(name, Op::Release { token, valid_until }).await;
         // An error leaves the release's outcome unknown: recorded, never retried (a second
         // release could create a permit).
-        match sem.release(1).await {
+        match permit.release().await {
             Ok(()) => self.record(name, Op::Released { token }).await,
             Err(e) => {
                 let error = e.to_string();

@@ -33,7 +33,10 @@ pub(crate) enum OnLost {
 /// Options of `relock run`.
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Examples:
-  relock run nightly-report -- ./report.sh --full      # wait for the lock, then run
+  relock run nightly-report ./report.sh --full         # wait for the lock, then run
+  relock run --wait 30 nightly-report -- ./report.sh   # give up after 30 s (exit 75)
+  relock run -s cache -- ./read-cache.sh               # shared, as flock -s (-x: exclusive)
+  relock run --permits 3 crawlers -- ./crawl.sh        # at most 3 at once (consul lock -n 3)
   relock run --no-wait deploy -- make deploy           # exit 75 at once if it is held
   relock run --wait 30s --shell 'migrate up && echo done' db-migrations
   relock run --quorum redis://a:6379,redis://b:6379,redis://c:6379 backup -- ./backup.sh
@@ -49,17 +52,31 @@ pub(crate) struct Args {
     #[arg(long)]
     url: Option<String>,
     /// Give up after waiting this long (e.g. 30s, 2m); default: wait forever.
-    #[arg(long, value_parser = humantime::parse_duration, conflicts_with = "no_wait")]
+    #[arg(long, value_parser = relock_cli::shared::parse_duration, conflicts_with = "no_wait")]
     wait: Option<Duration>,
     /// Do not wait: exit with the conflict code at once if the lock is held (flock -n).
     #[arg(long, short = 'n')]
     no_wait: bool,
     /// A fixed lease instead of the watchdog (e.g. 10m): the lock is lost when it runs out.
-    #[arg(long, value_parser = humantime::parse_duration)]
+    #[arg(long, value_parser = relock_cli::shared::parse_duration)]
     lease: Option<Duration>,
     /// Use the fair lock (first come, first served).
     #[arg(long, conflicts_with = "quorum")]
     fair: bool,
+    /// Hold the read-write lock NAME's shared side (as `flock -s`): any number of shared
+    /// holders together, none beside an `--exclusive` one (Redisson's RReadWriteLock read lock).
+    #[arg(long, short = 's', conflicts_with_all = ["fair", "quorum", "exclusive"])]
+    shared: bool,
+    /// Hold one of N permits of the semaphore NAME instead of a lock (as `consul lock -n N`):
+    /// up to N commands run at once. N sets the count when the semaphore does not exist yet
+    /// (a Redisson `RPermitExpirableSemaphore`: each permit has an id and a lease, renewed
+    /// while the command runs, so a crashed holder's permit comes back when its lease ends).
+    #[arg(long, value_name = "N", conflicts_with_all = ["fair", "quorum", "shared", "exclusive"])]
+    permits: Option<u64>,
+    /// Hold the read-write lock NAME's exclusive side (as `flock -x`): alone, with no
+    /// `--shared` holder. Runs that share a name use `-s`/`-x` all of them, or none.
+    #[arg(long, short = 'x', conflicts_with_all = ["fair", "quorum"])]
+    exclusive: bool,
     /// Lock on a majority of these independent masters (Redlock, at least 3) instead of one
     /// Redis: one argument, the URLs separated by commas.
     #[arg(long, value_delimiter = ',', conflicts_with = "url")]
@@ -67,7 +84,7 @@ pub(crate) struct Args {
     /// With --quorum: how long a master that restarted may not vote (default: the lease; a
     /// master that restarted empty may have forgotten a lock that is still valid). 0s turns
     /// it off, at the risk described in docs/safety.md.
-    #[arg(long, value_parser = humantime::parse_duration, requires = "quorum")]
+    #[arg(long, value_parser = relock_cli::shared::parse_duration, requires = "quorum")]
     restart_quarantine: Option<Duration>,
     /// Exit code when the lock could not be had in time (flock -E).
     #[arg(long, default_value_t = CONFLICT_EXIT)]
@@ -76,7 +93,7 @@ pub(crate) struct Args {
     #[arg(long, value_enum, default_value_t = OnLost::Kill)]
     on_lost: OnLost,
     /// With --on-lost kill: how long after SIGTERM to send SIGKILL.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "10s")]
+    #[arg(long, value_parser = relock_cli::shared::parse_duration, default_value = "10s")]
     kill_after: Duration,
     /// Run this through `sh -c` (flock -c) instead of CMD ARGS.
     #[arg(long, short = 'c', conflicts_with = "command")]
@@ -86,8 +103,14 @@ pub(crate) struct Args {
     /// the processes it started, is signalled when the lock is lost or relock is interrupted.
     #[arg(long)]
     foreground: bool,
-    /// The command and its arguments (after `--`).
-    #[arg(last = true)]
+    /// The command and its arguments, after the name (`relock run NAME CMD ARGS`, as `flock
+    /// FILE CMD ARGS`): everything after CMD is the command's. Options of relock go before
+    /// NAME; `--` before CMD is allowed, and needed where CMD itself starts with `-`.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     command: Vec<String>,
 }
 
@@ -98,7 +121,7 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
         (None, false) => args.command.clone(),
         (None, true) => {
             return Err(CliError::Failed(
-                "no command to run: give it after `--` (relock run NAME -- CMD ARGS) or with --shell 'CMD'".into(),
+                "no command to run: give it after the name (relock run NAME CMD ARGS) or with --shell 'CMD'".into(),
             ))
         }
     };
@@ -108,18 +131,40 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
             args.quorum.len()
         )));
     }
+    // A plain or fair lock: its status names the holder when the lock cannot be had.
+    let mut plain = None;
     let (lock, shutdown): (Box<dyn DistributedLock>, Shutdown) = if args.quorum.is_empty() {
         let client = relock::Client::connect(resolve_url(args.url.clone())).await?;
-        let lock = if args.fair {
-            client.fair_lock(&args.name)
+        if let Some(n) = args.permits {
+            let sem = client.permit_expirable_semaphore(&args.name);
+            let code = match sem.try_set_permits(n).await {
+                Ok(_) => hold_and_run(&args, &argv, &Target::Permits(sem)).await,
+                Err(e) => Err(e.into()),
+            };
+            client.shutdown().await;
+            return code;
+        }
+        let lock: Box<dyn DistributedLock> = if args.shared || args.exclusive {
+            let rw = client.read_write_lock(&args.name);
+            match (args.shared, args.lease) {
+                (true, Some(l)) => Box::new(rw.read_lock().with_lease(l)),
+                (true, None) => Box::new(rw.read_lock()),
+                (false, Some(l)) => Box::new(rw.write_lock().with_lease(l)),
+                (false, None) => Box::new(rw.write_lock()),
+            }
         } else {
-            client.lock(&args.name)
+            let lock = if args.fair {
+                client.fair_lock(&args.name)
+            } else {
+                client.lock(&args.name)
+            };
+            plain = Some(lock.clone());
+            Box::new(match args.lease {
+                Some(l) => lock.with_lease(l),
+                None => lock,
+            })
         };
-        let lock = match args.lease {
-            Some(l) => lock.with_lease(l),
-            None => lock,
-        };
-        (Box::new(lock), Shutdown::Single(client))
+        (lock, Shutdown::Single(client))
     } else {
         let mut builder = relock::QuorumClient::builder().urls(args.quorum.clone());
         if let Some(q) = args.restart_quarantine {
@@ -133,7 +178,7 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
         };
         (Box::new(lock), Shutdown::Quorum(client))
     };
-    let code = hold_and_run(&args, &argv, lock.as_ref()).await;
+    let code = hold_and_run(&args, &argv, &Target::Lock(lock, plain)).await;
     shutdown.run().await;
     code
 }
@@ -152,21 +197,102 @@ impl Shutdown {
     }
 }
 
-async fn hold_and_run(
-    args: &Args,
-    argv: &[String],
-    lock: &dyn DistributedLock,
-) -> Result<u8, CliError> {
-    let mut signals = Signals::new()?;
-    let acquire = async {
-        if args.no_wait {
-            lock.try_lock().await
-        } else if let Some(w) = args.wait {
-            lock.try_lock_for(w).await
-        } else {
-            lock.lock().await.map(Some)
+/// What `run` holds while the command runs: a lock, or a permit of a semaphore.
+enum Target {
+    /// The lock, and the plain or fair lock's handle for its status.
+    Lock(Box<dyn DistributedLock>, Option<relock::Lock>),
+    Permits(relock::PermitSemaphore),
+}
+
+/// A lock's guard or a permit's.
+enum Held {
+    Lock(relock::LockGuard),
+    Permit(relock::PermitGuard),
+}
+
+impl Target {
+    async fn take(&self, args: &Args) -> relock::Result<Option<Held>> {
+        match self {
+            Target::Lock(lock, _) => Ok(if args.no_wait {
+                lock.try_lock().await?
+            } else if let Some(w) = args.wait {
+                lock.try_lock_for(w).await?
+            } else {
+                Some(lock.lock().await?)
+            }
+            .map(Held::Lock)),
+            Target::Permits(sem) => Ok(if args.no_wait {
+                sem.try_acquire(args.lease).await?
+            } else if let Some(w) = args.wait {
+                sem.try_acquire_for(w, args.lease).await?
+            } else {
+                Some(sem.acquire(args.lease).await?)
+            }
+            .map(Held::Permit)),
         }
-    };
+    }
+}
+
+impl Target {
+    /// Who holds it now, for the conflict message: ", held by FIELD (relock), its lease ends
+    /// in 12.3s"; empty when that cannot be read.
+    async fn holder(&self) -> String {
+        match self {
+            Target::Lock(_, Some(lock)) => match lock.status().await {
+                Ok(st) if !st.holders.is_empty() => {
+                    let who: Vec<String> = st
+                        .holders
+                        .iter()
+                        .map(|h| {
+                            let layout = format!("{:?}", h.layout).to_lowercase();
+                            format!("{} ({layout})", h.field)
+                        })
+                        .collect();
+                    let lease = match st.pttl_ms {
+                        Some(ms) if ms >= 0 => format!(
+                            ", its lease ends in {}",
+                            humantime::format_duration(Duration::from_millis(ms as u64))
+                        ),
+                        Some(_) => ", with no expiry".to_string(),
+                        None => String::new(),
+                    };
+                    format!(": held by {}{lease}", who.join(", "))
+                }
+                _ => String::new(),
+            },
+            Target::Permits(sem) => match sem.available().await {
+                Ok(n) => format!(": {n} of its permits available"),
+                Err(_) => String::new(),
+            },
+            Target::Lock(_, None) => String::new(),
+        }
+    }
+}
+
+impl Held {
+    /// The variables the command sees beside RELOCK_NAME.
+    fn env(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Held::Lock(g) => vec![
+                ("RELOCK_TOKEN", g.fencing_token().to_string()),
+                ("RELOCK_OWNER", g.owner().to_string()),
+            ],
+            // A permit has no fencing token: its id is what Redisson's release(id) takes.
+            Held::Permit(p) => vec![("RELOCK_PERMIT_ID", p.id().to_string())],
+        }
+    }
+
+    async fn lost(&self) {
+        match self {
+            Held::Lock(g) => g.lost().await,
+            Held::Permit(p) => p.lost().await,
+        }
+    }
+}
+
+async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u8, CliError> {
+    let mut signals = Signals::new()?;
+    let acquire = target.take(args);
     let guard = tokio::select! {
         r = acquire => r?,
         sig = signals.next() => {
@@ -176,8 +302,9 @@ async fn hold_and_run(
         }
     };
     let Some(guard) = guard else {
+        let holder = target.holder().await;
         say(format_args!(
-            "`{}` is held by someone else{}",
+            "`{}` is held by someone else{holder}{}",
             args.name,
             match args.wait {
                 Some(w) if !args.no_wait => format!(" (waited {})", humantime::format_duration(w)),
@@ -191,8 +318,7 @@ async fn hold_and_run(
     command
         .args(&argv[1..])
         .env("RELOCK_NAME", &args.name)
-        .env("RELOCK_TOKEN", guard.fencing_token().to_string())
-        .env("RELOCK_OWNER", guard.owner());
+        .envs(guard.env());
     if !args.foreground {
         // Its own process group: a lost lock or a signal reaches every process the command
         // started, not only the command (whose children would otherwise go on writing
@@ -257,9 +383,16 @@ async fn hold_and_run(
 }
 
 /// Released before `relock` exits, so the next holder need not wait for a lease.
-async fn release(guard: relock::LockGuard, name: &str) {
-    if let Err(e) = guard.unlock().await {
-        if !matches!(e, relock::Error::LockLost { .. }) {
+async fn release(guard: Held, name: &str) {
+    let r = match guard {
+        Held::Lock(g) => g.unlock().await,
+        Held::Permit(p) => p.release().await,
+    };
+    if let Err(e) = r {
+        if !matches!(
+            e,
+            relock::Error::LockLost { .. } | relock::Error::PermitLost { .. }
+        ) {
             say(format_args!("releasing `{name}`: {e}"));
         }
     }

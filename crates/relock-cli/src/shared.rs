@@ -113,3 +113,35 @@ pub async fn run_until_signalled<E: std::fmt::Display>(
         }
     }
 }
+
+/// A duration as a shell user writes it: a bare number is seconds (`--wait 2`, as `flock -w 2`
+/// and `timeout 2`), else a number with a unit (`30s`, `2m`, `1h30m`, `500ms`).
+pub fn parse_duration(text: &str) -> Result<std::time::Duration, String> {
+    const HINT: &str = "write seconds (2, 0.5) or a number with a unit (30s, 2m, 500ms)";
+    let t = text.trim();
+    if t.starts_with(|c: char| c.is_ascii_digit() || c == '.') && t.parse::<f64>().is_ok() {
+        let secs: f64 = t.parse().unwrap_or(f64::NAN);
+        return std::time::Duration::try_from_secs_f64(secs)
+            .map_err(|_| format!("`{text}` is not a duration: {HINT}"));
+    }
+    humantime::parse_duration(t).map_err(|e| format!("`{text}` is not a duration ({e}): {HINT}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn a_bare_number_is_seconds_and_units_are_read() {
+        assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("0.5"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        for bad in ["", "-1", "abc", "1e999", "2 parsecs"] {
+            let e = parse_duration(bad).unwrap_err();
+            assert!(e.contains("write seconds"), "{bad:?}: {e}");
+        }
+    }
+}

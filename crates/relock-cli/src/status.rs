@@ -47,7 +47,7 @@ pub(crate) struct StatusArgs {
     #[arg(long, value_delimiter = ',', conflicts_with = "url")]
     quorum: Vec<String>,
     /// How long to wait for each master (connect and each read) with --quorum.
-    #[arg(long, value_parser = humantime::parse_duration, default_value = "2s", requires = "quorum")]
+    #[arg(long, value_parser = relock_cli::shared::parse_duration, default_value = "2s", requires = "quorum")]
     node_timeout: std::time::Duration,
     /// One JSON object per lock, in an array.
     #[arg(long)]

@@ -41,7 +41,7 @@ pub(crate) struct Args {
     #[arg(long)]
     count: Option<u64>,
     /// Exit after this long (e.g. 30s, 5m); default: until interrupted.
-    #[arg(long = "for", value_parser = humantime::parse_duration)]
+    #[arg(long = "for", value_parser = relock_cli::shared::parse_duration)]
     duration: Option<Duration>,
     /// Turn on the keyspace notifications the watch needs, if they are off (CONFIG SET
     /// notify-keyspace-events, adding to what is set; it stays on after the watch).

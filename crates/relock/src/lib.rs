@@ -53,26 +53,27 @@
 //! tasks). [`Reentrancy::PerTask`] opts into Redisson's implicit per-task re-entry, with its
 //! hazard. On the server every hold has its own field, so nothing that belongs to one hold
 //! (a late release, a renewal, a clean-up) can affect another: `docs/safety.md`.
-//!
-//! # Layout
-//! The crate is in rooms, one folder per layer; a room uses the rooms below it and never one
-//! beside or above it (the test `tests/layers` fails otherwise). Each room's `mod.rs` is its guide.
-//! - the crate root: `error` ([`Error`]), `script` (a script as data), `seam` (the chaos
-//!   harness's hooks) and `mutant`.
-//! - `hold`: what a client holds, with no Redis in it: holds, the `Backend` trait, the
-//!   `HoldKind` trait (what a lock kind tells the shared code about its holds), the guard, the
-//!   watchdog's loop, re-entry, owners, run-to-end, the acquiring methods, key names.
-//! - `client`: one Redis deployment: [`Client`] and its builder, fred's start, errors and
-//!   redaction, scripts, pub/sub, coalescing, the one-server backend, the hold watch. Kinds keep
-//!   their per-client state through `Inner::state` and register their own shutdown step.
-//! - `exclusive`: [`Lock`] (plain and fair), [`ReadWriteLock`], [`MultiLock`], status.
-//! - `counting`: [`Semaphore`], [`PermitSemaphore`], [`CountDownLatch`].
-//! - `quorum`: [`QuorumClient`] and [`QuorumLock`].
-//!
-//! `docs/architecture.md` has the map and what a new kind adds.
+
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms, rustdoc::broken_intra_doc_links)]
 #![warn(missing_docs, missing_debug_implementations, unreachable_pub)]
+
+// # Layout (for contributors; not on the crate's page)
+// The crate is in rooms, one folder per layer; a room uses the rooms below it and never one
+// beside or above it (the test `tests/layers` fails otherwise). Each room's `mod.rs` is its guide.
+// - the crate root: `error` (`Error`), `script` (a script as data), `seam` (the chaos
+//   harness's hooks) and `mutant`.
+// - `hold`: what a client holds, with no Redis in it: holds, the `Backend` trait, the
+//   `HoldKind` trait (what a lock kind tells the shared code about its holds), the guard, the
+//   watchdog's loop, re-entry, owners, run-to-end, the acquiring methods, key names.
+// - `client`: one Redis deployment: `Client` and its builder, fred's start, errors and
+//   redaction, scripts, pub/sub, coalescing, the one-server backend, the hold watch. Kinds keep
+//   their per-client state through `Inner::state` and register their own shutdown step.
+// - `exclusive`: `Lock` (plain and fair), `ReadWriteLock`, `MultiLock`, status.
+// - `counting`: `Semaphore`, `PermitSemaphore`, `CountDownLatch`.
+// - `quorum`: `QuorumClient` and `QuorumLock`.
+//
+// `docs/architecture.md` has the map and what a new kind adds.
 
 mod client;
 mod counting;
@@ -95,6 +96,7 @@ pub mod lua {
     pub use crate::counting::latch::lua::*;
     pub use crate::counting::permit_leases::lua::*;
     pub use crate::counting::semaphore::lua::*;
+    pub use crate::counting::semaphore_permits::lua::*;
     pub use crate::exclusive::fair_line::lua::*;
     pub use crate::exclusive::rwlock::lua::*;
     pub use crate::quorum::scripts::lua::*;
@@ -111,6 +113,7 @@ pub use counting::latch::CountDownLatch;
 pub use counting::permit_guard::PermitGuard;
 pub use counting::permits::PermitSemaphore;
 pub use counting::semaphore::{DistributedSemaphore, Semaphore};
+pub use counting::semaphore_permits::SemaphorePermits;
 pub use error::{Error, NodeVote, Result, Vote};
 pub use exclusive::lock::Lock;
 pub use exclusive::multilock::{MultiGuard, MultiLock};

@@ -28,7 +28,7 @@ async fn status_shows_a_semaphores_latchs_and_permit_semaphores_count() {
     let client = relock::Client::connect(server.url()).await.unwrap();
     let sem = client.semaphore("st-sem");
     assert!(sem.try_set_permits(3).await.unwrap());
-    sem.acquire(1).await.unwrap();
+    sem.acquire(1).await.unwrap().forget();
     assert!(client
         .count_down_latch("st-latch")
         .try_set_count(4)

@@ -140,6 +140,55 @@ impl Client {
         self.inner.pubsub.channel_count()
     }
 
+    /// Checks that the client reaches Redis right now, for a readiness probe: one `PING` on
+    /// each of its command connections and one on its pub/sub connection, all at once, each
+    /// bounded by the command timeout. Returns the slowest round trip.
+    ///
+    /// # Errors
+    /// [`Error::Shutdown`] after [`shutdown`](Client::shutdown); [`Error::Timeout`] when a
+    /// connection gave no answer within the command timeout; the connection's error (with the
+    /// server, its password redacted) when one failed.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a `PING` changes nothing.
+    ///
+    /// ```no_run
+    /// # async fn f(client: relock::Client) {
+    /// match client.ping().await {
+    ///     Ok(rtt) => println!("ready ({rtt:?})"),
+    ///     Err(e) => eprintln!("not ready: {e}"),
+    /// }
+    /// # }
+    /// ```
+    pub async fn ping(&self) -> Result<Duration> {
+        let inner = &self.inner;
+        inner.check_running()?;
+        let limit = inner.settings.command_timeout;
+        let timeout = || Error::Timeout {
+            operation: "ping",
+            server: inner.server(),
+            timeout: limit,
+        };
+        let start = tokio::time::Instant::now();
+        let commands = inner.pool.clients().iter().map(|c| {
+            let c = c.clone();
+            Box::pin(async move { c.ping::<fred::types::Value>(None).await.map(drop) })
+                as crate::hold::backend::BoxFuture<std::result::Result<(), fred::error::Error>>
+        });
+        let subscriber = inner.pubsub.subscriber.clone();
+        let all = commands.chain(std::iter::once(Box::pin(async move {
+            subscriber.ping::<fred::types::Value>(None).await.map(drop)
+        })
+            as crate::hold::backend::BoxFuture<std::result::Result<(), fred::error::Error>>));
+        let replies = tokio::time::timeout(limit, futures_util::future::join_all(all))
+            .await
+            .map_err(|_| timeout())?;
+        for r in replies {
+            r.map_err(|e| inner.error("ping", "", e))?;
+        }
+        Ok(start.elapsed())
+    }
+
     /// Releases every lock this client holds (and gives back the permits its
     /// [`PermitGuard`](crate::PermitGuard)s hold), stops the watchdog and the dispatcher, wakes
     /// waiters (they return [`Error::Shutdown`]) and closes the connections.

@@ -1,6 +1,8 @@
 //! **The counting kinds: Redisson's semaphores and latch.**
 //!
-//! - `semaphore`: [`Semaphore`](crate::Semaphore) (`RSemaphore`).
+//! - `semaphore` and `semaphore_permits`: [`Semaphore`](crate::Semaphore) (`RSemaphore`) and
+//!   [`SemaphorePermits`](crate::SemaphorePermits), the permits one acquire took, given back
+//!   on drop (and by shutdown: `Outstanding`).
 //! - `permits`, `permit_guard` and `permit_leases`: [`PermitSemaphore`](crate::PermitSemaphore)
 //!   (`RPermitExpirableSemaphore`: acquire by id, counts), [`PermitGuard`](crate::PermitGuard)
 //!   (release, renewal) and the permits a client's guards hold (`Leases`, their per-client
@@ -16,3 +18,4 @@ pub(crate) mod permit_guard;
 pub(crate) mod permit_leases;
 pub(crate) mod permits;
 pub(crate) mod semaphore;
+pub(crate) mod semaphore_permits;

@@ -483,7 +483,7 @@ impl PermitSemaphore {
         self.inner.check_running()?;
         let (names, _) = self.keys()?;
         validate_count("n", n.unsigned_abs(), "permits")?;
-        let script = &crate::counting::semaphore::SEMAPHORE_ADD;
+        let script = &crate::counting::semaphore_permits::SEMAPHORE_ADD;
         let reply: Vec<i64> = names
             .run_publishing(
                 &self.inner,

@@ -8,6 +8,7 @@ use crate::client::handle::{Client, Inner};
 use crate::counting::common::{
     unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT,
 };
+use crate::counting::semaphore_permits::{add, SemaphorePermits};
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
 use crate::hold::kind::Wake;
@@ -15,8 +16,6 @@ use crate::hold::kind::Wake;
 crate::client::scripts::scripts! {
     /// Semaphore: take n permits if that many are available.
     SEMAPHORE_ACQUIRE = writes "semaphore_acquire.lua" [];
-    /// Semaphore: add n permits (a release) and publish the new count.
-    SEMAPHORE_ADD = writes "semaphore_add.lua" [];
     /// Semaphore: create it with n permits if it does not exist.
     SEMAPHORE_SET = writes "semaphore_set.lua" [];
     /// Semaphore: take every available permit.
@@ -33,8 +32,10 @@ crate::client::scripts::scripts! {
 ///   a process that took some dies. A **missing key is 0 permits**: create the semaphore with
 ///   [`try_set_permits`](Semaphore::try_set_permits) (only if absent, so every process may
 ///   call it at start-up) or [`add_permits`](Semaphore::add_permits).
-/// - **No guard**: [`acquire`](Semaphore::acquire) takes permits, and the caller must
-///   [`release`](Semaphore::release) them.
+/// - **A guard, or Redisson's way**: [`acquire`](Semaphore::acquire) returns
+///   [`SemaphorePermits`], which gives the permits back when dropped;
+///   [`forget`](SemaphorePermits::forget) keeps them taken until a
+///   [`release`](Semaphore::release) from any handle, as Redisson's `acquire`.
 /// - **Not fair**: any waiter (or a newcomer) may take released permits first. A message
 ///   wakes waiters without knowing how many permits each wants: a waiter for several permits
 ///   woken by a smaller release passes the wake-up on to the next local waiter (once per
@@ -55,12 +56,12 @@ crate::client::scripts::scripts! {
 /// let sem = client.semaphore("crawler:slots");
 /// sem.try_set_permits(3).await?;                 // only the first caller sets it
 ///
-/// sem.acquire(1).await?;                         // waits for a permit
+/// let permit = sem.acquire(1).await?;            // waits for a permit
 /// // ... at most 3 of these run at once, across every process ...
-/// sem.release(1).await?;
+/// drop(permit);                                  // given back (also on `?` or a panic)
 ///
-/// if sem.try_acquire_for(2, Duration::from_secs(1)).await? {
-///     sem.release(2).await?;
+/// if let Some(two) = sem.try_acquire_for(2, Duration::from_secs(1)).await? {
+///     two.release().await?;                      // given back, reporting the outcome
 /// }
 /// # Ok(()) }
 /// ```
@@ -211,31 +212,6 @@ async fn give_back_request(inner: Arc<Inner>, names: Arc<Names>, request: Arc<Re
     }
 }
 
-/// `semaphore_add.lua`: adds `n` (may be negative) and publishes the new count if above 0.
-/// Returns the new count, or `InvalidArgument` if it would go above [`MAX_COUNT`].
-async fn add(inner: &Inner, names: &Names, n: i64) -> Result<i64> {
-    let reply: Vec<i64> = names
-        .run_publishing(
-            inner,
-            (&SEMAPHORE_ADD, "semaphore add"),
-            &[],
-            vec![n.to_string()],
-            true,
-        )
-        .await?;
-    match reply.as_slice() {
-        [1, available] => Ok(*available),
-        [0, available] => Err(Error::invalid(
-            "n",
-            format!(
-                "adding {n} to the {available} available permits of `{}` would exceed the 10^15 supported; add fewer",
-                names.key
-            ),
-        )),
-        other => Err(unexpected("semaphore add", inner, other)),
-    }
-}
-
 impl Semaphore {
     /// The semaphore's name (also its key).
     pub fn name(&self) -> &str {
@@ -249,7 +225,11 @@ impl Semaphore {
         }
     }
 
-    /// Takes `n` permits, waiting as long as it takes for that many to be available.
+    /// Takes `n` permits, waiting as long as it takes for that many to be available. They are
+    /// given back when the returned guard is dropped (an early `?` or a panic included), as
+    /// tokio's `Semaphore::acquire`; [`forget`](SemaphorePermits::forget) keeps them taken,
+    /// for code that gives them back elsewhere with [`release`](Semaphore::release), as
+    /// Redisson's `acquire` does.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for `n` = 0 or above 10^15, or a bad name;
@@ -263,32 +243,28 @@ impl Semaphore {
     /// reply arrives (each attempt runs in a task of its own). You lose your place, as with
     /// `tokio::sync::Semaphore::acquire`. Every attempt of one `acquire` carries the same
     /// request id, recorded with the permits it takes, so an attempt whose reply was lost is
-    /// found by the next attempt, which takes nothing more and returns `Ok`. An `acquire` that
-    /// ends without the permits (its deadline, an error it returns, or its future dropped)
-    /// after an attempt whose reply never arrived ([`Error::Timeout`] or a connection lost
-    /// mid-command) gives back, in the background and under the same request id, whatever
-    /// that attempt took, and a copy of it still on its way then takes nothing. Only if that
-    /// give-back cannot reach Redis within one command timeout (or the client shuts down
-    /// first) are those permits lost, as they always are with Redisson's `RSemaphore` (its
-    /// `RPermitExpirableSemaphore` exists for that).
+    /// found by the next attempt, which takes nothing more and returns the permits. An
+    /// `acquire` that ends without the permits (its deadline, an error it returns, or its
+    /// future dropped) after an attempt whose reply never arrived ([`Error::Timeout`] or a
+    /// connection lost mid-command) gives back, in the background and under the same request
+    /// id, whatever that attempt took, and a copy of it still on its way then takes nothing.
+    /// Only if that give-back cannot reach Redis within one command timeout (or the client
+    /// shuts down first) are those permits lost, as they always are with Redisson's
+    /// `RSemaphore` (its `RPermitExpirableSemaphore` exists for that).
     ///
     /// ```no_run
     /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
-    /// sem.acquire(2).await?;
+    /// let permits = sem.acquire(2).await?;
     /// // ... work that needs two permits ...
-    /// sem.release(2).await?;
+    /// drop(permits); // or `permits.release().await?` to learn the outcome
     /// # Ok(()) }
     /// ```
-    pub async fn acquire(&self, n: u64) -> Result<()> {
-        let acquired = self.acquire_within(n, None).await?;
-        debug_assert!(
-            acquired,
-            "an acquire without a deadline only returns once it got them"
-        );
-        Ok(())
+    pub async fn acquire(&self, n: u64) -> Result<SemaphorePermits> {
+        let permits = self.acquire_within(n, None).await?;
+        Ok(permits.expect("an acquire without a deadline only returns once it got them"))
     }
 
-    /// Takes `n` permits if that many are available now; never waits. `Ok(false)` means
+    /// Takes `n` permits if that many are available now; never waits. `Ok(None)` means
     /// fewer were available (nothing was taken).
     ///
     /// # Errors
@@ -299,17 +275,18 @@ impl Semaphore {
     ///
     /// ```no_run
     /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
-    /// if sem.try_acquire(1).await? {
-    ///     sem.release(1).await?;
+    /// if let Some(permit) = sem.try_acquire(1).await? {
+    ///     // ... work ...
+    ///     permit.release().await?;
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn try_acquire(&self, n: u64) -> Result<bool> {
+    pub async fn try_acquire(&self, n: u64) -> Result<Option<SemaphorePermits>> {
         self.acquire_within(n, Some(Duration::ZERO)).await
     }
 
     /// Takes `n` permits, waiting at most about `wait` for that many to be available.
-    /// `Ok(false)` means they were not available in time (nothing was taken).
+    /// `Ok(None)` means they were not available in time (nothing was taken).
     ///
     /// # Errors
     /// As [`acquire`](Semaphore::acquire).
@@ -320,20 +297,27 @@ impl Semaphore {
     /// ```no_run
     /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
     /// use std::time::Duration;
-    /// if sem.try_acquire_for(1, Duration::from_millis(500)).await? {
-    ///     sem.release(1).await?;
-    /// } else {
-    ///     eprintln!("busy; try later");
+    /// match sem.try_acquire_for(1, Duration::from_millis(500)).await? {
+    ///     Some(_permit) => { /* ... work; given back at the end of the block ... */ }
+    ///     None => eprintln!("busy; try later"),
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<bool> {
+    pub async fn try_acquire_for(
+        &self,
+        n: u64,
+        wait: Duration,
+    ) -> Result<Option<SemaphorePermits>> {
         self.acquire_within(n, Some(wait)).await
     }
 
     /// Takes `n` permits, waiting at most `wait` (`None`: as long as it takes) on the counting
     /// kinds' wait (`counter::wait_until`).
-    async fn acquire_within(&self, n: u64, wait: Option<Duration>) -> Result<bool> {
+    async fn acquire_within(
+        &self,
+        n: u64,
+        wait: Option<Duration>,
+    ) -> Result<Option<SemaphorePermits>> {
         self.inner.check_running()?;
         let names = self.names()?;
         validate_count("n", n, "permits")?;
@@ -357,7 +341,8 @@ impl Semaphore {
             request.done(&self.inner);
         }
         abandon.finish(matches!(r, Ok(true)));
-        r
+        // Recorded at once, with no await between the grant and its guard.
+        Ok(r?.then(|| SemaphorePermits::taken(&self.inner, names, n)))
     }
 
     /// One attempt for the wait: taken, or not yet; a waiter woken for permits too few for it
@@ -453,8 +438,8 @@ impl Semaphore {
     ///
     /// ```no_run
     /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
-    /// sem.acquire(1).await?;
-    /// sem.release(1).await?;
+    /// sem.acquire(1).await?.forget(); // taken, Redisson's way: no guard
+    /// sem.release(1).await?;          // from this or any other handle
     /// # Ok(()) }
     /// ```
     pub async fn release(&self, n: u64) -> Result<()> {
@@ -585,8 +570,9 @@ impl Semaphore {
     }
 }
 
-/// The operations of a counting semaphore, for code generic over where its permits live (a
-/// [`Semaphore`], or a test double). A
+/// The operations of a counting semaphore in Redisson's form (`acquire` keeps the permits
+/// taken, without a guard, until a `release`), for code generic over where its permits live
+/// (a [`Semaphore`], or a test double). A
 /// [`PermitSemaphore`](crate::PermitSemaphore) does not implement it: its permits are one per
 /// acquisition, each with an id, a lease and a guard.
 ///
@@ -600,12 +586,13 @@ impl Semaphore {
 /// ```
 #[async_trait::async_trait]
 pub trait DistributedSemaphore: Send + Sync {
-    /// Takes `n` permits, waiting as long as it takes. Cancel safe: see
-    /// [`Semaphore::acquire`].
+    /// Takes `n` permits, waiting as long as it takes, and keeps them taken until
+    /// [`release`](DistributedSemaphore::release) (Redisson's form: no guard; see
+    /// [`Semaphore::acquire`] for one). Cancel safe: see [`Semaphore::acquire`].
     async fn acquire(&self, n: u64) -> Result<()>;
-    /// Takes `n` permits if that many are available now. Cancel safe.
+    /// Takes `n` permits if that many are available now, keeping them taken. Cancel safe.
     async fn try_acquire(&self, n: u64) -> Result<bool>;
-    /// Takes `n` permits, waiting at most about `wait`. Cancel safe.
+    /// Takes `n` permits, waiting at most about `wait`, keeping them taken. Cancel safe.
     async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<bool>;
     /// Gives back `n` permits. See [`Semaphore::release`] for its cancel safety.
     async fn release(&self, n: u64) -> Result<()>;
@@ -616,13 +603,17 @@ pub trait DistributedSemaphore: Send + Sync {
 #[async_trait::async_trait]
 impl DistributedSemaphore for Semaphore {
     async fn acquire(&self, n: u64) -> Result<()> {
-        Semaphore::acquire(self, n).await
+        Semaphore::acquire(self, n).await.map(|p| {
+            p.forget();
+        })
     }
     async fn try_acquire(&self, n: u64) -> Result<bool> {
-        Semaphore::try_acquire(self, n).await
+        let permits = Semaphore::try_acquire(self, n).await?;
+        Ok(permits.map(SemaphorePermits::forget).is_some())
     }
     async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<bool> {
-        Semaphore::try_acquire_for(self, n, wait).await
+        let permits = Semaphore::try_acquire_for(self, n, wait).await?;
+        Ok(permits.map(SemaphorePermits::forget).is_some())
     }
     async fn release(&self, n: u64) -> Result<()> {
         Semaphore::release(self, n).await

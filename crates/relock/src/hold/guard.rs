@@ -277,6 +277,32 @@ pub(crate) async fn run_within<T>(
     }
 }
 
+/// `with_until_lost`'s body for every lock kind: as [`run_within`], but if the hold is lost
+/// while `f` runs, `f` is dropped there and then (at the await it is parked on) and the result
+/// is `LockLost`.
+pub(crate) async fn run_while_held<T>(
+    guard: LockGuard,
+    f: impl AsyncFnOnce(&LockGuard) -> T,
+) -> Result<T> {
+    let name = guard.hold.keys.lock.clone();
+    let out = {
+        let body = catch_unwind(guard.scope(f(&guard)));
+        tokio::select! {
+            // A loss seen at the same poll as the body's end wins: the body's output may have
+            // been made after the exclusion ended.
+            biased;
+            () = guard.lost() => None,
+            out = body => Some(out),
+        }
+    };
+    let released = guard.unlock().await;
+    match out {
+        None => Err(Error::LockLost { name }),
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        Some(Ok(v)) => released.map(|()| v),
+    }
+}
+
 /// Runs `fut`, turning a panic inside it into an `Err` with the panic's payload (so that the
 /// caller can release a lock before resuming the panic).
 pub(crate) async fn catch_unwind<F: Future>(fut: F) -> std::thread::Result<F::Output> {

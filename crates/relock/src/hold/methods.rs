@@ -119,11 +119,51 @@ macro_rules! lock_methods {
             ///
             /// # Cancel safety
             /// If dropped, `f` is dropped and the hold is released in the background.
+            ///
+            /// A fallible body returns its own `Result` inside relock's: the first `?` is the
+            /// lock's, the second the body's.
+            ///
+            /// ```no_run
+            #[doc = concat!("# async fn f(lock: relock::", stringify!($kind), ") -> Result<(), Box<dyn std::error::Error>> {")]
+            /// let rows = lock.with(async |guard| write_rows(guard.fencing_token()).await).await??;
+            /// # Ok(()) }
+            /// # async fn write_rows(_token: u64) -> std::io::Result<u64> { Ok(1) }
+            /// ```
             pub async fn with<T>(
                 &self,
                 f: impl AsyncFnOnce(&$crate::LockGuard) -> T,
             ) -> $crate::Result<T> {
                 $crate::hold::guard::run_within(self.lock().await?, f).await
+            }
+
+            /// As [`with`](Self::with), but the body runs only while the lock is held: if the
+            /// hold is lost first (its lease ran out, renewals failed, or someone
+            /// force-unlocked it), the body is dropped at the await it is parked on, as
+            /// node-redlock's `using` aborts its routine, and the result is
+            /// [`Error::LockLost`](crate::Error::LockLost). A body that must not stop half-way
+            /// (it has no await point that may be cut) wants [`with`](Self::with) and
+            /// [`LockGuard::lost`] instead.
+            ///
+            /// ```no_run
+            #[doc = concat!("# async fn f(lock: relock::", stringify!($kind), ") -> relock::Result<()> {")]
+            /// match lock.with_until_lost(async |guard| copy_batches(guard.fencing_token()).await).await {
+            ///     Err(relock::Error::LockLost { .. }) => eprintln!("lock lost: the copy stopped"),
+            ///     other => other?,
+            /// }
+            /// # Ok(()) }
+            /// # async fn copy_batches(_token: u64) {}
+            /// ```
+            ///
+            /// # Errors
+            #[doc = concat!("As [`with`](", stringify!($kind), "::with).")]
+            ///
+            /// # Cancel safety
+            /// If dropped, `f` is dropped and the hold is released in the background.
+            pub async fn with_until_lost<T>(
+                &self,
+                f: impl AsyncFnOnce(&$crate::LockGuard) -> T,
+            ) -> $crate::Result<T> {
+                $crate::hold::guard::run_while_held(self.lock().await?, f).await
             }
         }
 

@@ -151,7 +151,8 @@ pub(crate) fn scope<F: Future>(
 }
 
 /// Warns once when a fresh `lock()` waits on a live hold that its own task took outside any
-/// scope: a nested call that forgot the scope waits for itself until the lease ends.
+/// scope: a nested call that forgot the scope waits for itself until that hold ends (never,
+/// while the watchdog renews it; with a fixed lease, until it runs out).
 pub(crate) fn warn_if_waiting_on_own_task(holds: &Holds, lock: &str, warned: &mut bool) {
     if *warned {
         return;
@@ -165,8 +166,10 @@ pub(crate) fn warn_if_waiting_on_own_task(holds: &Holds, lock: &str, warned: &mu
         tracing::warn!(
             lock = %lock,
             "lock() waits for a hold taken by its own task: if this call is nested inside that \
-             critical section it waits until the lease ends. Re-enter explicitly with \
-             `guard.scope(fut)` or `lock.with(|guard| async {{ .. }})`, or pass the guard down"
+             critical section it waits until that hold ends, which with the watchdog renewing \
+             it is never (with a fixed lease: until the lease runs out). Re-enter explicitly \
+             with `guard.scope(fut)` or `lock.with(async |guard| {{ .. }})`, or pass the guard \
+             down"
         );
     }
 }
