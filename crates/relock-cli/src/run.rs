@@ -51,6 +51,8 @@ pub(crate) struct Args {
     /// Redis URL; else RELOCK_URL, else REDIS_URL, else redis://127.0.0.1:6379.
     #[arg(long)]
     url: Option<String>,
+    #[command(flatten)]
+    tls: relock_cli::shared::TlsArgs,
     /// Give up after waiting this long (e.g. 30s, 2m); default: wait forever.
     #[arg(long, value_parser = relock_cli::shared::parse_duration, conflicts_with = "no_wait")]
     wait: Option<Duration>,
@@ -134,7 +136,7 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
     // A plain or fair lock: its status names the holder when the lock cannot be had.
     let mut plain = None;
     let (lock, shutdown): (Box<dyn DistributedLock>, Shutdown) = if args.quorum.is_empty() {
-        let client = relock::Client::connect(resolve_url(args.url.clone())).await?;
+        let client = args.tls.connect(resolve_url(args.url.clone())).await?;
         if let Some(n) = args.permits {
             let sem = client.permit_expirable_semaphore(&args.name);
             let code = match sem.try_set_permits(n).await {

@@ -63,6 +63,55 @@ pub fn resolve_url(flag: Option<String>) -> String {
         .unwrap_or_else(|| "redis://127.0.0.1:6379".into())
 }
 
+/// TLS options of every command that connects (`rediss://` URLs). Without `--tls-ca` the
+/// system's root certificates are trusted (`SSL_CERT_FILE` and `SSL_CERT_DIR` choose others,
+/// as for OpenSSL).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct TlsArgs {
+    /// Trust this CA (a PEM file) instead of the system's roots: a private CA, a managed
+    /// Redis's own CA, a self-signed server.
+    #[arg(long, value_name = "FILE")]
+    pub tls_ca: Option<std::path::PathBuf>,
+    /// Present this client certificate chain (PEM) to a server that verifies clients
+    /// (`tls-auth-clients yes`); needs --tls-key.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<std::path::PathBuf>,
+    /// The client certificate's private key (PEM); needs --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<std::path::PathBuf>,
+}
+
+impl TlsArgs {
+    /// A client for `url` with these TLS options.
+    ///
+    /// # Errors
+    /// A file that cannot be read (named, with the reason); the library's connect errors.
+    pub async fn connect(&self, url: String) -> Result<relock::Client, CliError> {
+        let read = |flag: &str, path: &std::path::Path| {
+            std::fs::read(path).map_err(|e| {
+                CliError::Failed(format!("{flag} {}: cannot read it: {e}", path.display()))
+            })
+        };
+        let mut builder = relock::Client::builder().url(url);
+        if let Some(ca) = &self.tls_ca {
+            builder = builder.tls_ca_pem(read("--tls-ca", ca)?);
+        }
+        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+            builder =
+                builder.tls_client_cert_pem(read("--tls-cert", cert)?, read("--tls-key", key)?);
+        }
+        builder.build().await.map_err(|e| {
+            let text = e.to_string();
+            if text.contains("tls_ca_pem") {
+                // The library's hint names its builder; a shell user has a flag.
+                CliError::Failed(format!("{text} (from the relock command: --tls-ca FILE)"))
+            } else {
+                e.into()
+            }
+        })
+    }
+}
+
 /// Errors of the command.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {

@@ -42,6 +42,8 @@ pub(crate) struct StatusArgs {
     /// Redis URL; else RELOCK_URL, else REDIS_URL, else redis://127.0.0.1:6379.
     #[arg(long)]
     url: Option<String>,
+    #[command(flatten)]
+    tls: relock_cli::shared::TlsArgs,
     /// Read the lock on each of these independent masters (a `relock run --quorum` or
     /// QuorumClient lock): one argument, the URLs separated by commas.
     #[arg(long, value_delimiter = ',', conflicts_with = "url")]
@@ -67,6 +69,8 @@ pub(crate) struct ForceUnlockArgs {
     /// Redis URL; else RELOCK_URL, else REDIS_URL, else redis://127.0.0.1:6379.
     #[arg(long)]
     url: Option<String>,
+    #[command(flatten)]
+    tls: relock_cli::shared::TlsArgs,
     /// Delete it (without this, only show what would be deleted).
     #[arg(long, short = 'y')]
     yes: bool,
@@ -252,7 +256,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
     if !args.quorum.is_empty() {
         return quorum::status(&args).await;
     }
-    let client = relock::Client::connect(resolve_url(args.url)).await?;
+    let client = args.tls.connect(resolve_url(args.url.clone())).await?;
     let mut all = Vec::new();
     let mut held = true;
     for name in &args.names {
@@ -317,7 +321,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
 
 /// `relock force-unlock`: shows the holders, deletes the lock with `--yes`.
 pub(crate) async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, CliError> {
-    let client = relock::Client::connect(resolve_url(args.url)).await?;
+    let client = args.tls.connect(resolve_url(args.url.clone())).await?;
     let lock = client.fair_lock(&args.name);
     let r = async {
         let s = match lock.status().await {

@@ -81,7 +81,7 @@ impl Client {
     /// # async fn f(client: relock::Client) -> relock::Result<()> {
     /// let sem = client.semaphore("uploads");
     /// sem.add_permits(4).await?;
-    /// assert!(sem.try_acquire(4).await?);
+    /// assert!(sem.try_acquire(4).await?.is_some());
     /// # Ok(()) }
     /// ```
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
