@@ -108,11 +108,9 @@ pub(crate) struct Args {
     /// The command and its arguments, after the name (`relock run NAME CMD ARGS`, as `flock
     /// FILE CMD ARGS`): everything after CMD is the command's. Options of relock go before
     /// NAME; `--` before CMD is allowed, and needed where CMD itself starts with `-`.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "CMD"
-    )]
+    // No `allow_hyphen_values`: a misspelled option of relock before CMD (`--no-wiat`) stays
+    // a usage error instead of becoming the command (found by review).
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<String>,
 }
 

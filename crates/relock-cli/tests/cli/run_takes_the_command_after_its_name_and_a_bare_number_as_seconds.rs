@@ -34,6 +34,11 @@ async fn run_takes_the_command_after_its_name_and_a_bare_number_as_seconds() {
     let (code, stdout, _) = run(&["cli-habits", "--", "echo", "--wait"]);
     assert_eq!((code, stdout.as_str()), (Some(0), "--wait\n"));
 
+    // A misspelled option of relock before CMD stays a usage error naming the right one.
+    let (code, stdout, stderr) = run(&["cli-habits", "--no-wiat", "echo", "ran"]);
+    assert_eq!((code, stdout.as_str()), (Some(2), ""), "{stderr}");
+    assert!(stderr.contains("'--no-wait'"), "{stderr}");
+
     // `--wait 0.4` while the lock is held: 0.4 s, then the conflict code.
     let client = relock::Client::connect(url.clone()).await.unwrap();
     let held = client.lock("cli-habits").lock().await.unwrap();

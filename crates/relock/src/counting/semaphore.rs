@@ -8,7 +8,7 @@ use crate::client::handle::{Client, Inner};
 use crate::counting::common::{
     unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT,
 };
-use crate::counting::semaphore_permits::{add, SemaphorePermits};
+use crate::counting::semaphore_permits::{add, Outstanding, SemaphorePermits};
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
 use crate::hold::kind::Wake;
@@ -132,6 +132,10 @@ impl Taken {
 impl Drop for Taken {
     fn drop(&mut self) {
         if self.claimed {
+            return;
+        }
+        // Shutdown may have given them back already (it takes the entry out): once.
+        if !self.inner.state::<Outstanding>().take(&self.request.key) {
             return;
         }
         let (inner, names, n) = (self.inner.clone(), self.names.clone(), self.n);
@@ -341,8 +345,13 @@ impl Semaphore {
             request.done(&self.inner);
         }
         abandon.finish(matches!(r, Ok(true)));
-        // Recorded at once, with no await between the grant and its guard.
-        Ok(r?.then(|| SemaphorePermits::taken(&self.inner, names, n)))
+        if !r? {
+            return Ok(None);
+        }
+        // The attempt recorded the permits; shutdown may have given them back since.
+        SemaphorePermits::claim(&self.inner, names, n, &request.key)
+            .map(Some)
+            .ok_or(Error::Shutdown)
     }
 
     /// One attempt for the wait: taken, or not yet; a waiter woken for permits too few for it
@@ -398,13 +407,20 @@ impl Semaphore {
                     e
                 })?;
             match reply.as_slice() {
-                [1, _] => Ok(Ok(Taken {
-                    inner: inner.clone(),
-                    names,
-                    request,
-                    n,
-                    claimed: false,
-                })),
+                [1, _] => {
+                    // Recorded here, in the tracked task, so that shutdown gives them back
+                    // even if the caller's future is never polled to its guard.
+                    inner
+                        .state::<Outstanding>()
+                        .record(&request.key, names.clone(), n);
+                    Ok(Ok(Taken {
+                        inner: inner.clone(),
+                        names,
+                        request,
+                        n,
+                        claimed: false,
+                    }))
+                }
                 [0, available] => Ok(Err(*available)),
                 other => Err(unexpected("semaphore acquire", &inner, other)),
             }
@@ -603,23 +619,29 @@ pub trait DistributedSemaphore: Send + Sync {
 #[async_trait::async_trait]
 impl DistributedSemaphore for Semaphore {
     async fn acquire(&self, n: u64) -> Result<()> {
-        Semaphore::acquire(self, n).await.map(|p| {
-            p.forget();
-        })
+        kept(Some(Semaphore::acquire(self, n).await?)).map(drop)
     }
     async fn try_acquire(&self, n: u64) -> Result<bool> {
-        let permits = Semaphore::try_acquire(self, n).await?;
-        Ok(permits.map(SemaphorePermits::forget).is_some())
+        kept(Semaphore::try_acquire(self, n).await?)
     }
     async fn try_acquire_for(&self, n: u64, wait: Duration) -> Result<bool> {
-        let permits = Semaphore::try_acquire_for(self, n, wait).await?;
-        Ok(permits.map(SemaphorePermits::forget).is_some())
+        kept(Semaphore::try_acquire_for(self, n, wait).await?)
     }
     async fn release(&self, n: u64) -> Result<()> {
         Semaphore::release(self, n).await
     }
     async fn available(&self) -> Result<u64> {
         Semaphore::available(self).await
+    }
+}
+
+/// Redisson's form of a guard: the permits kept without it; `Shutdown` if the client's shutdown
+/// gave them back meanwhile.
+fn kept(permits: Option<SemaphorePermits>) -> Result<bool> {
+    match permits.map(SemaphorePermits::forget) {
+        None => Ok(false),
+        Some(0) => Err(Error::Shutdown),
+        Some(_) => Ok(true),
     }
 }
 

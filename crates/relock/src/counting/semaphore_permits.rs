@@ -2,7 +2,6 @@
 //! [`Semaphore`](crate::Semaphore) took, given back when dropped, as tokio's `SemaphorePermit`; and the permits
 //! such guards of a client hold (`Outstanding`), given back by its shutdown.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use dashmap::DashMap;
@@ -35,8 +34,8 @@ pub struct SemaphorePermits {
     inner: Arc<Inner>,
     names: Arc<Names>,
     n: u64,
-    /// Its entry in the client's `Outstanding`.
-    id: u64,
+    /// Its entry in the client's `Outstanding`: its acquire's request key.
+    key: String,
 }
 
 impl std::fmt::Debug for SemaphorePermits {
@@ -48,21 +47,35 @@ impl std::fmt::Debug for SemaphorePermits {
     }
 }
 
-/// The permits this client's [`SemaphorePermits`] hold: whoever takes an entry out (the
-/// guard's release or drop, its `forget`, or shutdown) is the one that gives them back, once.
+/// The permits this client's acquires took and have not given back, by the acquire's request
+/// key: recorded by the attempt's own (tracked) task as soon as the reply says they were
+/// taken, so that shutdown sees them even while the caller's future has not been polled to
+/// its guard. Whoever takes an entry out (the guard's release or drop, its `forget`, an
+/// acquire cancelled after the grant, or shutdown) is the one that gives them back, once.
 #[derive(Debug, Default)]
 pub(crate) struct Outstanding {
-    next: AtomicU64,
-    by_id: DashMap<u64, (Arc<Names>, u64)>,
+    by_request: DashMap<String, (Arc<Names>, u64)>,
+}
+
+impl Outstanding {
+    /// An attempt's reply says `n` permits were taken under `request`.
+    pub(crate) fn record(&self, request: &str, names: Arc<Names>, n: u64) {
+        self.by_request.insert(request.to_string(), (names, n));
+    }
+
+    /// Takes the entry out: true if it was there (the caller now gives them back).
+    pub(crate) fn take(&self, request: &str) -> bool {
+        self.by_request.remove(request).is_some()
+    }
 }
 
 impl KindState for Outstanding {
     /// Gives back the permits of every guard still alive, in parallel; its drop then finds
     /// them given back. Permits whose give-back fails are lost, as a crashed holder's are.
     fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, _: Round) {
-        let ids: Vec<u64> = self.by_id.iter().map(|e| *e.key()).collect();
-        for id in ids {
-            let Some((_, (names, n))) = self.by_id.remove(&id) else {
+        let keys: Vec<String> = self.by_request.iter().map(|e| e.key().clone()).collect();
+        for key in keys {
+            let Some((_, (names, n))) = self.by_request.remove(&key) else {
                 continue;
             };
             let inner = inner.clone();
@@ -80,27 +93,30 @@ impl KindState for Outstanding {
 }
 
 impl SemaphorePermits {
-    /// Records `n` permits just taken on `sem` in the client's `Outstanding`.
-    pub(crate) fn taken(inner: &Arc<Inner>, names: Arc<Names>, n: u64) -> Self {
-        let outstanding = inner.state::<Outstanding>();
-        let id = outstanding.next.fetch_add(1, Ordering::Relaxed);
-        outstanding.by_id.insert(id, (names.clone(), n));
-        SemaphorePermits {
-            inner: inner.clone(),
-            names,
-            n,
-            id,
-        }
+    /// The guard of the permits that `request`'s attempt took (and recorded); `None` if they
+    /// are given back already (the client's shutdown did).
+    pub(crate) fn claim(
+        inner: &Arc<Inner>,
+        names: Arc<Names>,
+        n: u64,
+        request: &str,
+    ) -> Option<Self> {
+        inner
+            .state::<Outstanding>()
+            .by_request
+            .contains_key(request)
+            .then(|| SemaphorePermits {
+                inner: inner.clone(),
+                names,
+                n,
+                key: request.to_string(),
+            })
     }
 
     /// Takes this guard's entry out: true if it was still there (nobody gave the permits back
     /// or forgot them yet).
     fn settle(&self) -> bool {
-        self.inner
-            .state::<Outstanding>()
-            .by_id
-            .remove(&self.id)
-            .is_some()
+        self.inner.state::<Outstanding>().take(&self.key)
     }
 
     /// How many permits it holds.
@@ -114,7 +130,9 @@ impl SemaphorePermits {
     }
 
     /// Keeps the permits taken without a guard, as Redisson's `acquire` does: give them back
-    /// later with [`Semaphore::release`](crate::Semaphore::release), from any handle or process. Returns how many.
+    /// later with [`Semaphore::release`](crate::Semaphore::release), from any handle or
+    /// process. Returns how many it kept: 0 if the client's shutdown gave them back already
+    /// (release nothing then, or permits are created).
     ///
     /// ```no_run
     /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
@@ -124,10 +142,9 @@ impl SemaphorePermits {
     /// # Ok(()) }
     /// ```
     pub fn forget(self) -> u64 {
-        self.settle();
-        let n = self.n;
+        let kept = if self.settle() { self.n } else { 0 };
         std::mem::forget(self);
-        n
+        kept
     }
 
     /// Gives the permits back and reports how that went.
@@ -160,19 +177,47 @@ impl Drop for SemaphorePermits {
         if !self.settle() {
             return;
         }
-        let (inner, names, n) = (self.inner.clone(), self.names.clone(), self.n);
-        let work = async move {
-            if let Err(e) = add(&inner, &names, n as i64).await {
-                tracing::warn!(semaphore = %names.key, permits = n, error = %e, "giving back dropped semaphore permits failed: they are lost");
-            }
-        };
+        let work = GiveBack {
+            inner: self.inner.clone(),
+            names: self.names.clone(),
+            n: self.n,
+            done: false,
+        }
+        .run();
         let inner = &self.inner;
         if tokio::runtime::Handle::try_current().is_ok() {
             inner.shared.tracker.spawn(work);
         } else {
             // Off the runtime's threads: the client's runtime gives them back. If that runtime
-            // is gone, the task is dropped unrun and the permits are lost.
+            // is gone, the task is dropped unrun, and `GiveBack` says the permits are lost.
             inner.shared.tracker.spawn_on(work, &inner.runtime);
+        }
+    }
+}
+
+/// A dropped guard's give-back. A counting semaphore's permits have no lease to fall back on:
+/// if the give-back is dropped before it ends (its runtime shut down first: a guard dropped
+/// as `main` returns, without `Client::shutdown`), it says so.
+struct GiveBack {
+    inner: Arc<Inner>,
+    names: Arc<Names>,
+    n: u64,
+    done: bool,
+}
+
+impl GiveBack {
+    async fn run(mut self) {
+        if let Err(e) = add(&self.inner, &self.names, self.n as i64).await {
+            tracing::warn!(semaphore = %self.names.key, permits = self.n, error = %e, "giving back dropped semaphore permits failed: they are lost");
+        }
+        self.done = true;
+    }
+}
+
+impl Drop for GiveBack {
+    fn drop(&mut self) {
+        if !self.done {
+            tracing::warn!(semaphore = %self.names.key, permits = self.n, "semaphore permits dropped as their runtime ended were not given back: they are lost (call Client::shutdown before the runtime ends)");
         }
     }
 }
