@@ -12,7 +12,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use relock::DistributedLock;
 
-use relock_cli::shared::{resolve_url, say, CliError};
+use relock_cli::shared::{layout_name, resolve_url, say, CliError};
 
 /// `flock -E`'s default: EX_TEMPFAIL, the lock could not be had in time.
 const CONFLICT_EXIT: u8 = 75;
@@ -73,7 +73,12 @@ pub(crate) struct Args {
     /// up to N commands run at once. N sets the count when the semaphore does not exist yet
     /// (a Redisson `RPermitExpirableSemaphore`: each permit has an id and a lease, renewed
     /// while the command runs, so a crashed holder's permit comes back when its lease ends).
-    #[arg(long, value_name = "N", conflicts_with_all = ["fair", "quorum", "shared", "exclusive"])]
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..),
+        conflicts_with_all = ["fair", "quorum", "shared", "exclusive"]
+    )]
     permits: Option<u64>,
     /// Hold the read-write lock NAME's exclusive side (as `flock -x`): alone, with no
     /// `--shared` holder. Runs that share a name use `-s`/`-x` all of them, or none.
@@ -131,40 +136,15 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
             args.quorum.len()
         )));
     }
-    // A plain or fair lock: its status names the holder when the lock cannot be had.
-    let mut plain = None;
-    let (lock, shutdown): (Box<dyn DistributedLock>, Shutdown) = if args.quorum.is_empty() {
+    let (target, shutdown) = if args.quorum.is_empty() {
         let client = args.tls.connect(resolve_url(args.url.clone())).await?;
-        if let Some(n) = args.permits {
-            let sem = client.permit_expirable_semaphore(&args.name);
-            let code = match sem.try_set_permits(n).await {
-                Ok(_) => hold_and_run(&args, &argv, &Target::Permits(sem)).await,
-                Err(e) => Err(e.into()),
-            };
-            client.shutdown().await;
-            return code;
-        }
-        let lock: Box<dyn DistributedLock> = if args.shared || args.exclusive {
-            let rw = client.read_write_lock(&args.name);
-            match (args.shared, args.lease) {
-                (true, Some(l)) => Box::new(rw.read_lock().with_lease(l)),
-                (true, None) => Box::new(rw.read_lock()),
-                (false, Some(l)) => Box::new(rw.write_lock().with_lease(l)),
-                (false, None) => Box::new(rw.write_lock()),
+        match one_server_target(&args, &client).await {
+            Ok(target) => (target, Shutdown::Single(client)),
+            Err(e) => {
+                client.shutdown().await;
+                return Err(e);
             }
-        } else {
-            let lock = if args.fair {
-                client.fair_lock(&args.name)
-            } else {
-                client.lock(&args.name)
-            };
-            plain = Some(lock.clone());
-            Box::new(match args.lease {
-                Some(l) => lock.with_lease(l),
-                None => lock,
-            })
-        };
-        (lock, Shutdown::Single(client))
+        }
     } else {
         let mut builder = relock::QuorumClient::builder().urls(args.quorum.clone());
         if let Some(q) = args.restart_quarantine {
@@ -176,11 +156,41 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
             Some(l) => lock.with_lease(l),
             None => lock,
         };
-        (Box::new(lock), Shutdown::Quorum(client))
+        (Target::Lock(Box::new(lock), None), Shutdown::Quorum(client))
     };
-    let code = hold_and_run(&args, &argv, &Target::Lock(lock, plain)).await;
+    let code = hold_and_run(&args, &argv, &target).await;
     shutdown.run().await;
     code
+}
+
+/// What `run` holds on one server: a permit (`--permits`), a side of the read-write lock
+/// (`-s`, `-x`), or the plain or fair lock (whose status names its holder in a conflict).
+async fn one_server_target(args: &Args, client: &relock::Client) -> Result<Target, CliError> {
+    if let Some(n) = args.permits {
+        let sem = client.permit_expirable_semaphore(&args.name);
+        sem.try_set_permits(n).await?;
+        return Ok(Target::Permits(sem));
+    }
+    if args.shared || args.exclusive {
+        let rw = client.read_write_lock(&args.name);
+        let lock: Box<dyn DistributedLock> = match (args.shared, args.lease) {
+            (true, Some(l)) => Box::new(rw.read_lock().with_lease(l)),
+            (true, None) => Box::new(rw.read_lock()),
+            (false, Some(l)) => Box::new(rw.write_lock().with_lease(l)),
+            (false, None) => Box::new(rw.write_lock()),
+        };
+        return Ok(Target::Lock(lock, None));
+    }
+    let lock = if args.fair {
+        client.fair_lock(&args.name)
+    } else {
+        client.lock(&args.name)
+    };
+    let held = match args.lease {
+        Some(l) => lock.clone().with_lease(l),
+        None => lock.clone(),
+    };
+    Ok(Target::Lock(Box::new(held), Some(lock)))
 }
 
 enum Shutdown {
@@ -231,9 +241,7 @@ impl Target {
             .map(Held::Permit)),
         }
     }
-}
 
-impl Target {
     /// Who holds it now, for the conflict message: ", held by FIELD (relock), its lease ends
     /// in 12.3s"; empty when that cannot be read.
     async fn holder(&self) -> String {
@@ -243,10 +251,7 @@ impl Target {
                     let who: Vec<String> = st
                         .holders
                         .iter()
-                        .map(|h| {
-                            let layout = format!("{:?}", h.layout).to_lowercase();
-                            format!("{} ({layout})", h.field)
-                        })
+                        .map(|h| format!("{} ({})", h.field, layout_name(h.layout)))
                         .collect();
                     let lease = match st.pttl_ms {
                         Some(ms) if ms >= 0 => format!(

@@ -112,6 +112,15 @@ impl TlsArgs {
     }
 }
 
+/// How the command names who wrote an owner field (`status`, `watch`, `run`'s conflict).
+pub fn layout_name(l: relock::OwnerLayout) -> &'static str {
+    match l {
+        relock::OwnerLayout::Relock => "relock",
+        relock::OwnerLayout::Redisson => "redisson",
+        _ => "unknown",
+    }
+}
+
 /// Errors of the command.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {

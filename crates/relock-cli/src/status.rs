@@ -115,7 +115,7 @@ fn json(s: &relock::LockStatus) -> Json {
             .map(|h| JsonHolder {
                 field: h.field.clone(),
                 count: h.count,
-                layout: layout(h.layout),
+                layout: relock_cli::shared::layout_name(h.layout),
             })
             .collect(),
         pttl_ms: s.pttl_ms,
@@ -132,14 +132,6 @@ fn json(s: &relock::LockStatus) -> Json {
             })
             .collect(),
         mode: s.mode.clone(),
-    }
-}
-
-fn layout(l: relock::OwnerLayout) -> &'static str {
-    match l {
-        relock::OwnerLayout::Relock => "relock",
-        relock::OwnerLayout::Redisson => "redisson",
-        _ => "unknown",
     }
 }
 
@@ -163,7 +155,7 @@ fn print(s: &relock::LockStatus) {
             println!(
                 "  holder {} ({}), count {}",
                 h.field,
-                layout(h.layout),
+                relock_cli::shared::layout_name(h.layout),
                 h.count
             );
         }
@@ -361,7 +353,7 @@ pub(crate) async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, CliError> 
                 "deleted {}: holder {} ({}), count {}",
                 s.name,
                 h.field,
-                layout(h.layout),
+                relock_cli::shared::layout_name(h.layout),
                 h.count
             );
         }

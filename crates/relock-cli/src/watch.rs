@@ -151,7 +151,7 @@ impl<'a> Event<'a> {
 
     fn holder(mut self, h: &'a relock::Holder, s: &relock::LockStatus) -> Self {
         self.field = Some(&h.field);
-        self.layout = Some(layout(h.layout));
+        self.layout = Some(relock_cli::shared::layout_name(h.layout));
         self.count = Some(h.count);
         self.pttl_ms = s.pttl_ms;
         self.counter = s.counter;
@@ -205,14 +205,6 @@ impl<'a> Event<'a> {
     }
 }
 
-fn layout(l: relock::OwnerLayout) -> &'static str {
-    match l {
-        relock::OwnerLayout::Relock => "relock",
-        relock::OwnerLayout::Redisson => "redisson",
-        _ => "unknown",
-    }
-}
-
 /// The lines for the change from `before` to `now`, found by the read after `batch`.
 fn changes<'a>(
     before: &'a relock::LockStatus,
@@ -224,7 +216,7 @@ fn changes<'a>(
         if !now.holders.iter().any(|n| n.field == h.field) {
             let mut e = Event::new(batch.gone());
             e.field = Some(&h.field);
-            e.layout = Some(layout(h.layout));
+            e.layout = Some(relock_cli::shared::layout_name(h.layout));
             out.push(e);
         }
     }

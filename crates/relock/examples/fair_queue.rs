@@ -17,7 +17,7 @@ async fn main() -> relock::Result<()> {
     let first = printer.lock().await?;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let mut workers = Vec::new();
-    for worker in 0..4 {
+    for worker in 0..4usize {
         let (printer, tx) = (printer.clone(), tx.clone());
         workers.push(tokio::spawn(async move {
             let guard = printer.lock().await?;
@@ -25,8 +25,15 @@ async fn main() -> relock::Result<()> {
             tokio::time::sleep(Duration::from_millis(10)).await;
             guard.unlock().await
         }));
-        // Let each join the line before the next asks.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        // Let each join the line before the next asks: it is parked once it has.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while client.parked_waiters() < worker + 1 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "worker {worker} never waited"
+            );
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
     }
     drop(tx);
     first.unlock().await?;

@@ -1,5 +1,6 @@
-//! Shared by the `relock watch` scenarios: the watch as a child process whose JSON lines are
-//! read on a thread of their own (a test's runtime must go on while it waits for a line).
+//! Shared by the command's scenarios: `relock run` to its end, and `relock watch` as a child
+//! process whose JSON lines are read on a thread of their own (a test's runtime must go on
+//! while it waits for a line).
 
 #![allow(dead_code)] // not every scenario uses every helper
 
@@ -74,4 +75,18 @@ pub fn flags(server: &relock_testkit::RedisServer) -> String {
         },
         other => panic!("unexpected reply {other:?}"),
     }
+}
+
+/// `relock run --url URL ARGS…` to its end: its exit code, stdout and stderr.
+pub fn relock_run(url: &str, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(RELOCK)
+        .args(["run", "--url", url])
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

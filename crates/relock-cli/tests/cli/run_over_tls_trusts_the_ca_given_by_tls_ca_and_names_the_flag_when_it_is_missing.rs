@@ -1,11 +1,7 @@
 //! `relock run --tls-ca FILE` (and `--tls-cert`/`--tls-key`) reaches a TLS server signed by a
 //! private CA; without it the error names the flag to use, and an unreadable file is named.
 
-use std::process::Command;
-
 use relock_testkit::{RedisServer, ServerOptions};
-
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
 
 #[tokio::test]
 async fn run_over_tls_trusts_the_ca_given_by_tls_ca_and_names_the_flag_when_it_is_missing() {
@@ -27,16 +23,9 @@ async fn run_over_tls_trusts_the_ca_given_by_tls_ca_and_names_the_flag_when_it_i
     std::fs::write(&cert, &m.client_cert_pem).unwrap();
     std::fs::write(&key, &m.client_key_pem).unwrap();
     let run = |extra: &[&str]| {
-        let out = Command::new(RELOCK)
-            .args(["run", "--url", &url])
-            .args(extra)
-            .args(["tls-lock", "sh", "-c", "echo $RELOCK_TOKEN"])
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
+        let args = [extra, &["tls-lock", "sh", "-c", "echo $RELOCK_TOKEN"]].concat();
+        let (code, _, stderr) = crate::common::relock_run(&url, &args);
+        (code, stderr)
     };
     let ca_s = ca.to_str().unwrap();
     assert_eq!(run(&["--tls-ca", ca_s]).0, Some(0));

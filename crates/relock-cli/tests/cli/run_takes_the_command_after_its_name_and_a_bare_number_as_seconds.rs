@@ -2,29 +2,15 @@
 //! with or without `--`; `--wait 0.4` is 0.4 seconds (as `flock -w`); a duration it cannot read
 //! is refused with the forms it takes.
 
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use relock_testkit::RedisServer;
-
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
 
 #[tokio::test]
 async fn run_takes_the_command_after_its_name_and_a_bare_number_as_seconds() {
     let server = RedisServer::start().expect("start redis-server");
     let url = server.url();
-    let run = |args: &[&str]| {
-        let out = Command::new(RELOCK)
-            .args(["run", "--url", &url])
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
-    };
+    let run = |args: &[&str]| crate::common::relock_run(&url, args);
     // No `--`: the command's own options (`-c`, `-n`) are the command's, not relock's.
     let (code, stdout, stderr) = run(&["cli-habits", "sh", "-c", "echo hi; exit 3"]);
     assert_eq!((code, stdout.as_str()), (Some(3), "hi\n"), "{stderr}");

@@ -8,24 +8,13 @@ use std::time::Duration;
 
 use relock_testkit::{wait_until, RedisServer};
 
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock");
+use crate::common::RELOCK;
 
 #[tokio::test]
 async fn run_with_permits_runs_at_most_n_commands_and_a_conflict_names_the_holder() {
     let server = RedisServer::start().expect("start redis-server");
     let url = server.url();
-    let run = |args: &[&str]| {
-        let out = Command::new(RELOCK)
-            .args(["run", "--url", &url])
-            .args(args)
-            .output()
-            .unwrap();
-        (
-            out.status.code(),
-            String::from_utf8_lossy(&out.stdout).to_string(),
-            String::from_utf8_lossy(&out.stderr).to_string(),
-        )
-    };
+    let run = |args: &[&str]| crate::common::relock_run(&url, args);
     let holders: Vec<_> = (0..2)
         .map(|_| {
             Command::new(RELOCK)
@@ -68,6 +57,11 @@ async fn run_with_permits_runs_at_most_n_commands_and_a_conflict_names_the_holde
     ]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(stdout.trim().len(), 32, "a permit id: {stdout:?}");
+
+    // No permits is no semaphore: a usage error, not a run that waits forever.
+    let (code, _, stderr) = run(&["--permits", "0", "slots", "true"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--permits"), "{stderr}");
 
     // A lock held by this client: the conflict names its field and its lease.
     let guard = client.lock("held").lock().await.unwrap();

@@ -170,20 +170,19 @@ impl Client {
             timeout: limit,
         };
         let start = tokio::time::Instant::now();
-        let commands = inner.pool.clients().iter().map(|c| {
-            let c = c.clone();
-            Box::pin(async move { c.ping::<fred::types::Value>(None).await.map(drop) })
-                as crate::hold::backend::BoxFuture<std::result::Result<(), fred::error::Error>>
-        });
-        let subscriber = inner.pubsub.subscriber.clone();
-        let all = commands.chain(std::iter::once(Box::pin(async move {
-            subscriber.ping::<fred::types::Value>(None).await.map(drop)
-        })
-            as crate::hold::backend::BoxFuture<std::result::Result<(), fred::error::Error>>));
-        let replies = tokio::time::timeout(limit, futures_util::future::join_all(all))
-            .await
-            .map_err(|_| timeout())?;
-        for r in replies {
+        let commands = futures_util::future::join_all(
+            inner
+                .pool
+                .clients()
+                .iter()
+                .map(|c| c.ping::<fred::types::Value>(None)),
+        );
+        let subscriber = inner.pubsub.subscriber.ping::<fred::types::Value>(None);
+        let (commands, subscriber) =
+            tokio::time::timeout(limit, async { tokio::join!(commands, subscriber) })
+                .await
+                .map_err(|_| timeout())?;
+        for r in commands.into_iter().chain([subscriber]) {
             r.map_err(|e| inner.error("ping", "", e))?;
         }
         Ok(start.elapsed())

@@ -55,24 +55,47 @@ pub(crate) async fn until_done<F, Fut, T, E>(
     }
 }
 
-/// Shutdown's last chance for [`until_done`]: tries every 50 ms, each try bounded by what is
-/// left of one command timeout from now.
-async fn last_chance<F, Fut, T, E>(inner: &Inner, what: &'static str, name: &str, mut call: F)
+/// Shutdown's last chance for [`until_done`]: [`try_until`] what is left of one command
+/// timeout from now.
+async fn last_chance<F, Fut, T, E>(inner: &Inner, what: &'static str, name: &str, call: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
     E: std::fmt::Display,
 {
-    let last = Instant::now() + inner.settings.command_timeout;
+    try_until(
+        Instant::now() + inner.settings.command_timeout,
+        what,
+        name,
+        call,
+    )
+    .await;
+}
+
+/// Tries `call` every 50 ms, each try bounded by `last`, until one succeeds (true) or `last`
+/// has passed; then logs `what` with the last error (false). Shutdown's last chance for an
+/// undo: a try sent while a connection is being replaced fails at once, and one try is not
+/// enough.
+pub(crate) async fn try_until<F, Fut, T, E>(
+    last: Instant,
+    what: &'static str,
+    name: &str,
+    mut call: F,
+) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, E>>,
+    E: std::fmt::Display,
+{
     loop {
         let error = match tokio::time::timeout_at(last, call()).await {
-            Ok(Ok(_)) => return,
+            Ok(Ok(_)) => return true,
             Ok(Err(e)) => e.to_string(),
             Err(_) => "no reply before shutdown's wait ended".to_string(),
         };
         if Instant::now() + Duration::from_millis(50) >= last {
             tracing::warn!(%name, %error, "{what} at shutdown failed; the lease will expire");
-            return;
+            return false;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

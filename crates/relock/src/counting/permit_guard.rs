@@ -62,16 +62,24 @@ impl KindState for Leases {
             lease.lease.mark_lost();
             let inner = inner.clone();
             work.spawn(async move {
-                let publish = inner.publish_cmd();
-                let call = crate::counting::permit_leases::release(inner.pool.next(), &lease.keys, &lease.id, publish, None);
-                let error = match tokio::time::timeout(inner.settings.command_timeout, call).await {
-                    Ok(Ok(_)) => None,
-                    Ok(Err(e)) => Some(crate::client::redact::in_text(&e.to_string(), &inner.settings.url)),
-                    Err(_) => Some(format!("no reply within {:?}", inner.settings.command_timeout)),
+                // Tried again until shutdown's wait ends (releasing an id twice is harmless):
+                // one try sent while a connection is being replaced fails at once.
+                let last = Instant::now() + inner.settings.command_timeout;
+                let release = || async {
+                    let publish = inner.publish_cmd();
+                    let call = crate::counting::permit_leases::release(
+                        inner.pool.next(),
+                        &lease.keys,
+                        &lease.id,
+                        publish,
+                        None,
+                    );
+                    call.await.map_err(|e| {
+                        crate::client::redact::in_text(&e.to_string(), &inner.settings.url)
+                    })
                 };
-                if let Some(error) = error {
-                    tracing::warn!(semaphore = %lease.keys.count, id = %lease.id, %error, "giving back a permit at shutdown failed; it comes back when its lease ends");
-                }
+                let what = "giving back a permit (it comes back when its lease ends)";
+                crate::client::retry::try_until(last, what, &lease.id, release).await;
                 inner.state::<Leases>().remove(&lease);
             });
         }
@@ -220,17 +228,9 @@ impl Drop for PermitGuard {
                 }
             }
         };
-        if tokio::runtime::Handle::try_current().is_ok() {
-            self.inner.shared.tracker.spawn(work);
-        } else {
-            // Off the runtime's threads (issue 22): the client's runtime gives the permit back,
-            // as promptly as a drop inside it. If that runtime is gone, the task is dropped
-            // unrun and the permit comes back when its lease ends.
-            self.inner
-                .shared
-                .tracker
-                .spawn_on(work, &self.inner.runtime);
-        }
+        // If the client's runtime is gone, the permit comes back when its lease ends.
+        let inner = &self.inner;
+        crate::hold::detach::spawn(&inner.shared.tracker, Some(&inner.runtime), work);
     }
 }
 

@@ -7,8 +7,7 @@ use std::sync::Arc;
 use dashmap::DashMap;
 
 use crate::client::handle::{Inner, KindState, Round};
-use crate::counting::common::unexpected;
-use crate::counting::common::Names;
+use crate::counting::common::{unexpected, Names};
 use crate::error::{Error, Result};
 
 crate::client::scripts::scripts! {
@@ -184,14 +183,10 @@ impl Drop for SemaphorePermits {
             done: false,
         }
         .run();
+        // If the client's runtime is gone, `work` is dropped unrun and `GiveBack` says the
+        // permits are lost.
         let inner = &self.inner;
-        if tokio::runtime::Handle::try_current().is_ok() {
-            inner.shared.tracker.spawn(work);
-        } else {
-            // Off the runtime's threads: the client's runtime gives them back. If that runtime
-            // is gone, the task is dropped unrun, and `GiveBack` says the permits are lost.
-            inner.shared.tracker.spawn_on(work, &inner.runtime);
-        }
+        crate::hold::detach::spawn(&inner.shared.tracker, Some(&inner.runtime), work);
     }
 }
 

@@ -82,25 +82,14 @@ async fn drain(inner: Arc<Inner>, keys: Arc<LockKeys>, clean_ups: Arc<CleanUps>)
                 .into_iter()
                 .map(|(f, _)| f)
                 .collect();
-            // Shutdown's last chance, as `client::retry`'s: each field is tried again every
-            // 50 ms until it gets a reply or one command timeout has passed. One try was not
-            // enough: a try sent while a connection was being replaced failed at once, and
-            // the grant it undid stayed for its whole lease (r98, under load).
+            // Shutdown's last chance (`client::retry::try_until`): each field is tried again
+            // every 50 ms until it gets a reply or one command timeout has passed. One try
+            // was not enough: a try sent while a connection was being replaced failed at
+            // once, and the grant it undid stayed for its whole lease (r98, under load).
             let last = Instant::now() + inner.settings.command_timeout;
             for f in fields {
-                loop {
-                    let call = inner.run_release(&keys, &f, true);
-                    let error = match tokio::time::timeout_at(last, call).await {
-                        Ok(Ok(_)) => break,
-                        Ok(Err(e)) => e.to_string(),
-                        Err(_) => "no reply before shutdown's wait ended".to_string(),
-                    };
-                    if Instant::now() + Duration::from_millis(50) >= last {
-                        tracing::warn!(lock = %keys.lock, %error, "clean-up at shutdown failed; a grant it may have had ends with its lease");
-                        break;
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
+                let release = || inner.run_release(&keys, &f, true);
+                crate::client::retry::try_until(last, "clean-up", &keys.lock, release).await;
             }
             clean_ups.running.store(false, Ordering::SeqCst);
             return;

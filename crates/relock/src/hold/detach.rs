@@ -264,9 +264,11 @@ impl<T: Send + 'static> Drop for Detachable<T> {
 }
 
 /// Spawns `work` on `tracker`, on the current runtime or else on `runtime` (the one the work
-/// was made on). With neither (the runtime is gone), nothing can run it: a command already
-/// sent still runs on the server, and a grant expires with its lease.
-fn spawn<F>(tracker: &TaskTracker, runtime: Option<&tokio::runtime::Handle>, work: F)
+/// was made on): a guard dropped on a thread outside any runtime (issue 22) releases through
+/// the runtime it was made on, as promptly as a drop inside it. With neither (the runtime is
+/// gone), nothing can run it and `work` is dropped unrun: a command already sent still runs
+/// on the server, and a grant expires with its lease.
+pub(crate) fn spawn<F>(tracker: &TaskTracker, runtime: Option<&tokio::runtime::Handle>, work: F)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,

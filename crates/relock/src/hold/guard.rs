@@ -219,17 +219,8 @@ impl Drop for LockGuard {
                 }
             }
         };
-        let tracker = &self.backend.shared().tracker;
-        if tokio::runtime::Handle::try_current().is_ok() {
-            tracker.spawn(work);
-        } else if let Some(rt) = &self.runtime {
-            // Off the runtime's threads (issue 22): the runtime that made the guard runs the
-            // release, as promptly as a drop inside it.
-            tracker.spawn_on(work, rt);
-        } else {
-            drop(work);
-        }
-        // Else `work` is dropped here, unrun: `forget` forgets the hold.
+        // Without a runtime to run it, `work` is dropped unrun: `forget` forgets the hold.
+        crate::hold::detach::spawn(&self.backend.shared().tracker, self.runtime.as_ref(), work);
         spawning.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
