@@ -302,7 +302,7 @@ pub(crate) fn fred_may_have_run(e: &fred::error::Error) -> bool {
 }
 
 /// Whether a fred error or server error reply is worth retrying (see [`Error::is_transient`]).
-fn redis_transient(e: &fred::error::Error) -> bool {
+pub(crate) fn redis_transient(e: &fred::error::Error) -> bool {
     use fred::error::ErrorKind;
     // OOM (maxmemory with noeviction, the usual setting for a lock store) and MISCONF (writes
     // refused while snapshots fail) end when memory or disk is freed.

@@ -56,31 +56,29 @@ pub(crate) async fn until_done<F, Fut, T, E>(
 }
 
 /// Shutdown's last chance for [`until_done`]: [`try_until`] what is left of one command
-/// timeout from now.
+/// timeout from now, through every error.
 async fn last_chance<F, Fut, T, E>(inner: &Inner, what: &'static str, name: &str, call: F)
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, E>>,
     E: std::fmt::Display,
 {
-    try_until(
-        Instant::now() + inner.settings.command_timeout,
-        what,
-        name,
-        call,
-    )
-    .await;
+    let last = Instant::now() + inner.settings.command_timeout;
+    try_until(inner, last, what, name, call, |_| true).await;
 }
 
-/// Tries `call` every 50 ms, each try bounded by `last`, until one succeeds (true) or `last`
-/// has passed; then logs `what` with the last error (false). Shutdown's last chance for an
-/// undo: a try sent while a connection is being replaced fails at once, and one try is not
-/// enough.
+/// Tries `call` every 50 ms, each try bounded by `last`, until one succeeds (true), an error
+/// that `retry` says is final comes (a server's error reply: the call ran, and will answer the
+/// same), or `last` has passed; then logs `what` with the last error, redacted (false).
+/// Shutdown's last chance for an undo: a try sent while a connection is being replaced fails
+/// at once, and one try is not enough.
 pub(crate) async fn try_until<F, Fut, T, E>(
+    inner: &Inner,
     last: Instant,
     what: &'static str,
     name: &str,
     mut call: F,
+    retry: impl Fn(&E) -> bool,
 ) -> bool
 where
     F: FnMut() -> Fut,
@@ -88,12 +86,13 @@ where
     E: std::fmt::Display,
 {
     loop {
-        let error = match tokio::time::timeout_at(last, call()).await {
+        let (error, again) = match tokio::time::timeout_at(last, call()).await {
             Ok(Ok(_)) => return true,
-            Ok(Err(e)) => e.to_string(),
-            Err(_) => "no reply before shutdown's wait ended".to_string(),
+            Ok(Err(e)) => (e.to_string(), retry(&e)),
+            Err(_) => ("no reply before shutdown's wait ended".to_string(), false),
         };
-        if Instant::now() + Duration::from_millis(50) >= last {
+        if !again || Instant::now() + Duration::from_millis(50) >= last {
+            let error = crate::client::redact::in_text(&error, &inner.settings.url);
             tracing::warn!(%name, %error, "{what} at shutdown failed; the lease will expire");
             return false;
         }

@@ -62,24 +62,25 @@ impl KindState for Leases {
             lease.lease.mark_lost();
             let inner = inner.clone();
             work.spawn(async move {
-                // Tried again until shutdown's wait ends (releasing an id twice is harmless):
-                // one try sent while a connection is being replaced fails at once.
+                // Tried again until shutdown's wait ends while the errors are transient
+                // (releasing an id twice is harmless): one try sent while a connection is
+                // being replaced fails at once. An error reply is final.
                 let last = Instant::now() + inner.settings.command_timeout;
-                let release = || async {
+                let release = || {
                     let publish = inner.publish_cmd();
-                    let call = crate::counting::permit_leases::release(
+                    crate::counting::permit_leases::release(
                         inner.pool.next(),
                         &lease.keys,
                         &lease.id,
                         publish,
                         None,
-                    );
-                    call.await.map_err(|e| {
-                        crate::client::redact::in_text(&e.to_string(), &inner.settings.url)
-                    })
+                    )
                 };
+                let name = format!("{} (permit {})", lease.keys.count, lease.id);
                 let what = "giving back a permit (it comes back when its lease ends)";
-                crate::client::retry::try_until(last, what, &lease.id, release).await;
+                let transient = crate::error::redis_transient;
+                crate::client::retry::try_until(&inner, last, what, &name, release, transient)
+                    .await;
                 inner.state::<Leases>().remove(&lease);
             });
         }

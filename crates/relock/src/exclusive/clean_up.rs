@@ -89,7 +89,11 @@ async fn drain(inner: Arc<Inner>, keys: Arc<LockKeys>, clean_ups: Arc<CleanUps>)
             let last = Instant::now() + inner.settings.command_timeout;
             for f in fields {
                 let release = || inner.run_release(&keys, &f, true);
-                crate::client::retry::try_until(last, "clean-up", &keys.lock, release).await;
+                let transient = crate::error::redis_transient;
+                crate::client::retry::try_until(
+                    &inner, last, "clean-up", &keys.lock, release, transient,
+                )
+                .await;
             }
             clean_ups.running.store(false, Ordering::SeqCst);
             return;
