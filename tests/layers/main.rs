@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// The rooms from the bottom up; rooms of the same rank sit side by side and may not use each
-/// other. The crate root's own modules (`error`, `seam`, `mutant`) are rank 0.
+/// other. The crate root's own modules (`error`, `script`, `seam`) are rank 0.
 const ROOMS: &[(&str, u8)] = &[
     ("hold", 1),
     ("client", 2),

@@ -109,9 +109,9 @@ fn activate_mutant(name: Option<&str>) -> Result<(), String> {
     let Some(name) = name else { return Ok(()) };
     #[cfg(feature = "chaos-mutants")]
     {
-        let m = relock::mutant::Mutant::from_name(name)
+        let m = crate::mutant::Mutant::from_name(name)
             .ok_or_else(|| format!("unknown mutant {name:?}"))?;
-        relock::mutant::activate(m);
+        crate::mutant::activate(m);
         Ok(())
     }
     #[cfg(not(feature = "chaos-mutants"))]

@@ -19,6 +19,8 @@ mod check;
 mod client;
 mod clock;
 mod history;
+#[cfg(feature = "chaos-mutants")]
+mod mutant;
 mod nemesis;
 mod report;
 mod resource;
@@ -289,7 +291,7 @@ fn judge_again(args: &JudgeArgs) -> i32 {
 /// the plain lock.
 fn mutant_kinds(name: &str) -> Vec<Kind> {
     #[cfg(feature = "chaos-mutants")]
-    if relock::mutant::Mutant::from_name(name).is_some_and(|m| m.breaks_semaphore()) {
+    if mutant::Mutant::from_name(name).is_some_and(|m| m.breaks_semaphore()) {
         return vec![Kind::Sem];
     }
     let _ = name;
@@ -298,10 +300,7 @@ fn mutant_kinds(name: &str) -> Vec<Kind> {
 
 fn mutant_names() -> Vec<&'static str> {
     #[cfg(feature = "chaos-mutants")]
-    return relock::mutant::Mutant::ALL
-        .iter()
-        .map(|(n, _)| *n)
-        .collect();
+    return mutant::Mutant::ALL.iter().map(|(n, _)| *n).collect();
     #[cfg(not(feature = "chaos-mutants"))]
     Vec::new()
 }

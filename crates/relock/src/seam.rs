@@ -1,40 +1,77 @@
-//! The one seam where the chaos harness's deliberately broken variants (`relock::mutant`, the
-//! `chaos-mutants` feature) reach the core: every hook is a function here, the identity (or
-//! `false`) in a normal build. Core files call these and carry no `cfg` of their own.
+//! The one seam where the chaos harness's deliberately broken variants reach the core. Every
+//! hook is a function here: the identity (or `false`) in a normal build. With the `chaos-seams`
+//! feature a program may install [`Seams`] once, before its first lock; the broken variants
+//! themselves live in the chaos harness (`relock-chaos`'s `mutant` module), not in this crate.
+//! Core files call these functions and carry no `cfg` of their own.
 
 use std::borrow::Cow;
 
-/// The Lua body the script `name` runs as.
-pub(crate) fn lua(name: &str, lua: &'static str) -> Cow<'static, str> {
-    #[cfg(feature = "chaos-mutants")]
-    return crate::mutant::lua(name, lua);
-    #[cfg(not(feature = "chaos-mutants"))]
-    {
+/// What a chaos build may change, each method defaulting to what relock does. Not an API:
+/// hidden, unstable, and only compiled with the `chaos-seams` feature.
+#[cfg(feature = "chaos-seams")]
+pub trait Seams: Send + Sync + 'static {
+    /// The Lua body the script `name` runs as, given relock's.
+    fn lua(&self, name: &str, lua: &'static str) -> Cow<'static, str> {
         let _ = name;
         Cow::Borrowed(lua)
     }
+    /// The channel a waiter subscribes to for `channel`'s releases.
+    fn channel(&self, channel: &str) -> String {
+        channel.to_owned()
+    }
+    /// The fencing token a new hold carries, given the script's.
+    fn token(&self, token: u64) -> u64 {
+        token
+    }
+    /// Whether lock holds believe renewals whatever the local deadline.
+    fn renewals_outlive_the_deadline(&self) -> bool {
+        false
+    }
+}
+
+#[cfg(feature = "chaos-seams")]
+static INSTALLED: std::sync::OnceLock<Box<dyn Seams>> = std::sync::OnceLock::new();
+
+/// Installs `seams` for this process: call it once, before the first lock (scripts are
+/// prepared once). Returns false if seams were already installed.
+#[cfg(feature = "chaos-seams")]
+pub fn install(seams: Box<dyn Seams>) -> bool {
+    INSTALLED.set(seams).is_ok()
+}
+
+/// The Lua body the script `name` runs as.
+pub(crate) fn lua(name: &str, lua: &'static str) -> Cow<'static, str> {
+    #[cfg(feature = "chaos-seams")]
+    if let Some(s) = INSTALLED.get() {
+        return s.lua(name, lua);
+    }
+    let _ = name;
+    Cow::Borrowed(lua)
 }
 
 /// The channel a waiter subscribes to for `channel`'s releases.
 pub(crate) fn channel(channel: &str) -> Cow<'_, str> {
-    #[cfg(feature = "chaos-mutants")]
-    return crate::mutant::channel(channel).into();
-    #[cfg(not(feature = "chaos-mutants"))]
+    #[cfg(feature = "chaos-seams")]
+    if let Some(s) = INSTALLED.get() {
+        return s.channel(channel).into();
+    }
     channel.into()
 }
 
 /// The fencing token a new hold carries, given the script's.
 pub(crate) fn token(token: u64) -> u64 {
-    #[cfg(feature = "chaos-mutants")]
-    return crate::mutant::token(token);
-    #[cfg(not(feature = "chaos-mutants"))]
+    #[cfg(feature = "chaos-seams")]
+    if let Some(s) = INSTALLED.get() {
+        return s.token(token);
+    }
     token
 }
 
-/// Whether holds believe renewals whatever the local deadline (only "gone" ends a hold).
+/// Whether lock holds believe renewals whatever the local deadline (only "gone" ends a hold).
 pub(crate) fn renewals_outlive_the_deadline() -> bool {
-    #[cfg(feature = "chaos-mutants")]
-    return crate::mutant::is(crate::mutant::Mutant::RenewalRecreatesExpiredLock);
-    #[cfg(not(feature = "chaos-mutants"))]
+    #[cfg(feature = "chaos-seams")]
+    if let Some(s) = INSTALLED.get() {
+        return s.renewals_outlive_the_deadline();
+    }
     false
 }

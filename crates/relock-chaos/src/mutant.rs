@@ -1,12 +1,14 @@
 //! Deliberately broken variants of relock, for the chaos harness to show that its checkers
 //! catch broken locks (`relock-chaos --mutant NAME`). Compiled only with the `chaos-mutants`
-//! feature; without a call to [`activate`] (once, before the first lock) nothing changes.
+//! feature, which builds relock with its `chaos-seams` hooks: [`activate`] installs one
+//! variant through them (once, before the first lock); without it nothing changes. The
+//! variants live here, not in the published library.
 //!
 //! Each mutant breaks one safety mechanism *end to end*: where relock has a second line of
 //! defence (a client-side deadline behind a server-side check), the mutant removes both,
 //! because a checker can only see what a broken library would let its callers believe.
 
-use std::sync::OnceLock;
+use std::borrow::Cow;
 
 /// One broken variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,20 +60,43 @@ impl Mutant {
     }
 }
 
-static ACTIVE: OnceLock<Mutant> = OnceLock::new();
-
-/// Turns `mutant` on for this process. Call it before the first lock: scripts are prepared
-/// once. Returns false if another mutant was already active.
+/// Turns `mutant` on for this process (relock's seams take one installation). Call it before
+/// the first lock: scripts are prepared once. Returns false if seams were already installed.
 pub fn activate(mutant: Mutant) -> bool {
-    ACTIVE.set(mutant).is_ok() || ACTIVE.get() == Some(&mutant)
+    relock::seam::install(Box::new(mutant))
 }
 
-pub(crate) fn is(m: Mutant) -> bool {
-    ACTIVE.get() == Some(&m)
+impl relock::seam::Seams for Mutant {
+    fn lua(&self, name: &str, lua: &'static str) -> Cow<'static, str> {
+        broken_lua(*self, name, lua)
+    }
+
+    fn channel(&self, channel: &str) -> String {
+        if *self == Mutant::WaitWithoutSubscribing {
+            format!("{channel}:mutant-never-published")
+        } else {
+            channel.to_owned()
+        }
+    }
+
+    fn token(&self, token: u64) -> u64 {
+        if *self == Mutant::TokenFromClientClock {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+        } else {
+            token
+        }
+    }
+
+    fn renewals_outlive_the_deadline(&self) -> bool {
+        *self == Mutant::RenewalRecreatesExpiredLock
+    }
 }
 
-/// The Lua body `name` runs as under the active mutant.
-pub(crate) fn lua(name: &str, lua: &'static str) -> std::borrow::Cow<'static, str> {
+/// The Lua body `name` runs as under `active`.
+fn broken_lua(active: Mutant, name: &str, lua: &'static str) -> Cow<'static, str> {
+    let is = |m: Mutant| active == m;
     const OWNER_CHECK: &str =
         "    if redis.call('hdel', lock, field) == 0 then\n      return nil\n    end\n    return 1";
     const RENEW_CHECK: &str = "local held = redis.pcall('hexists', lock, ARGV[1 + i])";
@@ -110,25 +135,5 @@ pub(crate) fn lua(name: &str, lua: &'static str) -> std::borrow::Cow<'static, st
             .into()
         }
         _ => lua.into(),
-    }
-}
-
-/// The channel a waiter subscribes to.
-pub(crate) fn channel(channel: &str) -> String {
-    if is(Mutant::WaitWithoutSubscribing) {
-        format!("{channel}:mutant-never-published")
-    } else {
-        channel.to_owned()
-    }
-}
-
-/// The token a new hold carries.
-pub(crate) fn token(token: u64) -> u64 {
-    if is(Mutant::TokenFromClientClock) {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64)
-    } else {
-        token
     }
 }
