@@ -28,6 +28,8 @@ pub(crate) struct Args {
     /// Lock name.
     #[arg(long, default_value = "relock:demo")]
     name: String,
+    #[command(flatten)]
+    tls: relock_cli::shared::TlsArgs,
 }
 
 #[derive(Default)]
@@ -46,8 +48,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let url = resolve_url(args.url.clone());
     let counter_key = format!("{}:counter", args.name);
     let clients = [
-        relock::Client::connect(&url).await?,
-        relock::Client::connect(&url).await?,
+        args.tls.connect(url.clone()).await?,
+        args.tls.connect(url.clone()).await?,
     ];
     // The counter goes through relock's own connections: any URL relock takes (cluster,
     // sentinel, TLS, credentials) works for it too.

@@ -150,7 +150,7 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
         if let Some(q) = args.restart_quarantine {
             builder = builder.restart_quarantine(q);
         }
-        let client = builder.build().await?;
+        let client = args.tls.build_quorum(builder).await?;
         let lock = client.lock(&args.name);
         let lock = match args.lease {
             Some(l) => lock.with_lease(l),

@@ -87,28 +87,73 @@ impl TlsArgs {
     /// # Errors
     /// A file that cannot be read (named, with the reason); the library's connect errors.
     pub async fn connect(&self, url: String) -> Result<relock::Client, CliError> {
+        self.build(relock::Client::builder().url(url)).await
+    }
+
+    /// Builds `builder` with these TLS options.
+    ///
+    /// # Errors
+    /// As [`TlsArgs::connect`].
+    pub async fn build(
+        &self,
+        mut builder: relock::ClientBuilder,
+    ) -> Result<relock::Client, CliError> {
+        let (ca, client) = self.read()?;
+        if let Some(ca) = ca {
+            builder = builder.tls_ca_pem(ca);
+        }
+        if let Some((cert, key)) = client {
+            builder = builder.tls_client_cert_pem(cert, key);
+        }
+        builder.build().await.map_err(flag_hint)
+    }
+
+    /// Builds a quorum client from `builder` with these TLS options on every node.
+    ///
+    /// # Errors
+    /// As [`TlsArgs::connect`].
+    pub async fn build_quorum(
+        &self,
+        mut builder: relock::QuorumClientBuilder,
+    ) -> Result<relock::QuorumClient, CliError> {
+        let (ca, client) = self.read()?;
+        if let Some(ca) = ca {
+            builder = builder.tls_ca_pem(ca);
+        }
+        if let Some((cert, key)) = client {
+            builder = builder.tls_client_cert_pem(cert, key);
+        }
+        builder.build().await.map_err(flag_hint)
+    }
+
+    /// The files' contents: the CA, and the client's certificate chain and key.
+    #[allow(clippy::type_complexity)]
+    fn read(&self) -> Result<(Option<Vec<u8>>, Option<(Vec<u8>, Vec<u8>)>), CliError> {
         let read = |flag: &str, path: &std::path::Path| {
             std::fs::read(path).map_err(|e| {
                 CliError::Failed(format!("{flag} {}: cannot read it: {e}", path.display()))
             })
         };
-        let mut builder = relock::Client::builder().url(url);
-        if let Some(ca) = &self.tls_ca {
-            builder = builder.tls_ca_pem(read("--tls-ca", ca)?);
-        }
-        if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
-            builder =
-                builder.tls_client_cert_pem(read("--tls-cert", cert)?, read("--tls-key", key)?);
-        }
-        builder.build().await.map_err(|e| {
-            let text = e.to_string();
-            if text.contains("tls_ca_pem") {
-                // The library's hint names its builder; a shell user has a flag.
-                CliError::Failed(format!("{text} (from the relock command: --tls-ca FILE)"))
-            } else {
-                e.into()
-            }
-        })
+        let ca = self
+            .tls_ca
+            .as_deref()
+            .map(|p| read("--tls-ca", p))
+            .transpose()?;
+        let client = match (&self.tls_cert, &self.tls_key) {
+            (Some(cert), Some(key)) => Some((read("--tls-cert", cert)?, read("--tls-key", key)?)),
+            _ => None,
+        };
+        Ok((ca, client))
+    }
+}
+
+/// The library's hint names its builder; a shell user has a flag.
+fn flag_hint(e: relock::Error) -> CliError {
+    let text = e.to_string();
+    if text.contains("tls_ca_pem") {
+        CliError::Failed(format!("{text} (from the relock command: --tls-ca FILE)"))
+    } else {
+        e.into()
     }
 }
 

@@ -37,6 +37,8 @@ pub(crate) struct Args {
     /// Redis URL; else RELOCK_URL, else REDIS_URL, else redis://127.0.0.1:6379.
     #[arg(long)]
     url: Option<String>,
+    #[command(flatten)]
+    tls: relock_cli::shared::TlsArgs,
     /// Exit after this many changes.
     #[arg(long)]
     count: Option<u64>,
@@ -268,10 +270,9 @@ impl Unseen {
 /// `relock watch`: prints changes until `--count`, `--for`, SIGINT or SIGTERM; exit 0.
 pub(crate) async fn watch(args: Args) -> Result<u8, CliError> {
     let url = resolve_url(args.url.clone());
-    let client = relock::Client::builder()
-        .url(url.as_str())
-        .connections(1)
-        .build()
+    let client = args
+        .tls
+        .build(relock::Client::builder().url(url.as_str()).connections(1))
         .await?;
     let r = watch_with(&client, &args).await;
     // It holds nothing, so there is nothing to wait for when the server is gone.

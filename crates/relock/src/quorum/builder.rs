@@ -125,6 +125,24 @@ impl QuorumClientBuilder {
         self
     }
 
+    /// TLS on every node: trust these PEM certificates (the CA that signed the servers'
+    /// certificates) instead of the system's root certificates. Needs `rediss://` URLs.
+    pub fn tls_ca_pem(mut self, pem: impl Into<Vec<u8>>) -> Self {
+        self.node = self.node.tls_ca_pem(pem);
+        self
+    }
+
+    /// TLS on every node: present this client certificate chain and private key (both PEM),
+    /// for servers that verify clients (`tls-auth-clients yes`). Needs `rediss://` URLs.
+    pub fn tls_client_cert_pem(
+        mut self,
+        cert_chain: impl Into<Vec<u8>>,
+        private_key: impl Into<Vec<u8>>,
+    ) -> Self {
+        self.node = self.node.tls_client_cert_pem(cert_chain, private_key);
+        self
+    }
+
     /// How `lock()` calls re-enter holds; as
     /// [`ClientBuilder::reentrancy`](crate::ClientBuilder::reentrancy), with the same hazard
     /// for [`Reentrancy::PerTask`]. Default: [`Reentrancy::Scoped`].
