@@ -243,6 +243,9 @@ fn timeout_outcome(operation: &str) -> &'static str {
         // `exclusive/attempt.rs`: an acquire whose reply is lost is released under its own field, and
         // the caller retires that field.
         "acquire" => "this call holds nothing (a grant that landed anyway is released, or ends with its lease)",
+        // `LockGuard::extend`: an extension never shortens a lease, so one that landed late
+        // only leaves the server's TTL longer than the local lease, which is kept.
+        "extend" => "the local lease was not lengthened (the server's may have been: safe, it only ever lengthens)",
         _ => "the outcome is unknown",
     }
 }

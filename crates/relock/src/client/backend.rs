@@ -64,6 +64,42 @@ impl Backend for Inner {
     ) -> BoxFuture<Result<()>> {
         Box::pin(release(self, hold, remaining, lost))
     }
+
+    fn extend(self: Arc<Self>, hold: Arc<Hold>, lease: Duration) -> BoxFuture<Result<()>> {
+        Box::pin(extend(self, hold, lease))
+    }
+}
+
+/// Lengthens one hold's lease with its kind's renewal call (which never shortens a TTL and
+/// never re-creates a hold), then the local lease from the send time.
+async fn extend(inner: Arc<Inner>, hold: Arc<Hold>, lease: Duration) -> Result<()> {
+    let lost = || Error::LockLost {
+        name: hold.keys.lock.clone(),
+    };
+    if hold.is_lost() {
+        return Err(lost());
+    }
+    let call = hold.keys.kind.renew(
+        &[(&hold.keys, &hold.field)],
+        lease.as_millis() as u64,
+        &inner.call_context(),
+    );
+    let sent = Instant::now();
+    let reply = call
+        .script
+        .run::<Vec<i64>>(inner.pool.next(), call.keys, call.args)
+        .await
+        .map_err(|e| inner.error("extend", &hold.keys.lock, e))?;
+    match reply.as_slice() {
+        [1] if hold.renewed(sent, lease) == crate::hold::lease::Renewal::Extended => Ok(()),
+        [1] => Err(lost()),
+        _ => {
+            hold.mark_lost(
+                "an extension found the hold gone (expired, deleted, force-unlocked, or Redis restarted empty)",
+            );
+            Err(lost())
+        }
+    }
 }
 
 /// Releases one guard's worth of `hold` on one server, `remaining` guards being left.

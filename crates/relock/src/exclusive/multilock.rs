@@ -261,6 +261,23 @@ impl MultiGuard {
         .await
     }
 
+    /// Lengthens every part's lease to at least `lease` from now, all at once
+    /// ([`LockGuard::extend`]).
+    ///
+    /// # Errors
+    /// As [`LockGuard::extend`], for the first part that failed; the others are extended
+    /// whatever its outcome.
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::extend`].
+    pub async fn extend(&self, lease: Duration) -> Result<()> {
+        let all = futures_util::future::join_all(self.guards.iter().map(|g| g.extend(lease)));
+        all.await
+            .into_iter()
+            .collect::<Result<Vec<()>>>()
+            .map(|_| ())
+    }
+
     /// Releases every part at once and reports the first error (every part is released
     /// whatever the others' outcome).
     ///

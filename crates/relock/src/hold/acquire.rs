@@ -10,29 +10,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
 use crate::hold::owner::Owner;
 
-/// Longest lease accepted: PEXPIRE takes milliseconds, and tokens are µs in a Lua double.
-pub(crate) const MAX_LEASE: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 30);
-pub(crate) fn validate_lease(name: &'static str, lease: Duration) -> Result<()> {
-    if lease < Duration::from_millis(1) {
-        return Err(Error::invalid(
-            name,
-            format!("{lease:?}: a lease must be at least 1 ms"),
-        ));
-    }
-    if lease > MAX_LEASE {
-        return Err(Error::invalid(
-            name,
-            format!("{lease:?}: a lease must be at most 30 years"),
-        ));
-    }
-    Ok(())
-}
+pub(crate) use crate::hold::lease::{validate_lease, MAX_LEASE};
 
 /// What a `lock()` does, as the kind decides it: re-enter `hold`, or acquire a fresh hold
 /// for `owner`, with whatever else the kind's wait needs (`with`).

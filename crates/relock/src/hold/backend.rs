@@ -84,6 +84,11 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug + 'static {
     /// failed, so that the watchdog tries again sooner.
     fn renew_batch(self: Arc<Self>, batch: Vec<Arc<Hold>>) -> BoxFuture<bool>;
 
+    /// Lengthens `hold`'s lease to at least `lease` from now, on the server first and then on
+    /// the local clock (from the send time), never shortening either. The caller has checked
+    /// `lease`. [`Error::LockLost`](crate::Error::LockLost) if the hold is found gone.
+    fn extend(self: Arc<Self>, hold: Arc<Hold>, lease: Duration) -> BoxFuture<Result<()>>;
+
     /// What else the watchdog's round renews beside the holds (what a kind holds under a
     /// lease of its own: a permit semaphore's permits), one call per batch. None by default.
     fn other_renewals(self: Arc<Self>) -> Vec<BoxFuture<bool>> {

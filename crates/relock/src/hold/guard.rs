@@ -123,6 +123,43 @@ impl LockGuard {
         self.hold.lost().await
     }
 
+    /// Lengthens the hold's lease to at least `lease` from now, as redis-py's and
+    /// node-redlock's `extend`: for a hold taken with a fixed lease ([`Lock::with_lease`](crate::Lock::with_lease))
+    /// that needs more time. It never shortens a lease, on the server or here (a hold with more
+    /// left keeps it), and it never brings back a hold that is gone. On success
+    /// [`valid_until`](LockGuard::valid_until) moves to at least the call's send time plus
+    /// `lease` (less the clock-drift allowance on a quorum). A watchdog-renewed hold may be
+    /// extended too: the watchdog goes on renewing, and the longer lease is what a crash of this
+    /// process leaves behind. Every guard of the hold sees the new lease.
+    ///
+    /// Extend before the lease runs out: an extension answered after the local deadline is a
+    /// loss, not a rescue (the lock may have been someone else's meanwhile; the safety guide,
+    /// `docs/safety.md`, "Extending a hold").
+    ///
+    /// ```no_run
+    /// # async fn f(lock: relock::Lock) -> relock::Result<()> {
+    /// use std::time::Duration;
+    /// let guard = lock.with_lease(Duration::from_secs(10)).lock().await?;
+    /// // … the work runs long:
+    /// guard.extend(Duration::from_secs(10)).await?;
+    /// assert!(guard.remaining() > Duration::from_secs(9));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::LockLost`] if the hold was lost (or is found gone); [`Error::InvalidArgument`]
+    /// for a lease under 1 ms or over 30 years; connection errors and
+    /// [`Error::QuorumNotReached`] (a quorum lock whose majority did not answer), after which
+    /// the local lease is unchanged and the hold stands until it ends.
+    ///
+    /// # Cancel safety
+    /// Cancel safe: a dropped call may still lengthen the lease on the server, never the
+    /// local one, which is the safe direction.
+    pub async fn extend(&self, lease: Duration) -> Result<()> {
+        crate::hold::lease::validate_lease("lease", lease)?;
+        self.backend.clone().extend(self.hold.clone(), lease).await
+    }
+
     /// Runs `future` inside this hold's scope: a `lock()` (or `try_lock`) of the same lock in
     /// it, however deeply nested, re-enters this hold (count + 1, same fencing token) instead
     /// of waiting for it. Other locks, and other clients, are not affected.

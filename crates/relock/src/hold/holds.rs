@@ -178,10 +178,12 @@ impl Hold {
 
     /// Records a successful renewal sent at `sent_at` (the lease's rules: one that comes after
     /// the local deadline marks the hold lost rather than reviving it).
-    pub(crate) fn renewed(&self, sent_at: Instant, lease: Duration) {
-        if self.lease.renewed(sent_at, lease) == Renewal::Late {
+    pub(crate) fn renewed(&self, sent_at: Instant, lease: Duration) -> Renewal {
+        let r = self.lease.renewed(sent_at, lease);
+        if r == Renewal::Late {
             self.report_lost("a renewal was answered after the local lease deadline");
         }
+        r
     }
 
     pub(crate) fn valid_until(&self) -> Instant {

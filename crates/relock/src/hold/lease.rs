@@ -17,6 +17,8 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
+use crate::error::{Error, Result};
+
 #[derive(Debug, Clone, Copy)]
 struct Standing {
     until: Instant,
@@ -204,6 +206,24 @@ impl Lease {
             }
         }
     }
+}
+
+/// Longest lease accepted: PEXPIRE takes milliseconds, and tokens are µs in a Lua double.
+pub(crate) const MAX_LEASE: Duration = Duration::from_secs(60 * 60 * 24 * 365 * 30);
+pub(crate) fn validate_lease(name: &'static str, lease: Duration) -> Result<()> {
+    if lease < Duration::from_millis(1) {
+        return Err(Error::invalid(
+            name,
+            format!("{lease:?}: a lease must be at least 1 ms"),
+        ));
+    }
+    if lease > MAX_LEASE {
+        return Err(Error::invalid(
+            name,
+            format!("{lease:?}: a lease must be at most 30 years"),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

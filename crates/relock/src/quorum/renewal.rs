@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::handle::Inner;
-use crate::error::{Error, Result};
+use crate::error::{Error, NodeVote, Result, Vote};
 use crate::hold::holds::Hold;
 use crate::quorum::backend::QuorumInner;
 use crate::quorum::node::{pin_index, pinned, Eligibility};
@@ -46,6 +46,54 @@ impl crate::hold::backend::Backend for QuorumInner {
     ) -> crate::hold::backend::BoxFuture<bool> {
         Box::pin(async move { renew_batch(&self, batch).await })
     }
+
+    fn extend(
+        self: Arc<Self>,
+        hold: Arc<Hold>,
+        lease: Duration,
+    ) -> crate::hold::backend::BoxFuture<Result<()>> {
+        Box::pin(extend(self, hold, lease))
+    }
+}
+
+/// Lengthens one quorum hold's lease: the renewal round's call with `lease`, on every node,
+/// needing a majority as a renewal does (the local lease then counts from the send time, less
+/// the clock drift allowance). A restarted node's default quarantine covers the longer lease.
+async fn extend(q: Arc<QuorumInner>, hold: Arc<Hold>, lease: Duration) -> Result<()> {
+    let lost = || Error::LockLost {
+        name: hold.keys.lock.clone(),
+    };
+    // After any renewal round or release in flight, as a renewal.
+    let _gate = hold.gate.lock().await;
+    if hold.is_lost() || hold.is_releasing() {
+        return Err(lost());
+    }
+    q.note_lease(lease);
+    let round = renew_holds(&q, std::slice::from_ref(&hold), lease).await;
+    let Some(r) = round.into_iter().next() else {
+        return Err(lost());
+    };
+    if hold.is_lost() {
+        return Err(lost());
+    }
+    if r.renewed {
+        return Ok(());
+    }
+    Err(Error::QuorumNotReached {
+        name: hold.keys.lock.clone(),
+        needed: q.quorum,
+        granted: r.votes.iter().filter(|v| **v == Vote::Granted).count(),
+        votes: r
+            .votes
+            .into_iter()
+            .zip(&q.nodes)
+            .map(|(vote, node)| NodeVote {
+                node: node.name.clone(),
+                vote,
+            })
+            .collect(),
+        hint: Some("the lease was not lengthened on the local clock; the hold stands until its current lease ends".into()),
+    })
 }
 
 /// Releases one guard's worth of a quorum hold, `remaining` guards being left: one count on
@@ -138,18 +186,46 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
     if holds.is_empty() {
         return true;
     }
-    let lease = q.watchdog_lease;
+    let round = renew_holds(q, &holds, q.watchdog_lease).await;
+    drop(gates);
+    round.iter().all(|r| r.renewed)
+}
+
+/// What one round did to one hold: renewed by a majority, and each node's answer.
+struct Renewed {
+    renewed: bool,
+    votes: Vec<Vote>,
+}
+
+/// Renews `holds` (their gates held by the caller) for `lease` on every eligible node; a hold
+/// that a majority renewed gets its local lease lengthened and is put back where the lock is
+/// free, one that a majority lost (or whose lease ran out) is marked lost.
+async fn renew_holds(q: &QuorumInner, holds: &[Arc<Hold>], lease: Duration) -> Vec<Renewed> {
     let sent = Instant::now();
     let mut keys = Vec::with_capacity(holds.len() * 2);
     let mut args = vec![lease.as_millis().to_string(), q.grace_ms().to_string()];
-    for h in &holds {
+    for h in holds {
         keys.extend([h.keys.lock.clone(), h.keys.token.clone()]);
         args.extend([h.field.clone(), h.token.to_string()]);
     }
+    // Each node's answer for each hold, for an extension's error.
+    let mut votes = vec![vec![Vote::NotAwaited; q.nodes.len()]; holds.len()];
     let mut calls = Vec::new();
     for (i, node) in q.nodes.iter().enumerate() {
-        let Eligibility::Yes(conn) = node.eligibility() else {
-            continue;
+        let conn = match node.eligibility() {
+            Eligibility::Yes(conn) => conn,
+            Eligibility::Quarantined(remaining) => {
+                votes
+                    .iter_mut()
+                    .for_each(|v| v[i] = Vote::Quarantined { remaining });
+                continue;
+            }
+            Eligibility::Unavailable(why) => {
+                votes
+                    .iter_mut()
+                    .for_each(|v| v[i] = Vote::Error(why.clone()));
+                continue;
+            }
         };
         let (keys, args, limit) = (keys.clone(), args.clone(), q.node_timeout);
         let name = holds[0].keys.lock.clone();
@@ -172,23 +248,36 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
     let mut not_here = vec![0usize; holds.len()];
     let mut free_on: Vec<Vec<(usize, Arc<Inner>)>> = vec![Vec::new(); holds.len()];
     race(&q.shared.tracker, calls, |(i, conn, reply)| {
-        if let Some(r) = reply.filter(|r| r.len() == renewed.len()) {
-            for (h, v) in r.into_iter().enumerate() {
-                match v {
-                    1 => renewed[h] += 1,
-                    2 => {
-                        not_here[h] += 1;
-                        free_on[h].push((i, conn.clone()));
-                    }
-                    _ => not_here[h] += 1,
+        match reply.filter(|r| r.len() == renewed.len()) {
+            Some(r) => {
+                for (h, v) in r.into_iter().enumerate() {
+                    votes[h][i] = match v {
+                        1 => {
+                            renewed[h] += 1;
+                            Vote::Granted
+                        }
+                        2 => {
+                            not_here[h] += 1;
+                            free_on[h].push((i, conn.clone()));
+                            Vote::Error(
+                                "the hold is not on this node (the lock is free here)".into(),
+                            )
+                        }
+                        _ => {
+                            not_here[h] += 1;
+                            Vote::HeldByAnother(None)
+                        }
+                    };
                 }
             }
+            None => votes
+                .iter_mut()
+                .for_each(|v| v[i] = Vote::Timeout(q.node_timeout)),
         }
         false
     })
     .await;
     let now = Instant::now();
-    let mut ok = true;
     // Put back only holds that a majority just renewed, and only where the lock is free:
     // repairing a minority that lost it (an empty restart). A hold that a majority lost stays
     // lost, whatever a minority says.
@@ -207,7 +296,6 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
                     .push(h.clone());
             }
         } else {
-            ok = false;
             crate::hold::meter::renewal_failed(h.keys.kind.label(), 1);
             tracing::warn!(lock = %h.keys.lock, renewed = n, needed = q.quorum, "quorum renewal failed");
             if not_here[idx] > q.nodes.len() - q.quorum || now >= h.valid_until() {
@@ -236,6 +324,13 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
         }));
     }
     race(&q.shared.tracker, repairs, |()| false).await;
-    drop(gates);
-    ok
+    holds
+        .iter()
+        .zip(renewed.iter())
+        .zip(votes)
+        .map(|((h, n), votes)| Renewed {
+            renewed: *n >= q.quorum && !h.is_lost(),
+            votes,
+        })
+        .collect()
 }
