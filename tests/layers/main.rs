@@ -15,6 +15,7 @@ const ROOMS: &[(&str, u8)] = &[
     ("exclusive", 3),
     ("counting", 3),
     ("quorum", 3),
+    ("coordination", 4),
 ];
 
 /// A module's room ("" for the crate root's own modules).

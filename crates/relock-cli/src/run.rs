@@ -93,6 +93,22 @@ pub(crate) struct Args {
     /// it off, at the risk described in docs/safety.md.
     #[arg(long, value_parser = relock_cli::shared::parse_duration, requires = "quorum")]
     restart_quarantine: Option<Duration>,
+    /// Run at most once per occurrence across machines (ShedLock's lockAtLeastFor): after the
+    /// command ends, the lock stays taken until this long after it started, so that a cron
+    /// line on another machine firing a little later skips this occurrence (use it with
+    /// --no-wait, and --conflict-exit-code 0 for cron).
+    #[arg(
+        long,
+        value_name = "DURATION",
+        value_parser = relock_cli::shared::parse_duration,
+        conflicts_with_all = ["fair", "quorum", "shared", "exclusive", "permits", "lease"]
+    )]
+    at_least: Option<Duration>,
+    /// With --at-least: the longest a run may hold the lock (ShedLock's lockAtMostFor,
+    /// default 1h): a command still running then is stopped as when the lock is lost, and a
+    /// crashed run's lock ends by then.
+    #[arg(long, value_name = "DURATION", value_parser = relock_cli::shared::parse_duration, requires = "at_least")]
+    at_most: Option<Duration>,
     /// Exit code when the lock could not be had in time (flock -E).
     #[arg(long, default_value_t = CONFLICT_EXIT)]
     conflict_exit_code: u8,
@@ -166,6 +182,11 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
 /// What `run` holds on one server: a permit (`--permits`), a side of the read-write lock
 /// (`-s`, `-x`), or the plain or fair lock (whose status names its holder in a conflict).
 async fn one_server_target(args: &Args, client: &relock::Client) -> Result<Target, CliError> {
+    if let Some(at_least) = args.at_least {
+        let at_most = args.at_most.unwrap_or(DEFAULT_AT_MOST);
+        let job = client.job(&args.name, at_most).at_least_for(at_least);
+        return Ok(Target::Job(job));
+    }
     if let Some(n) = args.permits {
         let sem = client.permit_expirable_semaphore(&args.name);
         sem.try_set_permits(n).await?;
@@ -212,12 +233,18 @@ enum Target {
     /// The lock, and the plain or fair lock's handle for its status.
     Lock(Box<dyn DistributedLock>, Option<relock::Lock>),
     Permits(relock::PermitSemaphore),
+    /// A run-at-most-once job (`--at-least`).
+    Job(relock::Job),
 }
+
+/// `--at-most` when not given.
+const DEFAULT_AT_MOST: Duration = Duration::from_secs(3600);
 
 /// A lock's guard or a permit's.
 enum Held {
     Lock(relock::LockGuard),
     Permit(relock::PermitGuard),
+    Job(relock::JobGuard),
 }
 
 impl Target {
@@ -239,14 +266,27 @@ impl Target {
                 Some(sem.acquire(args.lease).await?)
             }
             .map(Held::Permit)),
+            Target::Job(job) => Ok(if args.no_wait {
+                job.try_start().await?
+            } else if let Some(w) = args.wait {
+                job.try_start_for(w).await?
+            } else {
+                Some(job.start().await?)
+            }
+            .map(Held::Job)),
         }
     }
 
     /// Who holds it now, for the conflict message: ", held by FIELD (relock), its lease ends
     /// in 12.3s"; empty when that cannot be read.
     async fn holder(&self) -> String {
-        match self {
-            Target::Lock(_, Some(lock)) => match lock.status().await {
+        let lock = match self {
+            Target::Lock(_, lock) => lock.as_ref(),
+            Target::Job(job) => Some(job.lock()),
+            Target::Permits(_) => None,
+        };
+        match (self, lock) {
+            (_, Some(lock)) => match lock.status().await {
                 Ok(st) if !st.holders.is_empty() => {
                     let who: Vec<String> = st
                         .holders
@@ -265,11 +305,11 @@ impl Target {
                 }
                 _ => String::new(),
             },
-            Target::Permits(sem) => match sem.available().await {
+            (Target::Permits(sem), _) => match sem.available().await {
                 Ok(n) => format!(": {n} of its permits available"),
                 Err(_) => String::new(),
             },
-            Target::Lock(_, None) => String::new(),
+            _ => String::new(),
         }
     }
 }
@@ -282,6 +322,10 @@ impl Held {
                 ("RELOCK_TOKEN", g.fencing_token().to_string()),
                 ("RELOCK_OWNER", g.owner().to_string()),
             ],
+            Held::Job(g) => vec![
+                ("RELOCK_TOKEN", g.fencing_token().to_string()),
+                ("RELOCK_OWNER", g.owner().to_string()),
+            ],
             // A permit has no fencing token: its id is what Redisson's release(id) takes.
             Held::Permit(p) => vec![("RELOCK_PERMIT_ID", p.id().to_string())],
         }
@@ -291,6 +335,7 @@ impl Held {
         match self {
             Held::Lock(g) => g.lost().await,
             Held::Permit(p) => p.lost().await,
+            Held::Job(g) => g.lost().await,
         }
     }
 }
@@ -392,6 +437,8 @@ async fn release(guard: Held, name: &str) {
     let r = match guard {
         Held::Lock(g) => g.unlock().await,
         Held::Permit(p) => p.release().await,
+        // Kept for what is left of --at-least, or released.
+        Held::Job(g) => g.finish().await,
     };
     if let Err(e) = r {
         if !matches!(

@@ -62,7 +62,7 @@
 // The crate is in rooms, one folder per layer; a room uses the rooms below it and never one
 // beside or above it (the test `tests/layers` fails otherwise). Each room's `mod.rs` is its guide.
 // - the crate root: `error` (`Error`), `script` (a script as data), `seam` (the chaos
-//   harness's hooks) and `mutant`.
+//   harness's hooks).
 // - `hold`: what a client holds, with no Redis in it: holds, the `Backend` trait, the
 //   `HoldKind` trait (what a lock kind tells the shared code about its holds), the guard, the
 //   watchdog's loop, re-entry, owners, run-to-end, the acquiring methods, key names.
@@ -72,10 +72,12 @@
 // - `exclusive`: `Lock` (plain and fair), `ReadWriteLock`, `MultiLock`, status.
 // - `counting`: `Semaphore`, `PermitSemaphore`, `CountDownLatch`.
 // - `quorum`: `QuorumClient` and `QuorumLock`.
+// - `coordination`: kinds built on the exclusive ones: `Job` (run-at-most-once jobs).
 //
 // `docs/architecture.md` has the map and what a new kind adds.
 
 mod client;
+mod coordination;
 mod counting;
 mod error;
 mod exclusive;
@@ -96,6 +98,7 @@ mod seam;
 /// call, so a script carries only what it calls.
 pub mod lua {
     pub use crate::client::scripts::lua::*;
+    pub use crate::coordination::job::lua::*;
     pub use crate::counting::latch::lua::*;
     pub use crate::counting::permit_leases::lua::*;
     pub use crate::counting::semaphore::lua::*;
@@ -112,6 +115,7 @@ pub use client::settings::ClusterPubSub;
 /// to relock's (for example to share a fred configuration) uses the same version.
 pub use fred;
 
+pub use coordination::job::{Job, JobGuard};
 pub use counting::latch::CountDownLatch;
 pub use counting::permit_guard::PermitGuard;
 pub use counting::permits::PermitSemaphore;

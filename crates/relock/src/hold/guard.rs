@@ -223,6 +223,26 @@ impl LockGuard {
     }
 }
 
+impl LockGuard {
+    /// Whether this is the hold's only guard (no re-entered guard is out).
+    pub(crate) fn is_last(&self) -> bool {
+        self.hold.count() == 1
+    }
+
+    /// Lets go of the hold here without releasing it on the server, where it ends with its
+    /// lease: for a kind that has just set that lease itself (a job kept for its at-least
+    /// time). The hold stops counting, leaves this client's registry and its `lost()` and
+    /// watch end, without a loss being reported.
+    pub(crate) fn leave_to_expire(mut self) {
+        self.released = true;
+        let (remaining, _) = self.hold.remove_guard(self.watchdog);
+        if remaining == 0 {
+            self.hold.mark_ended();
+            self.backend.shared().holds.remove(&self.hold);
+        }
+    }
+}
+
 impl Drop for LockGuard {
     fn drop(&mut self) {
         if self.released {
