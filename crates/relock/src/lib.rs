@@ -48,7 +48,9 @@
 //!   order (no deadlock), with one guard.
 //! - A lease-based lock cannot promise mutual exclusion through process pauses or clock jumps;
 //!   if correctness depends on it, have the protected resource check
-//!   [`LockGuard::fencing_token`]. `docs/safety.md` says exactly what is and is not promised.
+//!   [`LockGuard::fencing_token`]. [`guide::safety`] says exactly what is and is not
+//!   promised; [`guide::operations`] how to run relock (URLs, TLS, credentials, ACLs,
+//!   timeouts, logs, metrics, clean exits), [`guide::data_layout`] what it keeps in Redis.
 //!
 //! # Who holds a lock, and when `lock()` re-enters
 //! Every `lock()` outside a scope is a fresh acquisition and waits for any other holder, also a
@@ -57,7 +59,8 @@
 //! (nested calls re-enter the hold), or inside [`Owner::scope`] (an explicit owner, across
 //! tasks). [`Reentrancy::PerTask`] opts into Redisson's implicit per-task re-entry, with its
 //! hazard. On the server every hold has its own field, so nothing that belongs to one hold
-//! (a late release, a renewal, a clean-up) can affect another: `docs/safety.md`.
+//! (a late release, a renewal, a clean-up) can affect another:
+//! [`guide::safety`](crate::guide::safety#one-hold-one-identity-nothing-but-a-hold-can-end-shorten-or-resurrect-it).
 
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms, rustdoc::broken_intra_doc_links)]
@@ -78,7 +81,7 @@
 // - `counting`: `Semaphore`, `PermitSemaphore`, `CountDownLatch`.
 // - `quorum`: `QuorumClient` and `QuorumLock`.
 //
-// `docs/architecture.md` has the map and what a new kind adds.
+// The repository's `docs/architecture.md` has the map and what a new kind adds.
 
 mod client;
 mod counting;
@@ -91,8 +94,21 @@ mod quorum;
 mod script;
 mod seam;
 
+/// Guides beyond the API, one page each (the package's `docs/*.md`): what relock promises and
+/// what no lease-based lock can, how to run it, and what it keeps in Redis.
+pub mod guide {
+    #[doc = include_str!("../docs/safety.md")]
+    pub mod safety {}
+
+    #[doc = include_str!("../docs/operations.md")]
+    pub mod operations {}
+
+    #[doc = include_str!("../docs/data-layout.md")]
+    pub mod data_layout {}
+}
+
 /// The Lua sources of every script relock sends, for inspection, tooling and benchmarks
-/// (`docs/data-layout.md` describes their keys, arguments and replies). Each is the shared
+/// ([`guide::data_layout`] describes their keys, arguments and replies). Each is the shared
 /// functions it uses (`lua/lib/*.lua`) followed by the script's own file: Redis scripts cannot
 /// include one another, and every function a script defines costs the server time on each
 /// call, so a script carries only what it calls.

@@ -151,7 +151,7 @@ impl ClientBuilder {
     /// Command connections. Scripts are pipelined on each connection and concurrent lock
     /// operations are coalesced (see [`coalesce`](Self::coalesce)), so a few connections are
     /// enough: on a small machine the client's CPU, not the connection count, limits
-    /// throughput (`docs/performance.md` has the sweep). Default: 4.
+    /// throughput (the repository's `docs/performance.md` has the sweep). Default: 4.
     pub fn connections(mut self, n: usize) -> Self {
         self.settings.connections = n;
         self
@@ -283,8 +283,10 @@ impl ClientBuilder {
     /// After every fresh acquisition, wait (Redis `WAIT`) until `replicas` replicas of the
     /// lock's master acknowledged it, for at most `timeout`; if fewer did, release the lock and
     /// return [`Error::ReplicationFailed`]. This narrows the window in which a failover to a
-    /// replica loses an acknowledged lock (see `docs/safety.md`). Redis 7.0's `WAIT` is used
-    /// (acknowledged in replica memory; `WAITAOF`, 7.2+, is not used). Default: off.
+    /// replica loses an acknowledged lock (see
+    /// [`guide::safety`](crate::guide::safety#replication-cluster-and-sentinel)). Redis 7.0's
+    /// `WAIT` is used (acknowledged in replica memory; `WAITAOF`, 7.2+, is not used). Default:
+    /// off.
     pub fn sync_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
         self.settings.sync_replicas = Some((replicas, timeout));
         self
@@ -298,7 +300,8 @@ impl ClientBuilder {
     /// the default 1 s counter life, a Java client that finds relock's counter expired starts
     /// again at 1, below relock's earlier tokens, so a resource that compares tokens of both
     /// would take Java's as stale-but-newer. With it on, tokens rise for every client of the
-    /// name, whichever side came first (`docs/safety.md`, "Sharing names with Redisson").
+    /// name, whichever side came first
+    /// ([`guide::safety`](crate::guide::safety#sharing-names-with-redissons-rfencedlock)).
     ///
     /// Either way relock never gives an expiry to, lowers or deletes a counter it found
     /// without one. Default: off (the counter lives 1 s past its seed; nothing is left behind).

@@ -18,7 +18,7 @@ use crate::hold::holds::Hold;
 /// the lock can be deleted. [`lost`](LockGuard::lost) tells you when (no later than
 /// [`valid_until`](LockGuard::valid_until)), and [`fencing_token`](LockGuard::fencing_token)
 /// lets the resource you protect refuse a holder that kept going after that; see
-/// `docs/safety.md`.
+/// [`guide::safety`](crate::guide::safety#fencing-tokens-closing-the-gap).
 ///
 /// Dropping the guard stops it counting at once and releases on the server in the
 /// background; use [`unlock`](LockGuard::unlock) to learn the outcome. A guard dropped on a

@@ -32,9 +32,10 @@ pub(crate) type TimedReply<T> =
 /// Made by [`QuorumClient::lock`](crate::QuorumClient::lock). The same methods and guard as
 /// the single-server [`Lock`](crate::Lock): reentrant per owner, renewed by the watchdog unless
 /// a fixed lease is given, waiters woken by any node's release message, fencing tokens that
-/// strictly increase (under the assumptions in `docs/safety.md`). The guard's
-/// [`valid_until`](LockGuard::valid_until) is the Redlock validity: start + lease − time
-/// taken − drift.
+/// strictly increase (under the assumptions in
+/// [`guide::safety`](crate::guide::safety#fencing-tokens-across-a-quorum)). The guard's
+/// [`valid_until`](LockGuard::valid_until) is the Redlock validity: start + lease − time taken
+/// − drift.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
@@ -462,7 +463,7 @@ impl QuorumLock {
         let available = self.q.nodes.len() - f.unavailable();
         let hint = (quarantined > 0 && available + quarantined >= self.q.quorum).then(|| {
             format!(
-                "{quarantined} node(s) restarted less than the restart quarantine ({:?}{}) ago and may not vote yet: wait for it to end, or lower it with QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in docs/safety.md)",
+                "{quarantined} node(s) restarted less than the restart quarantine ({:?}{}) ago and may not vote yet: wait for it to end, or lower it with QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in relock::guide::safety, Restarted nodes)",
                 self.q.quarantine(),
                 if self.q.quarantine_is_default() { ", the longest lease in use" } else { "" }
             )
