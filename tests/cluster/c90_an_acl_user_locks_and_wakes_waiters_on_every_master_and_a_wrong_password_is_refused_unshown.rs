@@ -83,7 +83,7 @@ async fn an_acl_user_locks_and_wakes_waiters_on_every_master_and_a_wrong_passwor
         assert_eq!(cluster.master_of(name).unwrap().port(), *port);
 
         // A waiter of the other client, woken by the release through sharded pub/sub.
-        // (A fair lock's waiters listen on its own channel: docs/data-layout.md.)
+        // (A fair lock's waiters listen on its own channel: crates/relock/docs/data-layout.md.)
         for (held, waiting, prefix) in [
             (
                 a.lock(name.clone()),

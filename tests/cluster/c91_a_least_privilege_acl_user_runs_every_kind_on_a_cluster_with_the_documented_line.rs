@@ -1,8 +1,8 @@
-//! A user granted exactly the Cluster line of `docs/operations.md` ("Least-privilege ACL
-//! users"), set on every node, runs every kind on a cluster: the lock kinds acquire, wait and
-//! wake across clients (sharded pub/sub), renew, report their status and are force-unlocked;
-//! the counting kinds acquire, wait and wake, and renew a permit. No node refused anything
-//! (`ACL LOG` empty everywhere): nothing outside the line was even tried.
+//! A user granted exactly the Cluster line of `crates/relock/docs/operations.md` ("Least-privilege
+//! ACL users"), set on every node, runs every kind on a cluster: the lock kinds acquire, wait and
+//! wake across clients (sharded pub/sub), renew, report their status and are force-unlocked; the
+//! counting kinds acquire, wait and wake, and renew a permit. No node refused anything (`ACL LOG`
+//! empty everywhere): nothing outside the line was even tried.
 
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
-//! The documented limit of a downgrade under a fixed write lease (docs/safety.md, read-write
-//! lock; found by review): the write field lives in the hash that the downgraded read hold's
-//! renewals keep alive, so after the write lease the guard reports itself lost while `mode`
-//! stays `write` and other readers are refused. What the docs tell the holder to do (release
-//! the write guard once it reports lost) lets them in at once, and the read hold goes on.
+//! The documented limit of a downgrade under a fixed write lease (crates/relock/docs/safety.md,
+//! read-write lock; found by review): the write field lives in the hash that the downgraded read
+//! hold's renewals keep alive, so after the write lease the guard reports itself lost while `mode`
+//! stays `write` and other readers are refused. What the docs tell the holder to do (release the
+//! write guard once it reports lost) lets them in at once, and the read hold goes on.
 
 use std::time::Duration;
 

@@ -98,7 +98,8 @@ async fn bad_input_gets_typed_errors() {
         matches!(&r, Err(Error::WrongType { key }) if key == "t60:overwritten"),
         "{r:?}"
     );
-    // The counter lives a grace period (docs/data-layout.md); the test clobbered the lock.
+    // The counter lives a grace period (crates/relock/docs/data-layout.md); the test clobbered
+    // the lock.
     server
         .cmd(&[
             "DEL",

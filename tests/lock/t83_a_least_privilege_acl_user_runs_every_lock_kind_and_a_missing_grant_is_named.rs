@@ -1,12 +1,12 @@
-//! A user granted exactly what `docs/operations.md` lists for every kind on one server
-//! (its lock keys, their channels as channels, the script and pub/sub commands) acquires,
+//! A user granted exactly what `crates/relock/docs/operations.md` lists for every kind on one
+//! server (its lock keys, their channels as channels, the script and pub/sub commands) acquires,
 //! waits and is woken, renews, releases, reads the status of and force-unlocks every lock kind
 //! (plain, fair, read-write), and acquires, waits, renews and releases the counting kinds
-//! (semaphore, permit semaphore, latch); without the channel grant its release is refused with a typed
-//! `Permission` error that names the lock and the refused channel. Nothing outside the grant
-//! is ever sent (the server's `ACL LOG` stays empty). (Issue 22: the release
-//! script passed the channel as a key, so such a user could acquire but never release, and
-//! every lock blocked everyone for its whole lease.)
+//! (semaphore, permit semaphore, latch); without the channel grant its release is refused with a
+//! typed `Permission` error that names the lock and the refused channel. Nothing outside the grant
+//! is ever sent (the server's `ACL LOG` stays empty). (Issue 22: the release script passed the
+//! channel as a key, so such a user could acquire but never release, and every lock blocked
+//! everyone for its whole lease.)
 
 use std::time::Duration;
 
@@ -79,7 +79,7 @@ async fn a_least_privilege_acl_user_runs_every_lock_kind_and_a_missing_grant_is_
     assert!(!e.is_transient());
     let text = e.to_string();
     assert!(
-        text.contains("docs/operations.md") && !text.contains("app-pw"),
+        text.contains("relock::guide::operations") && !text.contains("app-pw"),
         "{text}"
     );
     c.shutdown().await;

@@ -1,7 +1,7 @@
-//! A user granted exactly the one-server line of `docs/operations.md` ("Least-privilege ACL
-//! users") on every master runs the quorum lock: it acquires, a waiter of another client is
-//! woken by the release, renews past three leases (with the restart quarantine's uptime
-//! checks), and a force-unlock is heard by the holder. No master refused anything (`ACL LOG`
+//! A user granted exactly the one-server line of `crates/relock/docs/operations.md`
+//! ("Least-privilege ACL users") on every master runs the quorum lock: it acquires, a waiter of
+//! another client is woken by the release, renews past three leases (with the restart quarantine's
+//! uptime checks), and a force-unlock is heard by the holder. No master refused anything (`ACL LOG`
 //! empty everywhere).
 
 use std::time::Duration;

@@ -1,9 +1,9 @@
-//! A user granted exactly the Sentinel line of `docs/operations.md` ("Least-privilege ACL
-//! users"), set on both data servers (master and replica: either may be master after a
+//! A user granted exactly the Sentinel line of `crates/relock/docs/operations.md` ("Least-privilege
+//! ACL users"), set on both data servers (master and replica: either may be master after a
 //! failover), runs every kind through Sentinel: the lock kinds acquire, wait and wake across
-//! clients, renew, report their status and are force-unlocked; the counting kinds acquire,
-//! wait and wake, and renew a permit. Neither data server refused anything (`ACL LOG` empty).
-//! The sentinels get their own credentials (`sentinelUsername`, `sentinelPassword`).
+//! clients, renew, report their status and are force-unlocked; the counting kinds acquire, wait and
+//! wake, and renew a permit. Neither data server refused anything (`ACL LOG` empty). The sentinels
+//! get their own credentials (`sentinelUsername`, `sentinelPassword`).
 
 use std::time::Duration;
 

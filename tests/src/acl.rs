@@ -1,5 +1,5 @@
-//! The least-privilege ACL lines of `docs/operations.md` ("Least-privilege ACL users"), per
-//! deployment, and the exercise every deployment's test runs under them.
+//! The least-privilege ACL lines of `crates/relock/docs/operations.md` ("Least-privilege ACL
+//! users"), per deployment, and the exercise every deployment's test runs under them.
 
 use std::time::Duration;
 

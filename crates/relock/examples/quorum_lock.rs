@@ -10,7 +10,7 @@
 //! in use, 30 s) may not vote: it may have forgotten a lock that another client still holds.
 //! Against masters you have just started empty, with no lock to forget, set
 //! `RELOCK_RESTART_QUARANTINE=0` (seconds) to try the example at once; never turn it off where
-//! a master can restart under live locks (`docs/safety.md`).
+//! a master can restart under live locks (`relock::guide::safety`, "Restarted nodes: the quarantine").
 
 #[tokio::main]
 async fn main() -> relock::Result<()> {

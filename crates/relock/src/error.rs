@@ -27,7 +27,7 @@ pub enum Error {
     /// The server refused the credentials (`WRONGPASS`, `NOAUTH`): a wrong user name or
     /// password in the URL, or none where the server needs one. Not transient: retrying with
     /// the same credentials fails the same way.
-    #[error("Redis at {url} refused the credentials ({}); check the user name and password in the URL (docs/operations.md, Credentials)", .source.details())]
+    #[error("Redis at {url} refused the credentials ({}); check the user name and password in the URL (relock::guide::operations, Credentials)", .source.details())]
     Authentication {
         /// The server, without credentials.
         url: String,
@@ -36,9 +36,10 @@ pub enum Error {
         source: fred::error::Error,
     },
     /// The server's ACL does not let this user run a command, or touch a key or channel
-    /// (`NOPERM`). Not transient: grant what `docs/operations.md` ("Least-privilege ACL
-    /// users") lists for the kind and deployment.
-    #[error("Redis at {server} refused `{operation}` on `{}` for lack of permission ({}); grant the user the keys, channels and commands docs/operations.md lists (Least-privilege ACL users)", short(.key), .source.details())]
+    /// (`NOPERM`). Not transient: grant what
+    /// [`guide::operations`](crate::guide::operations#least-privilege-acl-users) lists for the
+    /// kind and deployment.
+    #[error("Redis at {server} refused `{operation}` on `{}` for lack of permission ({}); grant the user the keys, channels and commands relock::guide::operations lists (Least-privilege ACL users)", short(.key), .source.details())]
     Permission {
         /// What we asked.
         operation: &'static str,
@@ -52,7 +53,7 @@ pub enum Error {
     },
     /// The server refused the connection's own settings (a database index out of range in
     /// the URL, for example). Not transient: fix the URL.
-    #[error("Redis at {url} refused the connection's settings ({}); fix the URL (docs/operations.md, URLs)", .source.details())]
+    #[error("Redis at {url} refused the connection's settings ({}); fix the URL (relock::guide::operations, URLs)", .source.details())]
     Configuration {
         /// The server, without credentials.
         url: String,
@@ -72,7 +73,8 @@ pub enum Error {
     /// The lease ran out, or the lock was deleted or force-unlocked, while it was held.
     ///
     /// Anything done under the lock since it was lost may have overlapped with another holder:
-    /// see `docs/safety.md` and [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
+    /// see [`guide::safety`](crate::guide::safety#fencing-tokens-closing-the-gap) and
+    /// [`LockGuard::fencing_token`](crate::LockGuard::fencing_token).
     #[error("lock `{name}` was lost while held (lease expired, deleted or force-unlocked)")]
     LockLost {
         /// The lock name.

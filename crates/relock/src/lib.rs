@@ -2,20 +2,24 @@
 //! hold's scope, renewed by a watchdog, woken by pub/sub, fenced by strictly increasing tokens,
 //! and wire-compatible with Redisson's `RLock`.
 //!
-//! ```no_run
-//! # async fn f() -> relock::Result<()> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+//! # if std::env::var_os("REDIS_URL").is_none() { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) }
 //! use std::time::Duration;
 //!
-//! let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
-//! let lock = client.lock("orders:42");
+//! let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+//! let client = relock::Client::connect(&url).await?;
+//! let lock = client.lock("invoices:7");
 //!
 //! let guard = lock.lock().await?;               // waits; the watchdog renews the lease
 //! let token = guard.fencing_token();            // send it with your writes
 //! guard.scope(async {
 //!     let nested = lock.lock().await?;          // re-enters: same hold, same token
+//!     assert_eq!(nested.fencing_token(), token);
 //!     nested.unlock().await
 //! }).await?;
 //! guard.unlock().await?;                        // or just drop the guard
+//! # assert!(!lock.is_locked().await?);
 //!
 //! if let Some(guard) = lock.try_lock_for(Duration::from_secs(3)).await? {
 //!     tokio::select! {
@@ -23,7 +27,8 @@
 //!         _ = tokio::time::sleep(Duration::from_millis(10)) => {}
 //!     }
 //! }
-//! client.shutdown().await;
+//! client.shutdown().await;                      // releases what it still holds
+//! # assert!(!relock::Client::connect(&url).await?.lock("invoices:7").is_locked().await?);
 //! # Ok(()) }
 //! ```
 //!
@@ -43,7 +48,9 @@
 //!   order (no deadlock), with one guard.
 //! - A lease-based lock cannot promise mutual exclusion through process pauses or clock jumps;
 //!   if correctness depends on it, have the protected resource check
-//!   [`LockGuard::fencing_token`]. `docs/safety.md` says exactly what is and is not promised.
+//!   [`LockGuard::fencing_token`]. [`guide::safety`] says exactly what is and is not
+//!   promised; [`guide::operations`] how to run relock (URLs, TLS, credentials, ACLs,
+//!   timeouts, logs, metrics, clean exits), [`guide::data_layout`] what it keeps in Redis.
 //!
 //! # Who holds a lock, and when `lock()` re-enters
 //! Every `lock()` outside a scope is a fresh acquisition and waits for any other holder, also a
@@ -52,7 +59,8 @@
 //! (nested calls re-enter the hold), or inside [`Owner::scope`] (an explicit owner, across
 //! tasks). [`Reentrancy::PerTask`] opts into Redisson's implicit per-task re-entry, with its
 //! hazard. On the server every hold has its own field, so nothing that belongs to one hold
-//! (a late release, a renewal, a clean-up) can affect another: `docs/safety.md`.
+//! (a late release, a renewal, a clean-up) can affect another:
+//! [`guide::safety`](crate::guide::safety#one-hold-one-identity-nothing-but-a-hold-can-end-shorten-or-resurrect-it).
 
 #![forbid(unsafe_code)]
 #![deny(rust_2018_idioms, rustdoc::broken_intra_doc_links)]
@@ -74,7 +82,7 @@
 // - `quorum`: `QuorumClient` and `QuorumLock`.
 // - `coordination`: kinds built on the exclusive ones: `Job` (run-at-most-once jobs).
 //
-// `docs/architecture.md` has the map and what a new kind adds.
+// The repository's `docs/architecture.md` has the map and what a new kind adds.
 
 mod client;
 mod coordination;
@@ -91,8 +99,21 @@ pub mod seam;
 #[cfg(not(feature = "chaos-seams"))]
 mod seam;
 
+/// Guides beyond the API, one page each (the package's `docs/*.md`): what relock promises and
+/// what no lease-based lock can, how to run it, and what it keeps in Redis.
+pub mod guide {
+    #[doc = include_str!("../docs/safety.md")]
+    pub mod safety {}
+
+    #[doc = include_str!("../docs/operations.md")]
+    pub mod operations {}
+
+    #[doc = include_str!("../docs/data-layout.md")]
+    pub mod data_layout {}
+}
+
 /// The Lua sources of every script relock sends, for inspection, tooling and benchmarks
-/// (`docs/data-layout.md` describes their keys, arguments and replies). Each is the shared
+/// ([`guide::data_layout`] describes their keys, arguments and replies). Each is the shared
 /// functions it uses (`lua/lib/*.lua`) followed by the script's own file: Redis scripts cannot
 /// include one another, and every function a script defines costs the server time on each
 /// call, so a script carries only what it calls.
@@ -134,6 +155,11 @@ pub use hold::reentry::Reentrancy;
 pub use quorum::builder::QuorumClientBuilder;
 pub use quorum::client::QuorumClient;
 pub use quorum::lock::QuorumLock;
+
+/// The README's examples, run as doctests (`cargo test --doc`; they skip without `REDIS_URL`).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeDoctests;
 
 /// `url` with its password (and any `…password=` query parameter) replaced by `***`, as relock
 /// shows URLs in its errors, `Debug` output and traces; for tools that print URLs of their own.

@@ -23,16 +23,19 @@ use crate::hold::reentry::Reentrancy;
 
 /// Builds a [`Client`] with explicit settings.
 ///
-/// ```no_run
-/// # async fn f() -> relock::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # if std::env::var_os("REDIS_URL").is_none() { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) }
 /// use std::time::Duration;
+/// let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
 /// let client = relock::Client::builder()
-///     .url("redis://127.0.0.1:6379")
+///     .url(url)
 ///     .client_id("billing-7")
 ///     .watchdog_lease(Duration::from_secs(10))
 ///     .build()
 ///     .await?;
-/// # Ok(()) }
+/// # assert_eq!((client.client_id(), client.watchdog_lease()), ("billing-7", Duration::from_secs(10)));
+/// # client.shutdown().await; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `build` is awaited"]
@@ -148,7 +151,7 @@ impl ClientBuilder {
     /// Command connections. Scripts are pipelined on each connection and concurrent lock
     /// operations are coalesced (see [`coalesce`](Self::coalesce)), so a few connections are
     /// enough: on a small machine the client's CPU, not the connection count, limits
-    /// throughput (`docs/performance.md` has the sweep). Default: 4.
+    /// throughput (the repository's `docs/performance.md` has the sweep). Default: 4.
     pub fn connections(mut self, n: usize) -> Self {
         self.settings.connections = n;
         self
@@ -220,14 +223,21 @@ impl ClientBuilder {
     /// `select!`, `FuturesUnordered` and successive `block_on` bodies on one thread re-enter
     /// each other's holds and run their critical sections at the same time.
     ///
-    /// ```no_run
-    /// # async fn f() -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
     /// let client = relock::Client::builder()
-    ///     .url("redis://127.0.0.1:6379")
+    ///     .url(url)
     ///     .reentrancy(relock::Reentrancy::PerTask) // code written for Redisson's thread model
     ///     .build()
     ///     .await?;
-    /// # Ok(()) }
+    /// # let lock = client.lock("doctest:reentrancy");
+    /// # let outer = lock.lock().await?;
+    /// # let inner = lock.lock().await?; // the same task: re-enters, no scope needed
+    /// # assert_eq!(lock.hold_count().await?, 2);
+    /// # inner.unlock().await?;
+    /// # outer.unlock().await?;
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub fn reentrancy(mut self, mode: Reentrancy) -> Self {
         self.settings.reentrancy = mode;
@@ -273,8 +283,10 @@ impl ClientBuilder {
     /// After every fresh acquisition, wait (Redis `WAIT`) until `replicas` replicas of the
     /// lock's master acknowledged it, for at most `timeout`; if fewer did, release the lock and
     /// return [`Error::ReplicationFailed`]. This narrows the window in which a failover to a
-    /// replica loses an acknowledged lock (see `docs/safety.md`). Redis 7.0's `WAIT` is used
-    /// (acknowledged in replica memory; `WAITAOF`, 7.2+, is not used). Default: off.
+    /// replica loses an acknowledged lock (see
+    /// [`guide::safety`](crate::guide::safety#replication-cluster-and-sentinel)). Redis 7.0's
+    /// `WAIT` is used (acknowledged in replica memory; `WAITAOF`, 7.2+, is not used). Default:
+    /// off.
     pub fn sync_replicas(mut self, replicas: u32, timeout: Duration) -> Self {
         self.settings.sync_replicas = Some((replicas, timeout));
         self
@@ -288,7 +300,8 @@ impl ClientBuilder {
     /// the default 1 s counter life, a Java client that finds relock's counter expired starts
     /// again at 1, below relock's earlier tokens, so a resource that compares tokens of both
     /// would take Java's as stale-but-newer. With it on, tokens rise for every client of the
-    /// name, whichever side came first (`docs/safety.md`, "Sharing names with Redisson").
+    /// name, whichever side came first
+    /// ([`guide::safety`](crate::guide::safety#sharing-names-with-redissons-rfencedlock)).
     ///
     /// Either way relock never gives an expiry to, lowers or deletes a counter it found
     /// without one. Default: off (the counter lives 1 s past its seed; nothing is left behind).
@@ -428,11 +441,18 @@ impl ClientBuilder {
     /// `max_command_attempts = 1` and a command timeout on the pool. The URL, connection count
     /// and TLS settings of this builder are not used.
     ///
-    /// ```no_run
-    /// # async fn f(pool: relock::fred::clients::Pool) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use relock::fred::{interfaces::ClientLike, types::{config::Config, Builder}};
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let pool = Builder::from_config(Config::from_url(&url)?).build_pool(2)?;
     /// let client = relock::Client::builder().build_with_pool(pool).await?;
-    /// let guard = client.lock("orders:42").lock().await?;
-    /// # drop(guard); Ok(()) }
+    /// let guard = client.lock("refunds:3").lock().await?;
+    /// # assert!(client.lock("refunds:3").is_locked().await?);
+    /// # guard.unlock().await?;
+    /// # client.shutdown().await;
+    /// # client.pool().quit().await?; // the pool is yours to close
+    /// # Ok(()) }
     /// ```
     ///
     /// # Errors

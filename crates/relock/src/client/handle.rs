@@ -23,12 +23,16 @@ use crate::hold::kind::LockKeys;
 /// Dropping the last clone stops both tasks and closes the connections; locks still held
 /// then expire after their lease. [`Client::shutdown`] releases them at once instead.
 ///
-/// ```no_run
-/// # async fn f() -> relock::Result<()> {
-/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
-/// let guard = client.lock("orders:42").lock().await?;
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # if std::env::var_os("REDIS_URL").is_none() { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) }
+/// let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
+/// let client = relock::Client::connect(&url).await?;
+/// let guard = client.lock("reports:daily").lock().await?;
 /// // ... exclusive work, fenced by guard.fencing_token() ...
+/// # assert_eq!(client.held_locks(), 1);
 /// guard.unlock().await?;
+/// # assert_eq!(client.held_locks(), 0);
 /// client.shutdown().await;
 /// # Ok(()) }
 /// ```
@@ -92,13 +96,17 @@ impl Client {
     /// sentinel, TLS, credentials). Don't `QUIT` them, and keep blocking commands off them:
     /// lock operations share them. Closed by [`shutdown`](Client::shutdown).
     ///
-    /// ```no_run
-    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
     /// use relock::fred::interfaces::KeysInterface;
-    /// let guard = client.lock("orders:42").lock().await?;
-    /// let _: () = client.pool().set("orders:42:state", "paid", None, None, false).await.unwrap();
-    /// guard.unlock().await
-    /// # }
+    /// let guard = client.lock("payments:9").lock().await?;
+    /// let _: () = client.pool().set("payments:9:state", "paid", None, None, false).await.unwrap();
+    /// guard.unlock().await?;
+    /// # let state: Option<String> = client.pool().getdel("payments:9:state").await.unwrap();
+    /// # assert_eq!(state.as_deref(), Some("paid"));
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub fn pool(&self) -> &fred::clients::Pool {
         &self.inner.pool
@@ -152,13 +160,16 @@ impl Client {
     /// # Cancel safety
     /// Cancel safe: a `PING` changes nothing.
     ///
-    /// ```no_run
-    /// # async fn f(client: relock::Client) {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
     /// match client.ping().await {
     ///     Ok(rtt) => println!("ready ({rtt:?})"),
     ///     Err(e) => eprintln!("not ready: {e}"),
     /// }
-    /// # }
+    /// # assert!(client.ping().await.is_ok());
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub async fn ping(&self) -> Result<Duration> {
         let inner = &self.inner;

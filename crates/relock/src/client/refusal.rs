@@ -120,7 +120,8 @@ pub(crate) fn connection_error(s: &Settings, cause: String) -> Error {
         cause.push_str(
             "; no sentinel accepted the connection and the credentials (a sentinel's own error \
              is not reported): the sentinels get sentinelUsername/sentinelPassword from the \
-             URL's query if given, else the URL's user:password@ (docs/operations.md, Credentials)",
+             URL's query if given, else the URL's user:password@ (relock::guide::operations, \
+             Credentials)",
         );
     }
     if cause.contains("InvalidCertificate") || cause.contains("UnknownIssuer") {

@@ -130,7 +130,8 @@ fn is_noscript(e: &fred::error::Error) -> bool {
 macro_rules! scripts {
     ($( $(#[doc = $doc:literal])* $name:ident = $mode:ident $file:literal [$($lib:literal),*]; )*) => {
         /// The Lua sources of this module's scripts, for inspection, tooling and benchmarks
-        /// (`docs/data-layout.md` describes their keys, arguments and replies). Each is the
+        /// ([`guide::data_layout`](crate::guide::data_layout) describes their keys,
+        /// arguments and replies). Each is the
         /// shared functions it uses (`lua/lib/*.lua`) followed by the script's own file:
         /// Redis scripts cannot include one another, and every function a script defines
         /// costs the server time on each call, so a script carries only what it calls.

@@ -10,7 +10,8 @@ pub(crate) use crate::hold::acquire::{validate_lease, MAX_LEASE};
 
 /// How long a fencing counter lives once seeded from the server clock (or raised by a quorum
 /// write-back): a seed after it expires is this far past every token it handed out
-/// (`lua/lib/mint.lua`, docs/safety.md).
+/// (`lua/lib/mint.lua`;
+/// [`guide::safety`](crate::guide::safety#the-token-rule-and-why-it-is-monotonic)).
 pub(crate) const COUNTER_GRACE: Duration = Duration::from_secs(1);
 /// How often the subscriber connection is pinged while waiters rely on it, so that a silently
 /// dead connection is noticed within this plus one command timeout.

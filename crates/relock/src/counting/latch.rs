@@ -35,18 +35,21 @@ crate::client::scripts::scripts! {
 ///   While the client's pub/sub connection is down, waiters look every 100 ms, and every
 ///   waiter looks at once after it reconnects.
 ///
-/// ```no_run
-/// # async fn f() -> relock::Result<()> {
-/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// let client = relock::Client::connect(&url).await?;
 /// let ready = client.count_down_latch("deploy:42:ready");
 /// ready.try_set_count(3).await?;      // three services must report
 ///
 /// // in each service:
 /// ready.count_down().await?;
+/// # for _ in 0..2 { let other = ready.clone(); tokio::spawn(async move { other.count_down().await }); }
 ///
 /// // anywhere:
 /// ready.wait().await?;                // returns once all three counted down
-/// # Ok(()) }
+/// # assert_eq!(ready.count().await?, 0);
+/// # client.shutdown().await; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct CountDownLatch {
@@ -62,13 +65,16 @@ impl Client {
     /// whose channel (Redisson wraps the whole name in braces:
     /// `redisson_countdownlatch__channel__{<name>}`) would land in another slot than the key.
     ///
-    /// ```no_run
-    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
     /// let latch = client.count_down_latch("batch:7");
     /// latch.try_set_count(1).await?;
     /// latch.count_down().await?;
     /// latch.wait().await?;
-    /// # Ok(()) }
+    /// # assert_eq!(latch.count().await?, 0);
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
         let name: String = self.inner.named(name.into());
@@ -128,12 +134,18 @@ impl CountDownLatch {
     /// If dropped after the command was sent, the count may or may not have been set;
     /// calling it again is harmless (it sets only if absent).
     ///
-    /// ```no_run
-    /// # async fn f(latch: relock::CountDownLatch) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let latch = client.count_down_latch("doctest:latch:try_set_count");
     /// if !latch.try_set_count(2).await? {
     ///     println!("already counting: {} left", latch.count().await?);
     /// }
-    /// # Ok(()) }
+    /// # assert!(!latch.try_set_count(5).await?); // set already: left as it is
+    /// # assert_eq!(latch.count().await?, 2);
+    /// # latch.delete().await?;
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub async fn try_set_count(&self, n: u64) -> Result<bool> {
         self.inner.check_running()?;
@@ -168,10 +180,16 @@ impl CountDownLatch {
     /// If dropped after the command was sent, the count may or may not have been taken down.
     /// An [`Error::Timeout`] means the same: counting down again may count twice.
     ///
-    /// ```no_run
-    /// # async fn f(latch: relock::CountDownLatch) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let latch = client.count_down_latch("doctest:latch:count_down");
+    /// # latch.try_set_count(2).await?;
     /// latch.count_down().await?;
-    /// # Ok(()) }
+    /// # assert_eq!(latch.count().await?, 1);
+    /// # latch.count_down().await?;
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub async fn count_down(&self) -> Result<()> {
         self.inner.check_running()?;
@@ -196,10 +214,16 @@ impl CountDownLatch {
     /// # Cancel safety
     /// Cancel safe (read only).
     ///
-    /// ```no_run
-    /// # async fn f(latch: relock::CountDownLatch) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let latch = client.count_down_latch("doctest:latch:count");
+    /// # latch.try_set_count(3).await?;
     /// println!("{} to go", latch.count().await?);
-    /// # Ok(()) }
+    /// # assert_eq!(latch.count().await?, 3);
+    /// # latch.delete().await?;
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub async fn count(&self) -> Result<u64> {
         let names = self.names()?;
@@ -217,11 +241,17 @@ impl CountDownLatch {
     /// Cancel safe: waiting changes nothing on the server, and a dropped wait releases its
     /// subscription.
     ///
-    /// ```no_run
-    /// # async fn f(latch: relock::CountDownLatch) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let latch = client.count_down_latch("doctest:latch:wait");
+    /// # latch.try_set_count(1).await?;
+    /// # let other = latch.clone(); tokio::spawn(async move { other.count_down().await });
     /// latch.wait().await?;
     /// println!("open");
-    /// # Ok(()) }
+    /// # assert_eq!(latch.count().await?, 0);
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub async fn wait(&self) -> Result<()> {
         let open = self.wait_within(None).await?;
@@ -238,13 +268,22 @@ impl CountDownLatch {
     /// # Cancel safety
     /// As [`wait`](CountDownLatch::wait).
     ///
-    /// ```no_run
-    /// # async fn f(latch: relock::CountDownLatch) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let latch = client.count_down_latch("doctest:latch:wait_for");
+    /// # latch.try_set_count(1).await?;
+    /// # let other = latch.clone(); tokio::spawn(async move { other.count_down().await });
     /// use std::time::Duration;
     /// if !latch.wait_for(Duration::from_secs(5)).await? {
     ///     eprintln!("still {} to go", latch.count().await?);
     /// }
-    /// # Ok(()) }
+    /// # assert_eq!(latch.count().await?, 0);
+    /// # latch.try_set_count(1).await?;
+    /// # assert!(!latch.wait_for(Duration::from_millis(20)).await?); // nobody counts down now
+    /// # latch.delete().await?;
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub async fn wait_for(&self, timeout: Duration) -> Result<bool> {
         self.wait_within(Some(timeout)).await
@@ -281,10 +320,17 @@ impl CountDownLatch {
     /// If dropped after the command was sent, the latch may or may not have been deleted;
     /// calling it again is harmless.
     ///
-    /// ```no_run
-    /// # async fn f(latch: relock::CountDownLatch) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let latch = client.count_down_latch("doctest:latch:delete");
+    /// # latch.try_set_count(5).await?;
+    /// # let other = latch.clone(); let waiter = tokio::spawn(async move { other.wait().await });
     /// latch.delete().await?; // give up on the count: every waiter goes on
-    /// # Ok(()) }
+    /// # assert_eq!(latch.count().await?, 0);
+    /// # waiter.await.unwrap()?;
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub async fn delete(&self) -> Result<bool> {
         self.inner.check_running()?;

@@ -171,14 +171,24 @@ impl PermitGuard {
     /// # Cancel safety
     /// Cancel safe: it only observes.
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.permit_expirable_semaphore("doctest:permits:lost");
+    /// # sem.try_set_permits(1).await?;
     /// let permit = sem.acquire(None).await?;
     /// tokio::select! {
     ///     _ = permit.lost() => eprintln!("permit lost: stop"),
     ///     _ = tokio::time::sleep(std::time::Duration::from_secs(1)) => {}
     /// }
-    /// # Ok(()) }
+    /// # assert!(!permit.is_lost()); // renewed by the watchdog
+    /// # permit.release().await?;
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.permit_expirable_semaphore("doctest:permits:lost").available().await?, 1);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:permits:lost"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn lost(&self) {
         self.lease.lost().await
@@ -197,14 +207,22 @@ impl PermitGuard {
     /// # Cancel safety
     /// The release runs in its own task, so dropping this future does not stop it.
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.permit_expirable_semaphore("doctest:permits:guard_release");
+    /// # sem.try_set_permits(1).await?;
     /// let permit = sem.acquire(None).await?;
     /// match permit.release().await {
     ///     Err(relock::Error::PermitLost { .. }) => eprintln!("the lease had run out"),
     ///     other => other?,
     /// }
-    /// # Ok(()) }
+    /// # assert_eq!(sem.available().await?, 1);
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:permits:guard_release"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn release(mut self) -> Result<()> {
         self.released = true;

@@ -42,25 +42,33 @@ use crate::hold::kind::Wake;
 ///   a backing-off re-check period (at most 1 s), and **never sleeps past the end of the first
 ///   lease that ends** (an expired permit comes back without any message).
 ///
-/// ```no_run
-/// # async fn f() -> relock::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
 /// use std::time::Duration;
-/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// let client = relock::Client::connect(&url).await?;
 /// let slots = client.permit_expirable_semaphore("renderer:slots");
 /// slots.try_set_permits(4).await?;                   // only the first caller sets it
 ///
 /// let permit = slots.acquire(None).await?;           // renewed while `permit` lives
 /// println!("working under permit {}", permit.id());
+/// # assert_eq!(slots.acquired().await?, 1);
 /// permit.release().await?;
 ///
 /// // A fixed lease: the permit comes back after 10 s even if this process dies.
 /// if let Some(p) = slots.try_acquire_for(Duration::from_secs(1), Some(Duration::from_secs(10))).await? {
 ///     tokio::select! {
 ///         _ = p.lost() => eprintln!("lease over: stop"),
-///         _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+///         _ = render() => {}
 ///     }
+/// #   assert!(!p.is_renewed());
 /// }
-/// # Ok(()) }
+/// # client.shutdown().await;
+/// # let check = relock::Client::connect(&url).await?;
+/// # assert_eq!(check.permit_expirable_semaphore("renderer:slots").available().await?, 4);
+/// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["renderer:slots"]).await.unwrap(); }
+/// # check.shutdown().await; Ok(()) }
+/// # async fn render() {}
 /// ```
 #[derive(Debug, Clone)]
 pub struct PermitSemaphore {
@@ -74,13 +82,20 @@ impl Client {
     /// `RPermitExpirableSemaphore`). Cheap; nothing is sent until it is used. A bad name is
     /// reported by the first operation, as [`Error::InvalidArgument`].
     ///
-    /// ```no_run
-    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
     /// let sem = client.permit_expirable_semaphore("exports");
     /// sem.add_permits(2).await?;
     /// let permit = sem.acquire(None).await?;
+    /// # assert_eq!(sem.available().await?, 1);
     /// permit.release().await?;
-    /// # Ok(()) }
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.permit_expirable_semaphore("exports").available().await?, 2);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["exports"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub fn permit_expirable_semaphore(&self, name: impl Into<String>) -> PermitSemaphore {
         let name: String = self.inner.named(name.into());
@@ -151,12 +166,21 @@ impl PermitSemaphore {
     /// cannot lose a permit for good: relock tries to give that id back, and if it was granted
     /// and that fails too, the permit comes back when its lease ends (it is never renewed).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.permit_expirable_semaphore("doctest:permits:acquire");
+    /// # sem.try_set_permits(1).await?;
     /// let permit = sem.acquire(None).await?;
     /// // ... work; the lease is renewed until `permit` is released or dropped ...
+    /// # assert!(permit.is_renewed() && sem.available().await? == 0);
     /// permit.release().await?;
-    /// # Ok(()) }
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.permit_expirable_semaphore("doctest:permits:acquire").available().await?, 1);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:permits:acquire"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn acquire(&self, lease: Option<Duration>) -> Result<PermitGuard> {
         let guard = self.acquire_within(None, lease).await?;
@@ -172,13 +196,23 @@ impl PermitSemaphore {
     /// # Cancel safety
     /// As [`acquire`](PermitSemaphore::acquire).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.permit_expirable_semaphore("doctest:permits:try_acquire");
+    /// # sem.try_set_permits(1).await?;
     /// use std::time::Duration;
     /// if let Some(permit) = sem.try_acquire(Some(Duration::from_secs(30))).await? {
+    /// #   assert!(!permit.is_renewed()); // a fixed lease
     ///     permit.release().await?;
     /// }
-    /// # Ok(()) }
+    /// # else { panic!("the permit was free") }
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.permit_expirable_semaphore("doctest:permits:try_acquire").available().await?, 1);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:permits:try_acquire"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn try_acquire(&self, lease: Option<Duration>) -> Result<Option<PermitGuard>> {
         self.acquire_within(Some(Duration::ZERO), lease).await
@@ -193,14 +227,25 @@ impl PermitSemaphore {
     /// # Cancel safety
     /// As [`acquire`](PermitSemaphore::acquire).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.permit_expirable_semaphore("doctest:permits:try_acquire_for");
+    /// # sem.try_set_permits(1).await?;
     /// use std::time::Duration;
     /// match sem.try_acquire_for(Duration::from_millis(500), None).await? {
     ///     Some(permit) => permit.release().await?,
     ///     None => eprintln!("busy; try later"),
     /// }
-    /// # Ok(()) }
+    /// # let held = sem.acquire(None).await?;
+    /// # assert!(sem.try_acquire_for(Duration::from_millis(50), None).await?.is_none());
+    /// # held.release().await?;
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.permit_expirable_semaphore("doctest:permits:try_acquire_for").available().await?, 1);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:permits:try_acquire_for"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn try_acquire_for(
         &self,
@@ -339,12 +384,25 @@ impl PermitSemaphore {
     /// The release is sent from a task of its own as soon as the future is first polled:
     /// dropping the future after that does not stop it. Repeating it is harmless.
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::PermitSemaphore, id_from_java: String) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.permit_expirable_semaphore("doctest:permits:release_id");
+    /// # sem.try_set_permits(1).await?;
+    /// # let taken = sem.acquire(Some(std::time::Duration::from_secs(30))).await?; // as a Java service would
+    /// # let id_from_java = taken.id().to_string();
     /// if !sem.release_id(&id_from_java).await? {
     ///     eprintln!("permit {id_from_java} had expired or was released already");
     /// }
-    /// # Ok(()) }
+    /// # assert_eq!(sem.available().await?, 1);
+    /// # assert!(!sem.release_id(&id_from_java).await?); // twice: given back once
+    /// # drop(taken);
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.permit_expirable_semaphore("doctest:permits:release_id").available().await?, 1);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:permits:release_id"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn release_id(&self, id: &str) -> Result<bool> {
         self.inner.check_running()?;
@@ -398,10 +456,18 @@ impl PermitSemaphore {
     /// Cancel safe: if dropped, at most the expired permits were given back (as any call
     /// would).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.permit_expirable_semaphore("doctest:permits:available");
+    /// # sem.try_set_permits(2).await?;
     /// println!("{} permits free", sem.available().await?);
-    /// # Ok(()) }
+    /// # assert_eq!(sem.available().await?, 2);
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:permits:available"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn available(&self) -> Result<u64> {
         Ok(self.counts().await?.0)
@@ -416,10 +482,20 @@ impl PermitSemaphore {
     /// # Cancel safety
     /// As [`available`](PermitSemaphore::available).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.permit_expirable_semaphore("doctest:permits:acquired");
+    /// # sem.try_set_permits(2).await?;
+    /// # let permit = sem.acquire(None).await?;
     /// println!("{} permits in use", sem.acquired().await?);
-    /// # Ok(()) }
+    /// # assert_eq!(sem.acquired().await?, 1);
+    /// # permit.release().await?;
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:permits:acquired"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn acquired(&self) -> Result<u64> {
         Ok(self.counts().await?.1)
@@ -436,12 +512,20 @@ impl PermitSemaphore {
     /// If dropped after the command was sent, the semaphore may or may not have been set;
     /// calling it again is harmless.
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.permit_expirable_semaphore("doctest:permits:try_set_permits");
     /// if sem.try_set_permits(5).await? {
     ///     println!("created with 5 permits");
     /// }
-    /// # Ok(()) }
+    /// # assert!(!sem.try_set_permits(7).await?); // set already: left as it is
+    /// # assert_eq!(sem.available().await?, 5);
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:permits:try_set_permits"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn try_set_permits(&self, n: u64) -> Result<bool> {
         self.inner.check_running()?;
@@ -474,10 +558,18 @@ impl PermitSemaphore {
     /// If dropped after the command was sent, the permits may or may not have been added: read
     /// [`available`](PermitSemaphore::available) before adding again.
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::PermitSemaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.permit_expirable_semaphore("doctest:permits:add_permits");
     /// sem.add_permits(3).await?;
-    /// # Ok(()) }
+    /// # sem.add_permits(3).await?;
+    /// # assert_eq!(sem.available().await?, 6);
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:permits:add_permits"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn add_permits(&self, n: i64) -> Result<()> {
         self.inner.check_running()?;

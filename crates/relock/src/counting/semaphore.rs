@@ -49,10 +49,11 @@ crate::client::scripts::scripts! {
 ///   connection is down, waiters look every 100 ms, and every waiter looks at once after it
 ///   reconnects.
 ///
-/// ```no_run
-/// # async fn f() -> relock::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
 /// use std::time::Duration;
-/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// let client = relock::Client::connect(&url).await?;
 /// let sem = client.semaphore("crawler:slots");
 /// sem.try_set_permits(3).await?;                 // only the first caller sets it
 ///
@@ -63,7 +64,12 @@ crate::client::scripts::scripts! {
 /// if let Some(two) = sem.try_acquire_for(2, Duration::from_secs(1)).await? {
 ///     two.release().await?;                      // given back, reporting the outcome
 /// }
-/// # Ok(()) }
+/// # else { panic!("two of three permits were free") }
+/// # client.shutdown().await;
+/// # let check = relock::Client::connect(&url).await?;
+/// # assert_eq!(check.semaphore("crawler:slots").available().await?, 3);
+/// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["crawler:slots"]).await.unwrap(); }
+/// # check.shutdown().await; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct Semaphore {
@@ -77,12 +83,18 @@ impl Client {
     /// nothing is sent until it is used. A bad name is reported by the first operation, as
     /// [`Error::InvalidArgument`].
     ///
-    /// ```no_run
-    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
     /// let sem = client.semaphore("uploads");
     /// sem.add_permits(4).await?;
     /// assert!(sem.try_acquire(4).await?.is_some());
-    /// # Ok(()) }
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.semaphore("uploads").available().await?, 4);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["uploads"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub fn semaphore(&self, name: impl Into<String>) -> Semaphore {
         let name: String = self.inner.named(name.into());
@@ -256,12 +268,21 @@ impl Semaphore {
     /// shuts down first) are those permits lost, as they always are with Redisson's
     /// `RSemaphore` (its `RPermitExpirableSemaphore` exists for that).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.semaphore("doctest:semaphore:acquire");
+    /// # sem.try_set_permits(2).await?;
     /// let permits = sem.acquire(2).await?;
     /// // ... work that needs two permits ...
+    /// # assert_eq!(sem.available().await?, 0);
     /// drop(permits); // or `permits.release().await?` to learn the outcome
-    /// # Ok(()) }
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.semaphore("doctest:semaphore:acquire").available().await?, 2);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:semaphore:acquire"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn acquire(&self, n: u64) -> Result<SemaphorePermits> {
         let permits = self.acquire_within(n, None).await?;
@@ -277,13 +298,23 @@ impl Semaphore {
     /// # Cancel safety
     /// As [`acquire`](Semaphore::acquire).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.semaphore("doctest:semaphore:try_acquire");
+    /// # sem.try_set_permits(1).await?;
     /// if let Some(permit) = sem.try_acquire(1).await? {
     ///     // ... work ...
+    /// #   assert_eq!(sem.available().await?, 0);
     ///     permit.release().await?;
     /// }
-    /// # Ok(()) }
+    /// # else { panic!("the permit was free") }
+    /// # assert_eq!(sem.available().await?, 1);
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:semaphore:try_acquire"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn try_acquire(&self, n: u64) -> Result<Option<SemaphorePermits>> {
         self.acquire_within(n, Some(Duration::ZERO)).await
@@ -298,14 +329,25 @@ impl Semaphore {
     /// # Cancel safety
     /// As [`acquire`](Semaphore::acquire).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.semaphore("doctest:semaphore:try_acquire_for");
+    /// # sem.try_set_permits(1).await?;
     /// use std::time::Duration;
     /// match sem.try_acquire_for(1, Duration::from_millis(500)).await? {
     ///     Some(_permit) => { /* ... work; given back at the end of the block ... */ }
     ///     None => eprintln!("busy; try later"),
     /// }
-    /// # Ok(()) }
+    /// # let held = sem.acquire(1).await?;
+    /// # assert!(sem.try_acquire_for(1, Duration::from_millis(50)).await?.is_none());
+    /// # held.release().await?;
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.semaphore("doctest:semaphore:try_acquire_for").available().await?, 1);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:semaphore:try_acquire_for"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn try_acquire_for(
         &self,
@@ -452,11 +494,21 @@ impl Semaphore {
     /// ([`Error::Timeout`], a connection error) means its outcome is unknown: do not simply
     /// release again, or a permit may be created twice.
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.semaphore("doctest:semaphore:release");
+    /// # sem.try_set_permits(1).await?;
     /// sem.acquire(1).await?.forget(); // taken, Redisson's way: no guard
+    /// # assert_eq!(sem.available().await?, 0);
     /// sem.release(1).await?;          // from this or any other handle
-    /// # Ok(()) }
+    /// # assert_eq!(sem.available().await?, 1);
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.semaphore("doctest:semaphore:release").available().await?, 1);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:semaphore:release"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn release(&self, n: u64) -> Result<()> {
         validate_count("n", n, "permits")?;
@@ -474,11 +526,18 @@ impl Semaphore {
     /// # Cancel safety
     /// As [`release`](Semaphore::release).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.semaphore("doctest:semaphore:add_permits");
     /// sem.add_permits(10).await?;   // scale up
     /// sem.add_permits(-5).await?;   // and down again
-    /// # Ok(()) }
+    /// # assert_eq!(sem.available().await?, 5);
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:semaphore:add_permits"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn add_permits(&self, n: i64) -> Result<()> {
         validate_count("n", n.unsigned_abs(), "permits")?;
@@ -506,10 +565,18 @@ impl Semaphore {
     /// # Cancel safety
     /// Cancel safe (read only).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.semaphore("doctest:semaphore:available");
+    /// # sem.try_set_permits(2).await?;
     /// println!("{} permits free", sem.available().await?);
-    /// # Ok(()) }
+    /// # assert_eq!(sem.available().await?, 2);
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:semaphore:available"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn available(&self) -> Result<u64> {
         let names = self.names()?;
@@ -528,12 +595,20 @@ impl Semaphore {
     /// If dropped after the command was sent, the semaphore may or may not have been set;
     /// calling it again is harmless.
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.semaphore("doctest:semaphore:try_set_permits");
     /// if sem.try_set_permits(5).await? {
     ///     println!("created with 5 permits");
     /// }
-    /// # Ok(()) }
+    /// # assert!(!sem.try_set_permits(7).await?); // set already: left as it is
+    /// # assert_eq!(sem.available().await?, 5);
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:semaphore:try_set_permits"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn try_set_permits(&self, n: u64) -> Result<bool> {
         self.inner.check_running()?;
@@ -563,12 +638,21 @@ impl Semaphore {
     /// If dropped after the command was sent, the permits may have been taken with nobody
     /// told how many: as with an acquire whose reply was lost, they are gone.
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.semaphore("doctest:semaphore:drain");
+    /// # sem.try_set_permits(3).await?;
     /// let n = sem.drain().await?;
     /// // ... maintenance while nobody can acquire ...
+    /// # assert_eq!((n, sem.available().await?), (3, 0));
     /// sem.add_permits(n as i64).await?;
-    /// # Ok(()) }
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.semaphore("doctest:semaphore:drain").available().await?, 3);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:semaphore:drain"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub async fn drain(&self) -> Result<u64> {
         self.inner.check_running()?;
@@ -592,13 +676,25 @@ impl Semaphore {
 /// [`PermitSemaphore`](crate::PermitSemaphore) does not implement it: its permits are one per
 /// acquisition, each with an id, a lease and a guard.
 ///
-/// ```no_run
+/// ```
 /// use relock::{DistributedSemaphore, Result};
 /// async fn with_two<S: DistributedSemaphore>(sem: &S) -> Result<()> {
 ///     sem.acquire(2).await?;
 ///     // ... work that needs two permits ...
+/// #   assert_eq!(sem.available().await?, 0);
 ///     sem.release(2).await
 /// }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// # let client = relock::Client::connect(&url).await?;
+/// # let sem = client.semaphore("doctest:semaphore:generic");
+/// # sem.try_set_permits(2).await?;
+/// # with_two(&sem).await?;
+/// # assert_eq!(sem.available().await?, 2);
+/// # client.shutdown().await;
+/// # let check = relock::Client::connect(&url).await?;
+/// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:semaphore:generic"]).await.unwrap(); }
+/// # check.shutdown().await; Ok(()) }
 /// ```
 #[async_trait::async_trait]
 pub trait DistributedSemaphore: Send + Sync {

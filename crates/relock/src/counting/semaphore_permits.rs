@@ -133,12 +133,21 @@ impl SemaphorePermits {
     /// process. Returns how many it kept: 0 if the client's shutdown gave them back already
     /// (release nothing then, or permits are created).
     ///
-    /// ```no_run
-    /// # async fn f(sem: relock::Semaphore) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let sem = client.semaphore("doctest:semaphore:forget");
+    /// # sem.try_set_permits(2).await?;
     /// let n = sem.acquire(2).await?.forget();
+    /// # assert_eq!((n, sem.available().await?), (2, 0));
     /// // ... elsewhere, later:
     /// sem.release(n).await?;
-    /// # Ok(()) }
+    /// # client.shutdown().await;
+    /// # let check = relock::Client::connect(&url).await?;
+    /// # assert_eq!(check.semaphore("doctest:semaphore:forget").available().await?, 2);
+    /// # { use relock::fred::interfaces::KeysInterface; let _: i64 = check.pool().del(vec!["doctest:semaphore:forget"]).await.unwrap(); }
+    /// # check.shutdown().await; Ok(()) }
     /// ```
     pub fn forget(self) -> u64 {
         let kept = if self.settle() { self.n } else { 0 };

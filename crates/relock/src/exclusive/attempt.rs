@@ -359,7 +359,7 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
             return Err(err);
         }
     };
-    // A grant: its token, and the local end of its lease (conservative: see `docs/safety.md`).
+    // A grant: its token, and the local end of its lease (conservative: see `guide::safety`).
     let granted = match reply.as_slice() {
         [1, token] => Some((*token, sent + lease, false)),
         // Handed to this field by a release before this call ran: the lease it has left is

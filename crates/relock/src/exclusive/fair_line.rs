@@ -54,7 +54,7 @@ impl QueueKeys {
     /// handoff): the counter and the handoff hash because a release, a leave or a heartbeat
     /// may hand the lock to the first waiter (`lua/lib/handoff.lua`). The channels go with
     /// the arguments: an ACL user needs a channel grant for them, not a key grant
-    /// (`docs/operations.md`, issue 22).
+    /// ([`guide::operations`](crate::guide::operations#least-privilege-acl-users), issue 22).
     pub(crate) fn group(&self, keys: &LockKeys) -> [String; 6] {
         [
             keys.lock.clone(),
@@ -101,7 +101,8 @@ pub(crate) struct QueueEntry {
     pub(crate) granted: Arc<AtomicU64>,
     /// The send time of the latest call whose reply showed this field in line (an attempt, a
     /// heartbeat): a handoff to this field happened after that call ran, so no earlier than
-    /// this instant, from which its lease is counted (`docs/safety.md`).
+    /// this instant, from which its lease is counted
+    /// ([`guide::safety`](crate::guide::safety#direct-handoff)).
     pub(crate) in_line_at: Mutex<Option<Instant>>,
     /// The field this entry replaces (a rejoin after an attempt whose outcome was unknown):
     /// its first join takes that field's place in line (`fair_acquire.lua`, ARGV[11]).

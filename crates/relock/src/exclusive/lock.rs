@@ -37,11 +37,12 @@ use crate::hold::reentry::{self, Target};
 ///   [`LockGuard::lost`] resolves then, no later than [`LockGuard::valid_until`]. Fence your
 ///   writes with [`LockGuard::fencing_token`].
 ///
-/// ```no_run
-/// # async fn f() -> relock::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
 /// use std::time::Duration;
-/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
-/// let lock = client.lock("orders:42");
+/// let client = relock::Client::connect(&url).await?;
+/// let lock = client.lock("carts:42");
 /// let guard = lock.lock().await?;                          // waits as long as it takes
 /// guard.scope(async {
 ///     let again = lock.lock().await?;                      // re-enters: count 2
@@ -49,14 +50,17 @@ use crate::hold::reentry::{self, Target};
 ///     again.unlock().await
 /// }).await?;
 /// guard.unlock().await?;
+/// # assert!(!lock.is_locked().await?);
 ///
 /// // Or: acquire, run, release (also on error or panic), in one call.
 /// let n = lock.with(async |guard| guard.fencing_token()).await?;
 ///
 /// if let Some(guard) = lock.try_lock_for(Duration::from_secs(3)).await? {
 ///     println!("token {} after {n}", guard.fencing_token());
+/// #   assert!(guard.fencing_token() > n);
 /// }
-/// # Ok(()) }
+/// # else { panic!("the lock was free") }
+/// # client.shutdown().await; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct Lock {
@@ -84,13 +88,16 @@ impl Client {
     /// the line after [`ClientBuilder::fair_heartbeat`](crate::ClientBuilder::fair_heartbeat) (5 s). Use one kind per name: a plain
     /// lock on the same name does not see the line.
     ///
-    /// ```no_run
-    /// # async fn f() -> relock::Result<()> {
-    /// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
-    /// let lock = client.fair_lock("printer");
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// let client = relock::Client::connect(&url).await?;
+    /// let lock = client.fair_lock("plotter");
     /// let guard = lock.lock().await?; // served in arrival order
+    /// # assert!(lock.is_fair() && lock.is_locked().await?);
     /// guard.unlock().await?;
-    /// # Ok(()) }
+    /// # assert!(!lock.is_locked().await?);
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
         Lock::new(self.inner.clone(), self.inner.named(name.into()), true)
@@ -408,7 +415,8 @@ impl Lock {
 crate::hold::methods::lock_methods!(
     Lock,
     errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) or [`Error::NotALock`](crate::Error::NotALock) if the key holds something else (at once: nothing is changed or waited on), connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold that has ended. While Redis does not answer (an outage, a restart), `lock` keeps trying (about once a second, with one warning) until it answers or the client shuts down; `try_lock_for` until its bound, then returns the transient error; `try_lock` for one command timeout. An attempt whose reply was lost never becomes a hold of the caller: it is released in the background (`Error::Timeout` says the call holds nothing).",
-    cancel: "Cancel safe: if the future is dropped, any acquisition that was already granted is released, and its subscription is dropped. Like `tokio::sync::Mutex::lock`, you lose your chance at the lock."
+    cancel: "Cancel safe: if the future is dropped, any acquisition that was already granted is released, and its subscription is dropped. Like `tokio::sync::Mutex::lock`, you lose your chance at the lock.",
+    doc_make: "let client = relock::Client::connect(&url).await?; let make = |name: &str| client.lock(name);"
 );
 
 /// The plain lock's attempt: `acquire.lua` on the lock and its fencing counter, coalesced

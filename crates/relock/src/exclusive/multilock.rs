@@ -33,17 +33,23 @@ use crate::hold::methods::DistributedLock;
 /// - **One guard.** [`MultiGuard::lost`] resolves when any part is lost; dropping the guard
 ///   releases every part.
 ///
-/// ```no_run
-/// # async fn f(a: relock::Client, b: relock::Client) -> relock::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// # let (a, b) = (relock::Client::connect(&url).await?, relock::Client::connect(&url).await?);
 /// use std::time::Duration;
 /// let both = relock::MultiLock::new()
 ///     .with(a.lock("account:1"))
 ///     .with(b.lock("account:2"));
 /// if let Some(guard) = both.try_lock_for(Duration::from_secs(2)).await? {
 ///     let tokens = guard.fencing_tokens(); // in the order the parts were given
+/// #   assert_eq!(tokens.len(), 2);
+/// #   assert!(a.lock("account:1").is_locked().await? && b.lock("account:2").is_locked().await?);
 ///     guard.unlock().await?;
 /// }
-/// # Ok(()) }
+/// # else { panic!("both were free") }
+/// # assert!(!a.lock("account:1").is_locked().await? && !b.lock("account:2").is_locked().await?);
+/// # a.shutdown().await; b.shutdown().await; Ok(()) }
 /// ```
 #[derive(Clone, Default)]
 pub struct MultiLock {

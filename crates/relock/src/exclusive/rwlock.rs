@@ -67,17 +67,20 @@ crate::client::scripts::scripts! {
 ///   readers holding at once have different tokens. A resource can reject a reader whose token
 ///   is below the last write token it saw (that reader started before the write).
 ///
-/// ```no_run
-/// # async fn f() -> relock::Result<()> {
-/// let client = relock::Client::connect("redis://127.0.0.1:6379").await?;
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// let client = relock::Client::connect(&url).await?;
 /// let rw = client.read_write_lock("catalog");
 /// let reading = rw.read_lock().lock().await?;           // shared with other readers
 /// reading.unlock().await?;
 /// let writing = rw.write_lock().lock().await?;          // alone
 /// let read_too = writing.scope(rw.read_lock().lock()).await?; // downgrade
 /// writing.unlock().await?;                              // still reading
+/// # assert!(rw.read_lock().is_locked().await? && !rw.write_lock().is_locked().await?);
 /// read_too.unlock().await?;
-/// # Ok(()) }
+/// # assert!(!rw.read_lock().is_locked().await?);
+/// # client.shutdown().await; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct ReadWriteLock {
@@ -107,11 +110,14 @@ impl Client {
     /// A handle to the read-write lock called `name`. Cheap; nothing is sent until it is
     /// used. A bad name is reported by the first operation, as [`Error::InvalidArgument`].
     ///
-    /// ```no_run
-    /// # async fn f(client: relock::Client) -> relock::Result<()> {
-    /// let rw = client.read_write_lock("catalog");
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// let rw = client.read_write_lock("prices");
     /// let n = rw.read_lock().with(async |_guard| 42).await?;
-    /// # Ok(()) }
+    /// # assert_eq!(n, 42);
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     pub fn read_write_lock(&self, name: impl Into<String>) -> ReadWriteLock {
         let name: Arc<str> = self.inner.named(name.into()).into();
@@ -469,13 +475,15 @@ side_methods!(WriteLock, "writing");
 crate::hold::methods::lock_methods!(
     ReadLock,
     errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) or [`Error::NotALock`](crate::Error::NotALock) if the key holds something else (at once: nothing is changed or waited on), connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold of this lock that has ended. While Redis does not answer (an outage, a restart), `lock` keeps trying (about once a second, with one warning) until it answers or the client shuts down; `try_lock_for` until its bound, then returns the transient error; `try_lock` for one command timeout. An attempt whose reply was lost never becomes a hold of the caller: it is released in the background (`Error::Timeout` says the call holds nothing).",
-    cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped."
+    cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped.",
+    doc_make: "let client = relock::Client::connect(&url).await?; let make = |name: &str| client.read_write_lock(name).read_lock();"
 );
 
 crate::hold::methods::lock_methods!(
     WriteLock,
     errors: "As for [`ReadLock::lock`]; and [`Error::UpgradeRefused`](crate::Error::UpgradeRefused) when the caller holds a read hold of this lock (in its scope, or as its owner).",
-    cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped."
+    cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped.",
+    doc_make: "let client = relock::Client::connect(&url).await?; let make = |name: &str| client.read_write_lock(name).write_lock();"
 );
 
 /// A read-write lock side's attempt. Its holders do not exclude every other (a reader may

@@ -133,13 +133,18 @@ impl Lock {
     /// line. For operators and tooling (`relock status`); a program that wants the lock should
     /// take it, not look first.
     ///
-    /// ```no_run
-    /// # async fn f(client: relock::Client) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let held = client.lock("jobs:nightly").lock().await?; // someone holds it
     /// let status = client.lock("jobs:nightly").status().await?;
     /// for h in &status.holders {
     ///     println!("{} holds it ({} times), {:?} ms left", h.field, h.count, status.pttl_ms);
     /// }
-    /// # Ok(()) }
+    /// # assert!(status.is_held() && status.holders.len() == 1);
+    /// # held.unlock().await?;
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     ///
     /// # Errors

@@ -6,7 +6,7 @@
 //! Why not a task of its own from the start: a spawned task per lock operation costs the spawn
 //! and a scheduling hop each way (the caller waits on the task's handle), a large share of an
 //! uncontended lock's client time and of a handoff's latency on a small machine
-//! (`docs/performance.md`). Why not simply run it in place: a future that is kept alive but no
+//! (the repository's `docs/performance.md`). Why not simply run it in place: a future that is kept alive but no
 //! longer polled would hold its work hostage. Shutdown waits for the tracker's tasks and then
 //! releases the holds it knows of; a grant whose reply sits in an unpolled future would be
 //! neither, and would stay on the server for its lease (found by review of an earlier

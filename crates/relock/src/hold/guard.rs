@@ -18,7 +18,7 @@ use crate::hold::holds::Hold;
 /// the lock can be deleted. [`lost`](LockGuard::lost) tells you when (no later than
 /// [`valid_until`](LockGuard::valid_until)), and [`fencing_token`](LockGuard::fencing_token)
 /// lets the resource you protect refuse a holder that kept going after that; see
-/// `docs/safety.md`.
+/// [`guide::safety`](crate::guide::safety#fencing-tokens-closing-the-gap).
 ///
 /// Dropping the guard stops it counting at once and releases on the server in the
 /// background; use [`unlock`](LockGuard::unlock) to learn the outcome. A guard dropped on a
@@ -168,14 +168,20 @@ impl LockGuard {
     /// (`tokio::spawn(guard.scope(work))`); a re-entry after the hold ended (released or lost)
     /// fails with [`Error::LockLost`].
     ///
-    /// ```no_run
-    /// # async fn f(lock: relock::Lock) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// # let lock = client.lock("doctest:guard:scope");
     /// let guard = lock.lock().await?;
     /// guard.scope(async {
     ///     let nested = lock.lock().await?; // re-enters
+    /// #   assert_eq!(nested.fencing_token(), guard.fencing_token());
     ///     nested.unlock().await
     /// }).await?;
-    /// # Ok(()) }
+    /// # assert!(lock.is_locked().await?); // still held by `guard`
+    /// # guard.unlock().await?;
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     ///
     /// # Cancel safety

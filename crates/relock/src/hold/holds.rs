@@ -7,7 +7,9 @@
 //! re-entries, renewals, releases, the clean-up after an acquire whose reply was lost) names
 //! that field, and the scripts act only on that field. So a command that arrives late, twice
 //! or out of order can only touch the hold it was sent for: never a later hold of the same
-//! task or owner, which has another field. `docs/safety.md` has the argument.
+//! task or owner, which has another field.
+//! [`guide::safety`](crate::guide::safety#one-hold-one-identity-nothing-but-a-hold-can-end-shorten-or-resurrect-it)
+//! has the argument.
 //!
 //! The local guard count mirrors the count in the lock hash. The watchdog renews holds that
 //! have a watchdog guard; guards read their "lost" signal from here, so the re-entrant guards

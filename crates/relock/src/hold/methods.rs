@@ -15,12 +15,18 @@ use crate::hold::guard::LockGuard;
 /// [`LockGuard::scope`](crate::LockGuard::scope) (or an [`Owner::scope`](crate::Owner::scope),
 /// or with the opt-in [`Reentrancy::PerTask`](crate::Reentrancy::PerTask)).
 ///
-/// ```no_run
+/// ```
 /// use relock::{DistributedLock, Result};
 /// async fn with_lock<L: DistributedLock>(lock: &L) -> Result<u64> {
 ///     let guard = lock.lock().await?;
 ///     Ok(guard.fencing_token())
 /// }
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// # let client = relock::Client::connect(&url).await?;
+/// # assert!(with_lock(&client.lock("doctest:distributed_lock")).await? > 0);
+/// # assert!(with_lock(&client.fair_lock("doctest:distributed_lock:fair")).await? > 0);
+/// # client.shutdown().await; Ok(()) }
 /// ```
 #[async_trait]
 pub trait DistributedLock: Send + Sync {
@@ -52,8 +58,11 @@ pub trait DistributedLock: Send + Sync {
 /// own `async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>>`
 /// (`None`: wait as long as it takes; `Some(ZERO)`: never wait). `$errors` documents the
 /// errors of `lock`, and the kind's [`DistributedLock`] implementation comes with them.
+/// `$make` is the hidden line of the doctests that connects `client` (from `url`, the
+/// `REDIS_URL` they run against) and defines `make`, which makes a lock of the kind from a
+/// name.
 macro_rules! lock_methods {
-    ($kind:ident, errors: $errors:literal, cancel: $cancel:literal) => {
+    ($kind:ident, errors: $errors:literal, cancel: $cancel:literal, doc_make: $make:literal) => {
         impl $kind {
             /// Acquires the lock, waiting as long as it takes; inside the scope of a hold of
             /// this lock, re-enters it instead.
@@ -102,14 +111,18 @@ macro_rules! lock_methods {
             /// this lock re-enter it), and releases it before returning, also when `f` returns
             /// an error or panics (the panic is resumed after the release).
             ///
-            /// ```no_run
-            #[doc = concat!("# async fn f(lock: relock::", stringify!($kind), ") -> relock::Result<()> {")]
+            /// ```
+            #[doc = "# #[tokio::main(flavor = \"current_thread\")] async fn main() -> relock::Result<()> {"]
+            #[doc = "# let Ok(url) = std::env::var(\"REDIS_URL\") else { eprintln!(\"REDIS_URL is not set: doctest skipped\"); return Ok(()) };"]
+            #[doc = concat!("# ", $make)]
+            #[doc = concat!("# let lock = make(\"doctest:", stringify!($kind), ":with\");")]
             /// let token = lock.with(async |guard| {
             ///     nested(&lock).await;        // re-enters instead of waiting for itself
             ///     guard.fencing_token()
             /// }).await?;
-            /// # Ok(()) }
-            #[doc = concat!("# async fn nested(lock: &relock::", stringify!($kind), ") { drop(lock.lock().await); }")]
+            /// # assert!(token > 0 && !lock.is_locked().await?);
+            /// # client.shutdown().await; Ok(()) }
+            #[doc = concat!("# async fn nested(lock: &relock::", stringify!($kind), ") { lock.lock().await.unwrap().unlock().await.unwrap(); }")]
             /// ```
             ///
             /// # Errors
@@ -123,10 +136,14 @@ macro_rules! lock_methods {
             /// A fallible body returns its own `Result` inside relock's: the first `?` is the
             /// lock's, the second the body's.
             ///
-            /// ```no_run
-            #[doc = concat!("# async fn f(lock: relock::", stringify!($kind), ") -> Result<(), Box<dyn std::error::Error>> {")]
+            /// ```
+            #[doc = "# #[tokio::main(flavor = \"current_thread\")] async fn main() -> Result<(), Box<dyn std::error::Error>> {"]
+            #[doc = "# let Ok(url) = std::env::var(\"REDIS_URL\") else { eprintln!(\"REDIS_URL is not set: doctest skipped\"); return Ok(()) };"]
+            #[doc = concat!("# ", $make)]
+            #[doc = concat!("# let lock = make(\"doctest:", stringify!($kind), ":with_fallible\");")]
             /// let rows = lock.with(async |guard| write_rows(guard.fencing_token()).await).await??;
-            /// # Ok(()) }
+            /// # assert_eq!(rows, 1);
+            /// # client.shutdown().await; Ok(()) }
             /// # async fn write_rows(_token: u64) -> std::io::Result<u64> { Ok(1) }
             /// ```
             pub async fn with<T>(
@@ -144,13 +161,17 @@ macro_rules! lock_methods {
             /// (it has no await point that may be cut) wants [`with`](Self::with) and
             /// [`LockGuard::lost`] instead.
             ///
-            /// ```no_run
-            #[doc = concat!("# async fn f(lock: relock::", stringify!($kind), ") -> relock::Result<()> {")]
+            /// ```
+            #[doc = "# #[tokio::main(flavor = \"current_thread\")] async fn main() -> relock::Result<()> {"]
+            #[doc = "# let Ok(url) = std::env::var(\"REDIS_URL\") else { eprintln!(\"REDIS_URL is not set: doctest skipped\"); return Ok(()) };"]
+            #[doc = concat!("# ", $make)]
+            #[doc = concat!("# let lock = make(\"doctest:", stringify!($kind), ":with_until_lost\");")]
             /// match lock.with_until_lost(async |guard| copy_batches(guard.fencing_token()).await).await {
             ///     Err(relock::Error::LockLost { .. }) => eprintln!("lock lost: the copy stopped"),
             ///     other => other?,
             /// }
-            /// # Ok(()) }
+            /// # assert!(!lock.is_locked().await?);
+            /// # client.shutdown().await; Ok(()) }
             /// # async fn copy_batches(_token: u64) {}
             /// ```
             ///

@@ -101,7 +101,8 @@ impl QuorumClientBuilder {
 
     /// How long a node that restarted stays out of the vote (it may have lost locks that
     /// others still hold). Default: the longest lease in use (the watchdog lease, or a longer
-    /// fixed lease once one is used). `Duration::ZERO` turns it off: see `docs/safety.md`.
+    /// fixed lease once one is used). `Duration::ZERO` turns it off: see
+    /// [`guide::safety`](crate::guide::safety#restarted-nodes-the-quarantine).
     pub fn restart_quarantine(mut self, quarantine: Duration) -> Self {
         self.quarantine = Some(quarantine);
         self

@@ -14,7 +14,8 @@ use crate::quorum::backend::QuorumInner;
 ///
 /// A lock is held when a majority (N/2 + 1) of the masters granted it within its validity
 /// (lease − time taken − drift). It survives the loss of a minority of masters. Same API and
-/// guard as the single-server [`Lock`](crate::Lock); read `docs/safety.md` first.
+/// guard as the single-server [`Lock`](crate::Lock); read the safety guide first:
+/// [`guide::safety`](crate::guide::safety#the-quorum-lock-redlock-over-n-independent-masters).
 ///
 /// ```no_run
 /// # async fn f() -> relock::Result<()> {

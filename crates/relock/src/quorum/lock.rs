@@ -32,21 +32,25 @@ pub(crate) type TimedReply<T> =
 /// Made by [`QuorumClient::lock`](crate::QuorumClient::lock). The same methods and guard as
 /// the single-server [`Lock`](crate::Lock): reentrant per owner, renewed by the watchdog unless
 /// a fixed lease is given, waiters woken by any node's release message, fencing tokens that
-/// strictly increase (under the assumptions in `docs/safety.md`). The guard's
-/// [`valid_until`](LockGuard::valid_until) is the Redlock validity: start + lease − time
-/// taken − drift.
+/// strictly increase (under the assumptions in
+/// [`guide::safety`](crate::guide::safety#fencing-tokens-across-a-quorum)). The guard's
+/// [`valid_until`](LockGuard::valid_until) is the Redlock validity: start + lease − time taken
+/// − drift.
 ///
-/// ```no_run
-/// # async fn f(client: relock::QuorumClient) -> relock::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// # let client = relock::QuorumClient::builder().urls([url]).restart_quarantine(std::time::Duration::ZERO).build().await?;
 /// use std::time::Duration;
-/// let lock = client.lock("jobs:nightly").with_lease(Duration::from_secs(10));
+/// let lock = client.lock("jobs:weekly").with_lease(Duration::from_secs(10));
 /// match lock.try_lock().await {
 ///     Ok(Some(guard)) => guard.unlock().await?,
 ///     Ok(None) => println!("someone else runs it"),
 ///     Err(relock::Error::QuorumNotReached { votes, .. }) => eprintln!("nodes down: {votes:?}"),
 ///     Err(e) => return Err(e),
 /// }
-/// # Ok(()) }
+/// # assert!(!lock.is_locked().await?);
+/// # client.shutdown().await; Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
 pub struct QuorumLock {
@@ -459,7 +463,7 @@ impl QuorumLock {
         let available = self.q.nodes.len() - f.unavailable();
         let hint = (quarantined > 0 && available + quarantined >= self.q.quorum).then(|| {
             format!(
-                "{quarantined} node(s) restarted less than the restart quarantine ({:?}{}) ago and may not vote yet: wait for it to end, or lower it with QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in docs/safety.md)",
+                "{quarantined} node(s) restarted less than the restart quarantine ({:?}{}) ago and may not vote yet: wait for it to end, or lower it with QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in relock::guide::safety, Restarted nodes)",
                 self.q.quarantine(),
                 if self.q.quarantine_is_default() { ", the longest lease in use" } else { "" }
             )
@@ -646,5 +650,6 @@ async fn any_notified(subs: &[Subscription]) {
 crate::hold::methods::lock_methods!(
     QuorumLock,
     errors: "[`Error::QuorumNotReached`](crate::Error::QuorumNotReached) (naming every node and its answer) when too many nodes are down or in restart quarantine for a majority to be possible, or (from `try_lock` and `try_lock_for`) when the votes split or the budget ran out without any owner holding a majority; [`Error::InvalidArgument`](crate::Error::InvalidArgument); [`Error::Shutdown`](crate::Error::Shutdown).",
-    cancel: "Cancel safe: every vote runs in its own task, and an attempt that is abandoned releases on every node (or, if it had succeeded, becomes a guard that is dropped and released)."
+    cancel: "Cancel safe: every vote runs in its own task, and an attempt that is abandoned releases on every node (or, if it had succeeded, becomes a guard that is dropped and released).",
+    doc_make: "let client = relock::QuorumClient::builder().urls([url]).restart_quarantine(std::time::Duration::ZERO).build().await?; let make = |name: &str| client.lock(name);"
 );
