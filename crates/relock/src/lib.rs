@@ -4,7 +4,7 @@
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-//! # if std::env::var_os("REDIS_URL").is_none() { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) }
+//! # if std::env::var_os("RELOCK_DOCTEST_URL").is_none() { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) }
 //! use std::time::Duration;
 //!
 //! let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
@@ -156,7 +156,7 @@ pub use quorum::builder::QuorumClientBuilder;
 pub use quorum::client::QuorumClient;
 pub use quorum::lock::QuorumLock;
 
-/// The README's examples, run as doctests (`cargo test --doc`; they skip without `REDIS_URL`).
+/// The README's examples, run as doctests (`cargo test --doc`; they skip without `RELOCK_DOCTEST_URL`).
 #[cfg(doctest)]
 #[doc = include_str!("../../../README.md")]
 struct ReadmeDoctests;

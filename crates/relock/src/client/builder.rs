@@ -25,7 +25,7 @@ use crate::hold::reentry::Reentrancy;
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-/// # if std::env::var_os("REDIS_URL").is_none() { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) }
+/// # if std::env::var_os("RELOCK_DOCTEST_URL").is_none() { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) }
 /// use std::time::Duration;
 /// let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
 /// let client = relock::Client::builder()
@@ -225,7 +225,7 @@ impl ClientBuilder {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// let client = relock::Client::builder()
     ///     .url(url)
     ///     .reentrancy(relock::Reentrancy::PerTask) // code written for Redisson's thread model
@@ -444,7 +444,7 @@ impl ClientBuilder {
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # use relock::fred::{interfaces::ClientLike, types::{config::Config, Builder}};
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let pool = Builder::from_config(Config::from_url(&url)?).build_pool(2)?;
     /// let client = relock::Client::builder().build_with_pool(pool).await?;
     /// let guard = client.lock("refunds:3").lock().await?;

@@ -25,7 +25,7 @@ use crate::hold::kind::LockKeys;
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-/// # if std::env::var_os("REDIS_URL").is_none() { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) }
+/// # if std::env::var_os("RELOCK_DOCTEST_URL").is_none() { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) }
 /// let url = std::env::var("REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into());
 /// let client = relock::Client::connect(&url).await?;
 /// let guard = client.lock("reports:daily").lock().await?;
@@ -98,7 +98,7 @@ impl Client {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// use relock::fred::interfaces::KeysInterface;
     /// let guard = client.lock("payments:9").lock().await?;
@@ -162,7 +162,7 @@ impl Client {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// match client.ping().await {
     ///     Ok(rtt) => println!("ready ({rtt:?})"),

@@ -36,17 +36,21 @@ crate::client::scripts::scripts! {
 ///   skips this occurrence instead of running it again. Set it to more than the clock skew and
 ///   start-up spread between your nodes, and less than the interval between occurrences.
 ///
-/// ```no_run
-/// # async fn f(client: relock::Client) -> relock::Result<()> {
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+/// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
+/// # let client = relock::Client::connect(&url).await?;
 /// use std::time::Duration;
 /// let job = client
-///     .job("nightly-report", Duration::from_secs(3600))
-///     .at_least_for(Duration::from_secs(60));
+///     .job("reports:nightly", Duration::from_secs(3600))
+///     .at_least_for(Duration::from_millis(300));
 /// match job.run(async |run| send_report(run.fencing_token()).await).await? {
 ///     Some(()) => println!("this node ran it"),
 ///     None => println!("another node runs or ran this occurrence"),
 /// }
-/// # Ok(()) }
+/// // The same occurrence, fired a moment later (here, or on another node): skipped.
+/// assert_eq!(job.run(async |_| ()).await?, None);
+/// # client.shutdown().await; Ok(()) }
 /// # async fn send_report(_: u64) {}
 /// ```
 ///

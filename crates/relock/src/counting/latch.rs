@@ -37,7 +37,7 @@ crate::client::scripts::scripts! {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
 /// let client = relock::Client::connect(&url).await?;
 /// let ready = client.count_down_latch("deploy:42:ready");
 /// ready.try_set_count(3).await?;      // three services must report
@@ -67,7 +67,7 @@ impl Client {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// let latch = client.count_down_latch("batch:7");
     /// latch.try_set_count(1).await?;
@@ -136,7 +136,7 @@ impl CountDownLatch {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// # let latch = client.count_down_latch("doctest:latch:try_set_count");
     /// if !latch.try_set_count(2).await? {
@@ -182,7 +182,7 @@ impl CountDownLatch {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// # let latch = client.count_down_latch("doctest:latch:count_down");
     /// # latch.try_set_count(2).await?;
@@ -216,7 +216,7 @@ impl CountDownLatch {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// # let latch = client.count_down_latch("doctest:latch:count");
     /// # latch.try_set_count(3).await?;
@@ -243,7 +243,7 @@ impl CountDownLatch {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// # let latch = client.count_down_latch("doctest:latch:wait");
     /// # latch.try_set_count(1).await?;
@@ -270,7 +270,7 @@ impl CountDownLatch {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// # let latch = client.count_down_latch("doctest:latch:wait_for");
     /// # latch.try_set_count(1).await?;
@@ -322,7 +322,7 @@ impl CountDownLatch {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// # let latch = client.count_down_latch("doctest:latch:delete");
     /// # latch.try_set_count(5).await?;

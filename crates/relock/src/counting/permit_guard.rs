@@ -173,7 +173,7 @@ impl PermitGuard {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// # let sem = client.permit_expirable_semaphore("doctest:permits:lost");
     /// # sem.try_set_permits(1).await?;
@@ -209,7 +209,7 @@ impl PermitGuard {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// # let sem = client.permit_expirable_semaphore("doctest:permits:guard_release");
     /// # sem.try_set_permits(1).await?;

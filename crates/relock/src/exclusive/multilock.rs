@@ -35,7 +35,7 @@ use crate::hold::methods::DistributedLock;
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
 /// # let (a, b) = (relock::Client::connect(&url).await?, relock::Client::connect(&url).await?);
 /// use std::time::Duration;
 /// let both = relock::MultiLock::new()

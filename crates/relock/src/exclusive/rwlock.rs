@@ -69,7 +69,7 @@ crate::client::scripts::scripts! {
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
 /// let client = relock::Client::connect(&url).await?;
 /// let rw = client.read_write_lock("catalog");
 /// let reading = rw.read_lock().lock().await?;           // shared with other readers
@@ -112,7 +112,7 @@ impl Client {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// let rw = client.read_write_lock("prices");
     /// let n = rw.read_lock().with(async |_guard| 42).await?;

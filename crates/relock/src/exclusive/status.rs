@@ -135,7 +135,7 @@ impl Lock {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// # let held = client.lock("jobs:nightly").lock().await?; // someone holds it
     /// let status = client.lock("jobs:nightly").status().await?;

@@ -133,17 +133,21 @@ impl LockGuard {
     /// process leaves behind. Every guard of the hold sees the new lease.
     ///
     /// Extend before the lease runs out: an extension answered after the local deadline is a
-    /// loss, not a rescue (the lock may have been someone else's meanwhile; the safety guide,
-    /// `docs/safety.md`, "Extending a hold").
+    /// loss, not a rescue (the lock may have been someone else's meanwhile; see
+    /// [`guide::safety`](crate::guide::safety#extending-a-hold)).
     ///
-    /// ```no_run
-    /// # async fn f(lock: relock::Lock) -> relock::Result<()> {
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
     /// use std::time::Duration;
-    /// let guard = lock.with_lease(Duration::from_secs(10)).lock().await?;
+    /// let lock = client.lock("exports:extend").with_lease(Duration::from_secs(10));
+    /// let guard = lock.lock().await?;
     /// // … the work runs long:
-    /// guard.extend(Duration::from_secs(10)).await?;
-    /// assert!(guard.remaining() > Duration::from_secs(9));
-    /// # Ok(()) }
+    /// guard.extend(Duration::from_secs(20)).await?;
+    /// assert!(guard.remaining() > Duration::from_secs(19));
+    /// guard.unlock().await?;
+    /// # client.shutdown().await; Ok(()) }
     /// ```
     ///
     /// # Errors
@@ -170,7 +174,7 @@ impl LockGuard {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// # let client = relock::Client::connect(&url).await?;
     /// # let lock = client.lock("doctest:guard:scope");
     /// let guard = lock.lock().await?;

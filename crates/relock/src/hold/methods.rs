@@ -22,7 +22,7 @@ use crate::hold::guard::LockGuard;
 ///     Ok(guard.fencing_token())
 /// }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
 /// # let client = relock::Client::connect(&url).await?;
 /// # assert!(with_lock(&client.lock("doctest:distributed_lock")).await? > 0);
 /// # assert!(with_lock(&client.fair_lock("doctest:distributed_lock:fair")).await? > 0);
@@ -59,7 +59,7 @@ pub trait DistributedLock: Send + Sync {
 /// (`None`: wait as long as it takes; `Some(ZERO)`: never wait). `$errors` documents the
 /// errors of `lock`, and the kind's [`DistributedLock`] implementation comes with them.
 /// `$make` is the hidden line of the doctests that connects `client` (from `url`, the
-/// `REDIS_URL` they run against) and defines `make`, which makes a lock of the kind from a
+/// `RELOCK_DOCTEST_URL` they run against) and defines `make`, which makes a lock of the kind from a
 /// name.
 macro_rules! lock_methods {
     ($kind:ident, errors: $errors:literal, cancel: $cancel:literal, doc_make: $make:literal) => {
@@ -113,7 +113,7 @@ macro_rules! lock_methods {
             ///
             /// ```
             #[doc = "# #[tokio::main(flavor = \"current_thread\")] async fn main() -> relock::Result<()> {"]
-            #[doc = "# let Ok(url) = std::env::var(\"REDIS_URL\") else { eprintln!(\"REDIS_URL is not set: doctest skipped\"); return Ok(()) };"]
+            #[doc = "# let Ok(url) = std::env::var(\"RELOCK_DOCTEST_URL\") else { eprintln!(\"RELOCK_DOCTEST_URL is not set: doctest skipped\"); return Ok(()) };"]
             #[doc = concat!("# ", $make)]
             #[doc = concat!("# let lock = make(\"doctest:", stringify!($kind), ":with\");")]
             /// let token = lock.with(async |guard| {
@@ -138,7 +138,7 @@ macro_rules! lock_methods {
             ///
             /// ```
             #[doc = "# #[tokio::main(flavor = \"current_thread\")] async fn main() -> Result<(), Box<dyn std::error::Error>> {"]
-            #[doc = "# let Ok(url) = std::env::var(\"REDIS_URL\") else { eprintln!(\"REDIS_URL is not set: doctest skipped\"); return Ok(()) };"]
+            #[doc = "# let Ok(url) = std::env::var(\"RELOCK_DOCTEST_URL\") else { eprintln!(\"RELOCK_DOCTEST_URL is not set: doctest skipped\"); return Ok(()) };"]
             #[doc = concat!("# ", $make)]
             #[doc = concat!("# let lock = make(\"doctest:", stringify!($kind), ":with_fallible\");")]
             /// let rows = lock.with(async |guard| write_rows(guard.fencing_token()).await).await??;
@@ -163,7 +163,7 @@ macro_rules! lock_methods {
             ///
             /// ```
             #[doc = "# #[tokio::main(flavor = \"current_thread\")] async fn main() -> relock::Result<()> {"]
-            #[doc = "# let Ok(url) = std::env::var(\"REDIS_URL\") else { eprintln!(\"REDIS_URL is not set: doctest skipped\"); return Ok(()) };"]
+            #[doc = "# let Ok(url) = std::env::var(\"RELOCK_DOCTEST_URL\") else { eprintln!(\"RELOCK_DOCTEST_URL is not set: doctest skipped\"); return Ok(()) };"]
             #[doc = concat!("# ", $make)]
             #[doc = concat!("# let lock = make(\"doctest:", stringify!($kind), ":with_until_lost\");")]
             /// match lock.with_until_lost(async |guard| copy_batches(guard.fencing_token()).await).await {

@@ -39,7 +39,7 @@ pub(crate) type TimedReply<T> =
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-/// # let Ok(url) = std::env::var("REDIS_URL") else { eprintln!("REDIS_URL is not set: doctest skipped"); return Ok(()) };
+/// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
 /// # let client = relock::QuorumClient::builder().urls([url]).restart_quarantine(std::time::Duration::ZERO).build().await?;
 /// use std::time::Duration;
 /// let lock = client.lock("jobs:weekly").with_lease(Duration::from_secs(10));
