@@ -80,7 +80,8 @@
 // - `exclusive`: `Lock` (plain and fair), `ReadWriteLock`, `MultiLock`, status.
 // - `counting`: `Semaphore`, `PermitSemaphore`, `CountDownLatch`.
 // - `quorum`: `QuorumClient` and `QuorumLock`.
-// - `coordination`: kinds built on the exclusive ones: `Job` (run-at-most-once jobs).
+// - `coordination`: kinds built on the exclusive ones: `Job` (run-at-most-once jobs),
+//   `Election` (leader election).
 //
 // The repository's `docs/architecture.md` has the map and what a new kind adds.
 
@@ -119,6 +120,7 @@ pub mod guide {
 /// call, so a script carries only what it calls.
 pub mod lua {
     pub use crate::client::scripts::lua::*;
+    pub use crate::coordination::election::lua::*;
     pub use crate::coordination::job::lua::*;
     pub use crate::counting::latch::lua::*;
     pub use crate::counting::permit_leases::lua::*;
@@ -136,6 +138,7 @@ pub use client::settings::ClusterPubSub;
 /// to relock's (for example to share a fred configuration) uses the same version.
 pub use fred;
 
+pub use coordination::election::{Election, Leader, LeaderEvent, Leadership, Observation};
 pub use coordination::job::{Job, JobGuard};
 pub use counting::latch::CountDownLatch;
 pub use counting::permit_guard::PermitGuard;
