@@ -1,6 +1,7 @@
 //! `relock`: distributed locks on Redis from the command line.
 //!
 //! - `relock run NAME -- CMD`: runs a command while holding a lock (flock across machines).
+//! - `relock elect NAME -- CMD`: runs a command while this process leads an election.
 //! - `relock status NAME`, `relock watch NAME`, `relock force-unlock NAME`: inspect and repair.
 //! - `relock demo`: workers in two clients contend for one lock and prove mutual exclusion.
 //!
@@ -29,6 +30,10 @@ enum Command {
     /// Runs a command while holding a lock (like flock, across machines): waits for the lock,
     /// runs CMD with RELOCK_TOKEN in its environment, releases when it ends.
     Run(run::Args),
+    /// Runs a command while this process leads an election: waits as a standby until it
+    /// leads, runs CMD with RELOCK_TERM in its environment, resigns when it ends (the next
+    /// standby leads at once).
+    Elect(run::ElectArgs),
     /// Shows who holds each lock, its lease, its fencing counter and its fair line; exit 0 if
     /// every one is held, 1 if any is free.
     Status(status::StatusArgs),
@@ -53,12 +58,17 @@ async fn main() -> std::process::ExitCode {
         Command::Status(args) => return exit(status::status(args).await, 2),
         Command::ForceUnlock(args) => return exit(status::force_unlock(args).await, 1),
         Command::Run(args) => return exit(run::run(args).await, 1),
+        Command::Elect(args) => return exit(run::run(args.into_run()).await, 1),
         Command::Watch(args) => return exit(watch::watch(args).await, 1),
         other => other,
     };
     let work = async {
         match command {
-            Command::Run(_) | Command::Status(_) | Command::ForceUnlock(_) | Command::Watch(_) => {
+            Command::Run(_)
+            | Command::Elect(_)
+            | Command::Status(_)
+            | Command::ForceUnlock(_)
+            | Command::Watch(_) => {
                 unreachable!("handled above")
             }
             Command::Demo(args) => demo::run(args).await,

@@ -133,6 +133,101 @@ pub(crate) struct Args {
     // a usage error instead of becoming the command (found by review).
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<String>,
+    /// `relock elect`: campaign in the election NAME with this value instead of locking.
+    #[arg(skip)]
+    election: Option<String>,
+}
+
+/// Options of `relock elect`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:
+  relock elect scheduler --value \"$(hostname)\" ./scheduler   # lead, or wait as a standby
+  relock elect --no-wait scheduler ./scheduler                 # exit 75 if another leads
+
+Standbys wait in line (first come, first served); when the leader's command ends (or it is
+interrupted) it resigns and the first standby leads at once; a crashed leader is replaced
+when its lease ends (30 s). The command sees RELOCK_NAME, RELOCK_TERM (the term, strictly
+increasing across leaders: pass it with every write only the leader may make), RELOCK_TOKEN
+(the same) and RELOCK_OWNER. Exit codes as relock run: the command's own; 75 (or
+--conflict-exit-code) when it did not lead in time; 76 when leadership was lost while the
+command ran; 128+N when the command died of signal N; 1 on a relock error.")]
+pub(crate) struct ElectArgs {
+    /// The election's name (its lock is the fair lock NAME).
+    name: String,
+    /// The value this process states as leader (others read it with `relock status NAME`);
+    /// default: HOSTNAME:PID.
+    #[arg(long)]
+    value: Option<String>,
+    /// Redis URL; else RELOCK_URL, else REDIS_URL, else redis://127.0.0.1:6379.
+    #[arg(long)]
+    url: Option<String>,
+    #[command(flatten)]
+    tls: relock_cli::shared::TlsArgs,
+    /// Give up after waiting this long to lead (e.g. 30s, 2m); default: wait forever.
+    #[arg(long, value_parser = relock_cli::shared::parse_duration, conflicts_with = "no_wait")]
+    wait: Option<Duration>,
+    /// Do not wait: exit with the conflict code at once if another process leads.
+    #[arg(long, short = 'n')]
+    no_wait: bool,
+    /// Exit code when this process did not lead in time.
+    #[arg(long, default_value_t = CONFLICT_EXIT)]
+    conflict_exit_code: u8,
+    /// What to do with the command if leadership is lost while it runs.
+    #[arg(long, value_enum, default_value_t = OnLost::Kill)]
+    on_lost: OnLost,
+    /// With --on-lost kill: how long after SIGTERM to send SIGKILL.
+    #[arg(long, value_parser = relock_cli::shared::parse_duration, default_value = "10s")]
+    kill_after: Duration,
+    /// Run this through `sh -c` instead of CMD ARGS.
+    #[arg(long, short = 'c', conflicts_with = "command")]
+    shell: Option<String>,
+    /// Keep the command in relock's process group (see `relock run --help`).
+    #[arg(long)]
+    foreground: bool,
+    /// The command and its arguments, after the name.
+    #[arg(trailing_var_arg = true, value_name = "CMD")]
+    command: Vec<String>,
+}
+
+impl ElectArgs {
+    /// `relock run`'s options for a campaign in the election.
+    pub(crate) fn into_run(self) -> Args {
+        let value = self.value.unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME")
+                .ok()
+                .filter(|h| !h.is_empty())
+                .or_else(|| {
+                    std::fs::read_to_string("/etc/hostname")
+                        .ok()
+                        .map(|h| h.trim().to_string())
+                })
+                .unwrap_or_else(|| "localhost".into());
+            format!("{host}:{}", std::process::id())
+        });
+        Args {
+            name: self.name,
+            url: self.url,
+            tls: self.tls,
+            wait: self.wait,
+            no_wait: self.no_wait,
+            lease: None,
+            fair: false,
+            shared: false,
+            permits: None,
+            exclusive: false,
+            quorum: Vec::new(),
+            restart_quarantine: None,
+            at_least: None,
+            at_most: None,
+            conflict_exit_code: self.conflict_exit_code,
+            on_lost: self.on_lost,
+            kill_after: self.kill_after,
+            shell: self.shell,
+            foreground: self.foreground,
+            command: self.command,
+            election: Some(value),
+        }
+    }
 }
 
 /// Runs the command under the lock; returns the process's exit code.
@@ -182,6 +277,9 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
 /// What `run` holds on one server: a permit (`--permits`), a side of the read-write lock
 /// (`-s`, `-x`), or the plain or fair lock (whose status names its holder in a conflict).
 async fn one_server_target(args: &Args, client: &relock::Client) -> Result<Target, CliError> {
+    if let Some(value) = &args.election {
+        return Ok(Target::Election(client.election(&args.name), value.clone()));
+    }
     if let Some(at_least) = args.at_least {
         let at_most = args.at_most.unwrap_or(DEFAULT_AT_MOST);
         let job = client.job(&args.name, at_most).at_least_for(at_least);
@@ -235,6 +333,8 @@ enum Target {
     Permits(relock::PermitSemaphore),
     /// A run-at-most-once job (`--at-least`).
     Job(relock::Job),
+    /// A campaign in an election (`relock elect`), with the value to state.
+    Election(relock::Election, String),
 }
 
 /// `--at-most` when not given.
@@ -245,6 +345,7 @@ enum Held {
     Lock(relock::LockGuard),
     Permit(relock::PermitGuard),
     Job(relock::JobGuard),
+    Leader(relock::Leadership),
 }
 
 impl Target {
@@ -274,6 +375,14 @@ impl Target {
                 Some(job.start().await?)
             }
             .map(Held::Job)),
+            Target::Election(election, value) => Ok(if args.no_wait {
+                election.try_campaign(value.as_str()).await?
+            } else if let Some(w) = args.wait {
+                election.campaign_for(w, value.as_str()).await?
+            } else {
+                Some(election.campaign(value.as_str()).await?)
+            }
+            .map(Held::Leader)),
         }
     }
 
@@ -284,6 +393,15 @@ impl Target {
             Target::Lock(_, lock) => lock.as_ref(),
             Target::Job(job) => Some(job.lock()),
             Target::Permits(_) => None,
+            Target::Election(election, _) => {
+                return match election.leader().await {
+                    Ok(Some(l)) => format!(
+                        ": led by {} (value {:?}), term {}",
+                        l.owner, l.value, l.term
+                    ),
+                    _ => String::new(),
+                }
+            }
         };
         match (self, lock) {
             (_, Some(lock)) => match lock.status().await {
@@ -326,6 +444,11 @@ impl Held {
                 ("RELOCK_TOKEN", g.fencing_token().to_string()),
                 ("RELOCK_OWNER", g.owner().to_string()),
             ],
+            Held::Leader(l) => vec![
+                ("RELOCK_TERM", l.term().to_string()),
+                ("RELOCK_TOKEN", l.term().to_string()),
+                ("RELOCK_OWNER", l.lock_guard().owner().to_string()),
+            ],
             // A permit has no fencing token: its id is what Redisson's release(id) takes.
             Held::Permit(p) => vec![("RELOCK_PERMIT_ID", p.id().to_string())],
         }
@@ -336,6 +459,7 @@ impl Held {
             Held::Lock(g) => g.lost().await,
             Held::Permit(p) => p.lost().await,
             Held::Job(g) => g.lost().await,
+            Held::Leader(l) => l.lost().await,
         }
     }
 }
@@ -439,6 +563,8 @@ async fn release(guard: Held, name: &str) {
         Held::Permit(p) => p.release().await,
         // Kept for what is left of --at-least, or released.
         Held::Job(g) => g.finish().await,
+        // Observers are told, then the first standby leads.
+        Held::Leader(l) => l.resign().await,
     };
     if let Err(e) = r {
         if !matches!(

@@ -187,9 +187,19 @@ struct Count {
     permits_held: Option<u64>,
 }
 
+/// An election's leader, beside its lock's status.
+#[derive(serde::Serialize)]
+struct JsonLeader {
+    term: u64,
+    value: String,
+    owner: String,
+    lease_ms: Option<u128>,
+}
+
 /// What `relock status` found under a name.
 enum Found {
-    Lock(relock::LockStatus),
+    /// A lock, and the leader of the election of that name if it is one.
+    Lock(relock::LockStatus, Option<relock::Leader>),
     Count(Count),
 }
 
@@ -257,7 +267,13 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
         let found = match s {
             Ok(s) => {
                 held &= s.is_held();
-                Found::Lock(s)
+                // An election's lock: its leader's value and term (none for a plain lock).
+                let leader = if s.is_held() {
+                    client.election(name).leader().await.ok().flatten()
+                } else {
+                    None
+                };
+                Found::Lock(s, leader)
             }
             // Not a lock's hash: maybe a semaphore's or latch's count.
             Err(relock::Error::WrongType { key }) if &key == name => {
@@ -281,7 +297,17 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
         let out: Vec<serde_json::Value> = all
             .iter()
             .map(|f| match f {
-                Found::Lock(s) => serde_json::to_value(json(s)),
+                Found::Lock(s, leader) => serde_json::to_value(json(s)).map(|mut v| {
+                    if let Some(l) = leader {
+                        v["election"] = serde_json::json!(JsonLeader {
+                            term: l.term,
+                            value: l.value.clone(),
+                            owner: l.owner.clone(),
+                            lease_ms: l.lease_left.map(|d| d.as_millis()),
+                        });
+                    }
+                    v
+                }),
                 Found::Count(c) => serde_json::to_value(c),
             })
             .collect::<Result<_, _>>()
@@ -293,7 +319,15 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
     } else {
         for f in &all {
             match f {
-                Found::Lock(s) => print(s),
+                Found::Lock(s, leader) => {
+                    print(s);
+                    if let Some(l) = leader {
+                        println!(
+                            "  election leader {} (value {:?}), term {}",
+                            l.owner, l.value, l.term
+                        );
+                    }
+                }
                 Found::Count(c) => match c.permits_held {
                     Some(n) => println!(
                         "{}: a permit-expirable semaphore, {} available, {n} held",

@@ -1,21 +1,27 @@
 -- job_keep: a run-at-most-once job that finished before its at-least time keeps its lock for
--- what is left of that time, instead of releasing it: the hold stays as it is (Redisson sees
--- it held by the job's field) and its TTL becomes what is left. Only the job's own hold is
--- touched; shortening is safe because the hold is exclusive and its lease (the at-most time)
--- is at least as long as the at-least time.
+-- what is left of that time, instead of releasing it. The hold moves to a fresh field of the
+-- same client that no hold ever has (count 1): the lock stays taken (Redisson, and relock,
+-- see it held) but no late re-entry of the finished run can find, count or lengthen it; its
+-- TTL becomes what is left. Only the
+-- job's own hold is touched, and only when it is alone (count 1); shortening is safe because
+-- the hold is exclusive and its lease (the at-most time) is at least the at-least time.
 --
 -- KEYS[1]  the lock hash
 -- ARGV[1]  the hold's field, <client_id>:<n>
 -- ARGV[2]  ms left of the at-least time
+-- ARGV[3]  the fresh field the kept hold moves to, <client_id>:<n>
 --
--- Returns 1 (kept: the lock now ends in ARGV[2] ms, or sooner if it already did) or 0 (the hold
--- is not here: its lease ran out, it was deleted or force-unlocked; nothing is created).
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+-- Returns 1 (kept: the lock now ends in ARGV[2] ms), 2 (not kept: the hold has more than one
+-- count, a re-entry landed; the caller releases it) or 0 (the hold is not here: its lease ran
+-- out, it was deleted or force-unlocked; nothing is created).
+local count = redis.call('hget', KEYS[1], ARGV[1])
+if not count then
   return 0
 end
-local keep = tonumber(ARGV[2])
-local pttl = redis.call('pttl', KEYS[1])
-if pttl < 0 or pttl > keep then
-  redis.call('pexpire', KEYS[1], keep)
+if count ~= '1' then
+  return 2
 end
+redis.call('hset', KEYS[1], ARGV[3], 1)
+redis.call('hdel', KEYS[1], ARGV[1])
+redis.call('pexpire', KEYS[1], ARGV[2])
 return 1

@@ -16,7 +16,7 @@ use tokio::time::Instant;
 use crate::client::handle::{Client, Inner};
 use crate::error::{Error, Result};
 use crate::exclusive::lock::Lock;
-use crate::hold::guard::LockGuard;
+use crate::hold::guard::{KeepOutcome, LockGuard};
 
 crate::client::scripts::scripts! {
     /// A finished job's lock kept for what is left of its at-least time.
@@ -55,7 +55,8 @@ crate::client::scripts::scripts! {
 /// ```
 ///
 /// What a Redisson client sees: the plain lock's hash, held by the run's field; during the
-/// at-least time after an early finish it is still held (by the finished run's field), so
+/// at-least time after an early finish it is still held (by a fresh field of the finished
+/// run's client, so that no late re-entry of the run can lengthen it), so
 /// Redisson's `tryLock` fails and `isLocked` is true until it expires; Redisson's
 /// `forceUnlock` ends it.
 #[derive(Debug, Clone)]
@@ -283,32 +284,30 @@ impl Drop for JobGuard {
 }
 
 /// Keeps `guard`'s lock for `keep`, or releases it (nothing left to keep, the hold lost, or
-/// other guards of the hold still out).
+/// other counts of the hold out).
 async fn finish(inner: Arc<Inner>, guard: LockGuard, keep: Duration) -> Result<()> {
     let keep_ms = keep.as_millis() as u64;
-    if keep_ms == 0 || guard.is_lost() || !guard.is_last() {
+    if keep_ms == 0 {
         return guard.unlock().await;
     }
     let name = guard.name().to_string();
-    let kept = JOB_KEEP
-        .run::<i64>(
-            inner.pool.next(),
-            vec![name.clone()],
-            vec![guard.owner().to_string(), keep_ms.to_string()],
-        )
-        .await;
-    match kept {
-        Ok(1) => {
-            guard.leave_to_expire();
-            Ok(())
-        }
-        // The hold is gone on the server: the guard's release reports the loss.
-        Ok(_) => guard.unlock().await,
-        Err(e) => {
-            // Outcome unknown: a release now could end the at-least time early. The hold ends
-            // with its lease (at most `at_most_for`), which is never too soon.
-            guard.leave_to_expire();
-            Err(inner.error("job finish", &name, e))
-        }
-    }
+    guard
+        .unlock_or_keep(|field| async move {
+            let kept = JOB_KEEP
+                .run::<i64>(
+                    inner.pool.next(),
+                    vec![name.clone()],
+                    vec![field, keep_ms.to_string(), inner.fields.next()],
+                )
+                .await
+                // Outcome unknown: a release now could end the at-least time early; the hold
+                // ends with its lease (at most `at_most_for`), which is never too soon.
+                .map_err(|e| inner.error("job finish", &name, e))?;
+            Ok(match kept {
+                1 => KeepOutcome::Kept,
+                2 => KeepOutcome::NotAlone,
+                _ => KeepOutcome::Gone,
+            })
+        })
+        .await
 }

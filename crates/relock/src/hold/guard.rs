@@ -157,11 +157,18 @@ impl LockGuard {
     /// the local lease is unchanged and the hold stands until it ends.
     ///
     /// # Cancel safety
-    /// Cancel safe: a dropped call may still lengthen the lease on the server, never the
-    /// local one, which is the safe direction.
+    /// The extension runs in its own task: dropping this future does not stop it (it may
+    /// still lengthen the lease, on the server and here).
     pub async fn extend(&self, lease: Duration) -> Result<()> {
         crate::hold::lease::validate_lease("lease", lease)?;
-        self.backend.clone().extend(self.hold.clone(), lease).await
+        let work = self.backend.clone().extend(self.hold.clone(), lease);
+        // In a task of its own, run to its end: a quorum's round holds the hold's gate until
+        // its put-backs are answered, and a release must not overtake them (found by review:
+        // an extension dropped mid-round let a put-back land after the release).
+        match self.backend.shared().tracker.spawn(work).await {
+            Ok(r) => r,
+            Err(_) => Err(Error::Shutdown),
+        }
     }
 
     /// Runs `future` inside this hold's scope: a `lock()` (or `try_lock`) of the same lock in
@@ -207,6 +214,62 @@ impl LockGuard {
     pub async fn unlock(mut self) -> Result<()> {
         self.released = true;
         let (remaining, lost) = self.hold.remove_guard(self.watchdog);
+        self.release_removed(remaining, lost).await
+    }
+}
+
+/// What a kind's "keep instead of release" call (see [`LockGuard::unlock_or_keep`]) found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum KeepOutcome {
+    /// The hold was alone (count 1) and is now left to expire on the server, where no
+    /// re-entry can find it again.
+    Kept,
+    /// The hold has other counts on the server (a re-entry in flight): it was not kept.
+    NotAlone,
+    /// The hold is not on the server.
+    Gone,
+}
+
+impl LockGuard {
+    /// Ends this guard: if it is its hold's last, the hold is first closed to joins (no
+    /// re-entry can add a guard from here), then `keep` runs with the hold's field; if it kept
+    /// the hold, the hold leaves this client without a release (its lease ends it on the
+    /// server). Otherwise, or if the hold was lost or has other guards, this is
+    /// [`unlock`](LockGuard::unlock). For a kind that keeps a finished hold for a while (a
+    /// job's at-least time). An error of `keep` leaves the hold to its lease (never sooner).
+    pub(crate) async fn unlock_or_keep<F, Fut>(mut self, keep: F) -> Result<()>
+    where
+        F: FnOnce(String) -> Fut,
+        Fut: Future<Output = Result<KeepOutcome>>,
+    {
+        self.released = true;
+        // Closed to joins before the keep is sent (found by review: a re-entry answered
+        // between a local "last guard" check and the keep got a guard past the kept TTL).
+        let (remaining, lost) = self.hold.remove_guard(self.watchdog);
+        if remaining > 0 || lost || self.hold.is_lost() {
+            return self.release_removed(remaining, lost).await;
+        }
+        let leave = |hold: &Arc<Hold>, backend: &Arc<dyn Backend>| {
+            hold.mark_ended();
+            backend.shared().holds.remove(hold);
+        };
+        match keep(self.hold.field.clone()).await {
+            Ok(KeepOutcome::Kept) => {
+                leave(&self.hold, &self.backend);
+                Ok(())
+            }
+            // The whole hold goes (its field, whatever its count): the re-entry in flight
+            // finds it closed here and gone there.
+            Ok(KeepOutcome::NotAlone | KeepOutcome::Gone) => self.release_removed(0, false).await,
+            Err(e) => {
+                leave(&self.hold, &self.backend);
+                Err(e)
+            }
+        }
+    }
+
+    /// The release of a guard already removed from its hold, `remaining` guards being left.
+    async fn release_removed(&self, remaining: u32, lost: bool) -> Result<()> {
         // Whether the hold was lost when the caller let it go (not after the release's reply:
         // a renewal or a short lease ending meanwhile says nothing of what the caller did).
         let was_lost = lost || self.hold.is_lost();
@@ -229,26 +292,6 @@ impl LockGuard {
             }),
             Ok(r) => r,
             Err(_) => Err(Error::Shutdown),
-        }
-    }
-}
-
-impl LockGuard {
-    /// Whether this is the hold's only guard (no re-entered guard is out).
-    pub(crate) fn is_last(&self) -> bool {
-        self.hold.count() == 1
-    }
-
-    /// Lets go of the hold here without releasing it on the server, where it ends with its
-    /// lease: for a kind that has just set that lease itself (a job kept for its at-least
-    /// time). The hold stops counting, leaves this client's registry and its `lost()` and
-    /// watch end, without a loss being reported.
-    pub(crate) fn leave_to_expire(mut self) {
-        self.released = true;
-        let (remaining, _) = self.hold.remove_guard(self.watchdog);
-        if remaining == 0 {
-            self.hold.mark_ended();
-            self.backend.shared().holds.remove(&self.hold);
         }
     }
 }

@@ -69,7 +69,7 @@ async fn extend(q: Arc<QuorumInner>, hold: Arc<Hold>, lease: Duration) -> Result
         return Err(lost());
     }
     q.note_lease(lease);
-    let round = renew_holds(&q, std::slice::from_ref(&hold), lease).await;
+    let round = renew_holds(&q, std::slice::from_ref(&hold), lease, false).await;
     let Some(r) = round.into_iter().next() else {
         return Err(lost());
     };
@@ -186,7 +186,7 @@ async fn renew_batch(q: &QuorumInner, batch: Vec<Arc<Hold>>) -> bool {
     if holds.is_empty() {
         return true;
     }
-    let round = renew_holds(q, &holds, q.watchdog_lease).await;
+    let round = renew_holds(q, &holds, q.watchdog_lease, true).await;
     drop(gates);
     round.iter().all(|r| r.renewed)
 }
@@ -199,8 +199,14 @@ struct Renewed {
 
 /// Renews `holds` (their gates held by the caller) for `lease` on every eligible node; a hold
 /// that a majority renewed gets its local lease lengthened and is put back where the lock is
-/// free, one that a majority lost (or whose lease ran out) is marked lost.
-async fn renew_holds(q: &QuorumInner, holds: &[Arc<Hold>], lease: Duration) -> Vec<Renewed> {
+/// free, one that a majority lost (or whose lease ran out) is marked lost. `watchdog`: the
+/// watchdog's round (counted and logged as renewals), else an extension (its caller reports).
+async fn renew_holds(
+    q: &QuorumInner,
+    holds: &[Arc<Hold>],
+    lease: Duration,
+    watchdog: bool,
+) -> Vec<Renewed> {
     let sent = Instant::now();
     let mut keys = Vec::with_capacity(holds.len() * 2);
     let mut args = vec![lease.as_millis().to_string(), q.grace_ms().to_string()];
@@ -286,7 +292,9 @@ async fn renew_holds(q: &QuorumInner, holds: &[Arc<Hold>], lease: Duration) -> V
     for (idx, h) in holds.iter().enumerate() {
         let n = renewed[idx];
         if n >= q.quorum && now < h.valid_until() {
-            crate::hold::meter::renewed(h.keys.kind.label(), 1);
+            if watchdog {
+                crate::hold::meter::renewed(h.keys.kind.label(), 1);
+            }
             h.renewed(sent, lease.saturating_sub(drift(lease)));
             for (node, conn) in free_on[idx].drain(..) {
                 put_back
@@ -296,8 +304,10 @@ async fn renew_holds(q: &QuorumInner, holds: &[Arc<Hold>], lease: Duration) -> V
                     .push(h.clone());
             }
         } else {
-            crate::hold::meter::renewal_failed(h.keys.kind.label(), 1);
-            tracing::warn!(lock = %h.keys.lock, renewed = n, needed = q.quorum, "quorum renewal failed");
+            if watchdog {
+                crate::hold::meter::renewal_failed(h.keys.kind.label(), 1);
+                tracing::warn!(lock = %h.keys.lock, renewed = n, needed = q.quorum, "quorum renewal failed");
+            }
             if not_here[idx] > q.nodes.len() - q.quorum || now >= h.valid_until() {
                 // A majority no longer has it (deleted, force-unlocked, expired), or the
                 // lease ran out locally while renewals failed.
