@@ -71,6 +71,14 @@ impl Locks {
         }
     }
 
+    /// The election called `name` (the election kind).
+    fn election(&self, name: &str) -> Option<relock::Election> {
+        match self {
+            Locks::Single(c, Kind::Election) => Some(c.election(name)),
+            _ => None,
+        }
+    }
+
     /// The semaphore called `name` (the sem kind).
     fn semaphore(&self, name: &str) -> Option<relock::Semaphore> {
         match self {
@@ -274,6 +282,9 @@ impl Cycle<'_> {
         if let Some(sem) = self.locks.semaphore(name) {
             return self.once_sem(name, &sem).await;
         }
+        if let Some(election) = self.locks.election(name) {
+            return self.once_term(name, &election).await;
+        }
         // The rw kind takes the read side in 30% of its cycles, the write side otherwise.
         let read = self.args.kind == Kind::Rw && self.rng.lock().unwrap().u64(..100) < READ_PCT;
         let lock = self.locks.lock(name, read);
@@ -334,6 +345,70 @@ impl Cycle<'_> {
         let valid_until = history::at(guard.valid_until());
         self.record(name, Op::Release { token, valid_until }).await;
         match guard.unlock().await {
+            Ok(()) => self.record(name, Op::Released { token }).await,
+            Err(e) => {
+                let error = e.to_string();
+                self.record(name, Op::ReleaseFailed { token, error }).await
+            }
+        }
+    }
+
+    /// The election kind's cycle: campaign (a standby waits in line), lead one term (the
+    /// fenced read-modify-write with the term as its token), resign.
+    async fn once_term(&self, name: &str, election: &relock::Election) {
+        self.record(name, Op::Acquire).await;
+        let wait = Duration::from_millis(self.args.wait_ms);
+        let mut stop = self.stop.clone();
+        let value = format!("client-{}", self.args.id);
+        let campaign = tokio::select! {
+            r = election.campaign_for(wait, value) => r,
+            _ = stop.wait_for(|s| *s) => {
+                let error = "stopped".to_owned();
+                self.record(name, Op::AcquireFailed { error }).await;
+                return;
+            }
+        };
+        let leader = match campaign {
+            Ok(Some(l)) => l,
+            Ok(None) => {
+                let error = "timeout".to_owned();
+                self.record(name, Op::AcquireFailed { error }).await;
+                return;
+            }
+            Err(e) => {
+                let error = e.to_string();
+                self.record(name, Op::AcquireFailed { error }).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                return;
+            }
+        };
+        let guard = leader.lock_guard();
+        let token = leader.term();
+        let valid_until = history::at(guard.valid_until());
+        self.record(
+            name,
+            Op::Acquired {
+                token,
+                valid_until,
+                read: false,
+            },
+        )
+        .await;
+        let done = tokio::sync::Notify::new();
+        let watch_lost = async {
+            tokio::select! {
+                _ = leader.lost() => self.record(name, Op::Lost { token }).await,
+                _ = done.notified() => {}
+            }
+        };
+        let section = async {
+            self.section(name, guard, false).await;
+            done.notify_one();
+        };
+        tokio::join!(section, watch_lost);
+        let valid_until = history::at(guard.valid_until());
+        self.record(name, Op::Release { token, valid_until }).await;
+        match leader.resign().await {
             Ok(()) => self.record(name, Op::Released { token }).await,
             Err(e) => {
                 let error = e.to_string();

@@ -53,6 +53,9 @@ pub enum Kind {
     Cluster,
     /// `client.lock(name)` through Sentinel (a master and a replica).
     Sentinel,
+    /// `client.election(name)` on one server: a section is a term (campaign, the fenced
+    /// read-modify-write with the term as token, resign).
+    Election,
 }
 
 impl Kind {
@@ -65,6 +68,7 @@ impl Kind {
             Kind::Quorum => "quorum",
             Kind::Cluster => "cluster",
             Kind::Sentinel => "sentinel",
+            Kind::Election => "election",
         }
     }
 
@@ -325,6 +329,7 @@ fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
         Kind::Quorum => vec![KillRestart, PauseServer, ProxyOneWay],
         Kind::Cluster => vec![Failover, KillRestart],
         Kind::Sentinel => vec![Failover],
+        Kind::Election => vec![PauseClient, ClientKill, KillRestart],
     }
 }
 
@@ -353,6 +358,7 @@ fn harness(args: RunArgs) -> i32 {
             Kind::Quorum,
             Kind::Cluster,
             Kind::Sentinel,
+            Kind::Election,
         ]
     };
     let mut rng = fastrand::Rng::with_seed(seed);

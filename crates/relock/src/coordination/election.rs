@@ -36,9 +36,6 @@ crate::client::scripts::scripts! {
     ELECTION_LEADER = read_only "election_leader.lua" [];
 }
 
-/// How long the record of a term that ended by a resignation is kept for observers.
-const ENDED_KEPT: Duration = Duration::from_secs(60);
-
 /// An election: clients campaign to lead, one leads at a time, each leadership has a term (a
 /// fencing token, strictly increasing across leaders) and a value others can read and observe.
 ///
@@ -575,7 +572,9 @@ async fn resign_record(inner: &Inner, election: &Election, field: &str, term: u6
                 term.to_string(),
                 inner.publish_cmd().to_string(),
                 election.channel.to_string(),
-                ENDED_KEPT.as_millis().to_string(),
+                // The resignation's mark, for observers that read after it: as long as a
+                // leader's lease (nothing of an election outlives that).
+                inner.settings.watchdog_lease.as_millis().to_string(),
             ],
         )
         .await
