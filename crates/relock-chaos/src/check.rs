@@ -112,6 +112,18 @@ pub fn holds(events: &[Event]) -> Vec<Hold> {
                     out.push(close(h));
                 }
             }
+            // A job's kept lock: the occurrence is taken until `until`, so the run's hold
+            // lasts until then, and another client's run starting before then overlaps it as
+            // a second holder would.
+            Op::Kept { token, until } => {
+                if let Some(h) = out
+                    .iter_mut()
+                    .rev()
+                    .find(|h| h.client == e.c && h.token == *token && h.name == e.n)
+                {
+                    h.end = h.end.max(*until);
+                }
+            }
             _ => {}
         }
     }

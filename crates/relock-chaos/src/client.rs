@@ -79,6 +79,18 @@ impl Locks {
         }
     }
 
+    /// The job called `name` (the job kind): runs hold it at most twice the lease, and keep it
+    /// [`JOB_AT_LEAST`](crate::JOB_AT_LEAST) after an early finish.
+    fn job(&self, name: &str, lease_ms: u64) -> Option<relock::Job> {
+        match self {
+            Locks::Single(c, Kind::Job) => Some(
+                c.job(name, Duration::from_millis(2 * lease_ms))
+                    .at_least_for(crate::JOB_AT_LEAST),
+            ),
+            _ => None,
+        }
+    }
+
     /// The semaphore called `name` (the sem kind).
     fn semaphore(&self, name: &str) -> Option<relock::Semaphore> {
         match self {
@@ -285,6 +297,9 @@ impl Cycle<'_> {
         if let Some(election) = self.locks.election(name) {
             return self.once_term(name, &election).await;
         }
+        if let Some(job) = self.locks.job(name, self.args.lease_ms) {
+            return self.once_run(name, &job).await;
+        }
         // The rw kind takes the read side in 30% of its cycles, the write side otherwise.
         let read = self.args.kind == Kind::Rw && self.rng.lock().unwrap().u64(..100) < READ_PCT;
         let lock = self.locks.lock(name, read);
@@ -346,6 +361,71 @@ impl Cycle<'_> {
         self.record(name, Op::Release { token, valid_until }).await;
         match guard.unlock().await {
             Ok(()) => self.record(name, Op::Released { token }).await,
+            Err(e) => {
+                let error = e.to_string();
+                self.record(name, Op::ReleaseFailed { token, error }).await
+            }
+        }
+    }
+
+    /// The job kind's cycle: try to run the occurrence without waiting (skip if it is taken),
+    /// run the fenced read-modify-write, finish (kept until the at-least time).
+    async fn once_run(&self, name: &str, job: &relock::Job) {
+        let asked = tokio::time::Instant::now();
+        self.record(name, Op::Acquire).await;
+        let run = match job.try_start().await {
+            Ok(Some(run)) => run,
+            Ok(None) => {
+                let error = "skipped".to_owned();
+                self.record(name, Op::AcquireFailed { error }).await;
+                // The next "scheduler tick" of this client.
+                let tick = self.rng.lock().unwrap().u64(5..=30);
+                tokio::time::sleep(Duration::from_millis(tick)).await;
+                return;
+            }
+            Err(e) => {
+                let error = e.to_string();
+                self.record(name, Op::AcquireFailed { error }).await;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                return;
+            }
+        };
+        let token = run.fencing_token();
+        let valid_until = history::at(run.valid_until());
+        self.record(
+            name,
+            Op::Acquired {
+                token,
+                valid_until,
+                read: false,
+            },
+        )
+        .await;
+        let done = tokio::sync::Notify::new();
+        let watch_lost = async {
+            tokio::select! {
+                _ = run.lost() => self.record(name, Op::Lost { token }).await,
+                _ = done.notified() => {}
+            }
+        };
+        let section = async {
+            self.section(name, &run, false).await;
+            done.notify_one();
+        };
+        tokio::join!(section, watch_lost);
+        let valid_until = history::at(run.valid_until());
+        self.record(name, Op::Release { token, valid_until }).await;
+        let kept = !run.kept_for().is_zero() && !run.is_lost();
+        match run.finish().await {
+            Ok(()) => {
+                self.record(name, Op::Released { token }).await;
+                if kept {
+                    // Taken at least until the at-least time after the acquire was asked for
+                    // (a conservative start: the server granted it later).
+                    let until = history::at((asked + crate::JOB_AT_LEAST).into_std());
+                    self.record(name, Op::Kept { token, until }).await;
+                }
+            }
             Err(e) => {
                 let error = e.to_string();
                 self.record(name, Op::ReleaseFailed { token, error }).await

@@ -56,7 +56,14 @@ pub enum Kind {
     /// `client.election(name)` on one server: a section is a term (campaign, the fenced
     /// read-modify-write with the term as token, resign).
     Election,
+    /// `client.job(name, …)` on one server: a run-at-most-once job that every client tries
+    /// without waiting ([`JOB_AT_LEAST`] kept after an early finish): a run is the fenced
+    /// read-modify-write; two runs closer than the at-least time overlap.
+    Job,
 }
+
+/// The job kind's `at_least_for`.
+pub const JOB_AT_LEAST: std::time::Duration = std::time::Duration::from_millis(300);
 
 impl Kind {
     pub fn name(self) -> &'static str {
@@ -69,6 +76,7 @@ impl Kind {
             Kind::Cluster => "cluster",
             Kind::Sentinel => "sentinel",
             Kind::Election => "election",
+            Kind::Job => "job",
         }
     }
 
@@ -298,6 +306,10 @@ fn mutant_kinds(name: &str) -> Vec<Kind> {
     if mutant::Mutant::from_name(name).is_some_and(|m| m.breaks_semaphore()) {
         return vec![Kind::Sem];
     }
+    #[cfg(feature = "chaos-mutants")]
+    if mutant::Mutant::from_name(name).is_some_and(|m| m.breaks_jobs()) {
+        return vec![Kind::Job];
+    }
     let _ = name;
     vec![Kind::Fair, Kind::Plain]
 }
@@ -330,6 +342,7 @@ fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
         Kind::Cluster => vec![Failover, KillRestart],
         Kind::Sentinel => vec![Failover],
         Kind::Election => vec![PauseClient, ClientKill, KillRestart],
+        Kind::Job => vec![PauseClient, ClientKill],
     }
 }
 
@@ -359,6 +372,7 @@ fn harness(args: RunArgs) -> i32 {
             Kind::Cluster,
             Kind::Sentinel,
             Kind::Election,
+            Kind::Job,
         ]
     };
     let mut rng = fastrand::Rng::with_seed(seed);

@@ -27,11 +27,14 @@ pub enum Mutant {
     /// A semaphore release (or `add_permits`) adds one permit more than it says: permits are
     /// created.
     SemaphoreReleaseCreatesAPermit,
+    /// A job's early finish releases its lock instead of keeping it for `at_least_for`: the
+    /// same occurrence can run again at once.
+    JobFinishReleasesInsteadOfKeeping,
 }
 
 impl Mutant {
     /// Every mutant, with the name `relock-chaos --mutant` takes.
-    pub const ALL: [(&'static str, Mutant); 5] = [
+    pub const ALL: [(&'static str, Mutant); 6] = [
         (
             "release-without-owner-check",
             Mutant::ReleaseWithoutOwnerCheck,
@@ -46,12 +49,22 @@ impl Mutant {
             "semaphore-release-creates-a-permit",
             Mutant::SemaphoreReleaseCreatesAPermit,
         ),
+        (
+            "job-finish-releases-instead-of-keeping",
+            Mutant::JobFinishReleasesInsteadOfKeeping,
+        ),
     ];
 
     /// Whether the mutant breaks the semaphore (`relock-chaos` then runs the `sem` kind), not
     /// the lock.
     pub fn breaks_semaphore(self) -> bool {
         matches!(self, Mutant::SemaphoreReleaseCreatesAPermit)
+    }
+
+    /// Whether the mutant breaks run-at-most-once jobs (`relock-chaos` then runs the `job`
+    /// kind).
+    pub fn breaks_jobs(self) -> bool {
+        matches!(self, Mutant::JobFinishReleasesInsteadOfKeeping)
     }
 
     /// The mutant called `name` (see [`Mutant::ALL`]).
@@ -101,6 +114,7 @@ fn broken_lua(active: Mutant, name: &str, lua: &'static str) -> Cow<'static, str
         "    if redis.call('hdel', lock, field) == 0 then\n      return nil\n    end\n    return 1";
     const RENEW_CHECK: &str = "local held = redis.pcall('hexists', lock, ARGV[1 + i])";
     const ADD: &str = "local available = redis.call('incrby', KEYS[1], ARGV[1])";
+    const KEEP: &str = "local count = redis.call('hget', KEYS[1], ARGV[1])";
     match name {
         "release" | "fair_release" | "batch" | "quorum_release"
             if is(Mutant::ReleaseWithoutOwnerCheck) =>
@@ -131,6 +145,17 @@ fn broken_lua(active: Mutant, name: &str, lua: &'static str) -> Cow<'static, str
             lua.replace(
                 ADD,
                 "local available = redis.call('incrby', KEYS[1], tonumber(ARGV[1]) + 1)",
+            )
+            .into()
+        }
+        "job_keep" if is(Mutant::JobFinishReleasesInsteadOfKeeping) => {
+            assert!(
+                lua.contains(KEEP),
+                "job_keep.lua changed: update the mutant"
+            );
+            lua.replace(
+                KEEP,
+                &format!("redis.call('del', KEYS[1])\ndo return 1 end\n{KEEP}"),
             )
             .into()
         }

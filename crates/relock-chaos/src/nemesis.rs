@@ -66,7 +66,7 @@ impl Nemesis {
     pub fn applies_to(self, kind: Kind) -> bool {
         use Nemesis::*;
         match kind {
-            Kind::Plain | Kind::Fair | Kind::Rw | Kind::Election => self != Failover,
+            Kind::Plain | Kind::Fair | Kind::Rw | Kind::Election | Kind::Job => self != Failover,
             // A semaphore's permits have no lease: a holder killed for good, or a server
             // restarted empty, loses them, and an acquire or release that fails after a
             // command timeout (a server or link stalled for 1 s or more) may or may not have

@@ -43,7 +43,7 @@ fn assert_caught(name: &str, verdicts: &[&str]) {
 }
 
 /// Each mutant and the checkers that can see it.
-const CAUGHT_BY: [(&str, &[&str]); 5] = [
+const CAUGHT_BY: [(&str, &[&str]); 6] = [
     ("release-without-owner-check", &["exclusion", "liveness"]),
     ("wait-without-subscribing", &["liveness"]),
     ("renewal-recreates-expired-lock", &["exclusion", "liveness"]),
@@ -53,6 +53,8 @@ const CAUGHT_BY: [(&str, &[&str]); 5] = [
         "semaphore-release-creates-a-permit",
         &["exclusion", "leaks"],
     ),
+    // A second run inside the at-least time overlaps the first's kept lock.
+    ("job-finish-releases-instead-of-keeping", &["exclusion"]),
 ];
 
 fn caught(i: usize) {
@@ -83,6 +85,11 @@ fn a_fencing_token_from_the_client_clock_is_caught() {
 #[test]
 fn a_semaphore_release_that_creates_a_permit_is_caught() {
     caught(4);
+}
+
+#[test]
+fn a_job_finish_that_releases_instead_of_keeping_is_caught() {
+    caught(5);
 }
 
 /// The table names every mutant relock has, once; a new mutant fails here until it has a row
