@@ -11,6 +11,8 @@
 -- ARGV[4]  the publish command
 -- ARGV[5]  the election's channel, relock_election_channel:{<name>} (an argument, not a key)
 -- ARGV[6]  "elected" or "value"
+-- ARGV[7]  the watchdog lease (ms): the record lives at least this long (a handed-over lock's
+--          first lease is shorter, and the record is renewed only in the watchdog's round)
 --
 -- Returns 1 (recorded, and "<ARGV[6]>\n<term>\n<field>\n<value>" published) or 0 (the lock is
 -- not held by ARGV[1], or a proclaim found another's record: nothing is written).
@@ -21,10 +23,9 @@ if ARGV[6] == 'value' and redis.call('hget', KEYS[2], 'owner') ~= ARGV[1] then
   return 0
 end
 redis.call('hset', KEYS[2], 'term', ARGV[2], 'owner', ARGV[1], 'value', ARGV[3])
--- The record lives as long as the lock (renewed with it, by election_renew.lua).
-local pttl = redis.call('pttl', KEYS[1])
-if pttl > 0 then
-  redis.call('pexpire', KEYS[2], pttl)
-end
+-- The record lives at least as long as the lock and a watchdog lease (renewed with the lock,
+-- by election_renew.lua); a record that outlives its leader's lock is never read as current.
+local pttl = math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[7]))
+redis.call('pexpire', KEYS[2], pttl)
 redis.call(ARGV[4], ARGV[5], ARGV[6] .. '\n' .. ARGV[2] .. '\n' .. ARGV[1] .. '\n' .. ARGV[3])
 return 1

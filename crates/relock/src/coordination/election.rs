@@ -95,7 +95,8 @@ pub enum LeaderEvent {
     Elected(Leader),
     /// The leader of the same term stated a new value ([`Leadership::proclaim`]).
     ValueChanged(Leader),
-    /// The leader of `term` resigned (or was dropped, or its client shut down).
+    /// The leader of `term` resigned (or was dropped, or its client shut down; in that last
+    /// case it is reported as `Expired` if the next leader's record got there first).
     Resigned {
         /// The term that ended.
         term: u64,
@@ -146,13 +147,16 @@ impl Election {
     /// with its term. Candidates are served first come, first served.
     ///
     /// # Errors
-    /// [`Error::LockLost`] if the leadership was lost before its value was recorded; a bad
+    /// [`Error::LockLost`] if the leadership was lost before its value was recorded;
+    /// [`Error::InvalidArgument`] if this caller already leads the election (in the
+    /// leadership's scope, or as its owner: a campaign never re-enters a leadership); a bad
     /// name; connection errors.
     ///
     /// # Cancel safety
     /// As the fair lock's [`lock`](Lock::lock): a campaign dropped while waiting leaves the
     /// line; one dropped after it was granted resigns in the background.
     pub async fn campaign(&self, value: impl Into<String>) -> Result<Leadership> {
+        self.not_leading()?;
         let guard = self.lock.lock().await?;
         self.begin(guard, value.into()).await
     }
@@ -166,6 +170,7 @@ impl Election {
     /// # Cancel safety
     /// As [`campaign`](Election::campaign).
     pub async fn try_campaign(&self, value: impl Into<String>) -> Result<Option<Leadership>> {
+        self.not_leading()?;
         match self.lock.try_lock().await? {
             Some(guard) => Ok(Some(self.begin(guard, value.into()).await?)),
             None => Ok(None),
@@ -185,9 +190,33 @@ impl Election {
         wait: Duration,
         value: impl Into<String>,
     ) -> Result<Option<Leadership>> {
+        self.not_leading()?;
         match self.lock.try_lock_for(wait).await? {
             Some(guard) => Ok(Some(self.begin(guard, value.into()).await?)),
             None => Ok(None),
+        }
+    }
+
+    /// Refuses a campaign whose `lock()` would re-enter a leadership this caller already has (in
+    /// its scope, or as its owner): a second leadership of the same term, whose resignation
+    /// would end the first's record while it still leads (found by review).
+    fn not_leading(&self) -> Result<()> {
+        let name = self.lock.name();
+        let target = crate::hold::reentry::resolve(
+            self.inner.shared.id,
+            self.inner.settings.reentrancy,
+            &self.inner.shared.holds,
+            name,
+        );
+        match target {
+            Ok(crate::hold::reentry::Target::Reenter(hold)) => Err(Error::invalid(
+                "campaign",
+                format!(
+                    "this caller already leads `{name}` (term {}): a campaign never re-enters a leadership; resign it first, or campaign from another task or owner",
+                    hold.token
+                ),
+            )),
+            _ => Ok(()),
         }
     }
 
@@ -199,7 +228,9 @@ impl Election {
             state: Arc::new(Led {
                 lock: self.lock.name().to_string(),
                 record: self.record.to_string(),
+                channel: self.channel.to_string(),
                 field: guard.owner().to_string(),
+                term: guard.fencing_token(),
             }),
             runtime: tokio::runtime::Handle::try_current().ok(),
             guard: Some(guard),
@@ -230,6 +261,7 @@ impl Election {
                     self.inner.publish_cmd().to_string(),
                     self.channel.to_string(),
                     kind.to_string(),
+                    self.inner.settings.watchdog_lease.as_millis().to_string(),
                 ],
             )
             .await
@@ -315,8 +347,12 @@ impl Election {
                 return;
             }
         };
-        let mut shutdown = self.inner.shutdown.subscribe();
+        // `stopping` is set when shutdown begins (shutdown waits for this task).
+        let mut shutdown = self.inner.stopping.subscribe();
         let mut last: Option<Leader> = None;
+        // After a failed read: when to read again (a failed command connection brings no
+        // message or reconnect of the subscriber; found by review).
+        let mut retry = Duration::ZERO;
         loop {
             // Registered before the read: a message that lands during it still wakes us.
             let notified = sub.holder_notified();
@@ -325,11 +361,14 @@ impl Election {
             notified.as_mut().enable();
             lock_notified.as_mut().enable();
             let now = match self.read().await {
-                Ok(s) => s,
+                Ok(s) => {
+                    retry = Duration::ZERO;
+                    s
+                }
                 Err(Error::Shutdown) => return,
                 Err(e) => {
-                    // Transient (a reconnect): the subscriber's reconnect wakes us again.
-                    tracing::debug!(error = %e, "election observer: read failed");
+                    tracing::debug!(error = %e, "election observer: read failed; reading again");
+                    retry = (retry * 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
                     Snapshot {
                         leader: last.clone(),
                         resigned: None,
@@ -343,10 +382,13 @@ impl Election {
             }
             last = now.leader;
             // When the leader's lease would end: a crash publishes nothing.
-            let recheck = last
-                .as_ref()
-                .and_then(|l| l.lease_left)
-                .map(|l| Instant::now() + l + Duration::from_millis(5));
+            let recheck = if retry.is_zero() {
+                last.as_ref()
+                    .and_then(|l| l.lease_left)
+                    .map(|l| Instant::now() + l + Duration::from_millis(5))
+            } else {
+                Some(Instant::now() + retry)
+            };
             tokio::select! {
                 _ = &mut notified => {}
                 _ = &mut lock_notified => {}
@@ -439,7 +481,9 @@ pub struct Leadership {
 struct Led {
     lock: String,
     record: String,
+    channel: String,
     field: String,
+    term: u64,
 }
 
 impl Leadership {
@@ -601,9 +645,35 @@ impl Leaderships {
 }
 
 impl KindState for Leaderships {
-    /// Nothing of its own: each leadership's lock is released with the client's holds (its
-    /// observers then see the term end as an expiry, or a resignation if its guard resigned).
-    fn at_shutdown(&self, _: &Arc<Inner>, _: &mut tokio::task::JoinSet<()>, _: Round) {}
+    /// Each live leadership resigns its record (observers see `Resigned`), beside the release
+    /// of its hold with the client's others: if the first standby's begin gets there first,
+    /// the record is already its own and is left alone (observers then see `Expired`).
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round) {
+        if round != Round::First {
+            return;
+        }
+        for led in self.live() {
+            let inner = inner.clone();
+            work.spawn(async move {
+                let r = ELECTION_RESIGN
+                    .run::<i64>(
+                        inner.pool.next(),
+                        vec![led.record.clone()],
+                        vec![
+                            led.field.clone(),
+                            led.term.to_string(),
+                            inner.publish_cmd().to_string(),
+                            led.channel.clone(),
+                            inner.settings.watchdog_lease.as_millis().to_string(),
+                        ],
+                    )
+                    .await;
+                if let Err(e) = r {
+                    tracing::debug!(error = %e, "resigning an election's record at shutdown failed");
+                }
+            });
+        }
+    }
 
     /// Each live leadership's record, lengthened to the watchdog lease if its lock is still
     /// its own: one call each (a client leads few elections).
