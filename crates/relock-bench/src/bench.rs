@@ -711,6 +711,8 @@ pub(crate) enum Subject {
     Write,
     /// The one permit of a semaphore.
     Permit,
+    /// An election's leadership: a handoff is a resignation and a standby's campaign.
+    Election,
 }
 
 impl Subject {
@@ -720,6 +722,7 @@ impl Subject {
             Subject::Fair => "contended fair",
             Subject::Write => "contended write",
             Subject::Permit => "contended permit",
+            Subject::Election => "contended election",
         }
     }
 
@@ -729,6 +732,7 @@ impl Subject {
             Subject::Fair => Handle::Lock(client.fair_lock("bench:f")),
             Subject::Write => Handle::Write(client.read_write_lock("bench:w").write_lock()),
             Subject::Permit => Handle::Permit(client.semaphore("bench:p")),
+            Subject::Election => Handle::Election(client.election("bench:e")),
         }
     }
 }
@@ -738,12 +742,14 @@ enum Handle {
     Lock(relock::Lock),
     Write(relock::WriteLock),
     Permit(relock::Semaphore),
+    Election(relock::Election),
 }
 
 /// What a worker holds.
 enum Held {
     Guard(relock::LockGuard),
     Permit(relock::SemaphorePermits),
+    Leader(relock::Leadership),
 }
 
 impl Handle {
@@ -752,6 +758,7 @@ impl Handle {
             Handle::Lock(l) => l.try_lock_for(wait).await?.map(Held::Guard),
             Handle::Write(w) => w.try_lock_for(wait).await?.map(Held::Guard),
             Handle::Permit(s) => s.try_acquire_for(1, wait).await?.map(Held::Permit),
+            Handle::Election(e) => e.campaign_for(wait, "bench").await?.map(Held::Leader),
         })
     }
 }
@@ -761,6 +768,7 @@ impl Held {
         match self {
             Held::Guard(g) => g.unlock().await,
             Held::Permit(p) => p.release().await,
+            Held::Leader(l) => l.resign().await,
         }
     }
 }

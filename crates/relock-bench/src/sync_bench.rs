@@ -60,6 +60,64 @@ struct Report {
     hold_ms: u64,
     uncontended: Vec<Rate>,
     handoff: Vec<Handoff>,
+    takeover_p50_ms: f64,
+    takeover_max_ms: f64,
+    takeover_lease_ms: u64,
+}
+
+/// The watchdog lease of the takeover runs (short, so that a run takes about a second).
+const TAKEOVER_LEASE: Duration = Duration::from_millis(900);
+
+/// A leader's client behind a proxy stops answering (both directions silenced, as a crash or
+/// a partition); a standby waiting in `campaign` leads after its lease. Five runs: the time
+/// from the silence to the standby's leadership, each.
+async fn takeover(url: &str) -> Result<crate::stats::Latencies, CliError> {
+    let fail = |e: relock_testkit::Error| CliError::Failed(e.to_string());
+    let addr = url
+        .strip_prefix("redis://")
+        .and_then(|a| a.split('/').next())
+        .ok_or_else(|| CliError::Failed(format!("takeover needs a redis:// URL, not {url}")))?;
+    let mut times = crate::stats::Latencies::default();
+    for run in 0..5 {
+        let proxy = relock_testkit::FaultProxy::start(addr).map_err(fail)?;
+        let leader = relock::Client::builder()
+            .url(proxy.url())
+            .watchdog_lease(TAKEOVER_LEASE)
+            .command_timeout(Duration::from_millis(300))
+            .build()
+            .await?;
+        let standby = relock::Client::builder()
+            .url(url)
+            .watchdog_lease(TAKEOVER_LEASE)
+            .build()
+            .await?;
+        let name = format!("bench:takeover:{run}");
+        let led = leader.election(&name).campaign("leader").await?;
+        let waiting = {
+            let e = standby.election(&name);
+            tokio::spawn(async move { e.campaign("standby").await })
+        };
+        // Once the standby is in line.
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while standby.fair_lock(&name).status().await?.queue.is_empty() {
+            if std::time::Instant::now() > deadline {
+                return Err(CliError::Failed("the standby never queued".into()));
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let silenced = std::time::Instant::now();
+        proxy.set_both(relock_testkit::Mode::Blackhole);
+        let took = waiting
+            .await
+            .map_err(|e| CliError::Failed(e.to_string()))??;
+        times.record(silenced.elapsed());
+        took.resign().await?;
+        drop(led);
+        proxy.set_both(relock_testkit::Mode::Pass);
+        standby.shutdown().await;
+        let _ = tokio::time::timeout(Duration::from_secs(2), leader.shutdown()).await;
+    }
+    Ok(times)
 }
 
 pub(crate) async fn run(args: Args) -> Result<(), CliError> {
@@ -106,6 +164,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         ("plain lock", Subject::Plain),
         ("write lock", Subject::Write),
         ("semaphore permit", Subject::Permit),
+        ("fair lock", Subject::Fair),
+        ("election", Subject::Election),
     ] {
         let hold = Duration::from_millis(args.hold_ms);
         let h = contended(&target.url, args.workers, hold, secs, subject).await?;
@@ -129,6 +189,31 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             acquisitions_timed_out: h.lost_wakeups,
         });
     }
+    let fair = handoffs
+        .iter()
+        .find(|h| h.case == "fair lock")
+        .map(|h| h.p50_ms);
+    let election = handoffs
+        .iter()
+        .find(|h| h.case == "election")
+        .map(|h| h.p50_ms);
+    if let (Some(f), Some(e)) = (fair, election) {
+        outln!(
+            text,
+            "  election p50 ÷ fair lock p50: {:.2} (a resignation adds one call before the release; no target)",
+            e / f.max(1e-6)
+        );
+    }
+    let takeover = takeover(&target.url).await?;
+    outln!(
+        text,
+        "\ntakeover: a leader stops answering (its connections silenced), lease {} ms: the standby leads after p50 {} max {} ({} runs; bound: lease + lease/3 = {} ms; no target)",
+        TAKEOVER_LEASE.as_millis(),
+        ms(takeover.percentile(50.0)),
+        ms(takeover.percentile(100.0)),
+        takeover.len(),
+        (TAKEOVER_LEASE + TAKEOVER_LEASE / 3).as_millis()
+    );
     if let Some(json) = &args.json {
         json.write(&Report {
             redis: relock::redacted_url(&target.url),
@@ -138,6 +223,9 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             hold_ms: args.hold_ms,
             uncontended: rates,
             handoff: handoffs,
+            takeover_p50_ms: as_ms(takeover.percentile(50.0)),
+            takeover_max_ms: as_ms(takeover.percentile(100.0)),
+            takeover_lease_ms: TAKEOVER_LEASE.as_millis() as u64,
         })?;
     }
     Ok(())
