@@ -27,6 +27,7 @@ use relock_cli::shared::{say, CliError};
   relock watch nightly-report
   relock watch --json --enable-notifications jobs:a | jq .
   relock watch --count 1 deploy        # wait for the next change, then exit
+  relock watch --election scheduler    # an election's leaders, terms and values
 
 Without keyspace notifications (notify-keyspace-events) the watch sees releases, expiries and
 whoever holds the lock after them, but not a free lock being taken; --enable-notifications
@@ -52,6 +53,10 @@ pub(crate) struct Args {
     /// One JSON object per line.
     #[arg(long)]
     json: bool,
+    /// Watch NAME as an election (`relock elect`, `client.election`): its leaders, their terms
+    /// and values (elected, value, resigned, expired) instead of its lock's holders.
+    #[arg(long, conflicts_with = "enable_notifications")]
+    election: bool,
 }
 
 /// The keyspace event classes the watch reads: generic (del, expire), hash, expired, sorted set.
@@ -274,10 +279,116 @@ pub(crate) async fn watch(args: Args) -> Result<u8, CliError> {
         .tls
         .build(relock::Client::builder().url(url.as_str()).connections(1))
         .await?;
-    let r = watch_with(&client, &args).await;
+    let r = if args.election {
+        watch_election(&client, &args).await
+    } else {
+        watch_with(&client, &args).await
+    };
     // It holds nothing, so there is nothing to wait for when the server is gone.
     let _ = tokio::time::timeout(Duration::from_secs(1), client.shutdown()).await;
     r
+}
+
+/// One change of an election, as `relock watch --election` prints it.
+#[derive(serde::Serialize)]
+struct ElectionLine {
+    at: String,
+    event: &'static str,
+    term: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    value: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lease_ms: Option<u128>,
+}
+
+impl ElectionLine {
+    fn of(e: &relock::LeaderEvent) -> Option<Self> {
+        let at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+        let leader = |event, l: &relock::Leader| ElectionLine {
+            at: at.clone(),
+            event,
+            term: l.term,
+            value: Some(l.value.clone()),
+            owner: Some(l.owner.clone()),
+            lease_ms: l.lease_left.map(|d| d.as_millis()),
+        };
+        let ended = |event, term| ElectionLine {
+            at: at.clone(),
+            event,
+            term,
+            value: None,
+            owner: None,
+            lease_ms: None,
+        };
+        Some(match e {
+            relock::LeaderEvent::Elected(l) => leader("elected", l),
+            relock::LeaderEvent::ValueChanged(l) => leader("value", l),
+            relock::LeaderEvent::Resigned { term } => ended("resigned", *term),
+            relock::LeaderEvent::Expired { term } => ended("expired", *term),
+            _ => return None,
+        })
+    }
+
+    fn line(&self, json: bool) -> String {
+        let mut out = if json {
+            serde_json::to_string(self).unwrap_or_default()
+        } else {
+            let mut t = format!("{} {:<9} term {}", self.at, self.event, self.term);
+            if let (Some(v), Some(o)) = (&self.value, &self.owner) {
+                t.push_str(&format!(", value {v:?}, leader {o}"));
+            }
+            t
+        };
+        out.push('\n');
+        out
+    }
+}
+
+/// `relock watch --election`: the election's changes, from [`relock::Election::observe`]
+/// (its messages and its lock's, re-read after a reconnect and at the leader's lease end).
+async fn watch_election(client: &relock::Client, args: &Args) -> Result<u8, CliError> {
+    let election = client.election(&args.name);
+    let mut changes = election.observe();
+    let mut stop = std::pin::pin!(relock_cli::shared::signals::received());
+    let stop_at = args.duration.and_then(|d| Instant::now().checked_add(d));
+    if election.leader().await?.is_none() {
+        let line = ElectionLine {
+            at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+            event: "no leader",
+            term: 0,
+            value: None,
+            owner: None,
+            lease_ms: None,
+        };
+        if !write_line(line.line(args.json)).await {
+            return Ok(0);
+        }
+    }
+    let mut changed = 0u64;
+    loop {
+        let next = tokio::select! {
+            n = changes.next() => n,
+            _ = sleep_until(stop_at) => return Ok(0),
+            _ = &mut stop => return Ok(0),
+        };
+        let Some(event) = next else { return Ok(0) };
+        let Some(line) = ElectionLine::of(&event?) else {
+            continue;
+        };
+        let written = tokio::select! {
+            r = write_line(line.line(args.json)) => r,
+            _ = &mut stop => return Ok(0),
+        };
+        if !written {
+            return Ok(0);
+        }
+        changed += 1;
+        if args.count.is_some_and(|n| changed >= n) {
+            return Ok(0);
+        }
+    }
 }
 
 async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError> {
