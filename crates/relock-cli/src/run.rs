@@ -62,6 +62,10 @@ pub(crate) struct Args {
     /// A fixed lease instead of the watchdog (e.g. 10m): the lock is lost when it runs out.
     #[arg(long, value_parser = relock_cli::shared::parse_duration)]
     lease: Option<Duration>,
+    /// The watchdog's lease (default 30s): renewed every third of it while the command runs,
+    /// and how long the lock outlives a relock that is killed (SIGKILL, a crash).
+    #[arg(long, value_parser = relock_cli::shared::parse_duration, conflicts_with = "lease")]
+    watchdog_lease: Option<Duration>,
     /// Use the fair lock (first come, first served).
     #[arg(long, conflicts_with = "quorum")]
     fair: bool,
@@ -169,6 +173,10 @@ pub(crate) struct ElectArgs {
     /// Do not wait: exit with the conflict code at once if another process leads.
     #[arg(long, short = 'n')]
     no_wait: bool,
+    /// The leadership's watchdog lease (default 30s): how long leadership outlives a leader
+    /// that is killed (SIGKILL, a crash) before the first standby takes over.
+    #[arg(long, value_parser = relock_cli::shared::parse_duration)]
+    watchdog_lease: Option<Duration>,
     /// Exit code when this process did not lead in time.
     #[arg(long, default_value_t = CONFLICT_EXIT)]
     conflict_exit_code: u8,
@@ -211,6 +219,7 @@ impl ElectArgs {
             wait: self.wait,
             no_wait: self.no_wait,
             lease: None,
+            watchdog_lease: self.watchdog_lease,
             fair: false,
             shared: false,
             permits: None,
@@ -248,7 +257,11 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
         )));
     }
     let (target, shutdown) = if args.quorum.is_empty() {
-        let client = args.tls.connect(resolve_url(args.url.clone())).await?;
+        let mut builder = relock::Client::builder().url(resolve_url(args.url.clone()));
+        if let Some(l) = args.watchdog_lease {
+            builder = builder.watchdog_lease(l);
+        }
+        let client = args.tls.build(builder).await?;
         match one_server_target(&args, &client).await {
             Ok(target) => (target, Shutdown::Single(client)),
             Err(e) => {
@@ -260,6 +273,9 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
         let mut builder = relock::QuorumClient::builder().urls(args.quorum.clone());
         if let Some(q) = args.restart_quarantine {
             builder = builder.restart_quarantine(q);
+        }
+        if let Some(l) = args.watchdog_lease {
+            builder = builder.watchdog_lease(l);
         }
         let client = args.tls.build_quorum(builder).await?;
         let lock = client.lock(&args.name);
