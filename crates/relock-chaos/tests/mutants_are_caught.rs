@@ -13,11 +13,17 @@ mod mutant;
 
 /// Runs `relock-chaos --mutant NAME` and returns (exit code, stdout).
 fn run_mutant(name: &str) -> (i32, String) {
+    run_mutant_with(name, &[])
+}
+
+/// As [`run_mutant`], with more arguments (`--kind K`: run it on that kind).
+fn run_mutant_with(name: &str, extra: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_relock-chaos"))
         // The budget is a ceiling: a caught mutant stops at its first violation. 25 s once let
         // the release mutant through in a fresh-clone CI run (its overlap needs a paused
         // client's stale release to land while a third client is about to take the lock).
         .args(["--mutant", name, "--budget", "45", "--seed", "7"])
+        .args(extra)
         .output()
         .expect("relock-chaos runs");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
@@ -90,6 +96,23 @@ fn a_semaphore_release_that_creates_a_permit_is_caught() {
 #[test]
 fn a_job_finish_that_releases_instead_of_keeping_is_caught() {
     caught(5);
+}
+
+/// An election's terms are its fair lock's fencing tokens: a broken token is caught on the
+/// election kind too (terms that do not strictly increase, stale leaders' writes).
+#[test]
+fn terms_from_the_client_clock_are_caught_on_the_election_kind() {
+    let (code, out) = run_mutant_with("token-from-client-clock", &["--kind", "election"]);
+    assert!(
+        out.contains("mutant token-from-client-clock was caught"),
+        "not caught on the election kind:\n{out}"
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("election") && l.contains("fencing FAIL")),
+        "{out}"
+    );
 }
 
 /// The table names every mutant relock has, once; a new mutant fails here until it has a row
