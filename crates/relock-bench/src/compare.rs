@@ -83,6 +83,11 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         ms(floor),
         floor.as_secs_f64() / ping_p50.as_secs_f64().max(1e-9)
     );
+    // What one handoff costs beside that floor, counted exactly by tests/lock/t99 (server calls
+    // and wake-ups; the task hops inside the client are not counted there).
+    println!(
+        "handoff cost: plain = release call + message + 1 wake-up + the waiter's acquire call (2 calls); fair = release call that grants + message + 1 wake-up (1 call)"
+    );
 
     // U: relock, then each peer, on the same server.
     let before = server_calls(&url).await?;
