@@ -107,6 +107,14 @@ async fn an_election_hands_leadership_to_the_first_standby_on_resign_and_observe
     assert!(d.election(name).leader().await.unwrap().is_none());
     drop(lc);
     drop(obs);
+    // Bad input: an empty name is refused, typed, before anything is sent.
+    match d.election("").campaign("x").await {
+        Err(relock::Error::InvalidArgument { name, .. }) => assert_eq!(name, "name"),
+        other => panic!(
+            "expected InvalidArgument, got {:?}",
+            other.map(|l| l.term())
+        ),
+    }
     for cl in [&a, &b, &c, &d] {
         cl.shutdown().await;
     }

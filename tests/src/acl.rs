@@ -21,6 +21,8 @@ const COMMON: &[&str] = &[
     "&redisson_rwlock:{orders:*",
     "&redisson_sc:{orders:*",
     "&redisson_countdownlatch__channel__{orders:*",
+    "~relock_election:{orders:*",
+    "&relock_election_channel:{orders:*",
     "-@all",
     // The scripts, and what they call.
     "+evalsha",
@@ -42,6 +44,7 @@ const COMMON: &[&str] = &[
     "+hlen",
     "+hgetall",
     "+hget",
+    "+hmget",
     "+hset",
     "+hdel",
     "+hexists",
@@ -215,6 +218,55 @@ pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
         .await
         .unwrap()
         .unwrap();
+    // An election: a leader, a standby on the other client that leads when it resigns, and an
+    // observer that sees both terms.
+    let mut changes = other.election("orders:elect").observe();
+    let leader = c.election("orders:elect").campaign("c").await.unwrap();
+    let standby = {
+        let e = other.election("orders:elect");
+        tokio::spawn(async move { e.campaign("other").await })
+    };
+    parked(other, "the standby to park").await;
+    let first = leader.term();
+    leader.resign().await.unwrap();
+    let next = bounded(Duration::from_secs(3), "the standby to lead", standby)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(next.term() > first);
+    let mut seen = Vec::new();
+    while seen.len() < 3 {
+        let e = bounded(Duration::from_secs(3), "an election event", changes.next())
+            .await
+            .expect("the observation goes on")
+            .unwrap();
+        seen.push(e);
+    }
+    assert!(
+        matches!(&seen[0], relock::LeaderEvent::Elected(l) if l.term == first),
+        "{seen:?}"
+    );
+    assert_eq!(seen[1], relock::LeaderEvent::Resigned { term: first });
+    assert!(
+        matches!(&seen[2], relock::LeaderEvent::Elected(l) if l.term == next.term()),
+        "{seen:?}"
+    );
+    next.resign().await.unwrap();
+    drop(changes);
+    // A job: one client runs the occurrence, the other skips it during the at-least time.
+    let job = |cl: &relock::Client| {
+        cl.job("orders:job", Duration::from_secs(10))
+            .at_least_for(Duration::from_millis(200))
+    };
+    assert_eq!(job(c).run(async |_| 1).await.unwrap(), Some(1));
+    assert_eq!(job(other).run(async |_| 2).await.unwrap(), None);
+    wait_until(
+        Duration::from_secs(3),
+        "the kept job lock to expire",
+        || async { !c.lock("orders:job").is_locked().await.unwrap() },
+    )
+    .await
+    .unwrap();
     for (name, status) in [
         ("plain", c.lock("orders:plain").status().await),
         ("fair", c.fair_lock("orders:fair").status().await),
