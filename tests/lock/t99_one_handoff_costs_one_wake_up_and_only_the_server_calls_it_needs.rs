@@ -68,6 +68,10 @@ async fn handoff(
         .unwrap()
         .unwrap();
     let evalsha = server.command_calls("evalsha").unwrap();
+    // No call of another form either (a read-only script, a script sent whole).
+    for other in ["evalsha_ro", "eval", "eval_ro"] {
+        assert_eq!(server.command_calls(other).unwrap(), 0, "{other}");
+    }
     let after = wakeups(recorder);
     guard.unlock().await.unwrap();
     a.shutdown().await;

@@ -64,7 +64,8 @@ pub(crate) struct Args {
     lease: Option<Duration>,
     /// The watchdog's lease (default 30s): renewed every third of it while the command runs,
     /// and how long the lock outlives a relock that is killed (SIGKILL, a crash).
-    #[arg(long, value_parser = relock_cli::shared::parse_duration, conflicts_with = "lease")]
+    /// Not with --at-least (a job's run has the fixed lease --at-most).
+    #[arg(long, value_parser = relock_cli::shared::parse_duration, conflicts_with_all = ["lease", "at_least"])]
     watchdog_lease: Option<Duration>,
     /// Use the fair lock (first come, first served).
     #[arg(long, conflicts_with = "quorum")]
@@ -250,6 +251,27 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
             ))
         }
     };
+    if let Some(l) = args.watchdog_lease {
+        // The library's limits, named by the flag (its own error names its builder).
+        let least = if args.quorum.is_empty() {
+            Duration::from_millis(30)
+        } else {
+            // Three of the quorum's 50 ms node timeouts.
+            Duration::from_millis(150)
+        };
+        if l < least {
+            return Err(CliError::Failed(format!(
+                "--watchdog-lease {}: must be at least {}{}",
+                humantime::format_duration(l),
+                humantime::format_duration(least),
+                if args.quorum.is_empty() {
+                    ""
+                } else {
+                    " with --quorum (three node timeouts)"
+                }
+            )));
+        }
+    }
     if !args.quorum.is_empty() && args.quorum.len() < 3 {
         return Err(CliError::Failed(format!(
             "--quorum needs at least 3 masters, got {}: a majority of 1 or 2 is no safer than one server (use --url)",

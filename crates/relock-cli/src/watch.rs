@@ -353,28 +353,52 @@ async fn watch_election(client: &relock::Client, args: &Args) -> Result<u8, CliE
     let mut changes = election.observe();
     let mut stop = std::pin::pin!(relock_cli::shared::signals::received());
     let stop_at = args.duration.and_then(|d| Instant::now().checked_add(d));
-    if election.leader().await?.is_none() {
-        let line = ElectionLine {
-            at: humantime::format_rfc3339_millis(SystemTime::now()).to_string(),
+    // The state at start, not counted as a change (as the lock's watch prints its holder): the
+    // observation's own report of it, and anything older, is left out below.
+    let now = election.leader().await?;
+    let at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
+    let snapshot = match &now {
+        Some(l) => ElectionLine {
+            event: "leader",
+            ..ElectionLine::of(&relock::LeaderEvent::Elected(l.clone())).expect("a line")
+        },
+        None => ElectionLine {
+            at,
             event: "no leader",
             term: 0,
             value: None,
             owner: None,
             lease_ms: None,
-        };
-        if !write_line(line.line(args.json)).await {
-            return Ok(0);
-        }
+        },
+    };
+    if !write_line(snapshot.line(args.json)).await {
+        return Ok(0);
     }
+    let seen = now.map_or(0, |l| l.term);
     let mut changed = 0u64;
     loop {
+        if args.count.is_some_and(|n| changed >= n) {
+            return Ok(0);
+        }
         let next = tokio::select! {
             n = changes.next() => n,
             _ = sleep_until(stop_at) => return Ok(0),
             _ = &mut stop => return Ok(0),
         };
         let Some(event) = next else { return Ok(0) };
-        let Some(line) = ElectionLine::of(&event?) else {
+        let event = event?;
+        let old = match &event {
+            relock::LeaderEvent::Elected(l) => l.term <= seen,
+            relock::LeaderEvent::ValueChanged(l) => l.term < seen,
+            relock::LeaderEvent::Resigned { term } | relock::LeaderEvent::Expired { term } => {
+                *term < seen
+            }
+            _ => true,
+        };
+        if old {
+            continue;
+        }
+        let Some(line) = ElectionLine::of(&event) else {
             continue;
         };
         let written = tokio::select! {
@@ -385,9 +409,6 @@ async fn watch_election(client: &relock::Client, args: &Args) -> Result<u8, CliE
             return Ok(0);
         }
         changed += 1;
-        if args.count.is_some_and(|n| changed >= n) {
-            return Ok(0);
-        }
     }
 }
 
