@@ -52,8 +52,20 @@ async fn a_standby_handed_the_leadership_keeps_its_record_past_the_handoffs_firs
     let record_ttl = server.cmd(&["PTTL", record]).unwrap().as_int();
     let lock_ttl = server.cmd(&["PTTL", name]).unwrap().as_int();
 
-    // Past the handoff's first lease, well before b's watchdog's first round (10 s).
-    tokio::time::sleep(Duration::from_secs(6)).await;
+    // Past the handoff's first lease (the lock's TTL just after the handoff, which the record
+    // had before the fix), well before b's watchdog's first round (10 s), on the server's own
+    // clock: a probe key with that TTL has expired.
+    let first_lease = lock_ttl.unwrap_or(0).max(0) + 500;
+    server
+        .cmd(&["SET", "e3:probe", "1", "PX", &first_lease.to_string()])
+        .unwrap();
+    wait_until(
+        Duration::from_secs(8),
+        "past the handoff's first lease",
+        || async { server.cmd(&["EXISTS", "e3:probe"]).unwrap().as_int() == Some(0) },
+    )
+    .await
+    .unwrap();
     assert!(!lb.is_lost(), "b still leads");
     let field = lb.lock_guard().owner().to_string();
     assert_eq!(

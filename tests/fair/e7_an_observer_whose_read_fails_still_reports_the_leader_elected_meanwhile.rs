@@ -39,7 +39,7 @@ async fn an_observer_whose_read_fails_still_reports_the_leader_elected_meanwhile
     for _ in 0..24 {
         probe.is_locked().await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Each read's bytes passed the proxy before its reply came back.
     let pool: Vec<_> = before
         .iter()
         .filter(|(c, b)| proxy.conn_bytes(*c, Direction::Up) != *b)
@@ -52,8 +52,26 @@ async fn an_observer_whose_read_fails_still_reports_the_leader_elected_meanwhile
         proxy.set_conn(c, Direction::Down, Some(Mode::Freeze));
     }
     let la = a.election(name).campaign("a").await.unwrap();
-    // The observer hears "elected", and its read times out.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The observer hears "elected", reads, and its read's reply is held...
+    wait_until(
+        Duration::from_secs(2),
+        "the observer's read held",
+        || async {
+            pool.iter()
+                .any(|c| proxy.conn_held(*c, Direction::Down) > 0)
+        },
+    )
+    .await
+    .unwrap();
+    // ...past its 500 ms command timeout, on the server's clock (a probe key's TTL).
+    server.cmd(&["SET", "e7:probe", "1", "PX", "800"]).unwrap();
+    wait_until(
+        Duration::from_secs(3),
+        "past the read's timeout",
+        || async { server.cmd(&["EXISTS", "e7:probe"]).unwrap().as_int() == Some(0) },
+    )
+    .await
+    .unwrap();
     lose_replies(&proxy, &pool);
     // The observer's client reads the leader again.
     wait_until(Duration::from_secs(3), "the pool back", || async {

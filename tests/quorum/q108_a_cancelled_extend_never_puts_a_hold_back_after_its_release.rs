@@ -44,7 +44,12 @@ async fn a_cancelled_extend_never_puts_a_hold_back_after_its_release() {
     .await;
     assert!(r.is_err(), "the extend was expected to be cut off: {r:?}");
     guard.unlock().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    // Until the put-back (an EVAL after its NOSCRIPT) has run on node 3, whatever it did.
+    wait_until(Duration::from_secs(3), "the put-back on node 3", || async {
+        m[2].command_calls("eval").unwrap() > evals_before
+    })
+    .await
+    .unwrap();
     let left = m[2].cmd(&["HGETALL", "q108"]).unwrap();
     let pttl = m[2].cmd(&["PTTL", "q108"]).unwrap().as_int();
     let evals = m[2].command_calls("eval").unwrap() - evals_before;

@@ -334,6 +334,14 @@ impl Cycle<'_> {
                 return;
             }
         };
+        let token = self.held(name, &guard, read).await;
+        let r = guard.unlock().await;
+        self.released(name, token, r).await;
+    }
+
+    /// A hold's life once acquired, whatever kind made it: recorded, the section with its loss
+    /// watched, the release's invocation recorded. Returns the hold's token.
+    async fn held(&self, name: &str, guard: &LockGuard, read: bool) -> u64 {
         let token = guard.fencing_token();
         let valid_until = history::at(guard.valid_until());
         self.record(
@@ -353,13 +361,18 @@ impl Cycle<'_> {
             }
         };
         let section = async {
-            self.section(name, &guard, read).await;
+            self.section(name, guard, read).await;
             done.notify_one();
         };
         tokio::join!(section, watch_lost);
         let valid_until = history::at(guard.valid_until());
         self.record(name, Op::Release { token, valid_until }).await;
-        match guard.unlock().await {
+        token
+    }
+
+    /// Records how the release of the hold `token` went.
+    async fn released(&self, name: &str, token: u64, r: relock::Result<()>) {
+        match r {
             Ok(()) => self.record(name, Op::Released { token }).await,
             Err(e) => {
                 let error = e.to_string();
@@ -390,46 +403,16 @@ impl Cycle<'_> {
                 return;
             }
         };
-        let token = run.fencing_token();
-        let valid_until = history::at(run.valid_until());
-        self.record(
-            name,
-            Op::Acquired {
-                token,
-                valid_until,
-                read: false,
-            },
-        )
-        .await;
-        let done = tokio::sync::Notify::new();
-        let watch_lost = async {
-            tokio::select! {
-                _ = run.lost() => self.record(name, Op::Lost { token }).await,
-                _ = done.notified() => {}
-            }
-        };
-        let section = async {
-            self.section(name, &run, false).await;
-            done.notify_one();
-        };
-        tokio::join!(section, watch_lost);
-        let valid_until = history::at(run.valid_until());
-        self.record(name, Op::Release { token, valid_until }).await;
+        let token = self.held(name, &run, false).await;
         let kept = !run.kept_for().is_zero() && !run.is_lost();
-        match run.finish().await {
-            Ok(()) => {
-                self.record(name, Op::Released { token }).await;
-                if kept {
-                    // Taken at least until the at-least time after the acquire was asked for
-                    // (a conservative start: the server granted it later).
-                    let until = history::at((asked + crate::JOB_AT_LEAST).into_std());
-                    self.record(name, Op::Kept { token, until }).await;
-                }
-            }
-            Err(e) => {
-                let error = e.to_string();
-                self.record(name, Op::ReleaseFailed { token, error }).await
-            }
+        let r = run.finish().await;
+        let finished = r.is_ok();
+        self.released(name, token, r).await;
+        if finished && kept {
+            // Taken at least until the at-least time after the acquire was asked for (a
+            // conservative start: the server granted it later).
+            let until = history::at((asked + crate::JOB_AT_LEAST).into_std());
+            self.record(name, Op::Kept { token, until }).await;
         }
     }
 
@@ -462,39 +445,9 @@ impl Cycle<'_> {
                 return;
             }
         };
-        let guard = leader.lock_guard();
-        let token = leader.term();
-        let valid_until = history::at(guard.valid_until());
-        self.record(
-            name,
-            Op::Acquired {
-                token,
-                valid_until,
-                read: false,
-            },
-        )
-        .await;
-        let done = tokio::sync::Notify::new();
-        let watch_lost = async {
-            tokio::select! {
-                _ = leader.lost() => self.record(name, Op::Lost { token }).await,
-                _ = done.notified() => {}
-            }
-        };
-        let section = async {
-            self.section(name, guard, false).await;
-            done.notify_one();
-        };
-        tokio::join!(section, watch_lost);
-        let valid_until = history::at(guard.valid_until());
-        self.record(name, Op::Release { token, valid_until }).await;
-        match leader.resign().await {
-            Ok(()) => self.record(name, Op::Released { token }).await,
-            Err(e) => {
-                let error = e.to_string();
-                self.record(name, Op::ReleaseFailed { token, error }).await
-            }
-        }
+        let token = self.held(name, leader.lock_guard(), false).await;
+        let r = leader.resign().await;
+        self.released(name, token, r).await;
     }
 
     /// The sem kind's cycle: take one permit, work, give it back. A permit has no token and

@@ -94,17 +94,12 @@ impl TlsArgs {
     ///
     /// # Errors
     /// As [`TlsArgs::connect`].
-    pub async fn build(
-        &self,
-        mut builder: relock::ClientBuilder,
-    ) -> Result<relock::Client, CliError> {
-        let (ca, client) = self.read()?;
-        if let Some(ca) = ca {
-            builder = builder.tls_ca_pem(ca);
-        }
-        if let Some((cert, key)) = client {
-            builder = builder.tls_client_cert_pem(cert, key);
-        }
+    pub async fn build(&self, builder: relock::ClientBuilder) -> Result<relock::Client, CliError> {
+        let builder = self.apply(
+            builder,
+            relock::ClientBuilder::tls_ca_pem,
+            relock::ClientBuilder::tls_client_cert_pem,
+        )?;
         builder.build().await.map_err(flag_hint)
     }
 
@@ -114,16 +109,31 @@ impl TlsArgs {
     /// As [`TlsArgs::connect`].
     pub async fn build_quorum(
         &self,
-        mut builder: relock::QuorumClientBuilder,
+        builder: relock::QuorumClientBuilder,
     ) -> Result<relock::QuorumClient, CliError> {
+        let builder = self.apply(
+            builder,
+            relock::QuorumClientBuilder::tls_ca_pem,
+            relock::QuorumClientBuilder::tls_client_cert_pem,
+        )?;
+        builder.build().await.map_err(flag_hint)
+    }
+
+    /// `builder` with the files' contents given to its CA and client-certificate setters.
+    fn apply<B>(
+        &self,
+        mut builder: B,
+        ca_pem: fn(B, Vec<u8>) -> B,
+        client_pem: fn(B, Vec<u8>, Vec<u8>) -> B,
+    ) -> Result<B, CliError> {
         let (ca, client) = self.read()?;
         if let Some(ca) = ca {
-            builder = builder.tls_ca_pem(ca);
+            builder = ca_pem(builder, ca);
         }
         if let Some((cert, key)) = client {
-            builder = builder.tls_client_cert_pem(cert, key);
+            builder = client_pem(builder, cert, key);
         }
-        builder.build().await.map_err(flag_hint)
+        Ok(builder)
     }
 
     /// The files' contents: the CA, and the client's certificate chain and key.

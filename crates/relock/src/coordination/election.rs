@@ -560,7 +560,7 @@ impl Leadership {
     /// The resignation runs in its own task: dropping this future does not stop it.
     pub async fn resign(mut self) -> Result<()> {
         let guard = self.guard.take().expect("resigned once");
-        let work = resign(self.election.clone(), guard);
+        let work = resign(self.election.inner.clone(), self.state.clone(), guard);
         match self.election.inner.shared.tracker.spawn(work).await {
             Ok(r) => r,
             Err(_) => Err(Error::Shutdown),
@@ -571,7 +571,7 @@ impl Leadership {
 impl Drop for Leadership {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
-            let work = resign(self.election.clone(), guard);
+            let work = resign(self.election.inner.clone(), self.state.clone(), guard);
             let work = async move {
                 if let Err(e) = work.await {
                     if !matches!(e, Error::LockLost { .. } | Error::Shutdown) {
@@ -589,33 +589,27 @@ impl Drop for Leadership {
 }
 
 /// Ends `guard`'s term on the record (if it is still the record's), then releases the lock.
-async fn resign(election: Election, guard: LockGuard) -> Result<()> {
+async fn resign(inner: Arc<Inner>, led: Arc<Led>, guard: LockGuard) -> Result<()> {
     if !guard.is_lost() {
         // Best effort: an observer that misses it reports the end as an expiry.
-        if let Err(e) = resign_record(
-            &election.inner,
-            &election,
-            guard.owner(),
-            guard.fencing_token(),
-        )
-        .await
-        {
+        if let Err(e) = resign_record(&inner, &led).await {
             tracing::debug!(error = %e, "resigning an election's record failed; releasing its lock");
         }
     }
     guard.unlock().await
 }
 
-async fn resign_record(inner: &Inner, election: &Election, field: &str, term: u64) -> Result<()> {
+/// `election_resign.lua` for `led`: its term marked resigned, if the record is still its own.
+async fn resign_record(inner: &Inner, led: &Led) -> Result<()> {
     ELECTION_RESIGN
         .run::<i64>(
             inner.pool.next(),
-            vec![election.record.to_string()],
+            vec![led.record.clone()],
             vec![
-                field.to_string(),
-                term.to_string(),
+                led.field.clone(),
+                led.term.to_string(),
                 inner.publish_cmd().to_string(),
-                election.channel.to_string(),
+                led.channel.clone(),
                 // The resignation's mark, for observers that read after it: as long as a
                 // leader's lease (nothing of an election outlives that).
                 inner.settings.watchdog_lease.as_millis().to_string(),
@@ -623,7 +617,7 @@ async fn resign_record(inner: &Inner, election: &Election, field: &str, term: u6
         )
         .await
         .map(|_| ())
-        .map_err(|e| inner.error("election", election.lock.name(), e))
+        .map_err(|e| inner.error("election", &led.lock, e))
 }
 
 /// This client's leaderships: their records are renewed in the watchdog's round.
@@ -655,20 +649,7 @@ impl KindState for Leaderships {
         for led in self.live() {
             let inner = inner.clone();
             work.spawn(async move {
-                let r = ELECTION_RESIGN
-                    .run::<i64>(
-                        inner.pool.next(),
-                        vec![led.record.clone()],
-                        vec![
-                            led.field.clone(),
-                            led.term.to_string(),
-                            inner.publish_cmd().to_string(),
-                            led.channel.clone(),
-                            inner.settings.watchdog_lease.as_millis().to_string(),
-                        ],
-                    )
-                    .await;
-                if let Err(e) = r {
+                if let Err(e) = resign_record(&inner, &led).await {
                     tracing::debug!(error = %e, "resigning an election's record at shutdown failed");
                 }
             });
