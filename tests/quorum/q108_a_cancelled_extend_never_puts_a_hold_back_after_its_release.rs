@@ -50,6 +50,12 @@ async fn a_cancelled_extend_never_puts_a_hold_back_after_its_release() {
     })
     .await
     .unwrap();
+    // And node 3's part of the release (unlock returns once a majority answered): with the bug,
+    // a put-back after it leaves a 60 s hold, and this wait times out.
+    let _ = wait_until(Duration::from_secs(3), "node 3 released", || async {
+        m[2].cmd(&["PTTL", "q108"]).unwrap().as_int() == Some(-2)
+    })
+    .await;
     let left = m[2].cmd(&["HGETALL", "q108"]).unwrap();
     let pttl = m[2].cmd(&["PTTL", "q108"]).unwrap().as_int();
     let evals = m[2].command_calls("eval").unwrap() - evals_before;

@@ -476,8 +476,11 @@ pub struct Leadership {
     runtime: Option<tokio::runtime::Handle>,
 }
 
-/// What this client's watchdog round and shutdown need of a leadership.
-#[derive(Debug)]
+/// What this client's watchdog round and shutdown need of a leadership. The registry tracks
+/// the leadership's `Arc` weakly, so that a leadership that was let go leaves it at once: a
+/// resignation works on a copy (found by review: holding the `Arc` kept it renewed and
+/// resigned again at shutdown while its own resignation ran).
+#[derive(Debug, Clone)]
 struct Led {
     lock: String,
     record: String,
@@ -560,7 +563,7 @@ impl Leadership {
     /// The resignation runs in its own task: dropping this future does not stop it.
     pub async fn resign(mut self) -> Result<()> {
         let guard = self.guard.take().expect("resigned once");
-        let work = resign(self.election.inner.clone(), self.state.clone(), guard);
+        let work = resign(self.election.inner.clone(), (*self.state).clone(), guard);
         match self.election.inner.shared.tracker.spawn(work).await {
             Ok(r) => r,
             Err(_) => Err(Error::Shutdown),
@@ -571,7 +574,7 @@ impl Leadership {
 impl Drop for Leadership {
     fn drop(&mut self) {
         if let Some(guard) = self.guard.take() {
-            let work = resign(self.election.inner.clone(), self.state.clone(), guard);
+            let work = resign(self.election.inner.clone(), (*self.state).clone(), guard);
             let work = async move {
                 if let Err(e) = work.await {
                     if !matches!(e, Error::LockLost { .. } | Error::Shutdown) {
@@ -589,7 +592,7 @@ impl Drop for Leadership {
 }
 
 /// Ends `guard`'s term on the record (if it is still the record's), then releases the lock.
-async fn resign(inner: Arc<Inner>, led: Arc<Led>, guard: LockGuard) -> Result<()> {
+async fn resign(inner: Arc<Inner>, led: Led, guard: LockGuard) -> Result<()> {
     if !guard.is_lost() {
         // Best effort: an observer that misses it reports the end as an expiry.
         if let Err(e) = resign_record(&inner, &led).await {
