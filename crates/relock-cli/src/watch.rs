@@ -374,7 +374,10 @@ async fn watch_election(client: &relock::Client, args: &Args) -> Result<u8, CliE
     if !write_line(snapshot.line(args.json)).await {
         return Ok(0);
     }
-    let seen = now.map_or(0, |l| l.term);
+    let seen = now.as_ref().map_or(0, |l| l.term);
+    // The value the state at start showed: the observation's own first report of that term
+    // may already carry a newer one (a proclaim before its subscription), shown as a change.
+    let mut shown = now.map(|l| l.value);
     let mut changed = 0u64;
     loop {
         if args.count.is_some_and(|n| changed >= n) {
@@ -386,9 +389,17 @@ async fn watch_election(client: &relock::Client, args: &Args) -> Result<u8, CliE
             _ = &mut stop => return Ok(0),
         };
         let Some(event) = next else { return Ok(0) };
-        let event = event?;
+        let event = match event? {
+            relock::LeaderEvent::Elected(l) if l.term == seen => {
+                if shown.take().is_some_and(|v| v == l.value) {
+                    continue; // the state at start, again
+                }
+                relock::LeaderEvent::ValueChanged(l)
+            }
+            e => e,
+        };
         let old = match &event {
-            relock::LeaderEvent::Elected(l) => l.term <= seen,
+            relock::LeaderEvent::Elected(l) => l.term < seen,
             relock::LeaderEvent::ValueChanged(l) => l.term < seen,
             relock::LeaderEvent::Resigned { term } | relock::LeaderEvent::Expired { term } => {
                 *term < seen
