@@ -11,8 +11,7 @@
 -- ARGV[4]  the publish command
 -- ARGV[5]  the election's channel, relock_election_channel:{<name>} (an argument, not a key)
 -- ARGV[6]  "elected" or "value"
--- ARGV[7]  the watchdog lease (ms): the record lives at least this long (a handed-over lock's
---          first lease is shorter, and the record is renewed only in the watchdog's round)
+-- ARGV[7]  the watchdog lease (ms): the record's TTL
 --
 -- Returns 1 (recorded, and "<ARGV[6]>\n<term>\n<field>\n<value>" published) or 0 (the lock is
 -- not held by ARGV[1], or a proclaim found another's record: nothing is written).
@@ -23,9 +22,9 @@ if ARGV[6] == 'value' and redis.call('hget', KEYS[2], 'owner') ~= ARGV[1] then
   return 0
 end
 redis.call('hset', KEYS[2], 'term', ARGV[2], 'owner', ARGV[1], 'value', ARGV[3])
--- The record lives at least as long as the lock and a watchdog lease (renewed with the lock,
--- by election_renew.lua); a record that outlives its leader's lock is never read as current.
-local pttl = math.max(redis.call('pttl', KEYS[1]), tonumber(ARGV[7]))
-redis.call('pexpire', KEYS[2], pttl)
+-- The record lives a watchdog lease, renewed with the lock in every watchdog round
+-- (election_renew.lua), so it outlives the lock's first lease whatever that is (a handoff's
+-- is shorter) and a leader's that ends without a resignation by at most a lease.
+redis.call('pexpire', KEYS[2], ARGV[7])
 redis.call(ARGV[4], ARGV[5], ARGV[6] .. '\n' .. ARGV[2] .. '\n' .. ARGV[1] .. '\n' .. ARGV[3])
 return 1
