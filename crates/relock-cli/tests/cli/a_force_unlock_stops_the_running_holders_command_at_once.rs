@@ -22,7 +22,7 @@ async fn a_force_unlock_stops_the_running_holders_command_at_once() {
             "--kill-after",
             "2s",
         ])
-        .args(["--shell", "trap 'exit 0' TERM; sleep 30 & wait"])
+        .args(["--shell", "trap 'kill $!; exit 0' TERM; sleep 30 & wait"])
         .stdout(Stdio::null())
         .spawn()
         .unwrap();

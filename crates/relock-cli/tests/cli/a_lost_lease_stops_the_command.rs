@@ -15,7 +15,7 @@ async fn a_lost_lease_stops_the_command() {
     let log = std::env::temp_dir().join(format!("relock-lost-{}", std::process::id()));
     let _ = std::fs::remove_file(&log);
     let script = format!(
-        "trap 'echo term >> {0}; exit 0' TERM; sleep 20 & wait",
+        "trap 'echo term >> {0}; kill $!; exit 0' TERM; sleep 20 & wait",
         log.display()
     );
     let started = Instant::now();

@@ -14,7 +14,8 @@ async fn a_sigterm_to_run_is_forwarded_and_the_lock_released() {
     for (signal, code) in [("-TERM", 5), ("-INT", 6), ("-HUP", 7)] {
         let mut child = Command::new(RELOCK)
             .args(["run", "cli-sig", "--url", &server.url(), "--shell"])
-            .arg("trap 'exit 5' TERM; trap 'exit 6' INT; trap 'exit 7' HUP; sleep 20 & wait")
+            // The traps stop the background sleep too: nothing outlives the test.
+            .arg("trap 'kill $!; exit 5' TERM; trap 'kill $!; exit 6' INT; trap 'kill $!; exit 7' HUP; sleep 20 & wait")
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
