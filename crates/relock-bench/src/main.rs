@@ -19,6 +19,7 @@ mod progress;
 mod quorum_bench;
 mod report;
 mod stats;
+mod steps;
 mod sync_bench;
 mod watchdog_bench;
 
@@ -51,7 +52,7 @@ enum Command {
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    relock_cli::shared::init_logging();
+    steps::init_logging();
     let work = async {
         match Cli::parse().command {
             Command::Lock(args) => bench::run(args).await,

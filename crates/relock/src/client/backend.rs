@@ -136,6 +136,7 @@ async fn release_hold(
     remaining: u32,
     lost: bool,
 ) -> Result<()> {
+    crate::hold::meter::step("release.begin");
     let lost_error = || Error::LockLost {
         name: hold.keys.lock.clone(),
     };

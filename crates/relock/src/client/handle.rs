@@ -397,6 +397,9 @@ impl Inner {
         self.parked.fetch_add(1, Ordering::SeqCst);
         let parked = Parked(&self.parked);
         let woke = tokio::time::timeout(sleep, woken).await.is_ok();
+        if woke {
+            crate::hold::meter::step("woken");
+        }
         drop(parked);
         self.check_running()?;
         Ok(Some(woke))
@@ -420,6 +423,7 @@ impl Inner {
         all: bool,
     ) -> std::result::Result<Option<i64>, fred::error::Error> {
         let call = keys.kind.release(keys, field, all, &self.call_context());
+        crate::hold::meter::step("release.sent");
         let args = match (&self.batcher, call.coalesce) {
             (Some(b), true) => match <[String; 4]>::try_from(call.args) {
                 Ok(args) => {
@@ -427,13 +431,17 @@ impl Inner {
                         keys: call.keys,
                         args,
                     };
-                    return b.run(op).await;
+                    let r = b.run(op).await;
+                    crate::hold::meter::step("release.replied");
+                    return r;
                 }
                 Err(args) => args,
             },
             _ => call.args,
         };
-        call.script.run(self.pool.next(), call.keys, args).await
+        let r = call.script.run(self.pool.next(), call.keys, args).await;
+        crate::hold::meter::step("release.replied");
+        r
     }
 
     /// What a kind's call needs from this client.

@@ -131,6 +131,7 @@ impl PubSub {
                 tokio::select! {
                     msg = messages.recv() => match msg {
                         Ok(msg) => {
+                            crate::hold::meter::step("message");
                             let Some(this) = this.upgrade() else { break };
                             let chan = msg.channel.to_string();
                             let _span = tracing::trace_span!("wake", channel = %chan).entered();

@@ -329,6 +329,7 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
         inner.grace_ms().to_string(),
     ];
     let (script, script_keys) = mode.call(&inner, &keys, &field, &mut args);
+    crate::hold::meter::step("attempt.sent");
     let sent = Instant::now();
     let conn = inner.pool.next();
     let reply = match &inner.batcher {
@@ -345,6 +346,7 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
         }
         _ => script.run::<Vec<i64>>(conn, script_keys, args).await,
     };
+    crate::hold::meter::step("attempt.replied");
     if let Ok(r) = &reply {
         mode.noted(r, sent);
     }
@@ -415,6 +417,7 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
             inner.shared.holds.insert(hold.clone());
             inner.watch_hold(&hold);
             crate::hold::meter::acquired(keys.kind.label(), started.elapsed());
+            crate::hold::meter::step("granted");
             if handed && watchdog {
                 renew_first_lease(&inner, hold.clone());
             }

@@ -481,6 +481,7 @@ async fn take_handoff(
     inner.shared.holds.insert(hold.clone());
     inner.watch_hold(&hold);
     crate::hold::meter::acquired(fresh.kind.label(), fresh.started.elapsed());
+    crate::hold::meter::step("granted");
     if watchdog {
         crate::exclusive::attempt::renew_first_lease(inner, hold.clone());
     }

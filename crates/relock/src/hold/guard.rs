@@ -212,6 +212,7 @@ impl LockGuard {
     /// # Cancel safety
     /// The release runs in its own task, so dropping this future does not stop it.
     pub async fn unlock(mut self) -> Result<()> {
+        crate::hold::meter::step("unlock");
         self.released = true;
         let (remaining, lost) = self.hold.remove_guard(self.watchdog);
         self.release_removed(remaining, lost).await
@@ -301,6 +302,7 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
+        crate::hold::meter::step("unlock");
         // Stop counting at once: from here on no `lock()` can re-enter a hold whose last guard
         // is gone, even before the release below has run.
         let (remaining, lost) = self.hold.remove_guard(self.watchdog);

@@ -18,6 +18,14 @@
 //!
 //! `kind` is the hold kind's label (`HoldKind::label`): `plain`, `fair`, `read`, `write` or
 //! `quorum`.
+//!
+//! The steps of a handoff are TRACE events of target `relock::handoff` (whatever the
+//! feature), each with its `step`: `unlock` (the holder's call), `release.begin` (the release's
+//! work starts), `release.sent` and `release.replied` (its script call), `message` (the
+//! waiters' dispatcher has the release message), `woken` (a parked waiter runs again),
+//! `attempt.sent` and `attempt.replied` (a waiter's acquire call) and `granted` (the waiter
+//! has its guard). A subscriber that notes the task of each (`tokio::task::try_id`) sees every
+//! task hop a handoff takes inside relock; the bench lab prints them (`relock-bench compare`).
 
 use std::time::Duration;
 
@@ -39,6 +47,12 @@ pub(crate) fn cause(e: &Error) -> &'static str {
         Error::QuorumNotReached { .. } => "no_quorum",
         _ => "other",
     }
+}
+
+/// One step of a handoff: see the module. Free while no subscriber enables TRACE for
+/// `relock::handoff` (one check of the callsite's cached interest).
+pub(crate) fn step(step: &'static str) {
+    tracing::trace!(target: "relock::handoff", step);
 }
 
 #[cfg(feature = "metrics")]
