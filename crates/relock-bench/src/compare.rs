@@ -99,8 +99,32 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let mut hops = [0; 2];
     for fair in [false, true] {
         let steps = crate::steps::measure(&url, fair, 400, HOLD).await?;
-        steps.print(if fair { "fair" } else { "plain" });
+        let kind = if fair { "fair" } else { "plain" };
+        steps.print(kind);
         hops[usize::from(fair)] = steps.hops;
+        // What the server runs on each handoff, cold (after the hold) and warm (back to back).
+        let cold = crate::steps::server_work(&url, fair, 200, HOLD).await?;
+        let warm = crate::steps::server_work(&url, fair, 200, Duration::ZERO).await?;
+        let scripts: Vec<String> = cold
+            .commands
+            .iter()
+            .filter(|(n, _)| n.starts_with("EVALSHA"))
+            .map(|(n, per)| format!("{per:.2} × {}", &n[8..]))
+            .collect();
+        println!(
+            "  server per handoff, {kind}: scripts {} (mean {:.1} µs each after a {} ms hold, {:.1} µs back to back), running {:.1} commands: {}",
+            scripts.join(" + "),
+            cold.evalsha_us,
+            HOLD.as_millis(),
+            warm.evalsha_us,
+            cold.inner_calls(),
+            cold.commands
+                .iter()
+                .filter(|(n, _)| !n.starts_with("EVALSHA"))
+                .map(|(n, per)| format!("{n} {per:.2}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
 
     // U: relock, then each peer, on the same server.

@@ -217,3 +217,152 @@ pub(crate) async fn measure(
         total: total.percentile(50.0),
     })
 }
+
+/// What the server runs per handoff, `hold` as in [`measure`] (after a hold the server, idle
+/// meanwhile, runs cold; back to back, warm): the commands by name and how many of each per
+/// handoff (SLOWLOG, every command logged in one pass: scripts by name, and each command a
+/// script runs under its own name), and the scripts' mean run time (INFO commandstats'
+/// `usec_per_call` of EVALSHA, in another pass without the log, whose cost would count in the
+/// scripts' time).
+pub(crate) async fn server_work(
+    url: &str,
+    fair: bool,
+    n: usize,
+    hold: Duration,
+) -> Result<ServerWork, CliError> {
+    use fred::interfaces::ClientLike;
+    let failed = |e: fred::error::Error| CliError::Failed(e.to_string());
+    let admin = crate::bench::fred_client(url).await?;
+    // An admin command: its name, then its arguments.
+    let run = |args: Vec<&str>| {
+        let admin = admin.clone();
+        let mut args: Vec<String> = args.into_iter().map(String::from).collect();
+        let name = args.remove(0);
+        async move {
+            let cmd = fred::types::CustomCommand::new(name, None, false);
+            admin.custom::<fred::types::Value, _>(cmd, args).await
+        }
+    };
+    let get = |v: fred::types::Value| -> Option<String> {
+        match v {
+            fred::types::Value::Array(a) => a.get(1).and_then(|x| x.as_string()),
+            fred::types::Value::Map(m) => m.values().next().and_then(|x| x.as_string()),
+            _ => None,
+        }
+    };
+    let slower_than = get(run(vec!["CONFIG", "GET", "slowlog-log-slower-than"])
+        .await
+        .map_err(failed)?);
+    let max_len = get(run(vec!["CONFIG", "GET", "slowlog-max-len"])
+        .await
+        .map_err(failed)?);
+    // Pass 1: every command logged.
+    run(vec!["CONFIG", "SET", "slowlog-log-slower-than", "0"])
+        .await
+        .map_err(failed)?;
+    run(vec!["CONFIG", "SET", "slowlog-max-len", "1000000"])
+        .await
+        .map_err(failed)?;
+    run(vec!["SLOWLOG", "RESET"]).await.map_err(failed)?;
+    let handoffs = measure(url, fair, n, hold).await?.handoffs.max(1);
+    let log = run(vec!["SLOWLOG", "GET", "-1"]).await.map_err(failed)?;
+    run(vec![
+        "CONFIG",
+        "SET",
+        "slowlog-log-slower-than",
+        slower_than.as_deref().unwrap_or("10000"),
+    ])
+    .await
+    .map_err(failed)?;
+    run(vec![
+        "CONFIG",
+        "SET",
+        "slowlog-max-len",
+        max_len.as_deref().unwrap_or("128"),
+    ])
+    .await
+    .map_err(failed)?;
+    run(vec!["SLOWLOG", "RESET"]).await.map_err(failed)?;
+    // Pass 2: the scripts' time, nothing logged.
+    run(vec!["CONFIG", "RESETSTAT"]).await.map_err(failed)?;
+    let _ = measure(url, fair, n, hold).await?;
+    let stats = run(vec!["INFO", "commandstats"]).await.map_err(failed)?;
+    let _ = admin.quit().await;
+    let names: std::collections::HashMap<String, &str> = [
+        ("acquire", relock::lua::ACQUIRE),
+        ("release", relock::lua::RELEASE),
+        ("batch", relock::lua::BATCH),
+        ("fair_acquire", relock::lua::FAIR_ACQUIRE),
+        ("fair_release", relock::lua::FAIR_RELEASE),
+        ("fair_leave", relock::lua::FAIR_LEAVE),
+        ("fair_heartbeat", relock::lua::FAIR_HEARTBEAT),
+    ]
+    .into_iter()
+    .map(|(name, lua)| (fred::util::sha1_hash(lua), name))
+    .collect();
+    let mut counts: BTreeMap<String, usize> = BTreeMap::new();
+    if let fred::types::Value::Array(entries) = log {
+        for entry in entries {
+            let fred::types::Value::Array(fields) = entry else {
+                continue;
+            };
+            let Some(fred::types::Value::Array(args)) = fields.get(3) else {
+                continue;
+            };
+            let args: Vec<String> = args.iter().filter_map(|a| a.as_string()).collect();
+            let Some(command) = args.first().map(|c| c.to_lowercase()) else {
+                continue;
+            };
+            if matches!(
+                command.as_str(),
+                "slowlog" | "config" | "ping" | "info" | "client" | "quit" | "hello"
+            ) {
+                continue;
+            }
+            let name = match (command.as_str(), args.get(1)) {
+                ("evalsha" | "evalsha_ro", Some(sha)) => format!(
+                    "EVALSHA {}",
+                    names.get(sha.as_str()).copied().unwrap_or("(other script)")
+                ),
+                _ => command,
+            };
+            *counts.entry(name).or_default() += 1;
+        }
+    }
+    let stats = stats.as_string().unwrap_or_default();
+    let evalsha_us = stats
+        .lines()
+        .find(|l| l.starts_with("cmdstat_evalsha:"))
+        .and_then(|l| l.split("usec_per_call=").nth(1))
+        .and_then(|v| v.split(',').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
+    let mut commands: Vec<(String, f64)> = counts
+        .into_iter()
+        .map(|(name, n)| (name, n as f64 / handoffs as f64))
+        .collect();
+    commands.sort_by_key(|c| std::cmp::Reverse(c.0.starts_with("EVALSHA")));
+    Ok(ServerWork {
+        commands,
+        evalsha_us,
+    })
+}
+
+/// What [`server_work`] found.
+pub(crate) struct ServerWork {
+    /// Commands by name (scripts as `EVALSHA <script>`), and how many per handoff.
+    pub(crate) commands: Vec<(String, f64)>,
+    /// The scripts' mean run time, µs.
+    pub(crate) evalsha_us: f64,
+}
+
+impl ServerWork {
+    /// The commands a script runs per handoff (all but the scripts and pub/sub's own).
+    pub(crate) fn inner_calls(&self) -> f64 {
+        self.commands
+            .iter()
+            .filter(|(n, _)| !n.starts_with("EVALSHA") && !n.ends_with("subscribe"))
+            .map(|(_, per)| per)
+            .sum()
+    }
+}
