@@ -37,7 +37,8 @@ local now = now_ms()
 evict(q, now)
 -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain lock)
 -- with Redisson's unlock message.
-if not pass_on(KEYS[1], KEYS[5], tonumber(ARGV[4]), ARGV[6], q, ARGV[3], now, true) then
+-- The lock was just seen free (above): pass_on need not look again.
+if not pass_on(KEYS[1], KEYS[5], tonumber(ARGV[4]), ARGV[6], q, ARGV[3], now, true, true) then
   redis.call(ARGV[3], ARGV[5], 0)
 end
 return 1

@@ -32,23 +32,27 @@ local function forget_last_grant(q)
   end
 end
 
-local function pass_on(lock, counter, counter_ttl, channel, q, publish, now, tell)
-  if redis.call('exists', lock) == 1 then
+-- `free`: the caller has just seen that the lock does not exist (one EXISTS fewer).
+local function pass_on(lock, counter, counter_ttl, channel, q, publish, now, tell, free)
+  if not free and redis.call('exists', lock) == 1 then
     return false
   end
-  local first = head(q)
+  local first, alive = head(q)
   if not first then
     return false
   end
   local first_lease = tonumber(redis.call('hget', q.handoff, first) or false)
   if first_lease and first_lease > 0 and first_lease < 1000000000000000 then
-    local deadline = tonumber(redis.call('zscore', q.alive, first))
+    local deadline = tonumber(alive)
     -- head() returned a waiter that evict() left, so its deadline is after `now`.
     local lease = math.min(first_lease, deadline - now)
     -- Minted first: a counter of another type fails before anything is written.
     local token = mint(counter, counter_ttl)
     local t = string.format('%.0f', token)
-    dequeue(q, first)
+    -- Its handoff entry (the first lease) is written over below, with the token: not
+    -- cleared first. Whatever `relock:last-grant` points at (this waiter too) is seen to by
+    -- forget_last_grant before the new pointer is written.
+    dequeue(q, first, true)
     redis.call('hset', lock, first, 1)
     redis.call('pexpire', lock, lease)
     forget_last_grant(q)

@@ -29,12 +29,12 @@ local function forget_grant(handoff, owner)
   end
 end
 
--- Takes `owner` out of the queue (and its handoff entry); drops the sequence with the last
--- entry.
-local function dequeue(q, owner)
+-- Takes `owner` out of the queue (and its handoff entry, unless `rewrite`: the caller writes
+-- that entry over at once, as a handoff does); drops the sequence with the last entry.
+local function dequeue(q, owner, rewrite)
   local removed = redis.call('zrem', q.queue, owner)
   redis.call('zrem', q.alive, owner)
-  if q.handoff then
+  if q.handoff and not rewrite then
     forget_grant(q.handoff, owner)
   end
   if redis.call('zcard', q.queue) == 0 then
@@ -62,16 +62,18 @@ local function evict(q, now)
   return #dead
 end
 
--- The first waiter in line (false if none). An entry with no heartbeat (the keys were
--- tampered with) cannot prove it lives, so it is dropped rather than allowed to block.
+-- The first waiter in line (false if none), and its heartbeat deadline. An entry with no
+-- heartbeat (the keys were tampered with) cannot prove it lives, so it is dropped rather than
+-- allowed to block.
 local function head(q)
   while true do
     local first = redis.call('zrange', q.queue, 0, 0)[1]
     if first == nil then
       return false
     end
-    if redis.call('zscore', q.alive, first) then
-      return first
+    local alive = redis.call('zscore', q.alive, first)
+    if alive then
+      return first, alive
     end
     dequeue(q, first)
   end
