@@ -139,6 +139,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         u.cpu_text()
     );
     let mut best: Option<(String, f64)> = None;
+    // redis-lock's client CPU per pair, the client CPU target's baseline (issue 25).
+    let mut redis_lock_cpu: Option<f64> = None;
     if let Some(bin) = peers {
         for lib in ["rslock", "redis-lock", "async-redis-lock"] {
             let (server_before, client_before) = (
@@ -181,6 +183,9 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                     if best.as_ref().is_none_or(|(_, b)| rate > *b) {
                         best = Some((name.to_string(), rate));
                     }
+                    if lib == "redis-lock" {
+                        redis_lock_cpu = cpu.client_cpu_us;
+                    }
                 }
                 other => println!("U {lib}: unexpected output {other:?}"),
             }
@@ -195,6 +200,16 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             ratio: relock_u / rate,
             target: "≥ 1.0 ×".into(),
             met: Some(relock_u >= *rate),
+        });
+    }
+    if let (Some(theirs), Some(ours)) = (redis_lock_cpu, u.client_cpu_us) {
+        rows.push(Row {
+            scenario: "U: client CPU per pair ÷ redis-lock's".into(),
+            relock: format!("{ours:.1} µs"),
+            baseline: format!("redis-lock {theirs:.1} µs"),
+            ratio: ours / theirs.max(1e-9),
+            target: "≤ 1.0 ×".into(),
+            met: Some(ours <= theirs),
         });
     }
     rows.push(Row {
