@@ -262,7 +262,19 @@ pub fn run(
     let total = (seg.rounds * seg.nemeses.len()).max(1);
     let mut done = 0;
     let mut stopped_early = None;
+    // A mutant is judged once before the first fault too: what it breaks without one (a token
+    // from the client clock, a job's kept lock released) shows within the first healthy
+    // stretch, and the run ends there instead of after the first nemesis and its settling.
+    if seg.stop_on_violation && !interrupted {
+        let partial = judge(seg, &clients.read(), &windows, None, Leaks::default())?;
+        if !partial.exclusion.ok || !partial.fencing.verdict.ok || !partial.liveness.verdict.ok {
+            stopped_early = Some(partial);
+        }
+    }
     'rounds: for _ in 0..seg.rounds {
+        if stopped_early.is_some() {
+            break 'rounds;
+        }
         for &n in &seg.nemeses {
             if interrupted {
                 break 'rounds;
