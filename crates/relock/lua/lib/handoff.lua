@@ -49,10 +49,10 @@ local function pass_on(lock, counter, counter_ttl, channel, q, publish, now, tel
     -- Minted first: a counter of another type fails before anything is written.
     local token = mint(counter, counter_ttl)
     local t = string.format('%.0f', token)
-    -- Its handoff entry (the first lease) is written over below, with the token: not
-    -- cleared first. Whatever `relock:last-grant` points at (this waiter too) is seen to by
-    -- forget_last_grant before the new pointer is written.
-    dequeue(q, first, true)
+    -- Its handoff entry (the first lease) is cleared before the token is written, not
+    -- written over: a hash left with only this grant then lives the grant's lease (below),
+    -- not the line's (review: written over, it outlived a holder that died by the line's time).
+    dequeue(q, first)
     redis.call('hset', lock, first, 1)
     redis.call('pexpire', lock, lease)
     forget_last_grant(q)

@@ -29,12 +29,12 @@ local function forget_grant(handoff, owner)
   end
 end
 
--- Takes `owner` out of the queue (and its handoff entry, unless `rewrite`: the caller writes
--- that entry over at once, as a handoff does); drops the sequence with the last entry.
-local function dequeue(q, owner, rewrite)
+-- Takes `owner` out of the queue (and its handoff entry); drops the sequence with the last
+-- entry.
+local function dequeue(q, owner)
   local removed = redis.call('zrem', q.queue, owner)
   redis.call('zrem', q.alive, owner)
-  if q.handoff and not rewrite then
+  if q.handoff then
     forget_grant(q.handoff, owner)
   end
   if redis.call('zcard', q.queue) == 0 then

@@ -179,6 +179,7 @@ async fn send(conn: &fred::clients::Client, ops: Vec<Queued>) {
         let _ = reply.send(alone(conn, op).await);
         return;
     }
+    crate::hold::meter::step("call");
     let mut keys = Vec::with_capacity(ops.len() * 2);
     let mut args = Vec::with_capacity(ops.len() * 5);
     let mut replies = Vec::with_capacity(ops.len());
@@ -226,6 +227,7 @@ async fn send(conn: &fred::clients::Client, ops: Vec<Queued>) {
 
 /// One operation, sent as its own script.
 async fn alone(conn: &fred::clients::Client, op: Op) -> Result<Value, FredError> {
+    crate::hold::meter::step("call");
     match op {
         Op::Acquire { keys, args } => {
             scripts::ACQUIRE

@@ -404,12 +404,14 @@ impl Channel {
                     granted.store(token, std::sync::atomic::Ordering::SeqCst);
                 }
                 crate::hold::meter::wakeup();
+                crate::hold::meter::step("deliver");
                 n.notify_one();
             }
             return;
         }
         *self.held_until.lock().unwrap() = None;
         crate::hold::meter::wakeup();
+        crate::hold::meter::step("deliver");
         self.notify.notify_one();
     }
 }

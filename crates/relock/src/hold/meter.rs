@@ -21,11 +21,14 @@
 //!
 //! The steps of a handoff are TRACE events of target `relock::handoff` (whatever the
 //! feature), each with its `step`: `unlock` (the holder's call), `release.begin` (the release's
-//! work starts), `release.sent` and `release.replied` (its script call), `message` (the
-//! waiters' dispatcher has the release message), `woken` (a parked waiter runs again),
+//! work starts), `release.sent` and `release.replied` (its script call, asked for and
+//! answered), `call` (a coalesced call leaves the client, alone or in a batch: wherever the
+//! coalescer sends it from), `message` (the waiters' dispatcher has the release message),
+//! `deliver` (the dispatcher wakes a waiter), `woken` (a parked waiter runs again),
 //! `attempt.sent` and `attempt.replied` (a waiter's acquire call) and `granted` (the waiter
 //! has its guard). A subscriber that notes the task of each (`tokio::task::try_id`) sees every
-//! task hop a handoff takes inside relock; the bench lab prints them (`relock-bench compare`).
+//! task hop a handoff takes inside relock, each side of every boundary being a step; the bench
+//! lab prints them (`relock-bench compare`).
 
 use std::time::Duration;
 
