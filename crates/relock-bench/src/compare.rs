@@ -92,7 +92,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         HOLD.as_millis(),
         ms(floor)
     );
-    // What one handoff costs beside that floor, counted exactly by tests/lock/t99 (server
+    // What one handoff costs beside that floor, counted exactly by tests/handoff/t99 (server
     // calls, wake-ups and the task hops inside relock), then each step's time.
     println!(
         "handoff cost: plain = release call + message + 1 wake-up + the waiter's acquire call (2 calls); fair = release call that grants + message + 1 wake-up (1 call)"

@@ -8,8 +8,10 @@
 //! message, the hop the bare-fred floor has too). Each side of every task boundary inside
 //! relock is a step (a coalesced call is sent where `call` is logged; the dispatcher wakes the
 //! waiter where `deliver` is), so a hop added on the path shows as a change of task. A wake-up, a server call or a task hop added
-//! back to either path fails here. fred's own hops (a command to its connection task and the
-//! reply back) are not counted: the floor has them too.
+//! back between two steps of either path fails here. What it cannot see: a hop inside a call,
+//! between the step that sends it and fred (a call wrapped in a task of its own), which no
+//! step of relock's sits in; and fred's own hops (a command to its connection task and the
+//! reply back), which the floor has too.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -137,16 +139,16 @@ async fn handoff(
     ((after.0 - before.0, after.1 - before.1, evalsha), path)
 }
 
-/// A runtime on this thread only (the test's default), so that the thread's subscriber sees
-/// every task's steps.
+/// A runtime on this thread only (the test's default): every task's steps come in order.
 #[tokio::test(flavor = "current_thread")]
 async fn one_handoff_costs_one_wake_up_and_only_the_server_calls_it_needs() {
     let server = server();
     let recorder = DebuggingRecorder::new();
     let _local = metrics::set_default_local_recorder(&recorder);
     let steps = Steps::default();
-    let _subscriber =
-        tracing::subscriber::set_default(tracing_subscriber::registry().with(steps.clone()));
+    // Global: the only test in this binary (see `main.rs`).
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(steps.clone()))
+        .expect("the only subscriber");
 
     let (plain, plain_path) = handoff(&server, &recorder, &steps, |c| c.lock("t99:plain")).await;
     assert_eq!(
