@@ -5,13 +5,13 @@
 //! its handoff steps (TRACE events of `relock::handoff`, each noted with the task it ran in):
 //! the steps from the holder's `unlock` to the waiter's guard, in order, and every change of
 //! task between two of them apart from the wire's (the release's call to the dispatcher's
-//! message, the hop the bare-fred floor has too). Each side of every task boundary inside
-//! relock is a step (a coalesced call is sent where `call` is logged; the dispatcher wakes the
-//! waiter where `deliver` is), so a hop added on the path shows as a change of task. A wake-up, a server call or a task hop added
-//! back between two steps of either path fails here. What it cannot see: a hop inside a call,
-//! between the step that sends it and fred (a call wrapped in a task of its own), which no
-//! step of relock's sits in; and fred's own hops (a command to its connection task and the
-//! reply back), which the floor has too.
+//! message, the hop the bare-fred floor has too). Both sides of each task boundary on the path
+//! are steps (a coalesced call is sent where `call` is logged; the dispatcher wakes the waiter
+//! where `deliver` is), so a hop added between two steps shows as a change of task. A wake-up,
+//! a server call or a task hop added back between two steps of either path fails here. What it
+//! cannot see: a hop inside a call, between the step that sends it and fred (a call wrapped in
+//! a task of its own), which no step of relock's sits in; and fred's own hops (a command to its
+//! connection task and the reply back), which the floor has too.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -26,9 +26,10 @@
 //! coalescer sends it from), `message` (the waiters' dispatcher has the release message),
 //! `deliver` (the dispatcher wakes a waiter), `woken` (a parked waiter runs again),
 //! `attempt.sent` and `attempt.replied` (a waiter's acquire call) and `granted` (the waiter
-//! has its guard). A subscriber that notes the task of each (`tokio::task::try_id`) sees every
-//! task hop a handoff takes inside relock, each side of every boundary being a step; the bench
-//! lab prints them (`relock-bench compare`).
+//! has its guard). A subscriber that notes the task of each (`tokio::task::try_id`) sees the
+//! task hops a handoff takes between relock's steps (both sides of the release's task, the
+//! coalescer's send and the dispatcher's delivery are steps; a hop inside a call is not seen);
+//! the bench lab prints them (`relock-bench compare`).
 
 use std::time::Duration;
 
