@@ -38,8 +38,11 @@ async fn waiters_through_a_long_outage_cost_one_clean_up_task_each_and_shutdown_
     .unwrap();
     server.kill().unwrap();
     // The outage's length (a fault's parameter): the first failed attempts come after about
-    // one command timeout (1 s); then each waiter fails an attempt about once a second.
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // one command timeout (1 s); then each waiter fails an attempt about once a second. Each
+    // waiter's one clean-up task starts at its first failure, which a loaded machine delays
+    // (sampled at 2.5 s, a fresh-clone run saw four of them start after it): the first sample
+    // waits 5.5 s. A task per failed attempt would still add about 30 in the 3 s after it.
+    tokio::time::sleep(Duration::from_millis(5500)).await;
     let early = alive();
     tokio::time::sleep(Duration::from_millis(3000)).await;
     let late = alive();
