@@ -249,7 +249,6 @@ pub(crate) async fn server_work(
     hold: Duration,
 ) -> Result<ServerWork, CliError> {
     use fred::interfaces::ClientLike;
-    let failed = |e: fred::error::Error| CliError::Failed(e.to_string());
     let admin = crate::bench::fred_client(url).await?;
     // An admin command: its name, then its arguments.
     let run = |args: Vec<&str>| {
@@ -258,7 +257,10 @@ pub(crate) async fn server_work(
         let name = args.remove(0);
         async move {
             let cmd = fred::types::CustomCommand::new(name, None, false);
-            admin.custom::<fred::types::Value, _>(cmd, args).await
+            admin
+                .custom::<fred::types::Value, _>(cmd, args)
+                .await
+                .map_err(|e| CliError::Failed(e.to_string()))
         }
     };
     let get = |v: fred::types::Value| -> Option<String> {
@@ -268,43 +270,33 @@ pub(crate) async fn server_work(
             _ => None,
         }
     };
-    let slower_than = get(run(vec!["CONFIG", "GET", "slowlog-log-slower-than"])
-        .await
-        .map_err(failed)?);
-    let max_len = get(run(vec!["CONFIG", "GET", "slowlog-max-len"])
-        .await
-        .map_err(failed)?);
+    let slower_than = get(run(vec!["CONFIG", "GET", "slowlog-log-slower-than"]).await?);
+    let max_len = get(run(vec!["CONFIG", "GET", "slowlog-max-len"]).await?);
     // Pass 1: every command logged.
-    run(vec!["CONFIG", "SET", "slowlog-log-slower-than", "0"])
-        .await
-        .map_err(failed)?;
-    run(vec!["CONFIG", "SET", "slowlog-max-len", "1000000"])
-        .await
-        .map_err(failed)?;
-    run(vec!["SLOWLOG", "RESET"]).await.map_err(failed)?;
+    run(vec!["CONFIG", "SET", "slowlog-log-slower-than", "0"]).await?;
+    run(vec!["CONFIG", "SET", "slowlog-max-len", "1000000"]).await?;
+    run(vec!["SLOWLOG", "RESET"]).await?;
     let handoffs = measure(url, fair, n, hold).await?.handoffs.max(1);
-    let log = run(vec!["SLOWLOG", "GET", "-1"]).await.map_err(failed)?;
+    let log = run(vec!["SLOWLOG", "GET", "-1"]).await?;
     run(vec![
         "CONFIG",
         "SET",
         "slowlog-log-slower-than",
         slower_than.as_deref().unwrap_or("10000"),
     ])
-    .await
-    .map_err(failed)?;
+    .await?;
     run(vec![
         "CONFIG",
         "SET",
         "slowlog-max-len",
         max_len.as_deref().unwrap_or("128"),
     ])
-    .await
-    .map_err(failed)?;
-    run(vec!["SLOWLOG", "RESET"]).await.map_err(failed)?;
+    .await?;
+    run(vec!["SLOWLOG", "RESET"]).await?;
     // Pass 2: the scripts' time, nothing logged.
-    run(vec!["CONFIG", "RESETSTAT"]).await.map_err(failed)?;
+    run(vec!["CONFIG", "RESETSTAT"]).await?;
     let _ = measure(url, fair, n, hold).await?;
-    let stats = run(vec!["INFO", "commandstats"]).await.map_err(failed)?;
+    let stats = run(vec!["INFO", "commandstats"]).await?;
     let _ = admin.quit().await;
     let names: std::collections::HashMap<String, &str> = [
         ("acquire", relock::lua::ACQUIRE),

@@ -464,8 +464,7 @@ fn harness(args: RunArgs) -> i32 {
             Ok(o) => {
                 bar.suspend(|| report::line(&o));
                 // Caught means a checker of the lock fired, not only the leak check.
-                let caught = args.mutant.is_some()
-                    && (!o.exclusion.ok || !o.fencing.verdict.ok || !o.liveness.verdict.ok);
+                let caught = args.mutant.is_some() && o.lock_violated();
                 let interrupted = o.interrupted;
                 outcomes.push(o);
                 if caught {
@@ -503,9 +502,7 @@ fn harness(args: RunArgs) -> i32 {
         }
     }
     let failed = outcomes.iter().any(|o| !o.ok());
-    let caught = outcomes
-        .iter()
-        .any(|o| !o.exclusion.ok || !o.fencing.verdict.ok || !o.liveness.verdict.ok);
+    let caught = outcomes.iter().any(|o| o.lock_violated());
     let code = match &args.mutant {
         Some(m) if caught => {
             println!("relock-chaos: mutant {m} was caught");

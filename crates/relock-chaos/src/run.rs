@@ -70,6 +70,12 @@ pub struct Outcome {
 }
 
 impl Outcome {
+    /// Whether a checker of the lock fired (exclusion, fencing or liveness; not the leak
+    /// check): what a mutant must make happen to be caught.
+    pub fn lock_violated(&self) -> bool {
+        !self.exclusion.ok || !self.fencing.verdict.ok || !self.liveness.verdict.ok
+    }
+
     /// Whether every required verdict passed.
     pub fn ok(&self) -> bool {
         self.exclusion.ok
@@ -284,16 +290,7 @@ pub fn run(
     // from the client clock, a job's kept lock released) shows within the first healthy
     // stretch, and the run ends there instead of after the first nemesis and its settling.
     if seg.stop_on_violation && !interrupted {
-        let partial = judge(
-            seg,
-            &clients.read_settled(),
-            &windows,
-            None,
-            Leaks::default(),
-        )?;
-        if !partial.exclusion.ok || !partial.fencing.verdict.ok || !partial.liveness.verdict.ok {
-            stopped_early = Some(partial);
-        }
+        stopped_early = violation(seg, &clients, &windows)?;
     }
     'rounds: for _ in 0..seg.rounds {
         if stopped_early.is_some() {
@@ -324,18 +321,8 @@ pub fn run(
             done += 1;
             progress(done as f64 / total as f64);
             if seg.stop_on_violation {
-                let partial = judge(
-                    seg,
-                    &clients.read_settled(),
-                    &windows,
-                    None,
-                    Leaks::default(),
-                )?;
-                if !partial.exclusion.ok
-                    || !partial.fencing.verdict.ok
-                    || !partial.liveness.verdict.ok
-                {
-                    stopped_early = Some(partial);
+                stopped_early = violation(seg, &clients, &windows)?;
+                if stopped_early.is_some() {
                     break 'rounds;
                 }
             }
@@ -436,6 +423,23 @@ fn sections(kind: Kind, events: &[history::Event]) -> u64 {
             _ => false,
         })
         .count() as u64
+}
+
+/// The judge of the history so far, if a checker of the lock fired (a mutant's run stops
+/// there); `None` otherwise.
+fn violation(
+    seg: &Segment,
+    clients: &Clients,
+    windows: &[Window],
+) -> Result<Option<Outcome>, String> {
+    let partial = judge(
+        seg,
+        &clients.read_settled(),
+        windows,
+        None,
+        Leaks::default(),
+    )?;
+    Ok(partial.lock_violated().then_some(partial))
 }
 
 fn judge(
