@@ -7,12 +7,14 @@
 //!
 //! What the subcommands share is in `shared.rs` (the crate's library). The benchmarks are a
 //! crate of their own, `relock-bench` (not published).
-#![forbid(unsafe_code)]
+// One `unsafe` block, in tether.rs: the parent-death signal set before the command's exec.
+#![deny(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms)]
 
 mod demo;
 mod run;
 mod status;
+mod tether;
 mod watch;
 
 use clap::{Parser, Subcommand};

@@ -42,7 +42,8 @@ pub(crate) enum OnLost {
   relock run --quorum redis://a:6379,redis://b:6379,redis://c:6379 backup -- ./backup.sh
 
 The command sees RELOCK_NAME, RELOCK_TOKEN (the fencing token: pass it with every write to
-the resource it protects) and RELOCK_OWNER. Exit codes: the command's own; 75 (or
+the resource it protects) and RELOCK_OWNER. If relock is killed (SIGKILL, a crash), the
+command and its process group are killed too. Exit codes: the command's own; 75 (or
 --conflict-exit-code) when the lock could not be had in time; 76 when the lock was lost while
 the command ran; 128+N when the command died of signal N; 1 on a relock error.")]
 pub(crate) struct Args {
@@ -117,6 +118,10 @@ pub(crate) struct Args {
     /// Exit code when the lock could not be had in time (flock -E).
     #[arg(long, default_value_t = CONFLICT_EXIT)]
     conflict_exit_code: u8,
+    /// Say nothing when the lock could not be had (for cron, which mails any output); errors
+    /// are still printed.
+    #[arg(long, short = 'q')]
+    quiet: bool,
     /// What to do with the command if the lock is lost while it runs.
     #[arg(long, value_enum, default_value_t = OnLost::Kill)]
     on_lost: OnLost,
@@ -181,6 +186,9 @@ pub(crate) struct ElectArgs {
     /// Exit code when this process did not lead in time.
     #[arg(long, default_value_t = CONFLICT_EXIT)]
     conflict_exit_code: u8,
+    /// Say nothing when this process did not lead in time; errors are still printed.
+    #[arg(long, short = 'q')]
+    quiet: bool,
     /// What to do with the command if leadership is lost while it runs.
     #[arg(long, value_enum, default_value_t = OnLost::Kill)]
     on_lost: OnLost,
@@ -230,6 +238,7 @@ impl ElectArgs {
             at_least: None,
             at_most: None,
             conflict_exit_code: self.conflict_exit_code,
+            quiet: self.quiet,
             on_lost: self.on_lost,
             kill_after: self.kill_after,
             shell: self.shell,
@@ -514,6 +523,9 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
         }
     };
     let Some(guard) = guard else {
+        if args.quiet {
+            return Ok(args.conflict_exit_code);
+        }
         let holder = target.holder().await;
         say(format_args!(
             "`{}` is held by someone else{holder}{}",
@@ -531,16 +543,33 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
         .args(&argv[1..])
         .env("RELOCK_NAME", &args.name)
         .envs(guard.env());
+    // The command dies with relock, however relock ends (tether.rs).
+    crate::tether::die_with_parent(&mut command);
+    let mut tether = None;
     if !args.foreground {
         // Its own process group: a lost lock or a signal reaches every process the command
         // started, not only the command (whose children would otherwise go on writing
         // without the lock); and a terminal's Ctrl-C reaches it once, through relock.
         command.process_group(0);
+        // Started before the command, so that no command runs unguarded.
+        match crate::tether::Tether::start() {
+            Ok(t) => tether = Some(t),
+            Err(e) => {
+                say(format_args!(
+                    "cannot start the guard that ends the command if relock dies (/bin/sh): {e}"
+                ));
+                release(guard, &args.name).await;
+                return Err(CliError::Failed("the command was not run".into()));
+            }
+        }
     }
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
             say(format_args!("cannot run `{}`: {e}", argv[0]));
+            if let Some(t) = tether {
+                t.release().await;
+            }
             release(guard, &args.name).await;
             // As a shell reports it: 127 not found, 126 found but not runnable.
             return Ok(if e.kind() == std::io::ErrorKind::NotFound {
@@ -550,6 +579,14 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
             });
         }
     };
+    if let (Some(t), Some(group)) = (tether.as_mut(), child.id()) {
+        if let Err(e) = t.watch(group).await {
+            // The command runs on unguarded against relock's own death; everything else holds.
+            say(format_args!(
+                "the guard that ends the command if relock dies is gone: {e}"
+            ));
+        }
+    }
     let target = child.id().map(|id| {
         let pid = id as i32;
         Pid::from_raw(if args.foreground { pid } else { -pid })
@@ -585,6 +622,9 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
         }
     }
     .map_err(|e| CliError::Failed(format!("waiting for `{}`: {e}", argv[0])))?;
+    if let Some(t) = tether {
+        t.release().await;
+    }
     if !args.foreground && (lost && args.on_lost == OnLost::Kill) {
         // The command is gone; what it started must not run on without the lock.
         signal(Signal::SIGKILL);

@@ -172,6 +172,7 @@ pub fn layout_name(l: relock::OwnerLayout) -> &'static str {
     match l {
         relock::OwnerLayout::Relock => "relock",
         relock::OwnerLayout::Redisson => "redisson",
+        relock::OwnerLayout::NodeRedisson => "node-redisson",
         _ => "unknown",
     }
 }

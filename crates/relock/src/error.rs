@@ -248,6 +248,8 @@ fn timeout_outcome(operation: &str) -> &'static str {
         // `LockGuard::extend`: an extension never shortens a lease, so one that landed late
         // only leaves the server's TTL longer than the local lease, which is kept.
         "extend" => "the local lease was not lengthened (the server's may have been: safe, it only ever lengthens)",
+        // `LockGuard::write`: one script, never resent by relock's pools.
+        "guarded write" => "the outcome is unknown: the batch ran whole, once, or not at all; read the data to learn which",
         _ => "the outcome is unknown",
     }
 }

@@ -119,6 +119,7 @@ pub mod guide {
 /// include one another, and every function a script defines costs the server time on each
 /// call, so a script carries only what it calls.
 pub mod lua {
+    pub use crate::client::guarded::lua::*;
     pub use crate::client::scripts::lua::*;
     pub use crate::coordination::election::lua::*;
     pub use crate::coordination::job::lua::*;
@@ -126,6 +127,7 @@ pub mod lua {
     pub use crate::counting::permit_leases::lua::*;
     pub use crate::counting::semaphore::lua::*;
     pub use crate::counting::semaphore_permits::lua::*;
+    pub use crate::exclusive::attempt::lua::*;
     pub use crate::exclusive::fair_line::lua::*;
     pub use crate::exclusive::rwlock::lua::*;
     pub use crate::quorum::scripts::lua::*;
@@ -151,6 +153,7 @@ pub use exclusive::multilock::{MultiGuard, MultiLock};
 pub use exclusive::rwlock::{ReadLock, ReadWriteLock, WriteLock};
 pub use exclusive::status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
 pub use hold::guard::LockGuard;
+pub use hold::guarded::Commands;
 pub use hold::keys::MAX_NAME_LEN;
 pub use hold::methods::DistributedLock;
 pub use hold::owner::Owner;

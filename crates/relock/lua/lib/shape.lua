@@ -2,10 +2,12 @@
 -- so that a data key that shares a lock's name (`HSET orders:99 status paid`) is never taken
 -- for a held lock (docs/safety.md, "Keys that are not locks").
 --
--- A lock hash (Redisson's RLock, RFairLock, RReadWriteLock and relock's) always has a time to
--- live, and its fields are owners, `<id>:<n>` (Redisson: `<uuid>:<thread id>`), or a write
--- hold's `<id>:<n>:write`, each mapped to a positive hold count; a read-write lock's also has
--- `mode` (`read` or `write`).
+-- The rule is what every lock hash has, whoever wrote it (Java's Redisson, its ports such as
+-- node-redisson, relock): a time to live; at most a few fields (one holder, or some readers);
+-- every field an owner, `<owner>:<hold>` with both parts non-empty (Java: `<uuid>:<thread id>`,
+-- node-redisson: `<uuid>:<uuid>`, relock: `<client id>:<n>`; a write hold adds `:write`),
+-- mapped to a positive hold count; and, for a read-write lock only, `mode` (`read` or
+-- `write`). The owner's form is not checked further: each port picks its own.
 
 -- A field as an error message may show it: printable ASCII other than space and backquote
 -- kept, every other byte shown as `?`, cut to 40 bytes. Never a value (it may be a secret),
@@ -48,10 +50,10 @@ local function not_a_lock(key)
       if v ~= 'read' and v ~= 'write' then
         return 'a hash whose field `mode` is neither read nor write'
       end
-    elseif not (string.match(f, '.:%-?%d+$') or string.match(f, '.:%-?%d+:write$')) then
-      return 'a hash with field `' .. shape_short(f) .. '`, which is not a lock owner\'s (<id>:<n>)'
-    elseif not string.match(v, '^%d+$') then
-      return 'a hash whose field `' .. shape_short(f) .. '` does not hold a hold count'
+    elseif not string.find(f, '.:.') then
+      return 'a hash with field `' .. shape_short(f) .. '`, which is not a lock owner\'s (<owner>:<hold>)'
+    elseif not string.match(v, '^[1-9]%d*$') then
+      return 'a hash whose field `' .. shape_short(f) .. '` does not hold a positive hold count'
     else
       owners = owners + 1
     end

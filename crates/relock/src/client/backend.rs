@@ -68,6 +68,15 @@ impl Backend for Inner {
     fn extend(self: Arc<Self>, hold: Arc<Hold>, lease: Duration) -> BoxFuture<Result<()>> {
         Box::pin(extend(self, hold, lease))
     }
+
+    fn guarded(
+        self: Arc<Self>,
+        hold: Arc<Hold>,
+        commands: Arc<crate::hold::guarded::Commands>,
+        read: bool,
+    ) -> BoxFuture<Result<Vec<fred::types::Value>>> {
+        Box::pin(crate::client::guarded::run(self, hold, commands, read))
+    }
 }
 
 /// Lengthens one hold's lease with its kind's renewal call (which never shortens a TTL and

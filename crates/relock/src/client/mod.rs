@@ -27,6 +27,7 @@ pub(crate) mod backend;
 pub(crate) mod batch;
 pub(crate) mod builder;
 pub(crate) mod connect;
+pub(crate) mod guarded;
 pub(crate) mod handle;
 pub(crate) mod hold_watch;
 pub(crate) mod in_flight;

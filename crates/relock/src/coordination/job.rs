@@ -291,13 +291,22 @@ async fn finish(inner: Arc<Inner>, guard: LockGuard, keep: Duration) -> Result<(
         return guard.unlock().await;
     }
     let name = guard.name().to_string();
+    // Waiters parked until the at-most lease they last read are told the lock now ends
+    // sooner (Redisson's unlock message: they try again and park until the kept time's end).
+    let channel = guard.hold().keys.channel.clone();
     guard
         .unlock_or_keep(|field| async move {
             let kept = JOB_KEEP
                 .run::<i64>(
                     inner.pool.next(),
                     vec![name.clone()],
-                    vec![field, keep_ms.to_string(), inner.fields.next()],
+                    vec![
+                        field,
+                        keep_ms.to_string(),
+                        inner.fields.next(),
+                        inner.publish_cmd().to_string(),
+                        channel,
+                    ],
                 )
                 .await
                 // Outcome unknown: a release now could end the at-least time early; the hold

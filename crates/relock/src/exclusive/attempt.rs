@@ -478,8 +478,16 @@ async fn wait_replicas(
     }
 }
 
-/// A watchdog hold that a handoff granted has the first lease (at most the heartbeat
-/// deadline), not the watchdog's: renew it well before that runs out, then leave it to the
+crate::client::scripts::scripts! {
+    /// A handed-over hold brought to its own watchdog lease.
+    SETTLE = writes "settle.lua" [];
+}
+
+/// A watchdog hold that a handoff granted has the first lease (the heartbeat deadline), not
+/// the watchdog's. Where that first lease is longer than the watchdog lease, it is set to the
+/// watchdog lease at the hold's first renewal, a renewal period (lease/3) after the grant
+/// (`settle.lua`): a holder that crashes after that is replaced within its own lease, as after
+/// a fresh grant. Where it is shorter, it is renewed well before it runs out, then left to the
 /// watchdog's rounds (every lease/3). Off the caller's path: a hold released before then (a
 /// short critical section) costs no call.
 pub(crate) fn renew_first_lease(inner: &Arc<Inner>, hold: Arc<Hold>) {
@@ -488,6 +496,33 @@ pub(crate) fn renew_first_lease(inner: &Arc<Inner>, hold: Arc<Hold>) {
     let lease = inner.settings.watchdog_lease;
     let inner = Arc::downgrade(inner);
     tokio::spawn(async move {
+        let left = hold.valid_until().saturating_duration_since(Instant::now());
+        if left > lease {
+            tokio::select! {
+                _ = tokio::time::sleep(lease / 3) => {}
+                _ = shutdown.wait_for(|s| *s) => return,
+            }
+            // A guard with a fixed lease of its own keeps what it was given.
+            if !hold.wants_renewal() || hold.is_lost() || !hold.only_watchdog_guards() {
+                return;
+            }
+            let Some(inner) = inner.upgrade() else { return };
+            let sent = Instant::now();
+            let settled = SETTLE
+                .run::<i64>(
+                    inner.pool.next(),
+                    hold.keys.kind.lease_keys(&hold.keys, &hold.field),
+                    vec![lease.as_millis().to_string(), hold.field.clone()],
+                )
+                .await;
+            // Set, or unknown (the server may have set it): counted on locally, never later
+            // than the server, and renewed by the watchdog from there. Gone (`0`): its release
+            // or the watchdog's round says so.
+            if !matches!(settled, Ok(0)) {
+                hold.settled(sent, lease);
+            }
+            return;
+        }
         loop {
             let left = hold.valid_until().saturating_duration_since(Instant::now());
             // The watchdog's next round comes within lease/3: it takes over from here.

@@ -242,6 +242,10 @@ impl HoldKind for Read {
         "read"
     }
 
+    fn shared(&self) -> bool {
+        true
+    }
+
     fn lease_keys(&self, keys: &LockKeys, field: &str) -> Vec<String> {
         vec![keys.lock.clone(), read_timeout(keys, field)]
     }

@@ -54,8 +54,10 @@ pub struct Holder {
 pub enum OwnerLayout {
     /// `<client id>:<n>` with `n` from a 62-bit random start: at least 2³².
     Relock,
-    /// `<uuid>:<thread id>`: a small thread id.
+    /// `<uuid>:<thread id>`: a small thread id (Java's Redisson).
     Redisson,
+    /// `<uuid>:<uuid>`: node-redisson, which names its holder by a second UUID.
+    NodeRedisson,
     /// Neither shape.
     Unknown,
 }
@@ -99,10 +101,15 @@ fn num<T: std::str::FromStr>(v: &Value) -> Option<T> {
 fn layout(field: &str) -> OwnerLayout {
     // A read-write lock's write hold: the owner, then `:write`.
     let field = field.strip_suffix(":write").unwrap_or(field);
-    match field.rsplit_once(':').map(|(_, n)| n.parse::<u64>()) {
-        Some(Ok(n)) if n >= 1 << 32 => OwnerLayout::Relock,
-        Some(Ok(_)) => OwnerLayout::Redisson,
-        _ => OwnerLayout::Unknown,
+    let uuid = |s: &str| s.len() == 36 && s.bytes().all(|b| b == b'-' || b.is_ascii_hexdigit());
+    match field.rsplit_once(':') {
+        Some((_, n)) => match n.parse::<u64>() {
+            Ok(n) if n >= 1 << 32 => OwnerLayout::Relock,
+            Ok(_) => OwnerLayout::Redisson,
+            Err(_) if uuid(n) => OwnerLayout::NodeRedisson,
+            Err(_) => OwnerLayout::Unknown,
+        },
+        None => OwnerLayout::Unknown,
     }
 }
 
@@ -267,6 +274,10 @@ mod tests {
         assert_eq!(
             layout("0b4c59d3-b59f-4456-be8d-1bdbb4722725:57"),
             OwnerLayout::Redisson
+        );
+        assert_eq!(
+            layout("42fcba8c-7d8f-4a6e-9d5c-2b0e8f7a1c33:1364bb0b-5f2e-4c1a-8b7d-9e6f0a3d2c11"),
+            OwnerLayout::NodeRedisson
         );
         assert_eq!(layout("whatever"), OwnerLayout::Unknown);
     }

@@ -89,6 +89,27 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug + 'static {
     /// `lease`. [`Error::LockLost`](crate::Error::LockLost) if the hold is found gone.
     fn extend(self: Arc<Self>, hold: Arc<Hold>, lease: Duration) -> BoxFuture<Result<()>>;
 
+    /// Runs a guarded batch (`hold::guarded`): `commands` only while `hold` is on its lock,
+    /// in one step of the lock's server; `read`: flagged no-writes. A backend with no single
+    /// server that holds both the lock and the data refuses it (the default).
+    fn guarded(
+        self: Arc<Self>,
+        hold: Arc<Hold>,
+        commands: Arc<crate::hold::guarded::Commands>,
+        read: bool,
+    ) -> BoxFuture<Result<Vec<fred::types::Value>>> {
+        let _ = (commands, read);
+        let name = hold.keys.lock.clone();
+        Box::pin(async move {
+            Err(crate::error::Error::invalid(
+                "write",
+                format!(
+                    "`{name}` has no single server that holds the lock and could check the hold as it writes: protect its data with a FencedKey and the guard's fencing token"
+                ),
+            ))
+        })
+    }
+
     /// What else the watchdog's round renews beside the holds (what a kind holds under a
     /// lease of its own: a permit semaphore's permits), one call per batch. None by default.
     fn other_renewals(self: Arc<Self>) -> Vec<BoxFuture<bool>> {

@@ -238,6 +238,16 @@ impl LockGuard {
     /// server). Otherwise, or if the hold was lost or has other guards, this is
     /// [`unlock`](LockGuard::unlock). For a kind that keeps a finished hold for a while (a
     /// job's at-least time). An error of `keep` leaves the hold to its lease (never sooner).
+    /// The hold this guard is of: its keys and its own field, for a kind's scripts.
+    pub(crate) fn hold(&self) -> &Arc<Hold> {
+        &self.hold
+    }
+
+    /// The backend its hold is on.
+    pub(crate) fn backend(&self) -> &Arc<dyn Backend> {
+        &self.backend
+    }
+
     pub(crate) async fn unlock_or_keep<F, Fut>(mut self, keep: F) -> Result<()>
     where
         F: FnOnce(String) -> Fut,

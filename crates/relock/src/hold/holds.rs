@@ -192,6 +192,17 @@ impl Hold {
         self.lease.valid_until()
     }
 
+    /// Whether every guard of it wants the watchdog (none has a fixed lease of its own).
+    pub(crate) fn only_watchdog_guards(&self) -> bool {
+        let g = self.guards.lock().unwrap();
+        g.count > 0 && g.count == g.watchdog
+    }
+
+    /// The server's lease was set to exactly `lease` by a call sent at `sent`.
+    pub(crate) fn settled(&self, sent: Instant, lease: Duration) {
+        self.lease.settled(sent, lease);
+    }
+
     /// Lost, or its lease ran out on the local clock.
     pub(crate) fn is_lost(&self) -> bool {
         self.lease.is_lost()

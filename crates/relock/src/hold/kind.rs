@@ -44,6 +44,12 @@ pub(crate) trait HoldKind: Send + Sync + std::fmt::Debug + 'static {
     /// How a message on its channel wakes its waiters and its holders' watch.
     fn wake(&self) -> Wake;
 
+    /// Whether its holds share the lock with others (a read-write lock's readers): such a
+    /// hold's guard may read under the hold's check, not write (`LockGuard::write`).
+    fn shared(&self) -> bool {
+        false
+    }
+
     /// Whether a later `lock()` of the same owner, scope or task re-enters such a hold through
     /// the shared re-entry (`hold::reentry`). A kind with a re-entry of its own (a read-write
     /// lock's sides, which may be held together) says no.

@@ -160,6 +160,20 @@ impl Lease {
         outcome
     }
 
+    /// A call sent at `sent` set a lease of exactly `lease` on the server, possibly shorter
+    /// than the one it had: its local end moves to `sent + lease` if that is sooner (never
+    /// later: the caller renews as usual afterwards).
+    pub(crate) fn settled(&self, sent: Instant, lease: Duration) {
+        self.standing.send_if_modified(|s| {
+            let until = sent + lease;
+            let sooner = !s.lost && until < s.until;
+            if sooner {
+                s.until = until;
+            }
+            sooner
+        });
+    }
+
     /// Resolves once it is lost: marked lost, or its local end passed (a renewal that succeeds
     /// moves the end first), so never later than [`valid_until`](Self::valid_until). Returns
     /// true if its end passing is what ended it: this call then marked it lost, and the

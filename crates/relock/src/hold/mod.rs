@@ -14,6 +14,8 @@
 //! - `backend`: the [`Backend`](backend::Backend) trait (release, renewal batches and
 //!   rounds) and `Shared`, what every backend keeps (client id, holds, task tracker).
 //! - `guard`: [`LockGuard`](crate::LockGuard), written once over any backend.
+//! - `guarded`: [`Commands`](crate::Commands) and the guard's guarded writes and reads, which
+//!   the backend runs only while the hold is on its lock.
 //! - `watchdog`: the one renewal loop per client, over any backend; a round renews the holds
 //!   and what the backend adds (`Backend::other_renewals`: on one server, the permits).
 //! - `reentry` and `owner`: which hold a `lock()` re-enters; [`Owner`](crate::Owner).
@@ -34,6 +36,7 @@ pub(crate) mod backend;
 pub(crate) mod detach;
 pub(crate) mod every;
 pub(crate) mod guard;
+pub(crate) mod guarded;
 pub(crate) mod holds;
 pub(crate) mod keys;
 pub(crate) mod kind;

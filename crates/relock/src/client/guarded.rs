@@ -1,0 +1,76 @@
+//! The one-server backend's guarded batch (`hold::guarded`): one script on the lock's server
+//! that checks the hold's own field (and a read hold's timeout key) and runs the batch.
+
+use std::sync::Arc;
+
+use fred::types::Value;
+
+use crate::client::handle::Inner;
+use crate::error::{Error, Result};
+use crate::hold::guarded::Commands;
+use crate::hold::holds::Hold;
+
+crate::client::scripts::scripts! {
+    /// A batch of commands run only while a hold is on its lock.
+    GUARDED = writes "guarded.lua" [];
+    /// The same, flagged no-writes: a batch that only reads.
+    GUARDED_READ = read_only "guarded.lua" [];
+}
+
+/// Runs `commands` under `hold`'s check; their replies in order, or `LockLost` if the hold
+/// was not there when the script ran.
+pub(crate) async fn run(
+    inner: Arc<Inner>,
+    hold: Arc<Hold>,
+    commands: Arc<Commands>,
+    read: bool,
+) -> Result<Vec<Value>> {
+    let keys = &hold.keys;
+    let mut lease_keys = keys.kind.lease_keys(keys, &hold.field);
+    let others = lease_keys.len().saturating_sub(1);
+    lease_keys.extend(commands.distinct_keys());
+    let mut args = vec![hold.field.clone(), others.to_string()];
+    args.extend(commands.words());
+    let operation = if read {
+        "guarded read"
+    } else {
+        "guarded write"
+    };
+    let reply: Value = if read {
+        GUARDED_READ
+            .run_read_only(inner.pool.next(), lease_keys, args)
+            .await
+    } else {
+        GUARDED.run(inner.pool.next(), lease_keys, args).await
+    }
+    .map_err(|e| inner.error(operation, &keys.lock, e))?;
+    let Value::Array(mut parts) = reply else {
+        return Err(unexpected(&inner, operation, "not an array"));
+    };
+    match parts.first().and_then(Value::as_i64) {
+        Some(1) => {
+            parts.remove(0);
+            Ok(parts)
+        }
+        Some(0) => {
+            hold.mark_lost(
+                "a guarded write or read found the hold gone (expired, deleted or force-unlocked)",
+            );
+            Err(Error::LockLost {
+                name: keys.lock.clone(),
+            })
+        }
+        _ => Err(unexpected(&inner, operation, "no status first")),
+    }
+}
+
+fn unexpected(inner: &Inner, operation: &'static str, what: &str) -> Error {
+    Error::Redis {
+        operation,
+        server: inner.server(),
+        source: fred::error::Error::new(
+            fred::error::ErrorKind::Protocol,
+            format!("unexpected reply to a guarded batch: {what}"),
+        ),
+    }
+}
