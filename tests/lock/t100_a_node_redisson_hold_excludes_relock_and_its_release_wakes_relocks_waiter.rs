@@ -3,7 +3,8 @@
 //! parks, and node-redisson's release (the key gone, `0` on the channel) wakes it at once,
 //! long before the lease would end. Its write hold (`…:write`, `mode` = `write`) excludes
 //! relock's read-write lock too. A hash that lacks what every lock hash has (positive hold
-//! counts) is still refused as data, and left as it was.
+//! counts, an owner field of one of those libraries' forms) is still refused as data, and left
+//! as it was.
 
 use std::time::Duration;
 
@@ -60,11 +61,37 @@ async fn a_node_redisson_hold_excludes_relock_and_its_release_wakes_relocks_wait
     assert!(rw.read_lock().try_lock().await.unwrap().is_none());
     server.cmd(&["DEL", "stock:3"]).unwrap();
 
+    // Counts under fields that merely contain a colon, with a TTL, are data: a cart, a
+    // page-hit counter. Never waited on, never deleted.
+    for (key, field) in [
+        ("cart:42", "sku:AB-7"),
+        ("hits:today", "https://example.com/"),
+    ] {
+        server.cmd(&["HSET", key, field, "2"]).unwrap();
+        server.cmd(&["EXPIRE", key, "600"]).unwrap();
+        let data = c.lock(key);
+        assert!(
+            matches!(data.try_lock().await, Err(Error::NotALock { .. })),
+            "{key}"
+        );
+        assert!(matches!(
+            data.force_unlock().await,
+            Err(Error::NotALock { .. })
+        ));
+        assert_eq!(
+            server
+                .cmd(&["HGET", key, field])
+                .unwrap()
+                .as_string()
+                .as_deref(),
+            Some("2")
+        );
+        server.cmd(&["DEL", key]).unwrap();
+    }
+
     // Owner-shaped fields whose values are not positive hold counts are data.
     for (value, found) in [("ann", "positive hold count"), ("0", "positive hold count")] {
-        server
-            .cmd(&["HSET", "user:9", "name:first", value])
-            .unwrap();
+        server.cmd(&["HSET", "user:9", "a1b2:7", value]).unwrap();
         server.cmd(&["EXPIRE", "user:9", "600"]).unwrap();
         let data = c.lock("user:9");
         match data.try_lock().await {
@@ -75,7 +102,7 @@ async fn a_node_redisson_hold_excludes_relock_and_its_release_wakes_relocks_wait
             data.force_unlock().await,
             Err(Error::NotALock { .. })
         ));
-        let v = server.cmd(&["HGET", "user:9", "name:first"]).unwrap();
+        let v = server.cmd(&["HGET", "user:9", "a1b2:7"]).unwrap();
         assert_eq!(v.as_string().as_deref(), Some(value));
         assert!(server.cmd(&["TTL", "user:9"]).unwrap().as_int().unwrap() > 500);
         server.cmd(&["DEL", "user:9"]).unwrap();

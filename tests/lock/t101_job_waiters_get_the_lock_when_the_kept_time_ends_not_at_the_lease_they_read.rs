@@ -2,7 +2,8 @@
 //! `try_lock_for` on `Job::lock()`) parked while the run held it with its 10 s `at_most_for`
 //! lease. The run finishes early and the lock is kept until `at_least_for` (2 s) after its
 //! start: every waiter gets the lock within moments of that end, not when the 10 s lease it
-//! read would have ended (nor at its own 8 s deadline).
+//! read would have ended (nor at its own 8 s deadline), also a waiter whose client's other
+//! waiter gave up before that end.
 
 use std::time::{Duration, Instant};
 
@@ -54,11 +55,41 @@ async fn job_waiters_get_the_lock_when_the_kept_time_ends_not_at_the_lease_they_
             (way, at)
         }));
     }
+    // Two more waiters share one client: the first gives up before the kept time ends, and
+    // the wake-up must still reach the second.
+    let shared = client(&server).await;
+    let quitter = {
+        let lock = shared.job("t101", at_most).lock().clone();
+        tokio::spawn(async move { lock.try_lock_for(Duration::from_millis(1200)).await })
+    };
+    wait_until(
+        Duration::from_secs(3),
+        "the first shared waiter to park",
+        || async { shared.parked_waiters() == 1 },
+    )
+    .await
+    .unwrap();
+    let stayer = {
+        let job = shared.job("t101", at_most);
+        tokio::spawn(async move {
+            let g = job.start().await.unwrap();
+            let at = Instant::now();
+            g.finish().await.unwrap();
+            at
+        })
+    };
+    wait_until(
+        Duration::from_secs(3),
+        "the second shared waiter to park",
+        || async { shared.parked_waiters() == 2 },
+    )
+    .await
+    .unwrap();
     wait_until(Duration::from_secs(3), "three parked waiters", || async {
         server
             .pubsub_numsub("redisson_lock__channel:{t101}")
             .unwrap()
-            >= 3 // one per waiting client
+            >= 4 // one per waiting client
     })
     .await
     .unwrap();
@@ -84,6 +115,24 @@ async fn job_waiters_get_the_lock_when_the_kept_time_ends_not_at_the_lease_they_
             "{way} slept through the free lock: {after:?}"
         );
     }
+    let gave_up = bounded(Duration::from_secs(3), "the waiter that gives up", quitter)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(gave_up.is_none(), "it gave up before the kept time ended");
+    let at = bounded(
+        Duration::from_secs(12),
+        "the shared client's other waiter",
+        stayer,
+    )
+    .await
+    .unwrap();
+    let after = at - started;
+    assert!(
+        after < at_least + Duration::from_millis(900),
+        "a waiter beside one that gave up slept through the free lock: {after:?}"
+    );
+    shared.shutdown().await;
     owner.shutdown().await;
     assert_nothing_left(&server).await;
 }

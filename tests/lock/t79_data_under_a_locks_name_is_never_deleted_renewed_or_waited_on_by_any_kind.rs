@@ -117,7 +117,7 @@ async fn data_under_a_locks_name_is_never_deleted_renewed_or_waited_on_by_any_ki
     assert!(
         !found.contains("secret-value")
             && !found.contains("script")
-            && found.ends_with("(<owner>:<hold>)"),
+            && found.ends_with("(<id>:<n> or <uuid>:<uuid>)"),
         "{found}"
     );
     assert!(found.contains("???...`"), "{found}");

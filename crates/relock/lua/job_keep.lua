@@ -13,10 +13,11 @@
 -- ARGV[4]  the publish command: "publish" (or "spublish" on a cluster)
 -- ARGV[5]  the release channel, redisson_lock__channel:{name}
 --
--- A kept hold publishes "0", Redisson's unlock message: waiters (relock's and Redisson's) that
--- parked until the at-most lease they read try again, read the shorter TTL, and park until
--- the kept time's end instead of sleeping through it. Key expiry publishes nothing, so this is
--- the only news they get.
+-- A kept hold publishes "1", which Redisson's lock waiters (its LockPubSub) and relock's take
+-- as "wake every waiter": each waiter that parked until the at-most lease it read tries again,
+-- reads the shorter TTL, and parks until the kept time's end instead of sleeping through it.
+-- ("0" would wake one waiter per client.) Key expiry publishes nothing, so this is the only
+-- news they get.
 --
 -- Returns 1 (kept: the lock now ends in ARGV[2] ms), 2 (not kept: the hold has more than one
 -- count, a re-entry landed; the caller releases it) or 0 (the hold is not here: its lease ran
@@ -31,5 +32,5 @@ end
 redis.call('hset', KEYS[1], ARGV[3], 1)
 redis.call('hdel', KEYS[1], ARGV[1])
 redis.call('pexpire', KEYS[1], ARGV[2])
-redis.call(ARGV[4], ARGV[5], '0')
+redis.call(ARGV[4], ARGV[5], '1')
 return 1

@@ -80,6 +80,31 @@ pub enum Error {
         /// The lock name.
         name: String,
     },
+    /// A [`FencedKey`](crate::FencedKey) refused a write: it has already accepted a higher
+    /// fencing token, a later holder's. Nothing was written. The writer's hold has ended
+    /// (its lease ran out, or it was paused past it): stop writing and let the later holder's
+    /// data stand.
+    #[error("`{}` refused the write under fencing token {token}: it has accepted token {highest}, a later holder's; this holder's lock has ended, nothing was written", short(.key))]
+    StaleToken {
+        /// The fenced key.
+        key: String,
+        /// The token the write carried.
+        token: u64,
+        /// The highest token the key had accepted.
+        highest: u64,
+    },
+    /// A write was sent but its reply never came (a timeout, a connection lost after the
+    /// send): it ran whole, once, or not at all (a script is never split, and relock's pools
+    /// never resend). Read the data to learn which; never assume it failed.
+    #[error("Redis at {server} did not confirm `{operation}` ({cause}): it ran whole, once, or not at all; read the data to learn which")]
+    OutcomeUnknown {
+        /// What we asked (`guarded write`, `fenced set`).
+        operation: &'static str,
+        /// The node.
+        server: String,
+        /// Why no reply came.
+        cause: String,
+    },
     /// A write lock of a read-write lock was asked for by code that holds a read hold of it
     /// (inside the read hold's scope, or as its owner): the write would wait for that read
     /// hold, its own, for ever. Release the read hold first, or take the write lock first and
@@ -248,8 +273,6 @@ fn timeout_outcome(operation: &str) -> &'static str {
         // `LockGuard::extend`: an extension never shortens a lease, so one that landed late
         // only leaves the server's TTL longer than the local lease, which is kept.
         "extend" => "the local lease was not lengthened (the server's may have been: safe, it only ever lengthens)",
-        // `LockGuard::write`: one script, never resent by relock's pools.
-        "guarded write" => "the outcome is unknown: the batch ran whole, once, or not at all; read the data to learn which",
         _ => "the outcome is unknown",
     }
 }
@@ -269,6 +292,26 @@ pub(crate) fn short(name: &str) -> std::borrow::Cow<'_, str> {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// A write's error, where the reply's loss makes the outcome unknown
+    /// ([`Error::OutcomeUnknown`]); other errors as they are.
+    pub(crate) fn unconfirmed(self, operation: &'static str) -> Self {
+        match self {
+            Error::Timeout {
+                server, timeout, ..
+            } => Error::OutcomeUnknown {
+                operation,
+                server,
+                cause: format!("no reply within {timeout:?}"),
+            },
+            Error::Connection { url, cause } => Error::OutcomeUnknown {
+                operation,
+                server: url,
+                cause,
+            },
+            e => e,
+        }
+    }
+
     pub(crate) fn invalid(name: &'static str, reason: impl Into<String>) -> Self {
         Error::InvalidArgument {
             name,

@@ -122,6 +122,7 @@ pub mod lua {
     pub use crate::client::guarded::lua::*;
     pub use crate::client::scripts::lua::*;
     pub use crate::coordination::election::lua::*;
+    pub use crate::coordination::fenced::lua::*;
     pub use crate::coordination::job::lua::*;
     pub use crate::counting::latch::lua::*;
     pub use crate::counting::permit_leases::lua::*;
@@ -141,6 +142,7 @@ pub use client::settings::ClusterPubSub;
 pub use fred;
 
 pub use coordination::election::{Election, Leader, LeaderEvent, Leadership, Observation};
+pub use coordination::fenced::FencedKey;
 pub use coordination::job::{Job, JobGuard};
 pub use counting::latch::CountDownLatch;
 pub use counting::permit_guard::PermitGuard;

@@ -4,10 +4,20 @@
 --
 -- The rule is what every lock hash has, whoever wrote it (Java's Redisson, its ports such as
 -- node-redisson, relock): a time to live; at most a few fields (one holder, or some readers);
--- every field an owner, `<owner>:<hold>` with both parts non-empty (Java: `<uuid>:<thread id>`,
--- node-redisson: `<uuid>:<uuid>`, relock: `<client id>:<n>`; a write hold adds `:write`),
--- mapped to a positive hold count; and, for a read-write lock only, `mode` (`read` or
--- `write`). The owner's form is not checked further: each port picks its own.
+-- every field an owner in one of the forms those libraries write, mapped to a positive hold
+-- count: `<id>:<number>` (Java: `<uuid>:<thread id>`, relock: `<client id>:<n>`) or
+-- `<uuid>:<uuid>` (node-redisson), either followed by `:write` for a write hold; and, for a
+-- read-write lock only, `mode` (`read` or `write`). A data hash whose fields merely contain a
+-- colon (`sku:AB-7` → 2, `https://example.com/` → 17) is not a lock.
+
+local SHAPE_UUID = '%x%x%x%x%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x'
+
+-- Whether `f` is an owner field of Redisson, one of its ports, or relock.
+local function shape_owner(f)
+  local o = string.match(f, '^(.+):write$') or f
+  return string.match(o, '.:%-?%d+$') ~= nil
+    or string.match(o, '^' .. SHAPE_UUID .. ':' .. SHAPE_UUID .. '$') ~= nil
+end
 
 -- A field as an error message may show it: printable ASCII other than space and backquote
 -- kept, every other byte shown as `?`, cut to 40 bytes. Never a value (it may be a secret),
@@ -50,8 +60,8 @@ local function not_a_lock(key)
       if v ~= 'read' and v ~= 'write' then
         return 'a hash whose field `mode` is neither read nor write'
       end
-    elseif not string.find(f, '.:.') then
-      return 'a hash with field `' .. shape_short(f) .. '`, which is not a lock owner\'s (<owner>:<hold>)'
+    elseif not shape_owner(f) then
+      return 'a hash with field `' .. shape_short(f) .. '`, which is not a lock owner\'s (<id>:<n> or <uuid>:<uuid>)'
     elseif not string.match(v, '^[1-9]%d*$') then
       return 'a hash whose field `' .. shape_short(f) .. '` does not hold a positive hold count'
     else

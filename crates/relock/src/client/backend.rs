@@ -88,6 +88,10 @@ async fn extend(inner: Arc<Inner>, hold: Arc<Hold>, lease: Duration) -> Result<(
     if hold.is_lost() {
         return Err(lost());
     }
+    // One lease-setting call of this hold at a time (a handoff's settle, a re-entry): one
+    // that ran on the server before another but is answered after it must not leave the
+    // local lease later than the server's.
+    let _gate = hold.gate.lock().await;
     let call = hold.keys.kind.renew(
         &[(&hold.keys, &hold.field)],
         lease.as_millis() as u64,

@@ -43,7 +43,14 @@ pub(crate) async fn run(
     } else {
         GUARDED.run(inner.pool.next(), lease_keys, args).await
     }
-    .map_err(|e| inner.error(operation, &keys.lock, e))?;
+    .map_err(|e| {
+        let e = inner.error(operation, &keys.lock, e);
+        if read {
+            e
+        } else {
+            e.unconfirmed(operation)
+        }
+    })?;
     let Value::Array(mut parts) = reply else {
         return Err(unexpected(&inner, operation, "not an array"));
     };

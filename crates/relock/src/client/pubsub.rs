@@ -359,13 +359,14 @@ impl Channel {
     fn deliver(&self, payload: &str) {
         self.holders.notify_waiters();
         match self.kind {
-            Wake::Release => self.deliver_release(payload),
-            Wake::ReleaseOrShared if payload == "1" => {
+            // `1` on a lock's channel: every waiter should look again (a job's kept lock, whose
+            // TTL just got shorter; Redisson's waiters also wake all on it).
+            Wake::Release | Wake::ReleaseOrShared if payload == "1" => {
                 *self.held_until.lock().unwrap() = None;
                 crate::hold::meter::wakeup();
                 self.notify.notify_waiters();
             }
-            Wake::ReleaseOrShared => self.deliver_release(payload),
+            Wake::Release | Wake::ReleaseOrShared => self.deliver_release(payload),
             Wake::Count => {
                 // The new count of available permits: wake as many local waiters as could take
                 // one, and no more (a waiter that wants several and finds too few parks again).

@@ -6,6 +6,9 @@
 //!   crashed node's hold, `at_least_for` keeps the lock after an early finish.
 //! - `election`: [`Election`](crate::Election), leader election on the fair lock: campaign in
 //!   its line, a term (the hold's fencing token), a value, resign, observe.
+//! - `fenced`: [`FencedKey`](crate::FencedKey), a value that refuses a write under a fencing
+//!   token lower than one it has accepted, for data a guarded write cannot reach.
 
 pub(crate) mod election;
+pub(crate) mod fenced;
 pub(crate) mod job;

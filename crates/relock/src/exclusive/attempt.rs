@@ -496,7 +496,8 @@ pub(crate) fn renew_first_lease(inner: &Arc<Inner>, hold: Arc<Hold>) {
     let lease = inner.settings.watchdog_lease;
     let inner = Arc::downgrade(inner);
     tokio::spawn(async move {
-        let left = hold.valid_until().saturating_duration_since(Instant::now());
+        let first_until = hold.valid_until();
+        let left = first_until.saturating_duration_since(Instant::now());
         if left > lease {
             tokio::select! {
                 _ = tokio::time::sleep(lease / 3) => {}
@@ -507,6 +508,15 @@ pub(crate) fn renew_first_lease(inner: &Arc<Inner>, hold: Arc<Hold>) {
                 return;
             }
             let Some(inner) = inner.upgrade() else { return };
+            // Alone among this hold's lease-setting calls (a re-entry with a fixed lease, an
+            // extension): one that ran before the settle on the server but were answered
+            // after it would leave the local lease past the server's shortened one.
+            let _gate = hold.gate.lock().await;
+            // Moved since the grant: an extension (or re-entry) asked for this lease; a
+            // renewal cannot move it while it is longer than the watchdog lease.
+            if !hold.only_watchdog_guards() || hold.is_lost() || hold.valid_until() != first_until {
+                return;
+            }
             let sent = Instant::now();
             let settled = SETTLE
                 .run::<i64>(
@@ -563,6 +573,9 @@ pub(crate) async fn reenter(
         let inner = work;
         let watchdog = lease.is_none();
         let lease = lease.unwrap_or(inner.settings.watchdog_lease);
+        // One lease-setting call of this hold at a time (see `renew_first_lease`).
+        let gated = hold.clone();
+        let _gate = gated.gate.lock().await;
         let sent = Instant::now();
         // Every key whose TTL is the hold's lease (a read hold's timeout key too).
         let script_keys = keys.kind.lease_keys(&keys, &hold.field);

@@ -187,9 +187,9 @@ impl LockGuard {
     ///   lock was deleted or force-unlocked), or is already known lost here: nothing ran.
     /// - [`Error::InvalidArgument`]: an empty batch, a key outside the lock's slot (nothing
     ///   was sent), a read hold's guard, or a quorum lock's.
-    /// - [`Error::Timeout`] or [`Error::Connection`] after the batch was sent: the outcome is
-    ///   unknown. The batch ran whole or not at all (a script is never split), once: relock's
-    ///   pools never resend a command. Read the data to learn which.
+    /// - [`Error::OutcomeUnknown`]: no reply came (a timeout, a lost connection). The batch
+    ///   ran whole or not at all (a script is never split), at most once: relock's pools
+    ///   never resend a command. Read the data to learn which.
     /// - [`Error::Redis`]: a command failed (a wrong type, a bad argument). The batch stopped
     ///   there; the commands before it stay applied, as in `MULTI`/`EXEC`.
     ///

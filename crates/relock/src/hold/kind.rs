@@ -84,10 +84,10 @@ pub(crate) struct ScriptCall {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Wake {
     /// A release: `0` wakes one waiter; a message with `:` names the one waiter it is for
-    /// (`<field>`: you are first; `<field>=<token>`: you hold it).
+    /// (`<field>`: you are first; `<field>=<token>`: you hold it); `1` (the lock now ends
+    /// sooner than waiters read: a job's kept lock) wakes every waiter.
     Release,
-    /// As [`Release`](Wake::Release), and `1` (a writer left: readers may share) wakes every
-    /// waiter.
+    /// As [`Release`](Wake::Release), where `1` says a writer left (readers may share).
     ReleaseOrShared,
     /// The message is how many are free now, `k`: it wakes up to `k` local waiters.
     Count,

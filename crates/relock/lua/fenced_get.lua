@@ -1,0 +1,15 @@
+-- fenced_get: a fenced key's value and the token it was written under.
+--
+-- KEYS[1]  the fenced key: a hash of `value` and `fence`
+--
+-- Returns {value, fence}, or an empty array when the key does not exist. A key that is not a
+-- fenced key fails with WRONGTYPE.
+local kind = redis.call('type', KEYS[1]).ok
+if kind == 'none' then
+  return {}
+end
+local got = redis.call('hmget', KEYS[1], 'value', 'fence')
+if kind ~= 'hash' or not got[2] then
+  return redis.error_reply('WRONGTYPE the key is not a fenced key')
+end
+return got

@@ -1,0 +1,26 @@
+-- fenced_set: writes a fenced key's value together with the token it was written under,
+-- refusing a token lower than the highest one the key has accepted (the storage-side check of
+-- fencing tokens). Tokens are compared as decimal strings (by length, then digits), never as
+-- Lua numbers, which would round tokens above 2^53.
+--
+-- KEYS[1]  the fenced key: a hash of `value` and `fence` (the highest token accepted)
+-- ARGV[1]  the writer's token, in decimal without leading zeros
+-- ARGV[2]  the value
+--
+-- Returns {1, token} (written) or {0, fence} (refused: the key has accepted the higher token
+-- `fence`; nothing was written). A key that is not a fenced key (another type, or a hash
+-- without `fence`) fails with WRONGTYPE and is left as it was.
+local kind = redis.call('type', KEYS[1]).ok
+if kind ~= 'none' and kind ~= 'hash' then
+  return redis.error_reply('WRONGTYPE the key is not a fenced key')
+end
+local fence = redis.call('hget', KEYS[1], 'fence')
+if kind == 'hash' and not fence then
+  return redis.error_reply('WRONGTYPE the key is a hash without a fence: not a fenced key')
+end
+local token = ARGV[1]
+if fence and (#fence > #token or (#fence == #token and fence > token)) then
+  return {0, fence}
+end
+redis.call('hset', KEYS[1], 'value', ARGV[2], 'fence', token)
+return {1, token}
