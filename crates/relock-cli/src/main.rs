@@ -16,6 +16,7 @@ mod run;
 mod status;
 mod tether;
 mod watch;
+mod write;
 
 use clap::{Parser, Subcommand};
 use relock_cli::shared::{say, CliError};
@@ -41,6 +42,10 @@ enum Command {
     Status(status::StatusArgs),
     /// Deletes a lock whoever holds it (and wakes its waiters); prints what it deleted.
     ForceUnlock(status::ForceUnlockArgs),
+    /// Runs one Redis command only while the hold `relock run` gave its command
+    /// (RELOCK_OWNER) holds the lock, checked by Redis as it runs it: a stale holder's write
+    /// is refused (exit 76).
+    Write(write::Args),
     /// Shows each change of a lock as it happens (acquired, released, expired, the fair
     /// line), from its release channel and keyspace notifications, not by polling.
     Watch(watch::Args),
@@ -62,6 +67,7 @@ async fn main() -> std::process::ExitCode {
         Command::Run(args) => return exit(run::run(args).await, 1),
         Command::Elect(args) => return exit(run::run(args.into_run()).await, 1),
         Command::Watch(args) => return exit(watch::watch(args).await, 1),
+        Command::Write(args) => return exit(write::write(args).await, 1),
         other => other,
     };
     let work = async {
@@ -70,7 +76,8 @@ async fn main() -> std::process::ExitCode {
             | Command::Elect(_)
             | Command::Status(_)
             | Command::ForceUnlock(_)
-            | Command::Watch(_) => {
+            | Command::Watch(_)
+            | Command::Write(_) => {
                 unreachable!("handled above")
             }
             Command::Demo(args) => demo::run(args).await,

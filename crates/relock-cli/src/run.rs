@@ -140,7 +140,7 @@ pub(crate) struct Args {
     /// FILE CMD ARGS`): everything after CMD is the command's. Options of relock go before
     /// NAME; `--` before CMD is allowed, and needed where CMD itself starts with `-`.
     // No `allow_hyphen_values`: a misspelled option of relock before CMD (`--no-wiat`) stays
-    // a usage error instead of becoming the command (found by review).
+    // a usage error instead of becoming the command.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<String>,
     /// `relock elect`: campaign in the election NAME with this value instead of locking.

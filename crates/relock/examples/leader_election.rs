@@ -47,7 +47,7 @@ async fn main() -> relock::Result<()> {
                 _ = tokio::time::sleep(Duration::from_millis(50)) => {}
             }
             leader.resign().await?;
-            relock::Result::Ok(term)
+            Ok::<_, relock::Error>(term)
         }));
     }
     let mut terms = Vec::new();

@@ -41,7 +41,7 @@ async fn main() -> relock::Result<()> {
                 println!("node {node} skips: another node runs or ran this occurrence");
             }
             client.shutdown().await;
-            relock::Result::Ok(())
+            Ok::<_, relock::Error>(())
         }));
     }
     for n in nodes {

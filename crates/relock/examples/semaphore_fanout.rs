@@ -30,7 +30,7 @@ async fn main() -> relock::Result<()> {
             tokio::time::sleep(Duration::from_millis(20)).await;
             running.fetch_sub(1, Ordering::SeqCst);
             println!("job {job} done");
-            relock::Result::Ok(())
+            Ok::<_, relock::Error>(())
         }));
     }
     for j in jobs {

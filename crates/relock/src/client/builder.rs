@@ -151,7 +151,9 @@ impl ClientBuilder {
     /// Command connections. Scripts are pipelined on each connection and concurrent lock
     /// operations are coalesced (see [`coalesce`](Self::coalesce)), so a few connections are
     /// enough: on a small machine the client's CPU, not the connection count, limits
-    /// throughput (the repository's `docs/performance.md` has the sweep). Default: 4.
+    /// throughput (the repository's
+    /// [docs/performance.md](https://github.com/relock-rs/relock/blob/main/docs/performance.md)
+    /// has the sweep). Default: 4.
     pub fn connections(mut self, n: usize) -> Self {
         self.settings.connections = n;
         self

@@ -18,7 +18,7 @@ crate::client::scripts::scripts! {
 }
 
 /// Runs `commands` under `hold`'s check; their replies in order, or `LockLost` if the hold
-/// was not there when the script ran.
+/// was not there when the script ran (the hold is then marked lost).
 pub(crate) async fn run(
     inner: Arc<Inner>,
     hold: Arc<Hold>,
@@ -26,10 +26,29 @@ pub(crate) async fn run(
     read: bool,
 ) -> Result<Vec<Value>> {
     let keys = &hold.keys;
-    let mut lease_keys = keys.kind.lease_keys(keys, &hold.field);
+    let lease_keys = keys.kind.lease_keys(keys, &hold.field);
+    let r = send(&inner, lease_keys, &hold.field, &commands, read).await;
+    if matches!(r, Err(Error::LockLost { .. })) {
+        hold.mark_lost(
+            "a guarded write or read found the hold gone (expired, deleted or force-unlocked)",
+        );
+    }
+    r
+}
+
+/// Runs `commands` only while the owner field `field` is on the lock hash `lease_keys[0]` (and
+/// every other lease key exists).
+pub(crate) async fn send(
+    inner: &Inner,
+    mut lease_keys: Vec<String>,
+    field: &str,
+    commands: &Commands,
+    read: bool,
+) -> Result<Vec<Value>> {
+    let lock = lease_keys[0].clone();
     let others = lease_keys.len().saturating_sub(1);
     lease_keys.extend(commands.distinct_keys());
-    let mut args = vec![hold.field.clone(), others.to_string()];
+    let mut args = vec![field.to_string(), others.to_string()];
     args.extend(commands.words());
     let operation = if read {
         "guarded read"
@@ -44,7 +63,7 @@ pub(crate) async fn run(
         GUARDED.run(inner.pool.next(), lease_keys, args).await
     }
     .map_err(|e| {
-        let e = inner.error(operation, &keys.lock, e);
+        let e = inner.error(operation, &lock, e);
         if read {
             e
         } else {
@@ -52,22 +71,15 @@ pub(crate) async fn run(
         }
     })?;
     let Value::Array(mut parts) = reply else {
-        return Err(unexpected(&inner, operation, "not an array"));
+        return Err(unexpected(inner, operation, "not an array"));
     };
     match parts.first().and_then(Value::as_i64) {
         Some(1) => {
             parts.remove(0);
             Ok(parts)
         }
-        Some(0) => {
-            hold.mark_lost(
-                "a guarded write or read found the hold gone (expired, deleted or force-unlocked)",
-            );
-            Err(Error::LockLost {
-                name: keys.lock.clone(),
-            })
-        }
-        _ => Err(unexpected(&inner, operation, "no status first")),
+        Some(0) => Err(Error::LockLost { name: lock }),
+        _ => Err(unexpected(inner, operation, "no status first")),
     }
 }
 

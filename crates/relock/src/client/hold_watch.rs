@@ -1,4 +1,4 @@
-//! A holder hears at once that its hold was deleted (issue 22): every release, force-unlock
+//! A holder hears at once that its hold was deleted: every release, force-unlock
 //! or handoff of a lock is announced on its channel, so a holder that listens there learns of a
 //! `force_unlock` (relock's, Redisson's `forceUnlock`, `relock force-unlock`) within a round
 //! trip, not at the watchdog's next renewal (up to a third of the lease later).

@@ -79,7 +79,7 @@ impl PubSub {
             .collect();
         // Many at once (they are pipelined on the subscriber connection): one by one, the
         // post-reconnect wake-up of waiters came after 2,000 watched holds' channels were
-        // re-confirmed, 0.9 s later (found by review).
+        // re-confirmed, 0.9 s later.
         use futures_util::StreamExt;
         futures_util::stream::iter(channels)
             .for_each_concurrent(64, |(name, channel)| async move {

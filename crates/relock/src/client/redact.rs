@@ -157,7 +157,7 @@ mod tests {
         assert!(!out.contains("s3cret") && !out.contains("zz9"), "{out}");
         assert!(out.contains("app:***@h:6379"), "{out}");
 
-        // An `@` in the query, before the password parameter (found by review).
+        // An `@` in the query, before the password parameter.
         let raw = "redis-sentinel://h:1?sentinelServiceName=m&sentinelUsername=ops@corp&sentinelPassword=zz9";
         let out = super::in_text(&format!("{raw}: wrong password zz9"), raw);
         assert!(!out.contains("zz9"), "{out}");

@@ -199,7 +199,7 @@ impl Election {
 
     /// Refuses a campaign whose `lock()` would re-enter a leadership this caller already has (in
     /// its scope, or as its owner): a second leadership of the same term, whose resignation
-    /// would end the first's record while it still leads (found by review).
+    /// would end the first's record while it still leads.
     fn not_leading(&self) -> Result<()> {
         let name = self.lock.name();
         let target = crate::hold::reentry::resolve(
@@ -351,7 +351,7 @@ impl Election {
         let mut shutdown = self.inner.stopping.subscribe();
         let mut last: Option<Leader> = None;
         // After a failed read: when to read again (a failed command connection brings no
-        // message or reconnect of the subscriber; found by review).
+        // message or reconnect of the subscriber).
         let mut retry = Duration::ZERO;
         loop {
             // Registered before the read: a message that lands during it still wakes us.
@@ -478,8 +478,8 @@ pub struct Leadership {
 
 /// What this client's watchdog round and shutdown need of a leadership. The registry tracks
 /// the leadership's `Arc` weakly, so that a leadership that was let go leaves it at once: a
-/// resignation works on a copy (found by review: holding the `Arc` kept it renewed and
-/// resigned again at shutdown while its own resignation ran).
+/// resignation works on a copy (holding the `Arc` would keep it renewed, and resign it again
+/// at shutdown while its own resignation runs).
 #[derive(Debug, Clone)]
 struct Led {
     lock: String,

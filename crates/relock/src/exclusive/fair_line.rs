@@ -54,7 +54,7 @@ impl QueueKeys {
     /// handoff): the counter and the handoff hash because a release, a leave or a heartbeat
     /// may hand the lock to the first waiter (`lua/lib/handoff.lua`). The channels go with
     /// the arguments: an ACL user needs a channel grant for them, not a key grant
-    /// ([`guide::operations`](crate::guide::operations#least-privilege-acl-users), issue 22).
+    /// ([`guide::operations`](crate::guide::operations#least-privilege-acl-users)).
     pub(crate) fn group(&self, keys: &LockKeys) -> [String; 6] {
         [
             keys.lock.clone(),
@@ -71,7 +71,7 @@ impl QueueKeys {
 /// `<field>=<token>`: you hold it), which the line's waiters listen on
 /// ([`LockKeys::wake`]). Not Redisson's `redisson_lock__channel`: a Redisson `RLock` waiter of
 /// the same name decodes that channel's messages as numbers, and logs an error for anything
-/// else (issue 22).
+/// else.
 pub(crate) fn fair_channel(name: &str) -> String {
     prefixed("relock_fair_channel", name)
 }

@@ -176,6 +176,40 @@ impl Lock {
         &self.name
     }
 
+    /// A guarded write ([`LockGuard::write`]) on behalf of the hold whose owner field is
+    /// `owner`, for a process that its holder handed that field to: the command that `relock
+    /// run` starts gets it as `RELOCK_OWNER`. The batch runs only while that hold is on the
+    /// lock, as from its guard. (The owner field is the hold's credential for this: pass it
+    /// only to what works under the hold.)
+    ///
+    /// # Errors
+    /// As [`LockGuard::write`].
+    ///
+    /// # Cancel safety
+    /// As [`LockGuard::write`].
+    pub async fn write_as(
+        &self,
+        owner: &str,
+        commands: crate::Commands,
+    ) -> Result<Vec<fred::types::Value>> {
+        let keys = self.keys()?;
+        commands.check(&keys.lock)?;
+        if owner.is_empty() {
+            return Err(crate::Error::invalid(
+                "owner",
+                "empty: pass the hold's owner field (relock run gives it as RELOCK_OWNER)",
+            ));
+        }
+        crate::client::guarded::send(
+            &self.inner,
+            vec![keys.lock.clone()],
+            owner,
+            &commands,
+            false,
+        )
+        .await
+    }
+
     /// The same lock with a fixed lease: holds taken through it expire after `lease` and the
     /// watchdog leaves them alone. A re-entry with a fixed lease lengthens the hold's lease to
     /// it if needed, and nothing shortens it again. Validated when used (at least 1 ms).

@@ -9,9 +9,8 @@
 //! (the repository's `docs/performance.md`). Why not simply run it in place: a future that is kept alive but no
 //! longer polled would hold its work hostage. Shutdown waits for the tracker's tasks and then
 //! releases the holds it knows of; a grant whose reply sits in an unpolled future would be
-//! neither, and would stay on the server for its lease (found by review of an earlier
-//! attempt). So every such future is registered here, and shutdown detaches them all into
-//! tasks on the tracker before it waits for it.
+//! neither, and would stay on the server for its lease. So every such future is registered
+//! here, and shutdown detaches them all into tasks on the tracker before it waits for it.
 //!
 //! The caller sees no difference: its future returns the work's output either way.
 
@@ -200,7 +199,7 @@ pub(crate) struct Detachable<T: Send + 'static> {
     registry: Arc<Registry>,
     tracker: TaskTracker,
     /// The runtime it was made on: a future dropped on a thread outside any runtime (a plain
-    /// thread it was moved to) still has its work spawned there (found by review).
+    /// thread it was moved to) still has its work spawned there.
     runtime: Option<tokio::runtime::Handle>,
     index: Option<usize>,
 }
@@ -264,7 +263,7 @@ impl<T: Send + 'static> Drop for Detachable<T> {
 }
 
 /// Spawns `work` on `tracker`, on the current runtime or else on `runtime` (the one the work
-/// was made on): a guard dropped on a thread outside any runtime (issue 22) releases through
+/// was made on): a guard dropped on a thread outside any runtime releases through
 /// the runtime it was made on, as promptly as a drop inside it. With neither (the runtime is
 /// gone), nothing can run it and `work` is dropped unrun: a command already sent still runs
 /// on the server, and a grant expires with its lease.

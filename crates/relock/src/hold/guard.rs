@@ -163,8 +163,8 @@ impl LockGuard {
         crate::hold::lease::validate_lease("lease", lease)?;
         let work = self.backend.clone().extend(self.hold.clone(), lease);
         // In a task of its own, run to its end: a quorum's round holds the hold's gate until
-        // its put-backs are answered, and a release must not overtake them (found by review:
-        // an extension dropped mid-round let a put-back land after the release).
+        // its put-backs are answered, and a release must not overtake them (an extension
+        // dropped mid-round would otherwise let a put-back land after the release).
         match self.backend.shared().tracker.spawn(work).await {
             Ok(r) => r,
             Err(_) => Err(Error::Shutdown),
@@ -254,8 +254,8 @@ impl LockGuard {
         Fut: Future<Output = Result<KeepOutcome>>,
     {
         self.released = true;
-        // Closed to joins before the keep is sent (found by review: a re-entry answered
-        // between a local "last guard" check and the keep got a guard past the kept TTL).
+        // Closed to joins before the keep is sent (otherwise a re-entry answered between a
+        // local "last guard" check and the keep would get a guard past the kept TTL).
         let (remaining, lost) = self.hold.remove_guard(self.watchdog);
         if remaining > 0 || lost || self.hold.is_lost() {
             return self.release_removed(remaining, lost).await;
@@ -290,14 +290,14 @@ impl LockGuard {
             .release(self.hold.clone(), remaining, lost);
         // A task of its own, not the caller's: the release changes what others see (the hold
         // stays "releasing", and a quorum hold's gate stays taken, until its reply is
-        // handled), so it must not wait for a caller that may stop polling this future (found
-        // by review: a kept, unpolled unlock stalled the next lock() of the name and a quorum
-        // client's whole watchdog).
+        // handled), so it must not wait for a caller that may stop polling this future (a
+        // kept, unpolled unlock would stall the next lock() of the name and a quorum client's
+        // whole watchdog).
         match self.backend.shared().tracker.spawn(fut).await {
             // A hold that was already lost when its release failed (a timeout, a connection
             // down) is reported as lost, as documented: its release's fate does not change
-            // what the caller must know, that its exclusion ended (issue 22: a server down
-            // past the lease gave `Timeout { operation: "release" }`).
+            // what the caller must know, that its exclusion ended (a server down past the
+            // lease would otherwise give `Timeout { operation: "release" }`).
             Ok(Err(e)) if was_lost && e.may_have_run() => Err(Error::LockLost {
                 name: self.hold.keys.lock.clone(),
             }),

@@ -134,7 +134,7 @@ macro_rules! lock_methods {
             /// If dropped, `f` is dropped and the hold is released in the background.
             ///
             /// A fallible body returns its own `Result` inside relock's: the first `?` is the
-            /// lock's, the second the body's.
+            /// lock's, the second the body's ([`try_with`](Self::try_with) returns one).
             ///
             /// ```
             #[doc = "# #[tokio::main(flavor = \"current_thread\")] async fn main() -> Result<(), Box<dyn std::error::Error>> {"]
@@ -151,6 +151,61 @@ macro_rules! lock_methods {
                 f: impl AsyncFnOnce(&$crate::LockGuard) -> T,
             ) -> $crate::Result<T> {
                 $crate::hold::guard::run_within(self.lock().await?, f).await
+            }
+
+            /// As [`with`](Self::with), for a body that returns `Result<T, E>` where `E` can
+            /// hold relock's errors (`E: From<relock::Error>`, as `anyhow::Error`, a
+            /// `Box<dyn Error>` or an application's error enum do): one `Result<T, E>` comes
+            /// back, with the lock's error (if any) converted into `E`.
+            ///
+            /// ```
+            #[doc = "# #[tokio::main(flavor = \"current_thread\")] async fn main() -> Result<(), AppError> {"]
+            #[doc = "# let Ok(url) = std::env::var(\"RELOCK_DOCTEST_URL\") else { eprintln!(\"RELOCK_DOCTEST_URL is not set: doctest skipped\"); return Ok(()) };"]
+            #[doc = concat!("# ", $make)]
+            #[doc = concat!("# let lock = make(\"doctest:", stringify!($kind), ":try_with\");")]
+            /// # assert_eq!(pay(&lock).await?, 1);
+            /// # client.shutdown().await; Ok(()) }
+            #[doc = concat!("async fn pay(lock: &relock::", stringify!($kind), ") -> Result<u64, AppError> {")]
+            ///     lock.try_with(async |guard| {
+            ///         let n = write_db(guard.fencing_token()).await?;
+            ///         Ok(n)
+            ///     })
+            ///     .await
+            /// }
+            /// # #[derive(Debug)] enum AppError { Lock(relock::Error), Db(std::io::Error) }
+            /// # impl From<relock::Error> for AppError { fn from(e: relock::Error) -> Self { AppError::Lock(e) } }
+            /// # impl From<std::io::Error> for AppError { fn from(e: std::io::Error) -> Self { AppError::Db(e) } }
+            /// # async fn write_db(_token: u64) -> std::io::Result<u64> { Ok(1) }
+            /// ```
+            ///
+            /// As a function's last expression the call needs no annotation (`E` is the
+            /// function's error type); elsewhere, name it: `Ok::<_, AppError>(n)`.
+            ///
+            /// # Errors
+            #[doc = concat!("As [`with`](", stringify!($kind), "::with), converted into `E`; and the body's own.")]
+            ///
+            /// # Cancel safety
+            /// If dropped, `f` is dropped and the hold is released in the background.
+            pub async fn try_with<T, E: From<$crate::Error>>(
+                &self,
+                f: impl AsyncFnOnce(&$crate::LockGuard) -> std::result::Result<T, E>,
+            ) -> std::result::Result<T, E> {
+                self.with(f).await?
+            }
+
+            /// As [`with_until_lost`](Self::with_until_lost), for a body that returns
+            /// `Result<T, E>` with `E: From<relock::Error>` (see [`try_with`](Self::try_with)).
+            ///
+            /// # Errors
+            #[doc = concat!("As [`with_until_lost`](", stringify!($kind), "::with_until_lost), converted into `E`; and the body's own.")]
+            ///
+            /// # Cancel safety
+            /// If dropped, `f` is dropped and the hold is released in the background.
+            pub async fn try_with_until_lost<T, E: From<$crate::Error>>(
+                &self,
+                f: impl AsyncFnOnce(&$crate::LockGuard) -> std::result::Result<T, E>,
+            ) -> std::result::Result<T, E> {
+                self.with_until_lost(f).await?
             }
 
             /// As [`with`](Self::with), but the body runs only while the lock is held: if the

@@ -1,5 +1,5 @@
 //! A quorum holder hears at once that its hold was deleted, as a single-server holder does
-//! (`hold_watch`, issue 22): a force-unlock (`QuorumLock::force_unlock`, or `DEL` and
+//! (`hold_watch`): a force-unlock (`QuorumLock::force_unlock`, or `DEL` and
 //! `PUBLISH … 0` on each master as Redisson's `forceUnlock` does on every RedissonRedLock
 //! node) is announced on the lock's channel of every node. The watch listens there on every
 //! node; once subscribed, and after every message from any node, it checks its field on every
