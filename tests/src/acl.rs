@@ -168,6 +168,35 @@ where
 /// by a release, a permit renewed past three leases, a latch opened by a count-down).
 /// Leaves nothing behind but the semaphores' counts (`orders:sem`, `orders:permits`).
 pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
+    // A guarded write and read, and a fenced key: the line covers them as written (data keys
+    // tagged with the lock's name, the batch's commands among those granted).
+    let g = c.lock("orders:plain").lock().await.unwrap();
+    let row = "{orders:plain}:row";
+    let batch = relock::Commands::new()
+        .cmd("HSET")
+        .key(row)
+        .arg("status")
+        .arg("paid");
+    assert_eq!(g.write(batch).await.unwrap().len(), 1);
+    let read = g
+        .read(relock::Commands::new().cmd("HGET").key(row).arg("status"))
+        .await
+        .unwrap();
+    assert_eq!(read[0].as_string().as_deref(), Some("paid"));
+    g.write(relock::Commands::new().cmd("DEL").key(row))
+        .await
+        .unwrap();
+    let stock = c.fenced_key("orders:stock");
+    stock.set(g.fencing_token(), "1").await.unwrap();
+    assert_eq!(
+        stock.get().await.unwrap(),
+        Some(("1".to_string(), g.fencing_token()))
+    );
+    let deleted: i64 = relock::fred::interfaces::KeysInterface::del(c.pool(), "orders:stock")
+        .await
+        .unwrap();
+    assert_eq!(deleted, 1);
+    g.unlock().await.unwrap();
     exercise(c.lock("orders:plain"), other.lock("orders:plain")).await;
     exercise(c.fair_lock("orders:fair"), other.fair_lock("orders:fair")).await;
     exercise(

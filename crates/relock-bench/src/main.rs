@@ -14,6 +14,7 @@
 mod bench;
 mod cluster_bench;
 mod compare;
+mod guarded_bench;
 mod plot;
 mod progress;
 mod quorum_bench;
@@ -48,6 +49,9 @@ enum Command {
     Cluster(cluster_bench::Args),
     /// Holds many locks and measures renewal calls per period and client CPU.
     Watchdog(watchdog_bench::Args),
+    /// Measures a guarded write (1 and 10 commands) beside the same commands in one bare
+    /// MULTI/EXEC by fred, and prints the ratio to its target.
+    Guarded(guarded_bench::Args),
 }
 
 #[tokio::main]
@@ -61,6 +65,7 @@ async fn main() -> std::process::ExitCode {
             Command::Cluster(args) => cluster_bench::run(args).await,
             Command::Sync(args) => sync_bench::run(args).await,
             Command::Watchdog(args) => watchdog_bench::run(args).await,
+            Command::Guarded(args) => guarded_bench::run(args).await,
         }
     };
     relock_cli::shared::run_until_signalled(work).await
