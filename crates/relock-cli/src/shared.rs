@@ -180,12 +180,39 @@ pub fn layout_name(l: relock::OwnerLayout) -> &'static str {
 /// Errors of the command.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// From the library.
-    #[error(transparent)]
+    /// From the library, in the command's words (its flags and docs, not the library's).
+    #[error("{}", for_the_shell(&.0.to_string()))]
     Lock(#[from] relock::Error),
     /// Anything else, said in words.
     #[error("{0}")]
     Failed(String),
+}
+
+/// A library message as a shell user reads it: the library's builders and guides become the
+/// command's flags and `docs/cli.md`'s sections.
+pub fn for_the_shell(text: &str) -> String {
+    const WORDS: &[(&str, &str)] = &[
+        (
+            "QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in relock::guide::safety, Restarted nodes)",
+            "--restart-quarantine (0 turns it off, at the risk docs/cli.md describes under `relock status --quorum`)",
+        ),
+        ("QuorumClientBuilder::restart_quarantine", "--restart-quarantine"),
+        ("ClientBuilder::key_prefix", "a prefix of your own in the name, such as locks:NAME"),
+        ("ClientBuilder::watchdog_lease", "--watchdog-lease"),
+        ("relock::guide::operations, Credentials", "docs/cli.md, Connecting"),
+        ("relock::guide::operations, URLs", "docs/cli.md, Connecting"),
+        (
+            "relock::guide::operations lists (Least-privilege ACL users)",
+            "docs/cli.md lists (Connecting)",
+        ),
+        ("relock::guide::operations", "docs/cli.md"),
+        ("relock::guide::safety", "docs/cli.md"),
+    ];
+    let mut out = text.to_string();
+    for (library, shell) in WORDS {
+        out = out.replace(library, shell);
+    }
+    out
 }
 
 /// Logs to stderr what RUST_LOG (or RELOCK_LOG) picks, `warn` by default; colours only on a

@@ -61,8 +61,8 @@ pub(crate) struct StatusArgs {
 #[command(after_help = "Example:
   relock force-unlock --yes nightly-report
 
-Without --yes it only shows what it would delete. Holders learn of it at their next renewal
-(their lost() fires); waiters are woken at once.")]
+Without --yes it only shows what it would delete. Holders hear of it at once (their lost()
+fires; a relock run's command gets SIGTERM); waiters are woken at once.")]
 pub(crate) struct ForceUnlockArgs {
     /// The lock's name.
     name: String,
@@ -201,6 +201,8 @@ enum Found {
     /// A lock, and the leader of the election of that name if it is one.
     Lock(relock::LockStatus, Option<relock::Leader>),
     Count(Count),
+    /// What went wrong for this name (it is not a lock, or could not be read).
+    Failed(String, String),
 }
 
 /// A string holding an integer under `name`: a counting kind. `None` if it is not one.
@@ -279,16 +281,14 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
             Err(relock::Error::WrongType { key }) if &key == name => {
                 match count_at(&client, name).await {
                     Some(c) => Found::Count(c),
-                    None => {
-                        client.shutdown().await;
-                        return Err(relock::Error::WrongType { key }.into());
-                    }
+                    None => Found::Failed(
+                        name.clone(),
+                        CliError::from(relock::Error::WrongType { key }).to_string(),
+                    ),
                 }
             }
-            Err(e) => {
-                client.shutdown().await;
-                return Err(e.into());
-            }
+            // Said for this name; the others are still answered.
+            Err(e) => Found::Failed(name.clone(), CliError::from(e).to_string()),
         };
         all.push(found);
     }
@@ -309,6 +309,9 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
                     v
                 }),
                 Found::Count(c) => serde_json::to_value(c),
+                Found::Failed(name, error) => {
+                    Ok(serde_json::json!({ "name": name, "error": error }))
+                }
             })
             .collect::<Result<_, _>>()
             .map_err(|e| CliError::Failed(e.to_string()))?;
@@ -339,10 +342,19 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
                         c.name, c.count
                     ),
                 },
+                Found::Failed(name, error) => say(format_args!("{name}: {error}")),
             }
         }
     }
-    Ok(if held { 0 } else { 1 })
+    // 2: could not tell for some name (1 means "free").
+    let failed = all.iter().any(|f| matches!(f, Found::Failed(..)));
+    Ok(if failed {
+        2
+    } else if held {
+        0
+    } else {
+        1
+    })
 }
 
 /// `relock force-unlock`: shows the holders, deletes the lock with `--yes`.

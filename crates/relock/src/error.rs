@@ -149,7 +149,8 @@ pub enum Error {
     /// under the attempt's own field (retried in the background while the server is away) or
     /// ends with its lease.
     #[error(
-        "Redis at {server} did not answer `{operation}` within {timeout:?}; {}",
+        "Redis at {server} did not answer `{operation}` within {}; {}",
+        Human(*.timeout),
         timeout_outcome(operation)
     )]
     Timeout {
@@ -165,7 +166,7 @@ pub enum Error {
     Shutdown,
     /// With [`ClientBuilder::sync_replicas`](crate::ClientBuilder::sync_replicas), too few
     /// replicas acknowledged a fresh acquisition in time. The lock was released again.
-    #[error("lock `{name}`: only {acked} of the {wanted} replicas required acknowledged the acquisition within {timeout:?} (Redis WAIT); it was released. Check the replicas, or lower `sync_replicas` or raise its timeout")]
+    #[error("lock `{name}`: only {acked} of the {wanted} replicas required acknowledged the acquisition within {} (Redis WAIT); it was released. Check the replicas, or lower `sync_replicas` or raise its timeout", Human(*.timeout))]
     ReplicationFailed {
         /// The lock name.
         name: String,
@@ -239,14 +240,15 @@ impl std::fmt::Display for NodeVote {
         write!(f, "{}: ", self.node)?;
         match &self.vote {
             Vote::Granted => write!(f, "granted"),
-            Vote::HeldByAnother(Some(t)) => write!(f, "held by another for {t:?}"),
+            Vote::HeldByAnother(Some(t)) => write!(f, "held by another for {}", Human(*t)),
             Vote::HeldByAnother(None) => write!(f, "held by another (no expiry)"),
-            Vote::Timeout(t) => write!(f, "no answer within {t:?}"),
+            Vote::Timeout(t) => write!(f, "no answer within {}", Human(*t)),
             Vote::Error(e) => write!(f, "error: {e}"),
             Vote::Quarantined { remaining } => {
                 write!(
                     f,
-                    "restarted recently, in quarantine for {remaining:?} more"
+                    "restarted recently, in quarantine for {} more",
+                    Human(*remaining)
                 )
             }
             Vote::NotAwaited => write!(f, "not awaited"),
@@ -277,6 +279,65 @@ fn timeout_outcome(operation: &str) -> &'static str {
     }
 }
 
+/// A duration as people write it: `29s`, `1.5s`, `300ms`, `2m30s`, `1h` (to the millisecond;
+/// `Debug`'s `28.999901815s` is for programmers).
+pub(crate) struct Human(pub(crate) Duration);
+
+impl std::fmt::Display for Human {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ms = self.0.as_millis();
+        if ms == 0 {
+            return if self.0.is_zero() {
+                write!(f, "0s")
+            } else {
+                write!(f, "{}µs", self.0.as_micros().max(1))
+            };
+        }
+        if ms < 1000 {
+            return write!(f, "{ms}ms");
+        }
+        let (h, m, s, rest) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
+        let mut out = String::new();
+        if h > 0 {
+            out.push_str(&format!("{h}h"));
+        }
+        if m > 0 {
+            out.push_str(&format!("{m}m"));
+        }
+        if s > 0 || rest > 0 {
+            if rest > 0 && h == 0 && m == 0 {
+                let frac = format!("{rest:03}");
+                out.push_str(&format!("{s}.{}s", frac.trim_end_matches('0')));
+            } else {
+                out.push_str(&format!("{s}s"));
+            }
+        }
+        f.write_str(&out)
+    }
+}
+
+#[cfg(test)]
+mod human_tests {
+    use super::Human;
+    use std::time::Duration;
+
+    #[test]
+    fn durations_print_as_people_write_them() {
+        let h = |ms: u64| Human(Duration::from_millis(ms)).to_string();
+        assert_eq!(h(0), "0s");
+        assert_eq!(h(300), "300ms");
+        assert_eq!(h(1500), "1.5s");
+        assert_eq!(h(28_999), "28.999s");
+        assert_eq!(h(29_000), "29s");
+        assert_eq!(h(150_000), "2m30s");
+        assert_eq!(h(3_600_000), "1h");
+        assert_eq!(
+            Human(Duration::from_nanos(28_999_901_815)).to_string(),
+            "28.999s"
+        );
+    }
+}
+
 pub(crate) fn short(name: &str) -> std::borrow::Cow<'_, str> {
     if name.len() <= 80 {
         return name.into();
@@ -301,7 +362,7 @@ impl Error {
             } => Error::OutcomeUnknown {
                 operation,
                 server,
-                cause: format!("no reply within {timeout:?}"),
+                cause: format!("no reply within {}", Human(timeout)),
             },
             Error::Connection { url, cause } => Error::OutcomeUnknown {
                 operation,

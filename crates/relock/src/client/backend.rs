@@ -254,7 +254,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
             let cause = match outcome {
                 Ok(Ok(r)) => format!("unexpected reply of {} items", r.len()),
                 Ok(Err(e)) => e.to_string(),
-                Err(_) => format!("no reply within {limit:?}"),
+                Err(_) => format!("no reply within {}", crate::error::Human(limit)),
             };
             tracing::warn!(%cause, locks = batch.len(), "renewal failed; retrying while the lease lasts");
             for h in batch {

@@ -360,8 +360,8 @@ impl ClientBuilder {
             return Err(Error::invalid(
                 "watchdog_lease",
                 format!(
-                    "{:?} is too short to renew every lease/3; use at least 30 ms",
-                    s.watchdog_lease
+                    "{} is too short to renew every lease/3; use at least 30 ms",
+                    crate::error::Human(s.watchdog_lease)
                 ),
             ));
         }
@@ -370,8 +370,9 @@ impl ClientBuilder {
                 return Err(Error::invalid(
                     "sync_replicas",
                     format!(
-                        "({n}, {t:?}): need at least 1 replica and a timeout above zero and at most the command timeout ({:?})",
-                        s.command_timeout
+                        "({n}, {}): need at least 1 replica and a timeout above zero and at most the command timeout ({})",
+                        crate::error::Human(t),
+                        crate::error::Human(s.command_timeout)
                     ),
                 ));
             }
@@ -380,8 +381,8 @@ impl ClientBuilder {
             return Err(Error::invalid(
                 "fair_heartbeat",
                 format!(
-                    "{:?}: use at least 100 ms (waiters refresh every deadline/5) and at most 30 years",
-                    s.fair_heartbeat
+                    "{}: use at least 100 ms (waiters refresh every deadline/5) and at most 30 years",
+                    crate::error::Human(s.fair_heartbeat)
                 ),
             ));
         }

@@ -129,7 +129,10 @@ pub(crate) async fn start(
             Err(_) => {
                 return Err(connection_error(
                     &s,
-                    format!("no connection within {:?}", s.connect_timeout),
+                    format!(
+                        "no connection within {}",
+                        crate::error::Human(s.connect_timeout)
+                    ),
                 ))
             }
         }

@@ -208,8 +208,9 @@ impl Job {
             return Err(Error::invalid(
                 "at_least_for",
                 format!(
-                    "{:?} is longer than at_most_for ({:?}): the lock cannot be kept longer than a run may hold it; lower at_least_for or raise at_most_for",
-                    self.at_least_for, self.at_most_for
+                    "{} is longer than at_most_for ({}): the lock cannot be kept longer than a run may hold it; lower at_least_for or raise at_most_for",
+                    crate::error::Human(self.at_least_for),
+                    crate::error::Human(self.at_most_for)
                 ),
             ));
         }

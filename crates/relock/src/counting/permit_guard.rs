@@ -320,7 +320,7 @@ pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Permit>) {
         );
         match tokio::time::timeout(limit, call).await {
             Ok(r) => r.map_err(|e| e.to_string()),
-            Err(_) => Err(format!("no reply within {limit:?}")),
+            Err(_) => Err(format!("no reply within {}", crate::error::Human(limit))),
         }
     };
     let (until, name) = (lease.lease.valid_until(), &lease.keys.count);
@@ -350,7 +350,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Permit>]) -> bool {
             let cause = match outcome {
                 Ok(Ok(r)) => format!("unexpected reply of {} items", r.len()),
                 Ok(Err(e)) => crate::client::redact::in_text(&e.to_string(), &inner.settings.url),
-                Err(_) => format!("no reply within {limit:?}"),
+                Err(_) => format!("no reply within {}", crate::error::Human(limit)),
             };
             tracing::warn!(%cause, permits = batch.len(), "permit renewal failed; retrying while the leases last");
             return false;

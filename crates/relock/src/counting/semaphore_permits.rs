@@ -83,7 +83,7 @@ impl KindState for Outstanding {
                 let error = match tokio::time::timeout(limit, add(&inner, &names, n as i64)).await {
                     Ok(Ok(_)) => return,
                     Ok(Err(e)) => e.to_string(),
-                    Err(_) => format!("no reply within {limit:?}"),
+                    Err(_) => format!("no reply within {}", crate::error::Human(limit)),
                 };
                 tracing::warn!(semaphore = %names.key, permits = n, %error, "giving back semaphore permits at shutdown failed: they are lost");
             });

@@ -159,7 +159,7 @@ impl KindState for Line {
                     let error = match tokio::time::timeout(limit, leave).await {
                         Ok(Ok(())) => None,
                         Ok(Err(e)) => Some(crate::client::redact::in_text(&e.to_string(), &inner.settings.url)),
-                        Err(_) => Some(format!("no reply within {limit:?}")),
+                        Err(_) => Some(format!("no reply within {}", crate::error::Human(limit))),
                     };
                     if let Some(error) = error {
                         tracing::warn!(lock = %entry.keys.lock, %error, "leaving the line at shutdown failed; the heartbeat deadline will evict us");
@@ -282,7 +282,7 @@ async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
             let cause = match outcome {
                 Ok(Ok(r)) => format!("unexpected reply of {} items", r.len()),
                 Ok(Err(e)) => e.to_string(),
-                Err(_) => format!("no reply within {limit:?}"),
+                Err(_) => format!("no reply within {}", crate::error::Human(limit)),
             };
             tracing::warn!(%cause, waiters = batch.len(), "fair-queue heartbeat failed; retrying next period");
         }

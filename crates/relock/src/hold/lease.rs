@@ -228,13 +228,19 @@ pub(crate) fn validate_lease(name: &'static str, lease: Duration) -> Result<()> 
     if lease < Duration::from_millis(1) {
         return Err(Error::invalid(
             name,
-            format!("{lease:?}: a lease must be at least 1 ms"),
+            format!(
+                "{}: a lease must be at least 1 ms",
+                crate::error::Human(lease)
+            ),
         ));
     }
     if lease > MAX_LEASE {
         return Err(Error::invalid(
             name,
-            format!("{lease:?}: a lease must be at most 30 years"),
+            format!(
+                "{}: a lease must be at most 30 years",
+                crate::error::Human(lease)
+            ),
         ));
     }
     Ok(())

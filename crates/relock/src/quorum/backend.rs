@@ -331,7 +331,10 @@ impl QuorumInner {
                                 Sent::Unknown(e.to_string())
                             }
                             Ok(Err(e)) => Sent::Refused(e.to_string()),
-                            Err(_) => Sent::Unknown(format!("no answer within {limit:?}")),
+                            Err(_) => Sent::Unknown(format!(
+                                "no answer within {}",
+                                crate::error::Human(limit)
+                            )),
                         }
                     }
                 };

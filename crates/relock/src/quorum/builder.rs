@@ -197,8 +197,9 @@ impl QuorumClientBuilder {
             return Err(Error::invalid(
                 "node_timeout",
                 format!(
-                    "{:?}: must be above zero and well below the watchdog lease ({:?})",
-                    self.node_timeout, self.watchdog_lease
+                    "{}: must be above zero and well below the watchdog lease ({})",
+                    crate::error::Human(self.node_timeout),
+                    crate::error::Human(self.watchdog_lease)
                 ),
             ));
         }

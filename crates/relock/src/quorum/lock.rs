@@ -463,8 +463,8 @@ impl QuorumLock {
         let available = self.q.nodes.len() - f.unavailable();
         let hint = (quarantined > 0 && available + quarantined >= self.q.quorum).then(|| {
             format!(
-                "{quarantined} node(s) restarted less than the restart quarantine ({:?}{}) ago and may not vote yet: wait for it to end, or lower it with QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in relock::guide::safety, Restarted nodes)",
-                self.q.quarantine(),
+                "{quarantined} node(s) restarted less than the restart quarantine ({}{}) ago and may not vote yet: wait for it to end, or lower it with QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in relock::guide::safety, Restarted nodes)",
+                crate::error::Human(self.q.quarantine()),
                 if self.q.quarantine_is_default() { ", the longest lease in use" } else { "" }
             )
         });
