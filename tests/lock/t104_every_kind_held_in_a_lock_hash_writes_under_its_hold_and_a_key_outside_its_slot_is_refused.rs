@@ -59,6 +59,20 @@ async fn every_kind_held_in_a_lock_hash_writes_under_its_hold_and_a_key_outside_
         r.read(set("{t104:rw}:v", "x")).await,
         Err(Error::Redis { .. })
     ));
+    // A reader's field (or the hash's `mode`) handed to write_as: refused by the server.
+    let reader = r.owner().to_string();
+    assert!(matches!(
+        c.lock("t104:rw")
+            .write_as(&reader, set("{t104:rw}:v", "x"))
+            .await,
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert!(matches!(
+        c.lock("t104:rw")
+            .write_as("mode", set("{t104:rw}:v", "x"))
+            .await,
+        Err(Error::LockLost { .. })
+    ));
     r.unlock().await.unwrap();
 
     let job = c.job("t104:job", Duration::from_secs(10));
@@ -77,6 +91,44 @@ async fn every_kind_held_in_a_lock_hash_writes_under_its_hold_and_a_key_outside_
     leader.resign().await.unwrap();
     // The election's record says how the term ended for a watchdog lease: not this test's.
     server.cmd(&["DEL", "relock_election:{t104:el}"]).unwrap();
+
+    // A command that fails midway: the server's error, the lock's key not blamed; the
+    // command before it stays applied. A command too long for one script call: refused.
+    let g = c.lock("t104").lock().await.unwrap();
+    server.cmd(&["HSET", "{t104}:h", "f", "1"]).unwrap();
+    let r = g
+        .write(
+            Commands::new()
+                .cmd("SET")
+                .key("{t104}:before")
+                .arg("1")
+                .cmd("INCR")
+                .key("{t104}:h"),
+        )
+        .await;
+    assert!(matches!(&r, Err(Error::Redis { .. })), "{r:?}");
+    assert_eq!(
+        server
+            .cmd(&["GET", "{t104}:before"])
+            .unwrap()
+            .as_string()
+            .as_deref(),
+        Some("1")
+    );
+    let mut long = Commands::new().cmd("SADD").key("{t104}:s");
+    for i in 0..relock::MAX_COMMAND_WORDS {
+        long = long.arg(i);
+    }
+    assert!(matches!(
+        g.write(long).await,
+        Err(Error::InvalidArgument { .. })
+    ));
+    assert_eq!(
+        server.cmd(&["EXISTS", "{t104}:s"]).unwrap().as_int(),
+        Some(0)
+    );
+    g.unlock().await.unwrap();
+    server.cmd(&["DEL", "{t104}:h", "{t104}:before"]).unwrap();
 
     // Force-unlocked by someone else: the server refuses, nothing is written.
     let g = c.lock("t104").lock().await.unwrap();

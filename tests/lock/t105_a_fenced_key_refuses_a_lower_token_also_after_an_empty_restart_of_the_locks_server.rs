@@ -74,6 +74,31 @@ async fn a_fenced_key_refuses_a_lower_token_also_after_an_empty_restart_of_the_l
         stock.set(0, "x").await,
         Err(Error::InvalidArgument { .. })
     ));
+    // A data hash with a `fence` field of its own (a row kept in Redis), or a fence that is
+    // not a token: not taken over.
+    data.cmd(&["HSET", "row", "status", "paid", "fence", "5"])
+        .unwrap();
+    data.cmd(&["HSET", "odd", "value", "v", "fence", "007"])
+        .unwrap();
+    for key in ["row", "odd"] {
+        let k = store.fenced_key(key);
+        assert!(
+            matches!(k.set(t3, "x").await, Err(Error::WrongType { .. })),
+            "{key}"
+        );
+        assert!(
+            matches!(k.get().await, Err(Error::WrongType { .. })),
+            "{key}"
+        );
+    }
+    assert_eq!(
+        data.cmd(&["HGET", "row", "fence"])
+            .unwrap()
+            .as_string()
+            .as_deref(),
+        Some("5")
+    );
+    assert_eq!(data.cmd(&["HLEN", "row"]).unwrap().as_int(), Some(2));
     c.shutdown().await;
     store.shutdown().await;
 }

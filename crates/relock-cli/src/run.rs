@@ -41,8 +41,9 @@ pub(crate) enum OnLost {
   relock run --wait 30s --shell 'migrate up && echo done' db-migrations
   relock run --quorum redis://a:6379,redis://b:6379,redis://c:6379 backup -- ./backup.sh
 
-The command sees RELOCK_NAME, RELOCK_TOKEN (the fencing token: pass it with every write to
-the resource it protects) and RELOCK_OWNER. If relock is killed (SIGKILL, a crash), the
+The command sees RELOCK_NAME, RELOCK_KIND (lock, fair, read, write, quorum, permit, job or
+leader), RELOCK_TOKEN (the fencing token: pass it with every write to the resource it
+protects) and RELOCK_OWNER (for `relock write`). If relock is killed (SIGKILL, a crash), the
 command and its process group are killed too. Exit codes: the command's own; 75 (or
 --conflict-exit-code) when the lock could not be had in time; 76 when the lock was lost while
 the command ran; 128+N when the command died of signal N; 1 on a relock error.")]
@@ -542,6 +543,7 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
     command
         .args(&argv[1..])
         .env("RELOCK_NAME", &args.name)
+        .env("RELOCK_KIND", kind_of(args))
         .envs(guard.env());
     // The command dies with relock, however relock ends (tether.rs).
     crate::tether::die_with_parent(&mut command);
@@ -632,6 +634,28 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
 
     release(guard, &args.name).await;
     Ok(if lost { LOST_EXIT } else { exit_code(status) })
+}
+
+/// What the command holds, as RELOCK_KIND tells it (and `relock write`, which writes only
+/// under an exclusive hold on one server).
+fn kind_of(args: &Args) -> &'static str {
+    if !args.quorum.is_empty() {
+        "quorum"
+    } else if args.permits.is_some() {
+        "permit"
+    } else if args.election.is_some() {
+        "leader"
+    } else if args.at_least.is_some() {
+        "job"
+    } else if args.shared {
+        "read"
+    } else if args.exclusive {
+        "write"
+    } else if args.fair {
+        "fair"
+    } else {
+        "lock"
+    }
 }
 
 /// Released before `relock` exits, so the next holder need not wait for a lease.

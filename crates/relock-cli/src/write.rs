@@ -57,6 +57,20 @@ pub(crate) async fn write(args: Args) -> Result<u8, CliError> {
             "no hold to write under: run it from the command of `relock run` (which sets RELOCK_OWNER), or give --owner".into(),
         ));
     };
+    // Under relock run, what it holds: a guarded write needs one server's exclusive hold.
+    match std::env::var("RELOCK_KIND").as_deref() {
+        Ok("quorum") => {
+            return Err(CliError::Failed(
+                "a quorum lock has no single server to check the hold on as it writes: pass RELOCK_TOKEN with the write and have the data refuse lower tokens (docs/cli.md, relock write)".into(),
+            ))
+        }
+        Ok("read" | "permit") => {
+            return Err(CliError::Failed(
+                "relock write needs an exclusive hold: run it under relock run without -s or --permits".into(),
+            ))
+        }
+        _ => {}
+    }
     let client = args.tls.connect(resolve_url(args.url.clone())).await?;
     let r = client.lock(&args.name).write_as(&owner, batch).await;
     client.shutdown().await;

@@ -9,14 +9,18 @@
 --
 -- Returns {1, token} (written) or {0, fence} (refused: the key has accepted the higher token
 -- `fence`; nothing was written). A key that is not a fenced key (another type, or a hash
--- without `fence`) fails with WRONGTYPE and is left as it was.
+-- other than exactly `value` and a decimal `fence`) fails with WRONGTYPE, left as it was.
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'none' and kind ~= 'hash' then
   return redis.error_reply('WRONGTYPE the key is not a fenced key')
 end
 local fence = redis.call('hget', KEYS[1], 'fence')
-if kind == 'hash' and not fence then
-  return redis.error_reply('WRONGTYPE the key is a hash without a fence: not a fenced key')
+-- Exactly `value` and a canonical `fence`: a data hash that merely has a `fence` field (a
+-- row kept in Redis) is not taken over.
+if kind == 'hash' and (not fence or redis.call('hlen', KEYS[1]) ~= 2
+    or redis.call('hexists', KEYS[1], 'value') == 0
+    or not string.match(fence, '^[1-9]%d*$')) then
+  return redis.error_reply('WRONGTYPE the key is not a fenced key (a hash of exactly value and fence)')
 end
 local token = ARGV[1]
 if fence and (#fence > #token or (#fence == #token and fence > token)) then

@@ -8,14 +8,22 @@
 -- KEYS[2+k..]      the data keys the commands name (for routing and ACL checks)
 -- ARGV[1]          the hold's field, <client_id>:<n>
 -- ARGV[2]          k, how many other lease keys
--- ARGV[3]          how many commands, n
--- ARGV[4..]        each command in turn: its word count c, then its c words (name first)
+-- ARGV[3]          "1": the hold must exclude every other (a write); "0": any hold (a read)
+-- ARGV[4]          how many commands, n
+-- ARGV[5..]        each command in turn: its word count c, then its c words (name first)
 --
--- Returns {1, reply 1, ..., reply n} (every command ran, in order) or {0} (the hold is not
--- here: nothing ran). A command that fails stops the batch with its error; the commands
--- before it stay applied (as in MULTI/EXEC, Redis has no rollback).
-if redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
+-- Returns {1, reply 1, ..., reply n} (every command ran, in order), {0} (the hold is not
+-- here: nothing ran) or {2} (a write under a hold that shares the lock: a read-write lock's
+-- reader, or a field that is no holder's; nothing ran). A command that fails stops the batch
+-- with its error; the commands before it stay applied (as in MULTI/EXEC, Redis has no
+-- rollback).
+if ARGV[1] == 'mode' or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then
   return {0}
+end
+-- A read-write lock's hash has `mode`; only its write holds (`…:write`) exclude the others.
+if ARGV[3] == '1' and redis.call('hexists', KEYS[1], 'mode') == 1
+    and not string.match(ARGV[1], ':write$') then
+  return {2}
 end
 local k = tonumber(ARGV[2])
 for i = 2, 1 + k do
@@ -24,8 +32,8 @@ for i = 2, 1 + k do
   end
 end
 local out = {1}
-local at = 4
-for _ = 1, tonumber(ARGV[3]) do
+local at = 5
+for _ = 1, tonumber(ARGV[4]) do
   local c = tonumber(ARGV[at])
   local reply = redis.call(unpack(ARGV, at + 1, at + c))
   -- nil cannot sit in a Lua array; false comes back to the client as a nil reply.

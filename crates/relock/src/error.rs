@@ -81,10 +81,10 @@ pub enum Error {
         name: String,
     },
     /// A [`FencedKey`](crate::FencedKey) refused a write: it has already accepted a higher
-    /// fencing token, a later holder's. Nothing was written. The writer's hold has ended
-    /// (its lease ran out, or it was paused past it): stop writing and let the later holder's
-    /// data stand.
-    #[error("`{}` refused the write under fencing token {token}: it has accepted token {highest}, a later holder's; this holder's lock has ended, nothing was written", short(.key))]
+    /// fencing token, a later holder's. Nothing was written. For an exclusive lock the
+    /// writer's hold has ended (its lease ran out, or it was paused past it): stop writing
+    /// and let the later holder's data stand.
+    #[error("`{}` refused the write under fencing token {token}: it has accepted the higher token {highest}, so a holder after this one has written; nothing was written", short(.key))]
     StaleToken {
         /// The fenced key.
         key: String,
@@ -93,10 +93,12 @@ pub enum Error {
         /// The highest token the key had accepted.
         highest: u64,
     },
-    /// A write was sent but its reply never came (a timeout, a connection lost after the
-    /// send): it ran whole, once, or not at all (a script is never split, and relock's pools
-    /// never resend). Read the data to learn which; never assume it failed.
-    #[error("Redis at {server} did not confirm `{operation}` ({cause}): it ran whole, once, or not at all; read the data to learn which")]
+    /// A write's reply never came (a timeout, a connection lost, the client shut down): it
+    /// may have been sent and run, or not. It ran at most once (relock's pools never resend),
+    /// and as one script: every command up to the first that failed, or none. Read the data
+    /// to learn which; never assume it failed. Not transient: retry only what is safe to run
+    /// twice.
+    #[error("Redis at {server} did not confirm `{operation}` ({cause}): it may have run, at most once; read the data to learn whether it did")]
     OutcomeUnknown {
         /// What we asked (`guarded write`, `fenced set`).
         operation: &'static str,
@@ -355,8 +357,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A write's error, where the reply's loss makes the outcome unknown
     /// ([`Error::OutcomeUnknown`]); other errors as they are.
-    pub(crate) fn unconfirmed(self, operation: &'static str) -> Self {
+    pub(crate) fn unconfirmed(self, operation: &'static str, server: String) -> Self {
         match self {
+            Error::Shutdown => Error::OutcomeUnknown {
+                operation,
+                server,
+                cause: "the client shut down while the reply was awaited".into(),
+            },
             Error::Timeout {
                 server, timeout, ..
             } => Error::OutcomeUnknown {

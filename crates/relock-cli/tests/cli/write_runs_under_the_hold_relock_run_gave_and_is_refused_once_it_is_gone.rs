@@ -71,6 +71,15 @@ async fn write_runs_under_the_hold_relock_run_gave_and_is_refused_once_it_is_gon
     let (code, _, err) = write(&url, &["cli-write", "SET", "{cli-write}:k", "3"]);
     assert_eq!(code, Some(1));
     assert!(err.contains("RELOCK_OWNER"), "{err}");
+    // Under a shared (read) hold: refused, nothing written.
+    let script = format!("{RELOCK} write --url {url} cli-write-s SET {{cli-write-s}}:k x");
+    let (code, _, err) = relock_run(&url, &["-s", "cli-write-s", "sh", "-c", &script]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("exclusive hold"), "{err}");
+    assert_eq!(
+        server.cmd(&["EXISTS", "{cli-write-s}:k"]).unwrap().as_int(),
+        Some(0)
+    );
     drop(guard);
     client.shutdown().await;
 }

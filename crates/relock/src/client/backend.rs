@@ -72,7 +72,7 @@ impl Backend for Inner {
     fn guarded(
         self: Arc<Self>,
         hold: Arc<Hold>,
-        commands: Arc<crate::hold::guarded::Commands>,
+        commands: Arc<crate::hold::commands::Commands>,
         read: bool,
     ) -> BoxFuture<Result<Vec<fred::types::Value>>> {
         Box::pin(crate::client::guarded::run(self, hold, commands, read))

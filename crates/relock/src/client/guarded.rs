@@ -7,7 +7,7 @@ use fred::types::Value;
 
 use crate::client::handle::Inner;
 use crate::error::{Error, Result};
-use crate::hold::guarded::Commands;
+use crate::hold::commands::Commands;
 use crate::hold::holds::Hold;
 
 crate::client::scripts::scripts! {
@@ -48,7 +48,8 @@ pub(crate) async fn send(
     let lock = lease_keys[0].clone();
     let others = lease_keys.len().saturating_sub(1);
     lease_keys.extend(commands.distinct_keys());
-    let mut args = vec![field.to_string(), others.to_string()];
+    let exclusive = if read { "0" } else { "1" };
+    let mut args = vec![field.to_string(), others.to_string(), exclusive.to_string()];
     args.extend(commands.words());
     let operation = if read {
         "guarded read"
@@ -63,11 +64,24 @@ pub(crate) async fn send(
         GUARDED.run(inner.pool.next(), lease_keys, args).await
     }
     .map_err(|e| {
-        let e = inner.error(operation, &lock, e);
-        if read {
-            e
-        } else {
-            e.unconfirmed(operation)
+        use fred::error::ErrorKind;
+        match e.kind() {
+            // The connection's: the batch may have run (a write's outcome is unknown).
+            ErrorKind::Timeout | ErrorKind::IO | ErrorKind::Canceled => {
+                let e = inner.error(operation, &lock, e);
+                if read {
+                    e
+                } else {
+                    e.unconfirmed(operation, inner.server())
+                }
+            }
+            // A command of the batch failed (a wrong type, a refused permission): the
+            // server's words, not a verdict on the lock's key.
+            _ => Error::Redis {
+                operation,
+                server: inner.server(),
+                source: e,
+            },
         }
     })?;
     let Value::Array(mut parts) = reply else {
@@ -79,6 +93,12 @@ pub(crate) async fn send(
             Ok(parts)
         }
         Some(0) => Err(Error::LockLost { name: lock }),
+        Some(2) => Err(Error::invalid(
+            "owner",
+            format!(
+                "`{lock}` is held by this hold for reading (or the field is no holder's): a guarded write needs an exclusive hold"
+            ),
+        )),
         _ => Err(unexpected(inner, operation, "no status first")),
     }
 }

@@ -94,7 +94,7 @@ impl FencedKey {
             .map_err(|e| {
                 self.inner
                     .error("fenced set", &self.key, e)
-                    .unconfirmed("fenced set")
+                    .unconfirmed("fenced set", self.inner.server())
             })?;
         match reply.as_slice() {
             [ok, _] if ok.as_i64() == Some(1) => Ok(()),

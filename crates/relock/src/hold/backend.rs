@@ -95,7 +95,7 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug + 'static {
     fn guarded(
         self: Arc<Self>,
         hold: Arc<Hold>,
-        commands: Arc<crate::hold::guarded::Commands>,
+        commands: Arc<crate::hold::commands::Commands>,
         read: bool,
     ) -> BoxFuture<Result<Vec<fred::types::Value>>> {
         let _ = (commands, read);

@@ -14,8 +14,9 @@
 //! - `backend`: the [`Backend`](backend::Backend) trait (release, renewal batches and
 //!   rounds) and `Shared`, what every backend keeps (client id, holds, task tracker).
 //! - `guard`: [`LockGuard`](crate::LockGuard), written once over any backend.
-//! - `guarded`: [`Commands`](crate::Commands) and the guard's guarded writes and reads, which
-//!   the backend runs only while the hold is on its lock.
+//! - `commands`: [`Commands`](crate::Commands), a batch for a guarded write, and its checks.
+//! - `guarded`: the guard's guarded writes and reads, which the backend runs only while the
+//!   hold is on its lock.
 //! - `watchdog`: the one renewal loop per client, over any backend; a round renews the holds
 //!   and what the backend adds (`Backend::other_renewals`: on one server, the permits).
 //! - `reentry` and `owner`: which hold a `lock()` re-enters; [`Owner`](crate::Owner).
@@ -33,6 +34,7 @@
 
 pub(crate) mod acquire;
 pub(crate) mod backend;
+pub(crate) mod commands;
 pub(crate) mod detach;
 pub(crate) mod every;
 pub(crate) mod guard;

@@ -1,0 +1,193 @@
+//! [`Commands`]: a batch of Redis commands for a guarded write or read, and the checks made
+//! before it is sent (its keys in the lock's slot, its size).
+
+use crate::error::{Error, Result};
+
+/// The most words one command of a batch may have: the script passes a command's words to
+/// `redis.call` at once, and Lua takes at most about 8,000 values that way.
+pub const MAX_COMMAND_WORDS: usize = 7_000;
+
+/// A batch of Redis commands for a guarded write ([`LockGuard::write`]) or read
+/// ([`LockGuard::read`]). Each command is its name, then its words in order; a word that is a
+/// key is added with [`key`](Commands::key) (so that it is declared to the server and checked
+/// against the lock's slot), any other with [`arg`](Commands::arg).
+///
+/// ```
+/// let batch = relock::Commands::new()
+///     .cmd("HSET").key("{orders:42}:row").arg("status").arg("paid")
+///     .cmd("INCR").key("{orders:42}:version");
+/// assert_eq!(batch.len(), 2);
+/// assert_eq!(batch.keys().collect::<Vec<_>>(), ["{orders:42}:row", "{orders:42}:version"]);
+/// ```
+///
+/// **Keys share the lock's slot.** Every key must hash to the lock's Cluster slot: give it
+/// the lock's hash tag (`{orders:42}:row` for the lock `orders:42`; `orders:{42}:row` for
+/// the lock `orders:{42}`; with a client's key prefix `locks:`, the lock's key is
+/// `locks:orders:42` and its tag `{locks:orders:42}`). A key in another slot is refused
+/// before anything is sent, on one server too, so that code moves to a Cluster unchanged.
+/// Only the words added with [`key`](Commands::key) are checked: add every key of a command
+/// with `key`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Commands {
+    /// Each command's words, name first.
+    commands: Vec<Vec<String>>,
+    /// The keys, in the order they were added (one entry per `key` call).
+    keys: Vec<String>,
+}
+
+impl Commands {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Commands::default()
+    }
+
+    /// Starts the next command, named `name` (`"SET"`, `"HSET"`, `"XADD"`…).
+    pub fn cmd(mut self, name: impl Into<String>) -> Self {
+        self.commands.push(vec![name.into()]);
+        self
+    }
+
+    /// Adds a key to the current command.
+    ///
+    /// # Panics
+    /// Before any [`cmd`](Commands::cmd): a word needs its command (a mistake in the code
+    /// that builds the batch, as indexing past a `Vec`'s end).
+    pub fn key(mut self, key: impl Into<String>) -> Self {
+        let key = key.into();
+        self.keys.push(key.clone());
+        self.current().push(key);
+        self
+    }
+
+    /// Adds an argument that is not a key to the current command.
+    ///
+    /// # Panics
+    /// Before any [`cmd`](Commands::cmd), as [`key`](Commands::key).
+    pub fn arg(mut self, arg: impl ToString) -> Self {
+        self.current().push(arg.to_string());
+        self
+    }
+
+    /// How many commands the batch has.
+    pub fn len(&self) -> usize {
+        self.commands.len()
+    }
+
+    /// Whether it has none.
+    pub fn is_empty(&self) -> bool {
+        self.commands.is_empty()
+    }
+
+    /// The keys its commands name, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.keys.iter().map(String::as_str)
+    }
+
+    fn current(&mut self) -> &mut Vec<String> {
+        self.commands
+            .last_mut()
+            .expect("Commands: call cmd(name) before key() or arg()")
+    }
+
+    /// The script's arguments after the hold's: the count, then each command's word count
+    /// and words.
+    pub(crate) fn words(&self) -> Vec<String> {
+        let mut out =
+            Vec::with_capacity(1 + self.commands.iter().map(|c| c.len() + 1).sum::<usize>());
+        out.push(self.commands.len().to_string());
+        for c in &self.commands {
+            out.push(c.len().to_string());
+            out.extend(c.iter().cloned());
+        }
+        out
+    }
+
+    /// The distinct keys, for the script's KEYS.
+    pub(crate) fn distinct_keys(&self) -> Vec<String> {
+        let mut seen = std::collections::BTreeSet::new();
+        self.keys
+            .iter()
+            .filter(|k| seen.insert(k.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// Refuses an empty batch, a command of more than [`MAX_COMMAND_WORDS`] words, and a key
+    /// outside `lock`'s slot, naming the key and the form that would share the slot.
+    pub(crate) fn check(&self, lock: &str) -> Result<()> {
+        if self.is_empty() {
+            return Err(Error::invalid(
+                "commands",
+                "the batch has no command: add one with Commands::cmd",
+            ));
+        }
+        if let Some(c) = self.commands.iter().find(|c| c.len() > MAX_COMMAND_WORDS) {
+            return Err(Error::invalid(
+                "commands",
+                format!(
+                    "`{}` has {} words, more than the {MAX_COMMAND_WORDS} one command of a guarded batch may have: split it into several commands",
+                    c[0],
+                    c.len()
+                ),
+            ));
+        }
+        let slot = |k: &str| fred::util::redis_keyslot(k.as_bytes());
+        let want = slot(lock);
+        if let Some(key) = self.keys.iter().find(|k| slot(k) != want) {
+            return Err(Error::invalid(
+                "commands",
+                format!(
+                    "the key `{}` is in Cluster slot {}, the lock `{}` in slot {want}: every key of a guarded write must share the lock's slot; give it the lock's hash tag, as `{}`",
+                    crate::error::short(key),
+                    slot(key),
+                    crate::error::short(lock),
+                    tagged_like(lock, key)
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// `key` under `lock`'s hash tag, by Redisson's `suffixName` rule: `{orders:42}:key` for the
+/// lock `orders:42`, `orders:{42}:key` for the lock `orders:{42}`.
+fn tagged_like(lock: &str, key: &str) -> String {
+    crate::hold::keys::suffixed(lock, &key.replace(['{', '}'], ""))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_outside_the_locks_slot_are_named_with_the_tagged_form() {
+        let ok = Commands::new()
+            .cmd("SET")
+            .key("{orders:42}:row")
+            .arg(1)
+            .cmd("GET")
+            .key("orders:42");
+        assert!(ok.check("orders:42").is_ok());
+        let bad = Commands::new().cmd("SET").key("orders:42:row").arg(1);
+        let e = bad.check("orders:42").unwrap_err().to_string();
+        assert!(
+            e.contains("`orders:42:row`") && e.contains("`{orders:42}:orders:42:row`"),
+            "{e}"
+        );
+        let e = bad.check("orders:{42}").unwrap_err().to_string();
+        assert!(e.contains("`orders:{42}:orders:42:row`"), "{e}");
+        assert!(Commands::new().check("x").is_err());
+    }
+
+    #[test]
+    fn words_carry_each_commands_count() {
+        let c = Commands::new()
+            .cmd("SET")
+            .key("k")
+            .arg("v")
+            .cmd("DEL")
+            .key("k");
+        assert_eq!(c.words(), ["2", "3", "SET", "k", "v", "2", "DEL", "k"]);
+        assert_eq!(c.distinct_keys(), ["k"]);
+    }
+}
