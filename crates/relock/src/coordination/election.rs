@@ -314,7 +314,9 @@ impl Election {
     /// leader's expiry is seen within its lease), so the last state is never missed. A term
     /// that begins and ends between two reads (within a round trip) is not reported.
     ///
-    /// The stream ends when the client shuts down; dropping it stops the observation (its task
+    /// The stream ends when the client's shutdown begins (events already queued are still
+    /// yielded, then `None`), also if it was never read: an idle observation does not hold up
+    /// shutdown. Dropping it stops the observation (its task
     /// and subscription end). An error (the subscription failed) is its last item.
     pub fn observe(&self) -> Observation {
         let (tx, rx) = mpsc::channel(64);
@@ -376,8 +378,11 @@ impl Election {
                 }
             };
             for event in changes(&last, &now) {
-                if tx.send(Ok(event)).await.is_err() {
-                    return;
+                // An observation kept alive but not read fills its channel: the wait for room
+                // ends with shutdown too, which must not wait for a reader.
+                tokio::select! {
+                    sent = tx.send(Ok(event)) => if sent.is_err() { return },
+                    _ = shutdown.wait_for(|s| *s) => return,
                 }
             }
             last = now.leader;

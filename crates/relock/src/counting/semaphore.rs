@@ -268,6 +268,12 @@ impl Semaphore {
     /// shuts down first) are those permits lost, as they always are with Redisson's
     /// `RSemaphore` (its `RPermitExpirableSemaphore` exists for that).
     ///
+    /// **At exit.** Permits have no lease. A guard dropped as `main` returns, without
+    /// [`Client::shutdown`](crate::Client::shutdown), gives its permits back on a connection
+    /// of its own as the runtime ends (bounded by the connect and command timeouts); only if
+    /// Redis cannot be reached then are they lost for good, with a warning that names the
+    /// semaphore and how many. Call `shutdown` before `main` returns.
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
     /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };

@@ -220,10 +220,62 @@ impl GiveBack {
 
 impl Drop for GiveBack {
     fn drop(&mut self) {
-        if !self.done {
-            tracing::warn!(semaphore = %self.names.key, permits = self.n, "semaphore permits dropped as their runtime ended were not given back: they are lost (call Client::shutdown before the runtime ends)");
+        if self.done {
+            return;
+        }
+        // Its runtime ended first (`main` returned without `Client::shutdown`): the client's
+        // connections are gone with it, but the process can still send the give-back.
+        match give_back_at_exit(&self.inner, &self.names, self.n) {
+            Ok(()) => {
+                tracing::debug!(semaphore = %self.names.key, permits = self.n, "semaphore permits dropped as their runtime ended were given back on a connection of their own")
+            }
+            Err(e) => {
+                tracing::warn!(semaphore = %self.names.key, permits = self.n, error = %e, "semaphore permits dropped as their runtime ended could not be given back: they are lost (call Client::shutdown before the runtime ends)")
+            }
         }
     }
+}
+
+/// The give-back of `n` permits when the client's runtime has ended: `semaphore_add.lua` on a
+/// connection of its own, from a thread with a runtime of its own, bounded by the connect and
+/// command timeouts. It blocks the dropping thread for that long at most (at exit, where the
+/// alternative is permits lost for ever).
+fn give_back_at_exit(inner: &Inner, names: &Names, n: u64) -> std::result::Result<(), String> {
+    use fred::interfaces::ClientLike;
+    let config = inner.pool.next().client_config();
+    let request = crate::counting::common::Request::new(inner, &names.key);
+    let keys = vec![names.key.clone(), request.key.clone()];
+    let args = vec![
+        n.to_string(),
+        inner.publish_cmd().to_string(),
+        request.ttl_ms.clone(),
+        names.channel.clone(),
+    ];
+    let limit = inner.settings.connect_timeout + inner.settings.command_timeout;
+    let work = move || -> std::result::Result<(), String> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        rt.block_on(async move {
+            let send = async move {
+                let client = fred::types::Builder::from_config(config)
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                client.init().await.map_err(|e| e.to_string())?;
+                let r: std::result::Result<Vec<i64>, _> =
+                    SEMAPHORE_ADD.run(&client, keys, args).await;
+                let _ = client.quit().await;
+                r.map(|_| ()).map_err(|e| e.to_string())
+            };
+            tokio::time::timeout(limit, send)
+                .await
+                .map_err(|_| format!("no reply within {}", crate::error::Human(limit)))?
+        })
+    };
+    std::thread::spawn(work)
+        .join()
+        .map_err(|_| "the give-back's thread panicked".to_string())?
 }
 
 /// `semaphore_add.lua`: adds `n` (may be negative) and publishes the new count if above 0.
