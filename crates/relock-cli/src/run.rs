@@ -137,6 +137,10 @@ pub(crate) struct Args {
     /// the processes it started, is signalled when the lock is lost or relock is interrupted.
     #[arg(long)]
     foreground: bool,
+    /// A name for this run, shown with its hold by `relock status` and in the conflict line
+    /// of other runs (with this host and process id): letters, digits, `.`, `_`, `-`.
+    #[arg(long = "name", value_name = "WHO")]
+    client_name: Option<String>,
     /// The command and its arguments, after the name (`relock run NAME CMD ARGS`, as `flock
     /// FILE CMD ARGS`): everything after CMD is the command's. Options of relock go before
     /// NAME; `--` before CMD is allowed, and needed where CMD itself starts with `-`.
@@ -202,6 +206,10 @@ pub(crate) struct ElectArgs {
     /// Keep the command in relock's process group (see `relock run --help`).
     #[arg(long)]
     foreground: bool,
+    /// A name for this run, shown with its hold by `relock status` and in the conflict line
+    /// of other runs (with this host and process id): letters, digits, `.`, `_`, `-`.
+    #[arg(long = "name", value_name = "WHO")]
+    client_name: Option<String>,
     /// The command and its arguments, after the name.
     #[arg(trailing_var_arg = true, value_name = "CMD")]
     command: Vec<String>,
@@ -244,6 +252,7 @@ impl ElectArgs {
             kill_after: self.kill_after,
             shell: self.shell,
             foreground: self.foreground,
+            client_name: self.client_name,
             command: self.command,
             election: Some(value),
         }
@@ -292,6 +301,9 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
         let mut builder = relock::Client::builder().url(resolve_url(args.url.clone()));
         if let Some(l) = args.watchdog_lease {
             builder = builder.watchdog_lease(l);
+        }
+        if let Some(n) = &args.client_name {
+            builder = builder.client_name(n.clone());
         }
         let client = args.tls.build(builder).await?;
         match one_server_target(&args, &client).await {
@@ -454,15 +466,17 @@ impl Target {
         match (self, lock) {
             (_, Some(lock)) => match lock.status().await {
                 Ok(st) if !st.holders.is_empty() => {
-                    let who: Vec<String> = st
-                        .holders
-                        .iter()
-                        .map(|h| format!("{} ({})", h.field, layout_name(h.layout)))
-                        .collect();
+                    let mut who: Vec<String> = Vec::new();
+                    for h in &st.holders {
+                        let named = relock_cli::shared::owner_words(lock, &h.field).await;
+                        who.push(format!("{} ({}){named}", h.field, layout_name(h.layout)));
+                    }
                     let lease = match st.pttl_ms {
                         Some(ms) if ms >= 0 => format!(
-                            ", its lease ends in {}",
-                            humantime::format_duration(Duration::from_millis(ms as u64))
+                            ", its lease ends in {} unless its holder renews it",
+                            humantime::format_duration(Duration::from_secs(
+                                (ms as u64).div_ceil(1000)
+                            ))
                         ),
                         Some(_) => ", with no expiry".to_string(),
                         None => String::new(),

@@ -167,6 +167,16 @@ fn flag_hint(e: relock::Error) -> CliError {
     }
 }
 
+/// Who an owner field of `lock` belongs to, in words (`, run "billing" (pid 4242 on web-3,
+/// 10.0.0.5:51234)`), if its client named itself; empty otherwise or when the server does not
+/// let us read it.
+pub async fn owner_words(lock: &relock::Lock, field: &str) -> String {
+    match lock.describe_owner(field).await {
+        Ok(Some(o)) => format!(", `{}` (pid {} on {}, {})", o.name, o.pid, o.host, o.addr),
+        _ => String::new(),
+    }
+}
+
 /// How the command names who wrote an owner field (`status`, `watch`, `run`'s conflict).
 pub fn layout_name(l: relock::OwnerLayout) -> &'static str {
     match l {

@@ -135,11 +135,16 @@ fn json(s: &relock::LockStatus) -> Json {
     }
 }
 
-fn print(s: &relock::LockStatus) {
+fn print(s: &relock::LockStatus, who: &[Option<relock::OwnerInfo>]) {
     if !s.is_held() {
         println!("{}: free", s.name);
     } else {
-        let lease = lease_text(s.pttl_ms);
+        // A watchdog holder renews its lease every third of it: the time left is not when it
+        // ends, unless the holder stops.
+        let lease = match s.pttl_ms {
+            Some(ms) if ms >= 0 => format!("{ms} ms left unless its holder renews it"),
+            other => lease_text(other),
+        };
         match s.mode.as_deref() {
             Some(mode) => {
                 let what = if mode == "write" {
@@ -151,9 +156,15 @@ fn print(s: &relock::LockStatus) {
             }
             None => println!("{}: held, {lease}", s.name),
         }
-        for h in &s.holders {
+        for (i, h) in s.holders.iter().enumerate() {
+            let named = match who.get(i) {
+                Some(Some(o)) => {
+                    format!(": `{}`, pid {} on {} ({})", o.name, o.pid, o.host, o.addr)
+                }
+                _ => String::new(),
+            };
             println!(
-                "  holder {} ({}), count {}",
+                "  holder {} ({}), count {}{named}",
                 h.field,
                 relock_cli::shared::layout_name(h.layout),
                 h.count
@@ -199,7 +210,12 @@ struct JsonLeader {
 /// What `relock status` found under a name.
 enum Found {
     /// A lock, and the leader of the election of that name if it is one.
-    Lock(relock::LockStatus, Option<relock::Leader>),
+    /// With who each holder is, where its client named itself.
+    Lock(
+        relock::LockStatus,
+        Option<relock::Leader>,
+        Vec<Option<relock::OwnerInfo>>,
+    ),
     Count(Count),
     /// What went wrong for this name (it is not a lock, or could not be read).
     Failed(String, String),
@@ -275,7 +291,12 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
                 } else {
                     None
                 };
-                Found::Lock(s, leader)
+                let lock = client.fair_lock(name);
+                let mut who = Vec::new();
+                for h in &s.holders {
+                    who.push(lock.describe_owner(&h.field).await.ok().flatten());
+                }
+                Found::Lock(s, leader, who)
             }
             // Not a lock's hash: maybe a semaphore's or latch's count.
             Err(relock::Error::WrongType { key }) if &key == name => {
@@ -297,7 +318,14 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
         let out: Vec<serde_json::Value> = all
             .iter()
             .map(|f| match f {
-                Found::Lock(s, leader) => serde_json::to_value(json(s)).map(|mut v| {
+                Found::Lock(s, leader, who) => serde_json::to_value(json(s)).map(|mut v| {
+                    for (i, o) in who.iter().enumerate() {
+                        if let Some(o) = o {
+                            v["holders"][i]["client"] = serde_json::json!({
+                                "name": o.name, "host": o.host, "pid": o.pid, "addr": o.addr,
+                            });
+                        }
+                    }
                     if let Some(l) = leader {
                         v["election"] = serde_json::json!(JsonLeader {
                             term: l.term,
@@ -322,8 +350,8 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
     } else {
         for f in &all {
             match f {
-                Found::Lock(s, leader) => {
-                    print(s);
+                Found::Lock(s, leader, who) => {
+                    print(s, who);
                     if let Some(l) = leader {
                         println!(
                             "  election leader {} (value {:?}), term {}",
@@ -389,7 +417,7 @@ pub(crate) async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, CliError> 
             return Ok(1);
         }
         if !args.yes {
-            print(&s);
+            print(&s, &[]);
             say(format_args!("not deleted; pass --yes to delete `{}`", s.name));
             return Ok(1);
         }

@@ -136,6 +136,7 @@ pub mod lua {
 
 pub use client::builder::ClientBuilder;
 pub use client::handle::Client;
+pub use client::identity::OwnerInfo;
 pub use client::settings::ClusterPubSub;
 /// The `fred` crate relock is built on, re-exported so that code which names fred's types next
 /// to relock's (for example to share a fred configuration) uses the same version.

@@ -142,6 +142,10 @@ pub(crate) async fn start(
     // including a channel whose UNSUBSCRIBE failed during the outage. The dispatcher re-subscribes
     // exactly the channels in use, and confirms each, on every reconnect (`PubSub`).
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
+    if let Some(name) = &s.client_name {
+        let name = crate::client::identity::connection_name(&s.client_id, name);
+        crate::client::identity::name_connections(&pool, name, shutdown_rx.clone()).await;
+    }
     let sharded = cluster && s.cluster_pubsub == ClusterPubSub::Sharded;
     let pubsub = PubSub::new(subscriber, sharded, cluster);
     pubsub.spawn_dispatcher(shutdown_rx.clone());

@@ -30,6 +30,7 @@ pub(crate) mod connect;
 pub(crate) mod guarded;
 pub(crate) mod handle;
 pub(crate) mod hold_watch;
+pub(crate) mod identity;
 pub(crate) mod in_flight;
 pub(crate) mod pubsub;
 pub(crate) mod pubsub_health;

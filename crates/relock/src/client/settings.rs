@@ -47,6 +47,9 @@ pub(crate) struct Settings {
     /// carries comes from the instance whose run id and uptime were checked on it (a
     /// reconnect could reach a server that restarted empty, before anyone noticed).
     pub(crate) auto_reconnect: bool,
+    /// A name for the client's connections (`CLIENT SETNAME`), so that tools can say who holds
+    /// a lock.
+    pub(crate) client_name: Option<String>,
 }
 
 /// Which pub/sub a Redis Cluster client uses for lock channels. Set with

@@ -176,6 +176,24 @@ impl Lock {
         &self.name
     }
 
+    /// Who holds `field` (one of this lock's owner fields, as [`status`](Lock::status) lists
+    /// them), if its client was given a name
+    /// ([`ClientBuilder::client_name`](crate::ClientBuilder::client_name)) and is connected:
+    /// its name, host, process id and address, from the `CLIENT LIST` of the lock's server.
+    /// `None` for a client without a name (Redisson's, or one not named) or one that is gone.
+    /// For tools (`relock status`); it needs the `client|list` permission.
+    ///
+    /// # Errors
+    /// Connection errors; [`Error::Permission`](crate::Error::Permission) without
+    /// `client|list`.
+    ///
+    /// # Cancel safety
+    /// Cancel safe (read only).
+    pub async fn describe_owner(&self, field: &str) -> Result<Option<crate::OwnerInfo>> {
+        let keys = self.keys()?;
+        crate::client::identity::describe(&self.inner, &keys.lock, field).await
+    }
+
     /// A guarded write ([`LockGuard::write`]) on behalf of the hold whose owner field is
     /// `owner`, for a process that its holder handed that field to: the command that `relock
     /// run` starts gets it as `RELOCK_OWNER`. The batch runs only while that hold is on the
