@@ -97,7 +97,8 @@ pub(crate) struct Args {
     quorum: Vec<String>,
     /// With --quorum: how long a master that restarted may not vote (default: the lease; a
     /// master that restarted empty may have forgotten a lock that is still valid). 0s turns
-    /// it off, at the risk described in relock::guide::safety (docs.rs/relock-redis).
+    /// it off, at the risk described in the safety guide, "Restarted nodes"
+    /// (https://docs.rs/relock-redis/latest/relock/guide/safety/).
     #[arg(long, value_parser = relock_cli::shared::parse_duration, requires = "quorum")]
     restart_quarantine: Option<Duration>,
     /// Run at most once per occurrence across machines (ShedLock's lockAtLeastFor): after the

@@ -204,7 +204,7 @@ pub fn for_the_shell(text: &str) -> String {
     const WORDS: &[(&str, &str)] = &[
         (
             "QuorumClientBuilder::restart_quarantine (Duration::ZERO turns it off, at the risk described in relock::guide::safety, Restarted nodes)",
-            "--restart-quarantine (0 turns it off, at the risk docs/cli.md describes under `relock status --quorum`)",
+            "--restart-quarantine (0 turns it off, at the risk the safety guide describes under \"Restarted nodes\": https://docs.rs/relock-redis/latest/relock/guide/safety/)",
         ),
         ("QuorumClientBuilder::restart_quarantine", "--restart-quarantine"),
         ("ClientBuilder::key_prefix", "a prefix of your own in the name, such as locks:NAME"),
@@ -216,7 +216,10 @@ pub fn for_the_shell(text: &str) -> String {
             "docs/cli.md lists (Connecting)",
         ),
         ("relock::guide::operations", "docs/cli.md"),
-        ("relock::guide::safety", "docs/cli.md"),
+        (
+            "relock::guide::safety",
+            "the safety guide (https://docs.rs/relock-redis/latest/relock/guide/safety/)",
+        ),
     ];
     let mut out = text.to_string();
     for (library, shell) in WORDS {

@@ -287,34 +287,32 @@ pub(crate) struct Human(pub(crate) Duration);
 
 impl std::fmt::Display for Human {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ms = self.0.as_millis();
+        if self.0.is_zero() {
+            return write!(f, "0s");
+        }
+        // Rounded to the millisecond (59.9995 s is 1m0s, not 59.999s).
+        let ms = (self.0.as_nanos() + 500_000) / 1_000_000;
         if ms == 0 {
-            return if self.0.is_zero() {
-                write!(f, "0s")
-            } else {
-                write!(f, "{}µs", self.0.as_micros().max(1))
-            };
+            return write!(f, "{}µs", self.0.as_micros().max(1));
         }
         if ms < 1000 {
             return write!(f, "{ms}ms");
         }
         let (h, m, s, rest) = (ms / 3_600_000, ms / 60_000 % 60, ms / 1000 % 60, ms % 1000);
-        let mut out = String::new();
         if h > 0 {
-            out.push_str(&format!("{h}h"));
+            write!(f, "{h}h")?;
         }
         if m > 0 {
-            out.push_str(&format!("{m}m"));
+            write!(f, "{m}m")?;
         }
-        if s > 0 || rest > 0 {
-            if rest > 0 && h == 0 && m == 0 {
-                let frac = format!("{rest:03}");
-                out.push_str(&format!("{s}.{}s", frac.trim_end_matches('0')));
-            } else {
-                out.push_str(&format!("{s}s"));
-            }
+        if rest > 0 {
+            let frac = format!("{rest:03}");
+            write!(f, "{s}.{}s", frac.trim_end_matches('0'))
+        } else if s > 0 {
+            write!(f, "{s}s")
+        } else {
+            Ok(())
         }
-        f.write_str(&out)
     }
 }
 
@@ -333,10 +331,14 @@ mod human_tests {
         assert_eq!(h(29_000), "29s");
         assert_eq!(h(150_000), "2m30s");
         assert_eq!(h(3_600_000), "1h");
-        assert_eq!(
-            Human(Duration::from_nanos(28_999_901_815)).to_string(),
-            "28.999s"
-        );
+        // Rounded to the millisecond.
+        let n = |nanos: u64| Human(Duration::from_nanos(nanos)).to_string();
+        assert_eq!(n(28_999_901_815), "29s");
+        assert_eq!(n(59_999_500_000), "1m");
+        assert_eq!(n(1), "1µs");
+        assert_eq!(h(60_500), "1m0.5s");
+        assert_eq!(h(3_600_500), "1h0.5s");
+        assert_eq!(h(3_601_000), "1h1s");
     }
 }
 

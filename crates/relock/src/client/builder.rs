@@ -354,6 +354,17 @@ impl ClientBuilder {
         let s = &self.settings;
         if let Some(name) = &s.client_name {
             crate::client::identity::validate(name)?;
+            // The client id goes into the connection name too, which Redis takes only as
+            // printable ASCII without spaces.
+            if !s.client_id.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(Error::invalid(
+                    "client_id",
+                    format!(
+                        "`{}`: with a client_name, the client id must be printable ASCII without spaces (it is part of the connection's name on the server)",
+                        crate::error::short(&s.client_id)
+                    ),
+                ));
+            }
         }
         if s.key_prefix.contains(['{', '}']) || s.key_prefix.len() > 256 {
             return Err(Error::invalid(

@@ -127,9 +127,8 @@ async fn send_name(client: &fred::clients::Client, name: &str) {
             {
                 Ok(v) => out.push(v),
                 Err(e) => {
-                    out.clear();
-                    tracing::debug!(error = %e, "CLIENT SETNAME refused on a node");
-                    break;
+                    tracing::warn!(error = %e, "the client's name could not be set on a cluster node's connection (CLIENT SETNAME); relock status will show its owner field only");
+                    return;
                 }
             }
         }

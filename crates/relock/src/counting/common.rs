@@ -258,16 +258,30 @@ impl Names {
     pub(crate) async fn run_publishing<R: FromValue>(
         &self,
         inner: &Inner,
+        call: (&Script, &'static str),
+        more: &[&str],
+        args: Vec<String>,
+        once: bool,
+    ) -> Result<R> {
+        let request = once.then(|| Request::new(inner, &self.key));
+        self.run_publishing_as(inner, call, more, args, request.as_ref())
+            .await
+    }
+
+    /// [`run_publishing`](Self::run_publishing) under a request the caller made (and may send
+    /// again itself: a copy under the same request takes effect once).
+    pub(crate) async fn run_publishing_as<R: FromValue>(
+        &self,
+        inner: &Inner,
         (script, operation): (&Script, &'static str),
         more: &[&str],
         mut args: Vec<String>,
-        once: bool,
+        request: Option<&Request>,
     ) -> Result<R> {
         args.push(inner.publish_cmd().into());
         let mut keys = vec![self.key.clone()];
         keys.extend(more.iter().map(|k| k.to_string()));
-        let request = once.then(|| Request::new(inner, &self.key));
-        if let Some(r) = &request {
+        if let Some(r) = request {
             keys.push(r.key.clone());
             args.push(r.ttl_ms.clone());
         }
@@ -282,7 +296,7 @@ impl Names {
         // off, a command not routed during a reconnect, no answer in time): whichever copies
         // run, it takes effect once. Without this a release failed on a blip, and its caller
         // could not tell whether the permit was given back.
-        match &request {
+        match request {
             Some(request) => request.send(inner, once).await,
             None => once().await,
         }

@@ -189,6 +189,7 @@ impl Drop for SemaphorePermits {
             inner: self.inner.clone(),
             names: self.names.clone(),
             n: self.n,
+            request: crate::counting::common::Request::new(&self.inner, &self.names.key),
             done: false,
         }
         .run();
@@ -206,12 +207,25 @@ struct GiveBack {
     inner: Arc<Inner>,
     names: Arc<Names>,
     n: u64,
+    /// Its request id: the give-back at exit sends the same one, so that a give-back that
+    /// already ran (its reply lost with the runtime) adds nothing the second time.
+    request: crate::counting::common::Request,
     done: bool,
 }
 
 impl GiveBack {
     async fn run(mut self) {
-        if let Err(e) = add(&self.inner, &self.names, self.n as i64).await {
+        let added = self
+            .names
+            .run_publishing_as::<Vec<i64>>(
+                &self.inner,
+                (&SEMAPHORE_ADD, "semaphore add"),
+                &[],
+                vec![self.n.to_string()],
+                Some(&self.request),
+            )
+            .await;
+        if let Err(e) = added {
             tracing::warn!(semaphore = %self.names.key, permits = self.n, error = %e, "giving back dropped semaphore permits failed: they are lost");
         }
         self.done = true;
@@ -225,7 +239,7 @@ impl Drop for GiveBack {
         }
         // Its runtime ended first (`main` returned without `Client::shutdown`): the client's
         // connections are gone with it, but the process can still send the give-back.
-        match give_back_at_exit(&self.inner, &self.names, self.n) {
+        match give_back_at_exit(&self.inner, &self.names, self.n, &self.request) {
             Ok(()) => {
                 tracing::debug!(semaphore = %self.names.key, permits = self.n, "semaphore permits dropped as their runtime ended were given back on a connection of their own")
             }
@@ -240,10 +254,18 @@ impl Drop for GiveBack {
 /// connection of its own, from a thread with a runtime of its own, bounded by the connect and
 /// command timeouts. It blocks the dropping thread for that long at most (at exit, where the
 /// alternative is permits lost for ever).
-fn give_back_at_exit(inner: &Inner, names: &Names, n: u64) -> std::result::Result<(), String> {
+fn give_back_at_exit(
+    inner: &Inner,
+    names: &Names,
+    n: u64,
+    request: &crate::counting::common::Request,
+) -> std::result::Result<(), String> {
     use fred::interfaces::ClientLike;
+    // One deadline for every give-back of the process's exit: they run one after another
+    // (each blocks its dropping thread), so N of them must not take N timeouts.
+    let limit = exit_budget(inner.settings.connect_timeout + inner.settings.command_timeout)
+        .ok_or_else(|| "the exit's time for give-backs ran out".to_string())?;
     let config = inner.pool.next().client_config();
-    let request = crate::counting::common::Request::new(inner, &names.key);
     let keys = vec![names.key.clone(), request.key.clone()];
     let args = vec![
         n.to_string(),
@@ -251,7 +273,6 @@ fn give_back_at_exit(inner: &Inner, names: &Names, n: u64) -> std::result::Resul
         request.ttl_ms.clone(),
         names.channel.clone(),
     ];
-    let limit = inner.settings.connect_timeout + inner.settings.command_timeout;
     let work = move || -> std::result::Result<(), String> {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -276,6 +297,24 @@ fn give_back_at_exit(inner: &Inner, names: &Names, n: u64) -> std::result::Resul
     std::thread::spawn(work)
         .join()
         .map_err(|_| "the give-back's thread panicked".to_string())?
+}
+
+/// What is left of the time for give-backs of one runtime's end: the first of a burst opens
+/// a window of `limit`, later ones get what is left of it, and those that come right after it
+/// closed get nothing (`None`), so N give-backs that each block take `limit` in all, not N of
+/// them. A window opens again once one `limit` has passed since the last one closed.
+fn exit_budget(limit: std::time::Duration) -> Option<std::time::Duration> {
+    static UNTIL: std::sync::Mutex<Option<std::time::Instant>> = std::sync::Mutex::new(None);
+    let mut until = UNTIL.lock().unwrap_or_else(|e| e.into_inner());
+    let now = std::time::Instant::now();
+    match *until {
+        Some(u) if now < u => Some(u - now),
+        Some(u) if now < u + limit => None,
+        _ => {
+            *until = Some(now + limit);
+            Some(limit)
+        }
+    }
 }
 
 /// `semaphore_add.lua`: adds `n` (may be negative) and publishes the new count if above 0.

@@ -381,12 +381,28 @@ impl Drop for ForgetUnlessRun {
 pub(crate) async fn run_within<T>(
     guard: LockGuard,
     f: impl AsyncFnOnce(&LockGuard) -> T,
+    failed: impl FnOnce(&T) -> bool,
 ) -> Result<T> {
+    let name = guard.hold.keys.lock.clone();
     let out = catch_unwind(guard.scope(f(&guard))).await;
     let released = guard.unlock().await;
     match out {
         Err(panic) => std::panic::resume_unwind(panic),
-        Ok(v) => released.map(|()| v),
+        Ok(v) => settle(&name, v, released, failed),
+    }
+}
+
+/// The body's output `v` and the release's outcome as one result: the release's error wins,
+/// unless the body itself `failed` (its own error is what its caller must see; the release's
+/// is logged).
+fn settle<T>(name: &str, v: T, released: Result<()>, failed: impl FnOnce(&T) -> bool) -> Result<T> {
+    match released {
+        Ok(()) => Ok(v),
+        Err(e) if failed(&v) => {
+            tracing::warn!(lock = %name, error = %e, "the release after a failed body failed too; the body's error is returned");
+            Ok(v)
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -396,6 +412,7 @@ pub(crate) async fn run_within<T>(
 pub(crate) async fn run_while_held<T>(
     guard: LockGuard,
     f: impl AsyncFnOnce(&LockGuard) -> T,
+    failed: impl FnOnce(&T) -> bool,
 ) -> Result<T> {
     let name = guard.hold.keys.lock.clone();
     let out = {
@@ -412,7 +429,7 @@ pub(crate) async fn run_while_held<T>(
     match out {
         None => Err(Error::LockLost { name }),
         Some(Err(panic)) => std::panic::resume_unwind(panic),
-        Some(Ok(v)) => released.map(|()| v),
+        Some(Ok(v)) => settle(&name, v, released, failed),
     }
 }
 

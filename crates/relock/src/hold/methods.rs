@@ -150,7 +150,7 @@ macro_rules! lock_methods {
                 &self,
                 f: impl AsyncFnOnce(&$crate::LockGuard) -> T,
             ) -> $crate::Result<T> {
-                $crate::hold::guard::run_within(self.lock().await?, f).await
+                $crate::hold::guard::run_within(self.lock().await?, f, |_| false).await
             }
 
             /// As [`with`](Self::with), for a body that returns `Result<T, E>` where `E` can
@@ -182,7 +182,7 @@ macro_rules! lock_methods {
             /// function's error type); elsewhere, name it: `Ok::<_, AppError>(n)`.
             ///
             /// # Errors
-            #[doc = concat!("As [`with`](", stringify!($kind), "::with), converted into `E`; and the body's own.")]
+            #[doc = concat!("As [`with`](", stringify!($kind), "::with), converted into `E`; and the body's own, which wins over a failed release (that one is logged).")]
             ///
             /// # Cancel safety
             /// If dropped, `f` is dropped and the hold is released in the background.
@@ -190,7 +190,8 @@ macro_rules! lock_methods {
                 &self,
                 f: impl AsyncFnOnce(&$crate::LockGuard) -> std::result::Result<T, E>,
             ) -> std::result::Result<T, E> {
-                self.with(f).await?
+                let guard = self.lock().await?;
+                $crate::hold::guard::run_within(guard, f, |r| r.is_err()).await?
             }
 
             /// As [`with_until_lost`](Self::with_until_lost), for a body that returns
@@ -205,7 +206,8 @@ macro_rules! lock_methods {
                 &self,
                 f: impl AsyncFnOnce(&$crate::LockGuard) -> std::result::Result<T, E>,
             ) -> std::result::Result<T, E> {
-                self.with_until_lost(f).await?
+                let guard = self.lock().await?;
+                $crate::hold::guard::run_while_held(guard, f, |r| r.is_err()).await?
             }
 
             /// As [`with`](Self::with), but the body runs only while the lock is held: if the
@@ -239,7 +241,7 @@ macro_rules! lock_methods {
                 &self,
                 f: impl AsyncFnOnce(&$crate::LockGuard) -> T,
             ) -> $crate::Result<T> {
-                $crate::hold::guard::run_while_held(self.lock().await?, f).await
+                $crate::hold::guard::run_while_held(self.lock().await?, f, |_| false).await
             }
         }
 
