@@ -47,7 +47,10 @@ async fn try_with_returns_the_bodys_own_error_over_a_failed_release() {
             write_db(true).await
         })
         .await;
-    assert!(matches!(r, Err(AppError::Db(_))), "{r:?}");
+    match r {
+        Err(AppError::Db(what)) => assert_eq!(what, "the database write failed"),
+        other => panic!("expected the body's error, got {other:?}"),
+    }
 
     // The body succeeds while its hold is lost: the loss is reported.
     let r: Result<u64, AppError> = lock
