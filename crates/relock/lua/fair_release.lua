@@ -14,7 +14,7 @@
 --          in line; ARGV[6] the fair lock's channel, relock_fair_channel:{name}, for the messages
 --          that name a waiter (arguments, not keys: an ACL user needs channel grants for them,
 --          `&`, not key grants, `~`). A Redisson `RLock` waiter decodes every message of the
---          release channel as a number: relock's own never go there (issue 22).
+--          release channel as a number: relock's own never go there.
 --
 -- Returns 1 (released: the lock was handed on, or is free and a wake-up was published: the
 -- first waiter's field, or "0" when nobody is in its line), 0 (the hold is still there, count

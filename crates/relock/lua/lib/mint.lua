@@ -15,7 +15,7 @@
 -- or Redisson's RFencedLock created it (it counts from 1, with no TTL). It is raised to the
 -- clock too, so relock's tokens never fall back to that count; a counter that existed keeps
 -- its own life (KEEPTTL): relock never gives an expiry to a counter another client created,
--- and never lowers one, so Redisson's next token is above relock's (issue 22).
+-- and never lowers one, so Redisson's next token is above relock's.
 local function mint(counter, counter_ttl)
   local token = redis.call('incr', counter)
   if token < 1000000000000000 then
