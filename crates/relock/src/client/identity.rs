@@ -146,7 +146,7 @@ fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// The owner of `field` in `list` (a `CLIENT LIST` reply), if its client named itself.
-fn find(list: &str, field_of_owner: &str) -> Option<OwnerInfo> {
+pub(crate) fn find(list: &str, field_of_owner: &str) -> Option<OwnerInfo> {
     let owner = field_of_owner
         .strip_suffix(":write")
         .unwrap_or(field_of_owner);

@@ -32,6 +32,8 @@ pub(crate) mod handle;
 pub(crate) mod hold_watch;
 pub(crate) mod identity;
 pub(crate) mod in_flight;
+#[cfg(test)]
+mod parsers_prop;
 pub(crate) mod pubsub;
 pub(crate) mod pubsub_health;
 pub(crate) mod redact;

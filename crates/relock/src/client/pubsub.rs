@@ -504,7 +504,7 @@ impl Drop for Subscription {
 /// A fair lock's message: `<field>` (come and take it) or `<field>=<token>` (a release handed
 /// you the lock; this is its token). A field is `<client_id>:<n>`, so it never ends in
 /// `=<digits>` itself.
-fn parse_named(payload: &str) -> (&str, Option<u64>) {
+pub(crate) fn parse_named(payload: &str) -> (&str, Option<u64>) {
     match payload.rsplit_once('=') {
         Some((field, token)) => match token.parse::<u64>() {
             Ok(t) if t > 0 => (field, Some(t)),

@@ -41,6 +41,18 @@ pub(crate) fn validate_name(name: &str) -> Result<()> {
             ),
         ));
     }
+    if !name.contains('{') && name.contains('}') {
+        // Without a `{`, relock wraps the whole name in braces for the keys it derives
+        // (`prefix:{name}`): a `}` inside would end that tag early, and those keys would hash
+        // to another cluster slot than the name's own key.
+        return Err(Error::invalid(
+            "name",
+            format!(
+                "`{}` contains `}}` without a `{{tag}}`; its keys could land in different cluster slots. Use a complete hash tag such as `orders:{{42}}`, or no braces",
+                short(name)
+            ),
+        ));
+    }
     if let Some(open) = name.find('{') {
         // Redis hashes only the text between the first `{` and the next `}`, and only if it is
         // non-empty. Without such a tag, `name` and `prefix:name` would hash differently.
