@@ -286,6 +286,26 @@ mod tests {
     use super::parse_duration;
     use std::time::Duration;
 
+    proptest::proptest! {
+        /// Any text a user types as a duration: a duration or an error that says how to write
+        /// one, never a panic.
+        #[test]
+        fn any_text_is_a_duration_or_says_how_to_write_one(text in ".{0,24}") {
+            if let Err(e) = parse_duration(&text) {
+                proptest::prop_assert!(e.contains("is not a duration"), "{}", e);
+            }
+        }
+
+        #[test]
+        fn numbers_with_units_and_bare_seconds_never_panic(
+            n in proptest::num::f64::ANY,
+            unit in proptest::sample::select(vec!["", "s", "ms", "m", "h", "d", "us", "ns", "y"]),
+        ) {
+            let _ = parse_duration(&format!("{n}{unit}"));
+            let _ = parse_duration(&format!("{}{unit}", n as u64));
+        }
+    }
+
     #[test]
     fn a_bare_number_is_seconds_and_units_are_read() {
         assert_eq!(parse_duration("2"), Ok(Duration::from_secs(2)));
