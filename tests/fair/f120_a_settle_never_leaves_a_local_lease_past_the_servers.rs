@@ -50,7 +50,9 @@ async fn setup(
             .unwrap();
         g.extend(Duration::from_secs(3)).await.unwrap();
         drop(g2);
-        sleep(W).await; // the settle ran (skipped: a fixed guard) -- run one more without it
+        // Past the first renewal (whose settle skips a hold with a fixed guard); then one
+        // more handoff without it, so that the settle script itself is loaded too.
+        sleep(W).await;
         g.unlock().await.unwrap();
         let ga = a.fair_lock(&wname).lock().await.unwrap();
         let un = tokio::spawn(async move {
@@ -64,9 +66,7 @@ async fn setup(
     }
     let ga = a.fair_lock(name).lock().await.unwrap();
     let lock = b.fair_lock(name);
-    let srv_port = server.addr();
     let unlock = tokio::spawn(async move {
-        let _ = srv_port;
         sleep(Duration::from_millis(500)).await;
         ga.unlock().await.unwrap();
         a

@@ -37,7 +37,7 @@ pub(crate) const MAX_BATCH: usize = 64;
 /// work to tasks of their own. A slot is normally held for one round trip (well under a
 /// millisecond), but an acquire sent alone runs in its caller's task (`detach`): a caller that
 /// keeps its `lock()` future without polling it keeps that slot until it polls again, and
-/// every queued lock and unlock of the client would wait behind it (`t78`).
+/// every queued lock and unlock of the client would wait behind it.
 /// In a task of its own the acquire lets go of its slot as soon as its reply comes.
 const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 

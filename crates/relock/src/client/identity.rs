@@ -107,34 +107,25 @@ pub(crate) async fn name_connections(
 }
 
 async fn send_name(client: &fred::clients::Client, name: &str) {
-    // On a Cluster, every node this client talks to.
+    // On a Cluster, every node this client talks to; elsewhere, its one connection.
     let nodes = client
         .cached_cluster_state()
         .map(|s| s.unique_primary_nodes())
         .unwrap_or_default();
-    let r: std::result::Result<Vec<Value>, _> = if nodes.is_empty() {
-        client
-            .custom(setname(), vec![name.to_string()])
-            .await
-            .map(|v: Value| vec![v])
+    let sent: std::result::Result<(), fred::error::Error> = if nodes.is_empty() {
+        client.custom(setname(), vec![name.to_string()]).await
     } else {
-        let mut out = Vec::new();
+        let mut sent = Ok(());
         for node in nodes {
-            match client
-                .with_cluster_node(node)
-                .custom(setname(), vec![name.to_string()])
-                .await
-            {
-                Ok(v) => out.push(v),
-                Err(e) => {
-                    tracing::warn!(error = %e, "the client's name could not be set on a cluster node's connection (CLIENT SETNAME); relock status will show its owner field only");
-                    return;
-                }
+            let on_node = client.with_cluster_node(node);
+            sent = on_node.custom(setname(), vec![name.to_string()]).await;
+            if sent.is_err() {
+                break;
             }
         }
-        Ok(out)
+        sent
     };
-    if let Err(e) = r {
+    if let Err(e) = sent {
         tracing::warn!(error = %e, "the client's name could not be set on a connection (CLIENT SETNAME); relock status will show its owner field only");
     }
 }

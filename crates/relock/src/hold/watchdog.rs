@@ -40,7 +40,7 @@ pub(crate) fn spawn<B: Backend>(backend: Weak<B>, shutdown: watch::Receiver<bool
 /// anyway: a twentieth of the period, at most 200 ms. Long enough for a NOSCRIPT and the EVAL
 /// after it on a healthy server (well under a millisecond), short enough that a slow node's
 /// calls cannot stretch a round past what the lease allows: with 200 ms, a quorum client with
-/// a 1.5 s lease and one node 430 ms slow lost holds (`q72`).
+/// a 1.5 s lease and one node 430 ms slow lost holds.
 pub(crate) fn first_alone(period: Duration) -> Duration {
     (period / 20).min(Duration::from_millis(200))
 }

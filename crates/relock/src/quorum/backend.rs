@@ -57,7 +57,7 @@ pub(crate) struct QuorumInner {
     /// overtake one (sent from a task that has not run yet) and find the lock still held by
     /// the hold just released. A vote that was still overtaken (the release met NOSCRIPT and
     /// its body followed a round trip later) and was answered "held" is sent once more once
-    /// those releases have answered (`q74`, `q75`, `q76`).
+    /// those releases have answered.
     pub(crate) releasing: crate::client::in_flight::InFlight,
     /// Whether holds are watched (`quorum_watch`), and how many are now.
     pub(crate) watch_holds: bool,

@@ -271,7 +271,7 @@ impl QuorumLock {
     /// granting majority minted `token` alike, so without this a node that was restarted empty
     /// (its counter seeded from its clock) and answered late would keep its lower counter; and
     /// if enough such nodes later form a majority of their own, a quorum whose tokens all come
-    /// from clocks can mint below `token` (`q70`, with the restart quarantine off). Keeping
+    /// from clocks can mint below `token` (with the restart quarantine off). Keeping
     /// every counter equal after each grant restores what the write-back round gives.
     fn raise_late_counters(
         &self,
