@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::history::{Event, Nanos, Op};
-use crate::resource::Final;
+use crate::resource::{Final, Lives};
 
 const MS: Nanos = 1_000_000;
 
@@ -40,6 +40,9 @@ pub struct Params {
     /// Whether holds carry fencing tokens and write the fenced resource (not the sem kind's):
     /// otherwise the fencing checks do not apply.
     pub fenced: bool,
+    /// Whether the resource is the guarded counter on the lock's server: its refusals are the
+    /// clients' refused reads and writes (the lock refused them; nothing was counted there).
+    pub guarded: bool,
 }
 
 /// One hold, as its client believed it: from the acquire's return to the earliest of the
@@ -245,28 +248,77 @@ pub struct Fencing {
 /// The resource never accepted a stale token, lost no update, and tokens rose grant by grant.
 /// `finals` is `None` mid-run (the resource is read only at the end): then only token order
 /// is judged.
+///
+/// Each name's resource may have had several lives (a guarded counter's server restarted
+/// empty): the value starts again from 0 in each, while tokens must keep rising across them
+/// (a new server's tokens start above the old one's, and a hold from before the restart can
+/// write nothing after it). `guarded`: refusals are counted from the clients' refused reads
+/// and writes.
 pub fn fencing(
     holds: &[Hold],
-    finals: Option<&BTreeMap<String, Final>>,
+    finals: Option<&BTreeMap<String, Lives>>,
     events: &[Event],
+    guarded: bool,
 ) -> Fencing {
     let mut f = Fencing::default();
     let empty = BTreeMap::new();
     let judge_resource = finals.is_some();
     let finals = finals.unwrap_or(&empty);
-    for (name, fin) in finals {
+    if guarded && judge_resource {
+        f.stale_rejected += events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.op,
+                    Op::Write {
+                        accepted: false,
+                        ..
+                    } | Op::Read { value: None, .. }
+                )
+            })
+            .count() as i64;
+    }
+    for (name, lives) in finals {
+        let mut max = 0u64;
+        for (life, fin) in lives.iter().enumerate() {
+            fencing_life(&mut f, name, life, fin, &mut max);
+        }
+    }
+    // Every write a client saw accepted is in the log.
+    let logged: std::collections::HashSet<(&str, u64, i64, u32)> = finals
+        .iter()
+        .flat_map(|(n, lives)| {
+            lives.iter().flat_map(move |fin| {
+                fin.log
+                    .iter()
+                    .map(move |(t, v, c)| (n.as_str(), *t, *v, *c))
+            })
+        })
+        .collect();
+    fencing_tail(f, holds, events, judge_resource, &logged)
+}
+
+/// One life of one name's resource: tokens above `max` (carried from life to life), values
+/// rising by one from 0, the final state agreeing with the log.
+fn fencing_life(f: &mut Fencing, name: &str, life: usize, fin: &Final, max: &mut u64) {
+    let name = if life == 0 {
+        name.to_owned()
+    } else {
+        format!("{name} (after restart {life})")
+    };
+    let name = name.as_str();
+    {
         f.stale_rejected += fin.rejected;
         f.accepted_writes += fin.accepted;
-        let mut max = 0u64;
         let mut prev = 0i64;
         for (i, (token, value, client)) in fin.log.iter().enumerate() {
-            if *token < max {
+            if *token < *max {
                 f.stale_accepted += 1;
                 f.verdict.violation(format!(
                     "{name}: write #{i} by client {client} accepted with token {token} after token {max}"
                 ));
             }
-            max = max.max(*token);
+            *max = (*max).max(*token);
             if *value != prev + 1 {
                 f.lost_updates += 1;
                 f.verdict.violation(format!(
@@ -284,15 +336,16 @@ pub fn fencing(
             ));
         }
     }
-    // Every write a client saw accepted is in the log.
-    let logged: std::collections::HashSet<(&str, u64, i64, u32)> = finals
-        .iter()
-        .flat_map(|(n, fin)| {
-            fin.log
-                .iter()
-                .map(move |(t, v, c)| (n.as_str(), *t, *v, *c))
-        })
-        .collect();
+}
+
+/// The checks of the clients' accepted writes against the logs, and of token order.
+fn fencing_tail(
+    mut f: Fencing,
+    holds: &[Hold],
+    events: &[Event],
+    judge_resource: bool,
+    logged: &std::collections::HashSet<(&str, u64, i64, u32)>,
+) -> Fencing {
     for e in events.iter().filter(|_| judge_resource) {
         if let Op::Write {
             token,
@@ -570,7 +623,7 @@ pub struct Verdicts {
 pub fn all(
     events: &[Event],
     windows: &[Window],
-    finals: Option<&BTreeMap<String, Final>>,
+    finals: Option<&BTreeMap<String, Lives>>,
     p: &Params,
 ) -> Verdicts {
     let holds = holds(events);
@@ -578,7 +631,7 @@ pub fn all(
         holds: holds.len(),
         exclusion: exclusion(&holds, windows, p),
         fencing: if p.fenced {
-            fencing(&holds, finals, events)
+            fencing(&holds, finals, events, p.guarded)
         } else {
             Fencing {
                 verdict: Verdict::default().finish(),
@@ -604,6 +657,10 @@ pub struct Leaks {
     /// must be equal: a permit taken and never given back, or given back twice, is a leak.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub permits: Vec<(String, Option<i64>, i64)>,
+    /// Panics in the client processes (a line of each client log that reports one): a task
+    /// of relock died, or a mutant no longer fits the script it breaks.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub panics: Vec<String>,
 }
 
 impl Leaks {
@@ -617,6 +674,9 @@ impl Leaks {
         }
         for p in &self.processes {
             v.violation(format!("client process {p} did not exit"));
+        }
+        for p in &self.panics {
+            v.violation(format!("a client panicked: {p}"));
         }
         for (name, available, expected) in &self.permits {
             if *available != Some(*expected) {
@@ -677,6 +737,7 @@ mod tests {
             end: end * MS,
             capacity: 1,
             fenced: true,
+            guarded: false,
         }
     }
 
@@ -748,7 +809,7 @@ mod tests {
             read_hold(2, "a", 5, 13, 14),
             hold(3, "a", 7, 20, 30),
         ]));
-        let f = fencing(&h, Some(&fin(&[], 0)), &[]);
+        let f = fencing(&h, Some(&fin(&[], 0)), &[], false);
         assert_eq!((f.verdict.ok, f.token_regressions), (true, 0), "{f:?}");
         // A write after a read must have a larger token than the read, and a read after a
         // write than the write.
@@ -756,7 +817,7 @@ mod tests {
             vec![read_hold(1, "a", 6, 10, 12), hold(2, "a", 5, 13, 14)],
             vec![hold(1, "a", 6, 10, 12), read_hold(2, "a", 5, 13, 14)],
         ] {
-            let f = fencing(&holds(&merged(bad)), Some(&fin(&[], 0)), &[]);
+            let f = fencing(&holds(&merged(bad)), Some(&fin(&[], 0)), &[], false);
             assert_eq!((f.verdict.ok, f.token_regressions), (false, 1), "{f:?}");
         }
     }
@@ -809,18 +870,17 @@ mod tests {
         assert!(!v.ok, "{v:?}");
     }
 
-    fn fin(log: &[(u64, i64, u32)], rejected: i64) -> BTreeMap<String, Final> {
-        let mut m = BTreeMap::new();
-        m.insert(
-            "a".to_owned(),
-            Final {
-                value: log.last().map_or(0, |l| l.1),
-                accepted: log.len() as i64,
-                rejected,
-                log: log.to_vec(),
-            },
-        );
-        m
+    fn life(log: &[(u64, i64, u32)], rejected: i64) -> Final {
+        Final {
+            value: log.last().map_or(0, |l| l.1),
+            accepted: log.len() as i64,
+            rejected,
+            log: log.to_vec(),
+        }
+    }
+
+    fn fin(log: &[(u64, i64, u32)], rejected: i64) -> BTreeMap<String, Lives> {
+        BTreeMap::from([("a".to_owned(), vec![life(log, rejected)])])
     }
 
     #[test]
@@ -829,18 +889,18 @@ mod tests {
             hold(1, "a", 1, 10, 20),
             hold(2, "a", 2, 22, 30),
         ]));
-        let f = fencing(&h, Some(&fin(&[(1, 1, 1), (2, 2, 2)], 3)), &[]);
+        let f = fencing(&h, Some(&fin(&[(1, 1, 1), (2, 2, 2)], 3)), &[], false);
         assert!(f.verdict.ok, "{f:?}");
         assert_eq!(f.stale_rejected, 3);
-        let f = fencing(&h, Some(&fin(&[(2, 1, 2), (1, 2, 1)], 0)), &[]);
+        let f = fencing(&h, Some(&fin(&[(2, 1, 2), (1, 2, 1)], 0)), &[], false);
         assert_eq!((f.verdict.ok, f.stale_accepted), (false, 1));
-        let f = fencing(&h, Some(&fin(&[(1, 1, 1), (2, 1, 2)], 0)), &[]);
+        let f = fencing(&h, Some(&fin(&[(1, 1, 1), (2, 1, 2)], 0)), &[], false);
         assert_eq!((f.verdict.ok, f.lost_updates), (false, 1));
         let h = holds(&merged(vec![
             hold(1, "a", 5, 10, 20),
             hold(2, "a", 5, 22, 30),
         ]));
-        let f = fencing(&h, Some(&fin(&[], 0)), &[]);
+        let f = fencing(&h, Some(&fin(&[], 0)), &[], false);
         assert_eq!((f.verdict.ok, f.token_regressions), (false, 1));
         // Two holds at once (a jumped clock expired the first): the grant received last was
         // granted first, with the smaller token. Not a regression; the one after both is
@@ -850,14 +910,14 @@ mod tests {
             hold(2, "a", 7, 12, 30),
             hold(1, "a", 8, 45, 50),
         ]));
-        let f = fencing(&h, Some(&fin(&[], 0)), &[]);
+        let f = fencing(&h, Some(&fin(&[], 0)), &[], false);
         assert_eq!((f.verdict.ok, f.token_regressions), (false, 1), "{f:?}");
         let h = holds(&merged(vec![
             hold(3, "a", 8, 10, 40),
             hold(2, "a", 7, 12, 30),
             hold(1, "a", 9, 45, 50),
         ]));
-        let f = fencing(&h, Some(&fin(&[], 0)), &[]);
+        let f = fencing(&h, Some(&fin(&[], 0)), &[], false);
         assert_eq!((f.verdict.ok, f.token_regressions), (true, 0), "{f:?}");
         // An accepted write that the log does not have.
         let ack = [ev(
@@ -871,8 +931,61 @@ mod tests {
             },
         )];
         let h = holds(&merged(vec![hold(1, "a", 1, 10, 20)]));
-        assert!(!fencing(&h, Some(&fin(&[], 0)), &ack).verdict.ok);
-        assert!(fencing(&h, Some(&fin(&[(1, 1, 1)], 0)), &ack).verdict.ok);
+        assert!(!fencing(&h, Some(&fin(&[], 0)), &ack, false).verdict.ok);
+        assert!(
+            fencing(&h, Some(&fin(&[(1, 1, 1)], 0)), &ack, false)
+                .verdict
+                .ok
+        );
+    }
+
+    #[test]
+    fn a_restarted_guarded_counter_starts_again_but_its_tokens_must_keep_rising() {
+        let h = holds(&merged(vec![
+            hold(1, "a", 1, 10, 20),
+            hold(2, "a", 2, 22, 30),
+            hold(1, "a", 900, 40, 50),
+        ]));
+        let lives = |second: &[(u64, i64, u32)]| {
+            BTreeMap::from([(
+                "a".to_owned(),
+                vec![life(&[(1, 1, 1), (2, 2, 2)], 0), life(second, 0)],
+            )])
+        };
+        // The counter starts from 0 again after the restart: no lost update.
+        let f = fencing(&h, Some(&lives(&[(900, 1, 1)])), &[], false);
+        assert!(f.verdict.ok, "{f:?}");
+        assert_eq!(f.accepted_writes, 3);
+        // A token below the last life's is a stale write accepted, across the restart.
+        let f = fencing(&h, Some(&lives(&[(900, 1, 1), (2, 2, 2)])), &[], false);
+        assert_eq!((f.verdict.ok, f.stale_accepted), (false, 1), "{f:?}");
+        // Within one life, the value still rises by one.
+        let f = fencing(&h, Some(&lives(&[(900, 2, 1)])), &[], false);
+        assert_eq!((f.verdict.ok, f.lost_updates), (false, 1), "{f:?}");
+        // Guarded: refusals are the clients' refused writes and reads.
+        let refused = [
+            ev(
+                25,
+                1,
+                "a",
+                Op::Write {
+                    token: 1,
+                    value: 2,
+                    accepted: false,
+                },
+            ),
+            ev(
+                26,
+                1,
+                "a",
+                Op::Read {
+                    token: 1,
+                    value: None,
+                },
+            ),
+        ];
+        let f = fencing(&h, Some(&lives(&[(900, 1, 1)])), &refused, true);
+        assert_eq!((f.verdict.ok, f.stale_rejected), (true, 2), "{f:?}");
     }
 
     #[test]
@@ -1102,6 +1215,7 @@ mod tests {
         Params {
             capacity: 2,
             fenced: false,
+            guarded: false,
             ..params(end)
         }
     }

@@ -1,4 +1,4 @@
-//! One client process: acquire, fenced read-modify-write, release, in a loop, recording every
+//! One client process: acquire, guarded (or fenced) read-modify-write, release, in a loop, recording every
 //! step (the sem kind: take a permit, work, give it back). It stops on SIGTERM: the loop ends, the hold (if any) is released, the client shuts
 //! down, and the process exits 0. Being a process of its own, a SIGSTOP freezes it whole,
 //! watchdog included, as a GC pause or a stalled VM would.
@@ -182,6 +182,11 @@ async fn run(args: ClientArgs) -> i32 {
             return 3;
         }
     };
+    // Before the start is recorded: the harness may signal a started client at once.
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("a SIGTERM handler");
+    let mut usr1 = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::user_defined1())
+        .expect("a SIGUSR1 handler");
     rec.record(
         "",
         Op::Start {
@@ -190,8 +195,6 @@ async fn run(args: ClientArgs) -> i32 {
         },
     );
     let rec = Arc::new(Mutex::new(rec));
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-        .expect("a SIGTERM handler");
     let rng = fastrand::Rng::with_seed(args.seed ^ (u64::from(args.id) << 32));
     let (stop_tx, stop) = tokio::sync::watch::channel(false);
     let work = Cycle {
@@ -212,6 +215,7 @@ async fn run(args: ClientArgs) -> i32 {
         loop {
             tokio::select! {
                 _ = term.recv() => break,
+                _ = usr1.recv() => PAUSE_MID_SECTION.store(true, std::sync::atomic::Ordering::SeqCst),
                 _ = tick.tick() => if nix::unistd::getppid() != parent { break },
             }
         }
@@ -262,6 +266,10 @@ async fn set_permits(locks: &Locks, name: &str) -> relock::Result<()> {
         }
     }
 }
+
+/// Set by SIGUSR1 (the pause-mid-section nemesis): the next section stops this process with
+/// SIGSTOP right after its read, as a GC pause in the middle of the work would.
+static PAUSE_MID_SECTION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The percentage of the rw kind's cycles that take the read side.
 const READ_PCT: u64 = 30;
@@ -516,11 +524,15 @@ impl Cycle<'_> {
         }
     }
 
-    /// Read, work, write: the fenced read-modify-write. A read hold (`read`) only reads (the
-    /// shared fenced read) and works.
+    /// Read, work, write: the read-modify-write, guarded by the hold on the lock's server or
+    /// fenced by its token on the resource's (see `resource`). A read hold (`read`) only reads
+    /// (a guarded read, or the shared fenced read) and works.
     async fn section(&self, name: &str, guard: &LockGuard, read: bool) {
         let token = guard.fencing_token();
-        let value = if read {
+        let guarded = self.args.kind.guarded();
+        let value = if guarded {
+            crate::resource::guarded::read(guard, name).await
+        } else if read {
             self.resource.read_shared(name, token).await
         } else {
             self.resource.read(name, token).await
@@ -533,6 +545,14 @@ impl Cycle<'_> {
             }
         };
         self.record(name, Op::Read { token, value }).await;
+        if PAUSE_MID_SECTION.swap(false, std::sync::atomic::Ordering::SeqCst) {
+            // The harness asked for it (SIGUSR1) and SIGCONTs this process after the lease.
+            let _ = nix::sys::signal::raise(nix::sys::signal::Signal::SIGSTOP);
+            // The work goes on for half a lease after the pause, as it would: long enough for
+            // the watchdog, due since the pause, to learn that the hold is gone (or, broken,
+            // to put it back) before the write.
+            tokio::time::sleep(Duration::from_millis(self.args.lease_ms / 2)).await;
+        }
         let Some(value) = value else { return };
         let work = self.work_ms();
         if work > 0 {
@@ -541,11 +561,14 @@ impl Cycle<'_> {
         if read {
             return;
         }
-        match self
-            .resource
-            .write(name, token, value + 1, self.args.id)
-            .await
-        {
+        let written = if guarded {
+            crate::resource::guarded::write(guard, name, token, value + 1, self.args.id).await
+        } else {
+            self.resource
+                .write(name, token, value + 1, self.args.id)
+                .await
+        };
+        match written {
             Ok(accepted) => {
                 self.record(
                     name,

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Layout: `client` (one client process), `history` (events on CLOCK_MONOTONIC), `resource`
-//! (the fenced counter), `topology` (servers per kind), `nemesis` (faults), `clock`
+//! (the guarded or fenced counter), `topology` (servers per kind), `nemesis` (faults), `clock`
 //! (libfaketime), `run` (one segment), `check` (the verdicts), `report` (tables and JSON).
 #![forbid(unsafe_code)]
 #![warn(rust_2018_idioms)]
@@ -92,6 +92,16 @@ impl Kind {
     /// Whether holds carry a fencing token (the semaphore's do not: no fencing checks).
     pub fn fenced(self) -> bool {
         self != Kind::Sem
+    }
+
+    /// Whether the sections' resource is a guarded counter on the lock's own server (the
+    /// kinds held in a lock hash on one server), not the fenced resource on a server of its
+    /// own: see `resource`.
+    pub fn guarded(self) -> bool {
+        matches!(
+            self,
+            Kind::Plain | Kind::Fair | Kind::Rw | Kind::Election | Kind::Job
+        )
     }
 }
 
@@ -263,6 +273,7 @@ fn judge_again(args: &JudgeArgs) -> i32 {
             end: events.last().map_or(0, |e| e.t),
             capacity: kind_of.map_or(1, Kind::capacity),
             fenced: kind_of.is_none_or(Kind::fenced),
+            guarded: kind_of.is_some_and(Kind::guarded),
         };
         let check::Verdicts {
             holds,
@@ -328,6 +339,7 @@ fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
     match kind {
         Kind::Plain => vec![
             PauseClient,
+            PauseMidSection,
             KillRestart,
             PauseServer,
             ClientKill,
@@ -335,13 +347,20 @@ fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
             ClientPauseWrite,
             ClockJump,
         ],
-        Kind::Fair => vec![PauseClient, ProxyDelay, ProxyFreeze, ProxyDrop, ProxyOneWay],
+        Kind::Fair => vec![
+            PauseClient,
+            PauseMidSection,
+            ProxyDelay,
+            ProxyFreeze,
+            ProxyDrop,
+            ProxyOneWay,
+        ],
         Kind::Rw => vec![PauseClient, KillRestart],
         Kind::Sem => vec![PauseClient, ClientKill],
-        Kind::Quorum => vec![KillRestart, PauseServer, ProxyOneWay],
+        Kind::Quorum => vec![KillRestart, PauseServer, ProxyOneWay, PauseMidSection],
         Kind::Cluster => vec![Failover, KillRestart],
         Kind::Sentinel => vec![Failover],
-        Kind::Election => vec![PauseClient, ClientKill, KillRestart],
+        Kind::Election => vec![PauseMidSection, ClientKill, KillRestart],
         Kind::Job => vec![PauseClient, ClientKill],
     }
 }
@@ -503,7 +522,17 @@ fn harness(args: RunArgs) -> i32 {
     }
     let failed = outcomes.iter().any(|o| !o.ok());
     let caught = outcomes.iter().any(|o| o.lock_violated());
+    let panicked: Vec<&String> = outcomes.iter().flat_map(|o| &o.leaks.panics).collect();
     let code = match &args.mutant {
+        // A mutant that panics broke nothing the checkers could judge (its pattern no longer
+        // fits the script it breaks, say): not caught, and not a working mutant either.
+        Some(m) if !panicked.is_empty() => {
+            println!(
+                "relock-chaos: mutant {m} could not run: a client panicked ({})",
+                panicked[0]
+            );
+            2
+        }
         Some(m) if caught => {
             println!("relock-chaos: mutant {m} was caught");
             0

@@ -30,11 +30,14 @@ pub enum Mutant {
     /// A job's early finish releases its lock instead of keeping it for `at_least_for`: the
     /// same occurrence can run again at once.
     JobFinishReleasesInsteadOfKeeping,
+    /// A guarded write runs its commands without checking that the hold is on the lock, and
+    /// the client sends it even when it knows the hold is lost: a stale holder writes.
+    GuardedWriteSkipsHoldCheck,
 }
 
 impl Mutant {
     /// Every mutant, with the name `relock-chaos --mutant` takes.
-    pub const ALL: [(&'static str, Mutant); 6] = [
+    pub const ALL: [(&'static str, Mutant); 7] = [
         (
             "release-without-owner-check",
             Mutant::ReleaseWithoutOwnerCheck,
@@ -52,6 +55,10 @@ impl Mutant {
         (
             "job-finish-releases-instead-of-keeping",
             Mutant::JobFinishReleasesInsteadOfKeeping,
+        ),
+        (
+            "guarded-write-skips-hold-check",
+            Mutant::GuardedWriteSkipsHoldCheck,
         ),
     ];
 
@@ -105,6 +112,10 @@ impl relock::seam::Seams for Mutant {
     fn renewals_outlive_the_deadline(&self) -> bool {
         *self == Mutant::RenewalRecreatesExpiredLock
     }
+
+    fn guarded_writes_ignore_a_lost_hold(&self) -> bool {
+        *self == Mutant::GuardedWriteSkipsHoldCheck
+    }
 }
 
 /// The Lua body `name` runs as under `active`.
@@ -112,9 +123,10 @@ fn broken_lua(active: Mutant, name: &str, lua: &'static str) -> Cow<'static, str
     let is = |m: Mutant| active == m;
     const OWNER_CHECK: &str =
         "    if redis.call('hdel', lock, field) == 0 then\n      return nil\n    end\n    return 1";
-    const RENEW_CHECK: &str = "local held = redis.pcall('hexists', lock, ARGV[1 + i])";
+    const RENEW_CHECK: &str = "if redis.pcall('hexists', KEYS[i], ARGV[1 + i]) == 1 then";
     const ADD: &str = "local available = redis.call('incrby', KEYS[1], ARGV[1])";
     const KEEP: &str = "local count = redis.call('hget', KEYS[1], ARGV[1])";
+    const HOLD_CHECK: &str = "if ARGV[1] == 'mode' or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then\n  return {0}\nend";
     match name {
         "release" | "fair_release" | "batch" | "quorum_release"
             if is(Mutant::ReleaseWithoutOwnerCheck) =>
@@ -131,9 +143,10 @@ fn broken_lua(active: Mutant, name: &str, lua: &'static str) -> Cow<'static, str
                 lua.contains(RENEW_CHECK),
                 "renew.lua changed: update the mutant"
             );
+            // The hold is put back (with a lease, if the key was created anew) and renewed.
             lua.replace(
                 RENEW_CHECK,
-                "redis.call('hsetnx', lock, ARGV[1 + i], 1)\n  local held = 1",
+                "redis.call('hsetnx', KEYS[i], ARGV[1 + i], 1)\n  if redis.call('pttl', KEYS[i]) == -1 then redis.call('pexpire', KEYS[i], lease) end\n  if true then",
             )
             .into()
         }
@@ -158,6 +171,13 @@ fn broken_lua(active: Mutant, name: &str, lua: &'static str) -> Cow<'static, str
                 &format!("redis.call('del', KEYS[1])\ndo return 1 end\n{KEEP}"),
             )
             .into()
+        }
+        "guarded" if is(Mutant::GuardedWriteSkipsHoldCheck) => {
+            assert!(
+                lua.contains(HOLD_CHECK),
+                "guarded.lua changed: update the mutant"
+            );
+            lua.replace(HOLD_CHECK, "").into()
         }
         _ => lua.into(),
     }

@@ -19,6 +19,11 @@ pub enum Nemesis {
     /// SIGSTOP the client holding the first lock for longer than its lease, then SIGCONT
     /// (a GC pause: the watchdog stops too).
     PauseClient,
+    /// Have a client stop itself (SIGSTOP) in its next critical section, between the read and
+    /// the write, for its lease on the server and a lease and a second more, then SIGCONT it: the classic failure of a lease
+    /// (a holder paused in the middle of its work), brought about on purpose. Its write must
+    /// then be refused (guarded by the lock, or fenced by its token).
+    PauseMidSection,
     /// kill -9 a lock server and restart it empty (the single server; one quorum master; the
     /// first name's cluster master, after its replica took over).
     KillRestart,
@@ -48,6 +53,7 @@ impl Nemesis {
     pub fn name(self) -> &'static str {
         match self {
             Nemesis::PauseClient => "pause-client",
+            Nemesis::PauseMidSection => "pause-mid-section",
             Nemesis::KillRestart => "kill-restart",
             Nemesis::PauseServer => "pause-server",
             Nemesis::ClientKill => "client-kill",
@@ -67,6 +73,7 @@ impl Nemesis {
         use Nemesis::*;
         match kind {
             Kind::Plain | Kind::Fair | Kind::Rw | Kind::Election | Kind::Job => self != Failover,
+            // A permit has no section to pause in (no read, no write).
             // A semaphore's permits have no lease: a holder killed for good, or a server
             // restarted empty, loses them, and an acquire or release that fails after a
             // command timeout (a server or link stalled for 1 s or more) may or may not have
@@ -76,10 +83,18 @@ impl Nemesis {
             Kind::Cluster => {
                 matches!(
                     self,
-                    PauseClient | ClientKill | ScriptFlush | Failover | KillRestart
+                    PauseClient
+                        | PauseMidSection
+                        | ClientKill
+                        | ScriptFlush
+                        | Failover
+                        | KillRestart
                 )
             }
-            Kind::Sentinel => matches!(self, PauseClient | ClientKill | ScriptFlush | Failover),
+            Kind::Sentinel => matches!(
+                self,
+                PauseClient | PauseMidSection | ClientKill | ScriptFlush | Failover
+            ),
         }
     }
 
@@ -110,6 +125,10 @@ pub struct Target<'a> {
     /// Each client's history file, by client number (the sem kind's holders are found there).
     pub histories: &'a [std::path::PathBuf],
     pub rng: &'a mut fastrand::Rng,
+    /// Called with a one-server lock server just before kill-restart kills it, with its
+    /// writes paused (`CLIENT PAUSE … WRITE`): what the server keeps can be saved then, and
+    /// nothing written after the save is lost unseen.
+    pub before_kill: &'a mut dyn FnMut(&RedisServer) -> Result<(), String>,
 }
 
 /// Applies `n` and heals it. Returns its window, or why it could not run.
@@ -124,6 +143,20 @@ pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
         Nemesis::PauseClient => {
             let pid = pause_a_holder(t)?;
             sleep(t.lease + Duration::from_millis(1000));
+            kill(pid, Signal::SIGCONT).map_err(|e| format!("SIGCONT {pid}: {e}"))?;
+        }
+        Nemesis::PauseMidSection => {
+            let pid = pause_mid_section(t)?;
+            // Past the server's lease by a lease and a second, so that another client holds
+            // the lock (and has written) when the paused one writes. The server's lease is the
+            // watchdog lease, or for a fair lock (an election's too) the first lease of a
+            // handed-over hold, which lasts until its first renewal: the client's fair
+            // heartbeat, 5 s by default.
+            let server_lease = match t.kind {
+                Kind::Fair | Kind::Election => FAIR_HEARTBEAT.max(t.lease),
+                _ => t.lease,
+            };
+            sleep(server_lease + t.lease + Duration::from_millis(1000));
             kill(pid, Signal::SIGCONT).map_err(|e| format!("SIGCONT {pid}: {e}"))?;
         }
         Nemesis::KillRestart if t.kind == Kind::Cluster => {
@@ -157,6 +190,13 @@ pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
         Nemesis::KillRestart => {
             let s = one_master(t, &masters)?;
             let pid = s.pid();
+            // Scripts that write wait while the server's writes are paused, so whatever
+            // `before_kill` reads is all the server ever ran; the kill ends the pause.
+            s.cmd(&["CLIENT", "PAUSE", "10000", "WRITE"]).map_err(err)?;
+            if let Err(e) = (t.before_kill)(s) {
+                let _ = s.cmd(&["CLIENT", "UNPAUSE"]);
+                return Err(e);
+            }
             damage = Some((now(), now()));
             s.kill().map_err(err)?;
             pid.into_iter().for_each(crate::clock::forget);
@@ -281,6 +321,33 @@ fn one_master<'a>(
         return Err("no master".into());
     }
     Ok(masters[t.rng.usize(..masters.len())])
+}
+
+/// relock's default fair heartbeat (the chaos clients keep it).
+const FAIR_HEARTBEAT: Duration = Duration::from_secs(5);
+
+/// Asks a client (SIGUSR1) to stop itself in its next section, after its read, and waits
+/// until it has (its state in `/proc` is `T`). Returns its pid.
+fn pause_mid_section(t: &mut Target<'_>) -> Result<Pid, String> {
+    let pid = Pid::from_raw(t.clients[t.rng.usize(..t.clients.len())].1 as i32);
+    kill(pid, Signal::SIGUSR1).map_err(|e| format!("SIGUSR1 {pid}: {e}"))?;
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        // /proc/<pid>/stat: "pid (comm) state …"; comm may hold spaces, so read after the ')'.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, r)| r.split_whitespace().next());
+        if state == Some("T") {
+            return Ok(pid);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(format!(
+                "pause-mid-section: client {pid} began no section within 10 s"
+            ));
+        }
+        sleep(Duration::from_millis(2));
+    }
 }
 
 /// SIGSTOPs a client while it holds `t.name` (checked after the stop, since a hold lasts

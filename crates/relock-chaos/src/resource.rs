@@ -1,4 +1,16 @@
-//! The fenced resource: a counter per lock name on a redis-server that no nemesis touches.
+//! The resource the critical sections read, increment and write: a counter per lock name, with
+//! a log of every accepted write, kept in one of two ways.
+//!
+//! - **Guarded** (the kinds held in a lock hash on one server: plain, fair, rw, election,
+//!   job): the counter lives on the lock's own server, beside the lock, and every read and
+//!   write is a guarded one (`LockGuard::read`/`write`): the server runs it only while the
+//!   hold's field is on the lock. A paused holder's late write is refused by the lock itself.
+//!   A server restarted empty loses the counter with the lock: the harness saves the log just
+//!   before it kills the server (writes paused, so nothing lands after the copy), and the
+//!   checker judges each life of the server in turn ([`Lives`]).
+//! - **Fenced** (the others: a quorum has no single server; a cluster's or Sentinel's
+//!   failover may lose acknowledged writes of any data): a redis-server that no nemesis
+//!   touches, fenced by token as below.
 //!
 //! Both the read and the write carry the holder's fencing token, and each is refused when the
 //! token is lower than the highest the resource has seen. Fencing the read too is what makes a
@@ -67,6 +79,76 @@ pub fn state_key(name: &str) -> String {
 
 pub fn log_key(name: &str) -> String {
     format!("resource:{name}:log")
+}
+
+/// The guarded counter's hash (`value`, `accepted`) for the lock `name`: in its slot.
+pub fn guarded_state_key(name: &str) -> String {
+    format!("{{{name}}}:resource")
+}
+
+/// The guarded counter's log.
+pub fn guarded_log_key(name: &str) -> String {
+    format!("{{{name}}}:resource:log")
+}
+
+/// Every life of one name's resource: one [`Final`] per run of its server (more than one
+/// when a guarded counter's server was restarted empty), in order.
+pub type Lives = Vec<Final>;
+
+/// The guarded counter, read and written through the hold's guard.
+pub mod guarded {
+    use relock::fred::types::Value;
+    use relock::{Commands, Error, LockGuard};
+
+    use super::{guarded_log_key, guarded_state_key};
+
+    /// The value, or `None` if the hold was gone when the read arrived.
+    pub async fn read(guard: &LockGuard, name: &str) -> Result<Option<i64>, String> {
+        let batch = Commands::new()
+            .cmd("HGET")
+            .key(guarded_state_key(name))
+            .arg("value");
+        match guard.read(batch).await {
+            Ok(replies) => match replies.first() {
+                Some(Value::Null) => Ok(Some(0)),
+                Some(v) => v
+                    .as_i64()
+                    .map(Some)
+                    .ok_or_else(|| format!("guarded read: value {v:?}")),
+                None => Err("guarded read: no reply".into()),
+            },
+            Err(Error::LockLost { .. }) => Ok(None),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Whether the write of `value` under `token` was accepted (the hold was there).
+    pub async fn write(
+        guard: &LockGuard,
+        name: &str,
+        token: u64,
+        value: i64,
+        client: u32,
+    ) -> Result<bool, String> {
+        let (state, log) = (guarded_state_key(name), guarded_log_key(name));
+        let batch = Commands::new()
+            .cmd("HSET")
+            .key(&state)
+            .arg("value")
+            .arg(value)
+            .cmd("HINCRBY")
+            .key(&state)
+            .arg("accepted")
+            .arg(1)
+            .cmd("RPUSH")
+            .key(log)
+            .arg(format!("{token} {value} {client}"));
+        match guard.write(batch).await {
+            Ok(_) => Ok(true),
+            Err(Error::LockLost { .. }) => Ok(false),
+            Err(e) => Err(e.to_string()),
+        }
+    }
 }
 
 /// A client's connection to the resource.
@@ -145,46 +227,63 @@ pub struct Final {
     pub log: Vec<(u64, i64, u32)>,
 }
 
-/// Reads the resource's final state for `name` with the test kit's synchronous client.
-pub fn read_final(server: &relock_testkit::RedisServer, name: &str) -> Result<Final, String> {
+/// Reads a resource's state in one step (so that it agrees with its log even while clients
+/// write): `KEYS[1]` the state hash, `KEYS[2]` the log. Returns {value, accepted, rejected,
+/// log entries}. Flagged `no-writes`, so that it runs while the server's writes are paused
+/// (before a kill-restart).
+const SNAPSHOT: &str = r"#!lua flags=no-writes
+return {redis.call('hget', KEYS[1], 'value') or '0',
+  redis.call('hget', KEYS[1], 'accepted') or '0',
+  redis.call('hget', KEYS[1], 'rejected') or '0',
+  redis.call('lrange', KEYS[2], 0, -1)}
+";
+
+/// Reads the resource's state for `name` with the test kit's synchronous client, in one step
+/// (at the end of a run or while clients write): the fenced resource's (`guarded` false), or
+/// the guarded counter's on the lock's server.
+pub fn read_final(
+    server: &relock_testkit::RedisServer,
+    name: &str,
+    guarded: bool,
+) -> Result<Final, String> {
     use relock_testkit::Value;
-    let field = |f: &str| -> Result<i64, String> {
-        match server
-            .cmd(&["HGET", &state_key(name), f])
-            .map_err(|e| e.to_string())?
-        {
-            Value::Bulk(Some(b)) => String::from_utf8_lossy(&b)
-                .parse()
-                .map_err(|e| format!("resource field {f}: {e}")),
-            Value::Bulk(None) => Ok(0),
-            other => Err(format!("resource field {f}: {other:?}")),
-        }
+    let (state, log) = if guarded {
+        (guarded_state_key(name), guarded_log_key(name))
+    } else {
+        (state_key(name), log_key(name))
     };
-    let log = match server
-        .cmd(&["LRANGE", &log_key(name), "0", "-1"])
-        .map_err(|e| e.to_string())?
-    {
-        Value::Array(Some(items)) => items
-            .into_iter()
-            .map(|v| match v {
-                Value::Bulk(Some(b)) => {
-                    let s = String::from_utf8_lossy(&b).into_owned();
-                    let mut it = s.split(' ');
-                    let parse = |x: Option<&str>| x.and_then(|x| x.parse::<i64>().ok());
-                    match (parse(it.next()), parse(it.next()), parse(it.next())) {
-                        (Some(t), Some(v), Some(c)) => Ok((t as u64, v, c as u32)),
-                        _ => Err(format!("bad log entry {s:?}")),
-                    }
-                }
-                other => Err(format!("bad log entry {other:?}")),
-            })
-            .collect::<Result<_, _>>()?,
-        other => return Err(format!("resource log: {other:?}")),
+    let reply = server
+        .cmd(&["EVAL", SNAPSHOT, "2", &state, &log])
+        .map_err(|e| e.to_string())?;
+    let Value::Array(Some(parts)) = reply else {
+        return Err(format!("resource {name}: {reply:?}"));
     };
+    let [value, accepted, rejected, Value::Array(Some(entries))] = &parts[..] else {
+        return Err(format!("resource {name}: {parts:?}"));
+    };
+    let number = |what: &str, v: &Value| -> Result<i64, String> {
+        v.as_string()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| format!("resource {name} {what}: {v:?}"))
+    };
+    let log = entries
+        .iter()
+        .map(|v| {
+            let s = v
+                .as_string()
+                .ok_or_else(|| format!("bad log entry {v:?}"))?;
+            let mut it = s.split(' ');
+            let parse = |x: Option<&str>| x.and_then(|x| x.parse::<i64>().ok());
+            match (parse(it.next()), parse(it.next()), parse(it.next())) {
+                (Some(t), Some(v), Some(c)) => Ok((t as u64, v, c as u32)),
+                _ => Err(format!("bad log entry {s:?}")),
+            }
+        })
+        .collect::<Result<_, String>>()?;
     Ok(Final {
-        value: field("value")?,
-        accepted: field("accepted")?,
-        rejected: field("rejected")?,
+        value: number("value", value)?,
+        accepted: number("accepted", accepted)?,
+        rejected: number("rejected", rejected)?,
         log,
     })
 }

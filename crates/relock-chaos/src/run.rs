@@ -286,11 +286,14 @@ pub fn run(
     let total = (seg.rounds * seg.nemeses.len()).max(1);
     let mut done = 0;
     let mut stopped_early = None;
+    // A guarded counter's earlier lives: each server restarted empty ends one.
+    let mut lives: BTreeMap<String, crate::resource::Lives> = BTreeMap::new();
     // A mutant is judged once before the first fault too: what it breaks without one (a token
     // from the client clock, a job's kept lock released) shows within the first healthy
     // stretch, and the run ends there instead of after the first nemesis and its settling.
     if seg.stop_on_violation && !interrupted {
-        stopped_early = violation(seg, &clients, &windows)?;
+        let finals = read_lives(seg, &topo, &resource_server, &lives).ok();
+        stopped_early = violation(seg, &clients, &windows, finals.as_ref())?;
     }
     'rounds: for _ in 0..seg.rounds {
         if stopped_early.is_some() {
@@ -308,6 +311,17 @@ pub fn run(
                 name: &seg.names[0],
                 histories: &clients.files,
                 rng: &mut rng,
+                before_kill: &mut |server| {
+                    if !seg.kind.guarded() {
+                        return Ok(());
+                    }
+                    for n in &seg.names {
+                        let life = crate::resource::read_final(server, n, true)
+                            .map_err(|e| format!("saving {n}'s guarded counter: {e}"))?;
+                        lives.entry(n.clone()).or_default().push(life);
+                    }
+                    Ok(())
+                },
             };
             match nemesis::apply(n, &mut target) {
                 Ok(w) => windows.push(w),
@@ -321,7 +335,8 @@ pub fn run(
             done += 1;
             progress(done as f64 / total as f64);
             if seg.stop_on_violation {
-                stopped_early = violation(seg, &clients, &windows)?;
+                let finals = read_lives(seg, &topo, &resource_server, &lives).ok();
+                stopped_early = violation(seg, &clients, &windows, finals.as_ref())?;
                 if stopped_early.is_some() {
                     break 'rounds;
                 }
@@ -340,14 +355,29 @@ pub fn run(
     // lease (a documented limit): give leftovers that long before calling them leaks.
     let servers = topo.lock_servers();
     let deadline = Instant::now() + seg.lease + Duration::from_secs(1);
-    // The sem kind's semaphore keys stay (with their counts, checked below).
+    // The sem kind's semaphore keys stay (with their counts, checked below), and so do the
+    // guarded counters (judged below).
     let keep = if seg.kind == Kind::Sem {
         seg.names.clone()
     } else {
         Vec::new()
     };
+    let data: Vec<String> = if seg.kind.guarded() {
+        seg.names
+            .iter()
+            .flat_map(|n| {
+                [
+                    crate::resource::guarded_state_key(n),
+                    crate::resource::guarded_log_key(n),
+                ]
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let kept: Vec<String> = keep.iter().chain(&data).cloned().collect();
     let (keys, channels) = loop {
-        let (k, c) = topology::leftovers(&servers, &keep);
+        let (k, c) = topology::leftovers(&servers, &kept);
         if (k.is_empty() && c.is_empty()) || Instant::now() >= deadline {
             break (k, c);
         }
@@ -372,12 +402,9 @@ pub fn run(
         channels,
         processes: stuck,
         permits,
+        panics: panics(dir, seg.clients),
     };
-    let finals = seg
-        .names
-        .iter()
-        .map(|n| crate::resource::read_final(&resource_server, n).map(|f| (n.clone(), f)))
-        .collect::<Result<BTreeMap<_, _>, _>>();
+    let finals = read_lives(seg, &topo, &resource_server, &lives);
     let finals = match finals {
         Ok(f) => Some(f),
         // Ctrl-C in a terminal reaches the resource server too: judge what can be judged.
@@ -425,18 +452,60 @@ fn sections(kind: Kind, events: &[history::Event]) -> u64 {
         .count() as u64
 }
 
+/// The panics the client logs report, as "client N: <the line>".
+fn panics(dir: &Path, clients: u32) -> Vec<String> {
+    (0..clients)
+        .flat_map(|id| {
+            let log =
+                std::fs::read_to_string(dir.join(format!("client-{id}.log"))).unwrap_or_default();
+            log.lines()
+                .filter(|l| l.contains("panicked at"))
+                .map(|l| format!("client {id}: {l}"))
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// Every life of each name's resource: the lives saved before kill-restarts (`earlier`), then
+/// what its server holds now (the guarded counter on the lock server, the fenced resource on
+/// its own).
+fn read_lives(
+    seg: &Segment,
+    topo: &Topology,
+    resource_server: &RedisServer,
+    earlier: &BTreeMap<String, crate::resource::Lives>,
+) -> Result<BTreeMap<String, crate::resource::Lives>, String> {
+    let guarded = seg.kind.guarded();
+    let servers = topo.lock_servers();
+    let store = match servers.first() {
+        Some(s) if guarded => *s,
+        _ => resource_server,
+    };
+    seg.names
+        .iter()
+        .map(|n| {
+            let now = crate::resource::read_final(store, n, guarded)?;
+            let mut all = earlier.get(n).cloned().unwrap_or_default();
+            all.push(now);
+            Ok((n.clone(), all))
+        })
+        .collect()
+}
+
 /// The judge of the history so far, if a checker of the lock fired (a mutant's run stops
-/// there); `None` otherwise.
+/// there); `None` otherwise. `finals`: the resource read now (its logs hold every write the
+/// settled history saw accepted, and more), or `None` if it could not be read.
 fn violation(
     seg: &Segment,
     clients: &Clients,
     windows: &[Window],
+    finals: Option<&BTreeMap<String, crate::resource::Lives>>,
 ) -> Result<Option<Outcome>, String> {
     let partial = judge(
         seg,
         &clients.read_settled(),
         windows,
-        None,
+        finals,
         Leaks::default(),
     )?;
     Ok(partial.lock_violated().then_some(partial))
@@ -446,7 +515,7 @@ fn judge(
     seg: &Segment,
     events: &[history::Event],
     windows: &[Window],
-    finals: Option<&BTreeMap<String, crate::resource::Final>>,
+    finals: Option<&BTreeMap<String, crate::resource::Lives>>,
     leaks: Leaks,
 ) -> Result<Outcome, String> {
     let end = events.last().map_or(0, |e| e.t);
@@ -456,6 +525,7 @@ fn judge(
         end,
         capacity: seg.kind.capacity(),
         fenced: seg.kind.fenced(),
+        guarded: seg.kind.guarded(),
     };
     let check::Verdicts {
         holds,

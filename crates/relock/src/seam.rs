@@ -27,6 +27,10 @@ pub trait Seams: Send + Sync + 'static {
     fn renewals_outlive_the_deadline(&self) -> bool {
         false
     }
+    /// Whether a guarded write is sent even when the hold is known lost here.
+    fn guarded_writes_ignore_a_lost_hold(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(feature = "chaos-seams")]
@@ -72,6 +76,16 @@ pub(crate) fn renewals_outlive_the_deadline() -> bool {
     #[cfg(feature = "chaos-seams")]
     if let Some(s) = INSTALLED.get() {
         return s.renewals_outlive_the_deadline();
+    }
+    false
+}
+
+/// Whether a guarded write is sent even when the hold is known lost here (the server's check
+/// is then all that stands between a stale holder and the data).
+pub(crate) fn guarded_writes_ignore_a_lost_hold() -> bool {
+    #[cfg(feature = "chaos-seams")]
+    if let Some(s) = INSTALLED.get() {
+        return s.guarded_writes_ignore_a_lost_hold();
     }
     false
 }
