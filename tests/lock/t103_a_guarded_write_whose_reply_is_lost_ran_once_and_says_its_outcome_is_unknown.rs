@@ -49,7 +49,7 @@ async fn a_guarded_write_whose_reply_is_lost_ran_once_and_says_its_outcome_is_un
     match &r {
         Err(e @ Error::OutcomeUnknown { operation, .. }) => {
             assert_eq!(*operation, "guarded write");
-            assert!(e.to_string().contains("read the data"), "{e}");
+            assert!(e.to_string().contains("end the hold"), "{e}");
         }
         other => panic!("expected OutcomeUnknown, got {other:?}"),
     }

@@ -49,6 +49,10 @@ pub struct ClientArgs {
     pub slow_pct: u64,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Keep no log of accepted writes on the guarded resource (the resource soak, where a log
+    /// growing with every write would hide what the soak looks for; nothing judges it there).
+    #[arg(long)]
+    pub no_log: bool,
     /// A deliberately broken relock (needs the `chaos-mutants` feature).
     #[arg(long)]
     pub mutant: Option<String>,
@@ -210,13 +214,17 @@ async fn run(args: ClientArgs) -> i32 {
     // The harness ends a client with SIGTERM; if the harness itself dies first, the client
     // is re-parented: it stops then too, rather than run on against servers that are gone.
     let parent = nix::unistd::getppid();
+    let stats = args.out.with_extension("stats");
     tokio::join!(work.forever(), async {
         let mut tick = tokio::time::interval(Duration::from_millis(500));
         loop {
             tokio::select! {
                 _ = term.recv() => break,
                 _ = usr1.recv() => PAUSE_MID_SECTION.store(true, std::sync::atomic::Ordering::SeqCst),
-                _ = tick.tick() => if nix::unistd::getppid() != parent { break },
+                _ = tick.tick() => {
+                    if nix::unistd::getppid() != parent { break }
+                    write_stats(&stats);
+                }
             }
         }
         let _ = stop_tx.send(true);
@@ -224,6 +232,18 @@ async fn run(args: ClientArgs) -> i32 {
     locks.shutdown().await;
     resource.quit().await;
     0
+}
+
+/// This process's runtime as the resource soak samples it: its live tokio tasks, written to
+/// `path` (replaced whole, so a reader never sees half of it).
+fn write_stats(path: &std::path::Path) {
+    let tasks = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
+    let tmp = path.with_extension("stats.tmp");
+    if std::fs::write(&tmp, format!("{{\"tasks\":{tasks}}}")).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
 }
 
 async fn connect(args: &ClientArgs, client_id: &str, lease: Duration) -> relock::Result<Locks> {
@@ -562,7 +582,8 @@ impl Cycle<'_> {
             return;
         }
         let written = if guarded {
-            crate::resource::guarded::write(guard, name, token, value + 1, self.args.id).await
+            let client = (!self.args.no_log).then_some(self.args.id);
+            crate::resource::guarded::write(guard, name, token, value + 1, client).await
         } else {
             self.resource
                 .write(name, token, value + 1, self.args.id)

@@ -25,6 +25,7 @@ mod nemesis;
 mod report;
 mod resource;
 mod run;
+mod soak;
 mod topology;
 
 use std::path::PathBuf;
@@ -140,6 +141,10 @@ enum Command {
     /// liveness, and the token order part of fencing; the resource's final state and the
     /// leaks are not kept, so those verdicts are the run's own).
     Judge(JudgeArgs),
+    /// A steady mixed load of every one-server kind under faults, sampling each client's
+    /// memory and tasks and the server's connections, channels, keys and memory: fails if any
+    /// grows or does not come back after a fault.
+    SoakResources(soak::SoakArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -216,6 +221,7 @@ fn main() {
             0
         }
         Some(Command::Judge(args)) => judge_again(&args),
+        Some(Command::SoakResources(args)) => soak::main(args),
         None => harness(cli.run),
     };
     std::process::exit(code);

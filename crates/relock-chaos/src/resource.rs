@@ -122,13 +122,14 @@ pub mod guarded {
         }
     }
 
-    /// Whether the write of `value` under `token` was accepted (the hold was there).
+    /// Whether the write of `value` under `token` was accepted (the hold was there). It is
+    /// logged with `client`'s number, or not logged if `None`.
     pub async fn write(
         guard: &LockGuard,
         name: &str,
         token: u64,
         value: i64,
-        client: u32,
+        client: Option<u32>,
     ) -> Result<bool, String> {
         let (state, log) = (guarded_state_key(name), guarded_log_key(name));
         let batch = Commands::new()
@@ -139,10 +140,14 @@ pub mod guarded {
             .cmd("HINCRBY")
             .key(&state)
             .arg("accepted")
-            .arg(1)
-            .cmd("RPUSH")
-            .key(log)
-            .arg(format!("{token} {value} {client}"));
+            .arg(1);
+        let batch = match client {
+            Some(client) => batch
+                .cmd("RPUSH")
+                .key(log)
+                .arg(format!("{token} {value} {client}")),
+            None => batch,
+        };
         match guard.write(batch).await {
             Ok(_) => Ok(true),
             Err(Error::LockLost { .. }) => Ok(false),

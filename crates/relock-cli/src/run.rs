@@ -560,6 +560,12 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
         .env("RELOCK_NAME", &args.name)
         .env("RELOCK_KIND", kind_of(args))
         .envs(guard.env());
+    // A `relock write` or `relock status` in the command reaches the same server without a
+    // `--url` of its own (the environment stays in this process tree, as a child's
+    // environment does).
+    if let Some(url) = &args.url {
+        command.env("RELOCK_URL", url);
+    }
     // The command dies with relock, however relock ends (tether.rs).
     crate::tether::die_with_parent(&mut command);
     let mut tether = None;

@@ -38,6 +38,18 @@ pub(crate) struct Args {
 
 /// Runs the guarded write; returns the process's exit code.
 pub(crate) async fn write(args: Args) -> Result<u8, CliError> {
+    // With the command's words taken as they come, an option written after them would be
+    // data: `--url redis://:pw@…` stored in Redis. relock write's options go first.
+    if let Some(w) = args.command.iter().find(|w| {
+        ["--url", "--owner", "--tls"]
+            .iter()
+            .any(|o| w.starts_with(o))
+    }) {
+        let option = w.split('=').next().unwrap_or(w);
+        return Err(CliError::Failed(format!(
+            "`{option}` after the command would be written as data: put relock write's options before the lock's name (relock write {option} … NAME CMD KEY …)"
+        )));
+    }
     let mut words = args.command.into_iter();
     let (Some(cmd), Some(key)) = (words.next(), words.next()) else {
         return Err(CliError::Failed(

@@ -13,7 +13,8 @@ if kind ~= 'hash' or redis.call('hlen', KEYS[1]) ~= 2 then
   return redis.error_reply('WRONGTYPE the key is not a fenced key')
 end
 local got = redis.call('hmget', KEYS[1], 'value', 'fence')
-if not got[1] or not got[2] or not string.match(got[2], '^[1-9]%d*$') then
+if not got[1] or not got[2] or not string.match(got[2], '^[1-9]%d*$') or #got[2] > 20
+    or (#got[2] == 20 and got[2] > '18446744073709551615') then
   return redis.error_reply('WRONGTYPE the key is not a fenced key')
 end
 return got

@@ -9,7 +9,8 @@
 --
 -- Returns {1, token} (written) or {0, fence} (refused: the key has accepted the higher token
 -- `fence`; nothing was written). A key that is not a fenced key (another type, or a hash
--- other than exactly `value` and a decimal `fence`) fails with WRONGTYPE, left as it was.
+-- other than exactly `value` and a decimal `fence` that fits 64 bits) fails with WRONGTYPE,
+-- left as it was.
 local kind = redis.call('type', KEYS[1]).ok
 if kind ~= 'none' and kind ~= 'hash' then
   return redis.error_reply('WRONGTYPE the key is not a fenced key')
@@ -19,7 +20,8 @@ local fence = redis.call('hget', KEYS[1], 'fence')
 -- row kept in Redis) is not taken over.
 if kind == 'hash' and (not fence or redis.call('hlen', KEYS[1]) ~= 2
     or redis.call('hexists', KEYS[1], 'value') == 0
-    or not string.match(fence, '^[1-9]%d*$')) then
+    or not string.match(fence, '^[1-9]%d*$') or #fence > 20
+    or (#fence == 20 and fence > '18446744073709551615')) then
   return redis.error_reply('WRONGTYPE the key is not a fenced key (a hash of exactly value and fence)')
 end
 local token = ARGV[1]

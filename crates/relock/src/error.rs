@@ -94,11 +94,17 @@ pub enum Error {
         highest: u64,
     },
     /// A write's reply never came (a timeout, a connection lost, the client shut down): it
-    /// may have been sent and run, or not. It ran at most once (relock's pools never resend),
-    /// and as one script: every command up to the first that failed, or none. Read the data
-    /// to learn which; never assume it failed. Not transient: retry only what is safe to run
-    /// twice.
-    #[error("Redis at {server} did not confirm `{operation}` ({cause}): it may have run, at most once; read the data to learn whether it did")]
+    /// may have run, or not yet: a copy delayed in the network may still arrive and run. It
+    /// runs at most once (relock's pools never resend), and as one script: every command up
+    /// to the first that failed, or none. Never assume it failed. A read made now is not
+    /// conclusive, because the copy may land after it:
+    /// - a guarded write: end the hold first (`unlock`). Its field is never reused, so a copy
+    ///   that arrives later is refused; then read the data to learn whether the batch ran.
+    /// - a fenced set: any later set with a higher token makes a late copy refused; repeating
+    ///   the same value with the same token is harmless.
+    ///
+    /// Not transient: retry only what is safe to run twice.
+    #[error("Redis at {server} did not confirm `{operation}` ({cause}): it may have run, at most once, and a late copy may still run; end the hold (or write a higher token) before reading the data to learn whether it did")]
     OutcomeUnknown {
         /// What we asked (`guarded write`, `fenced set`).
         operation: &'static str,

@@ -1,7 +1,8 @@
 //! `relock write` from the command `relock run` starts: the write lands while the run holds
 //! the lock. Under a hold that is gone (force-unlocked), or an owner field that never held it,
 //! it is refused with exit 76 and nothing is written; a key outside the lock's slot is
-//! refused before anything is sent.
+//! refused before anything is sent. `relock run --url` gives its command the URL, and
+//! `relock write`'s own options after the command's words are refused, not written as data.
 
 use std::process::Command;
 
@@ -78,6 +79,31 @@ async fn write_runs_under_the_hold_relock_run_gave_and_is_refused_once_it_is_gon
     assert!(err.contains("exclusive hold"), "{err}");
     assert_eq!(
         server.cmd(&["EXISTS", "{cli-write-s}:k"]).unwrap().as_int(),
+        Some(0)
+    );
+    // `relock run --url` passes its URL on: a `relock write` without one reaches the same
+    // server (the test's `relock_run` gives `--url`; nothing else names the server).
+    let script = format!("{RELOCK} write cli-write-u SET {{cli-write-u}}:k via-env");
+    let (code, out, err) = relock_run(&url, &["cli-write-u", "sh", "-c", &script]);
+    assert_eq!((code, out.trim()), (Some(0), "OK"), "{err}");
+    let v = server.cmd(&["GET", "{cli-write-u}:k"]).unwrap();
+    assert_eq!(v.as_string().as_deref(), Some("via-env"));
+    // An option after the command's words would be data (a password with it): refused.
+    let secret = format!("redis://:s3cr3t@127.0.0.1:{}", server.port());
+    let script =
+        format!("{RELOCK} write cli-write-o RPUSH {{cli-write-o}}:log started --url {secret}");
+    let (code, out, err) = relock_run(&url, &["cli-write-o", "sh", "-c", &script]);
+    assert_eq!(code, Some(1), "{out}{err}");
+    assert!(err.contains("`--url` after the command"), "{err}");
+    assert!(
+        !err.contains("s3cr3t") && !out.contains("s3cr3t"),
+        "{out}{err}"
+    );
+    assert_eq!(
+        server
+            .cmd(&["EXISTS", "{cli-write-o}:log"])
+            .unwrap()
+            .as_int(),
         Some(0)
     );
     drop(guard);

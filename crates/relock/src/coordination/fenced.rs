@@ -73,7 +73,8 @@ impl FencedKey {
     /// # Errors
     /// [`Error::StaleToken`] when the key has accepted a higher token (nothing written);
     /// [`Error::WrongType`] if the key holds something else; [`Error::OutcomeUnknown`] when
-    /// the write was sent and no reply came (written whole, once, or not at all).
+    /// the write was sent and no reply came (written whole, once, or not at all);
+    /// [`Error::Shutdown`] once the client's shutdown has begun (nothing was sent).
     ///
     /// # Cancel safety
     /// Once sent, a dropped future does not stop the write.
@@ -84,6 +85,8 @@ impl FencedKey {
                 "0 is not a fencing token: pass the guard's fencing_token()",
             ));
         }
+        // Nothing is sent once shutdown has begun: that is `Shutdown`, not an unknown outcome.
+        self.inner.check_running()?;
         let reply: Vec<Value> = FENCED_SET
             .run(
                 self.inner.pool.next(),
@@ -113,11 +116,14 @@ impl FencedKey {
     /// The value and the token it was written under; `None` if the key does not exist.
     ///
     /// # Errors
-    /// [`Error::WrongType`] if the key holds something else; connection and timeout errors.
+    /// [`Error::WrongType`] if the key holds something else; [`Error::InvalidArgument`] if
+    /// its value is not UTF-8 (written by another tool); [`Error::Shutdown`]; connection and
+    /// timeout errors.
     ///
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn get(&self) -> Result<Option<(String, u64)>> {
+        self.inner.check_running()?;
         let reply: Vec<Value> = FENCED_GET
             .run_read_only(self.inner.pool.next(), vec![self.key.clone()], vec![])
             .await
@@ -126,11 +132,24 @@ impl FencedKey {
             [] => Ok(None),
             [value, fence] => {
                 let fence = fence.as_string().and_then(|s| s.parse().ok());
-                match (value.as_string(), fence) {
-                    (Some(v), Some(f)) => Ok(Some((v, f))),
-                    _ => Err(Error::WrongType {
+                let Some(fence) = fence else {
+                    return Err(Error::WrongType {
                         key: self.key.clone(),
-                    }),
+                    });
+                };
+                match value {
+                    Value::String(s) => Ok(Some((s.to_string(), fence))),
+                    Value::Bytes(b) => match std::str::from_utf8(b) {
+                        Ok(s) => Ok(Some((s.to_owned(), fence))),
+                        Err(_) => Err(Error::invalid(
+                            "value",
+                            format!(
+                                "the fenced key `{}` holds a value that is not UTF-8 (written by another tool); read it with HGET {} value",
+                                self.key, self.key
+                            ),
+                        )),
+                    },
+                    _ => Err(self.unexpected("fenced get")),
                 }
             }
             _ => Err(self.unexpected("fenced get")),

@@ -150,9 +150,12 @@ impl SemaphorePermits {
     /// # check.shutdown().await; Ok(()) }
     /// ```
     pub fn forget(self) -> u64 {
-        let kept = if self.settle() { self.n } else { 0 };
-        std::mem::forget(self);
-        kept
+        // Settled here, the guard's drop finds nothing to give back (settling is once).
+        if self.settle() {
+            self.n
+        } else {
+            0
+        }
     }
 
     /// Gives the permits back and reports how that went.
@@ -166,7 +169,9 @@ impl SemaphorePermits {
     pub async fn release(self) -> Result<()> {
         let mine = self.settle();
         let (inner, names, n) = (self.inner.clone(), self.names.clone(), self.n);
-        std::mem::forget(self);
+        // Settled above, the guard's drop gives nothing back; dropped, not forgotten, so that
+        // its client, names and request key are freed.
+        drop(self);
         if !mine {
             return Err(Error::Shutdown);
         }

@@ -131,6 +131,17 @@ impl Commands {
                 ),
             ));
         }
+        if let Some(key) = self.keys.iter().find(|k| lock_owned(lock, k)) {
+            return Err(Error::invalid(
+                "commands",
+                format!(
+                    "`{}` is one of the lock `{}`'s own keys (its hash, fencing counter, line or timeouts): a guarded batch works on data keys only, as `{}`",
+                    crate::error::short(key),
+                    crate::error::short(lock),
+                    tagged_like(lock, "data")
+                ),
+            ));
+        }
         let slot = |k: &str| fred::util::redis_keyslot(k.as_bytes());
         let want = slot(lock);
         if let Some(key) = self.keys.iter().find(|k| slot(k) != want) {
@@ -147,6 +158,19 @@ impl Commands {
         }
         Ok(())
     }
+}
+
+/// Whether `key` is one of `lock`'s own keys: the lock hash, a key that relock or Redisson
+/// derives from its name (`redisson_lock_token:{orders:42}`, `relock_fair_seq:{orders:42}`,
+/// …), or a read hold's timeout key (`{orders:42}:<field>:rwlock_timeout:<n>`). A batch that
+/// wrote one could free the lock or break its fencing tokens.
+fn lock_owned(lock: &str, key: &str) -> bool {
+    let derived = crate::hold::keys::prefixed("", lock);
+    key == lock
+        || ((key.starts_with("redisson_") || key.starts_with("relock_"))
+            && key.ends_with(derived.as_str()))
+        || (key.starts_with(crate::hold::keys::suffixed(lock, "").as_str())
+            && key.contains(":rwlock_timeout:"))
 }
 
 /// `key` under `lock`'s hash tag, by Redisson's `suffixName` rule: `{orders:42}:key` for the
@@ -166,7 +190,7 @@ mod tests {
             .key("{orders:42}:row")
             .arg(1)
             .cmd("GET")
-            .key("orders:42");
+            .key("{orders:42}:other");
         assert!(ok.check("orders:42").is_ok());
         let bad = Commands::new().cmd("SET").key("orders:42:row").arg(1);
         let e = bad.check("orders:42").unwrap_err().to_string();
@@ -177,6 +201,31 @@ mod tests {
         let e = bad.check("orders:{42}").unwrap_err().to_string();
         assert!(e.contains("`orders:{42}:orders:42:row`"), "{e}");
         assert!(Commands::new().check("x").is_err());
+    }
+
+    #[test]
+    fn the_locks_own_keys_are_refused_and_data_keys_beside_them_are_not() {
+        for (lock, key) in [
+            ("orders:42", "orders:42"),
+            ("orders:42", "redisson_lock_token:{orders:42}"),
+            ("orders:42", "redisson_lock_queue:{orders:42}"),
+            ("orders:42", "relock_fair_seq:{orders:42}"),
+            ("orders:42", "{orders:42}:c1:7:rwlock_timeout:1"),
+            ("orders:{42}", "redisson_lock_token:orders:{42}"),
+        ] {
+            let e = Commands::new().cmd("DEL").key(key).check(lock).unwrap_err();
+            assert!(e.to_string().contains("own keys"), "{lock} {key}: {e}");
+        }
+        for (lock, key) in [
+            ("orders:42", "{orders:42}:row"),
+            ("orders:42", "{orders:42}:redisson_like"),
+            ("orders:{42}", "orders:{42}:row"),
+        ] {
+            assert!(
+                Commands::new().cmd("DEL").key(key).check(lock).is_ok(),
+                "{lock} {key}"
+            );
+        }
     }
 
     #[test]

@@ -45,6 +45,10 @@ impl LockGuard {
     /// hold on: its guards refuse guarded writes; protect its data with a
     /// [`FencedKey`](crate::FencedKey) and the fencing token.
     ///
+    /// Replies come back as the script returns them: an integer reply passes through a Lua
+    /// number, so one above 2^53 (9 007 199 254 740 992) may come back rounded (the data on
+    /// the server is exact). Read such a counter with a plain `GET` after the write.
+    ///
     /// What it does not cover: data outside the lock's Redis (use the fencing token there:
     /// [`FencedKey`](crate::FencedKey), or a `fence` column in SQL), and commands a resending
     /// pool of your own sends twice after a reconnect (relock's own pools never resend).
@@ -59,8 +63,9 @@ impl LockGuard {
     ///   (`MSET`'s, `RENAME`'s) with `key`.
     /// - [`Error::OutcomeUnknown`]: no reply came (a timeout, a lost connection, a shutdown).
     ///   The batch may have run, at most once (relock's pools never resend a command), as
-    ///   one script (see [`Error::Redis`] below for a command that fails). Read the data to
-    ///   learn whether it did.
+    ///   one script (see [`Error::Redis`] below for a command that fails), and a copy delayed
+    ///   in the network may still run later while the hold lives. To learn whether it ran,
+    ///   end the hold first (`unlock`: a later copy is then refused), then read the data.
     /// - [`Error::Redis`]: a command failed (a wrong type, a bad argument, a refused
     ///   permission), with the server's words. The batch stopped there; the commands before
     ///   it stay applied, as in `MULTI`/`EXEC`.

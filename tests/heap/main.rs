@@ -1,0 +1,40 @@
+//! A client's heap and tasks under a steady load (`h*`): its live allocations and tokio tasks
+//! must not grow with the number of operations. Its own test binary: a global allocator
+//! counts live allocations (a count, not bytes, so that buffers that grow and shrink do not
+//! hide or fake a trend).
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicI64, Ordering};
+
+struct Counting;
+
+static LIVE: AtomicI64 = AtomicI64::new(0);
+
+// SAFETY: every call is passed on to the system allocator unchanged; only a counter is added.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(1, Ordering::Relaxed);
+        System.alloc_zeroed(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        System.realloc(ptr, layout, new)
+    }
+}
+
+#[global_allocator]
+static COUNTING: Counting = Counting;
+
+/// Live allocations of the whole process now.
+pub fn live_allocations() -> i64 {
+    LIVE.load(Ordering::Relaxed)
+}
+
+mod h10_no_kinds_operations_grow_a_clients_live_allocations_or_tasks;
