@@ -1,6 +1,7 @@
 //! `relock-bench guarded`: the cost of a guarded write (`LockGuard::write`) beside the same
 //! commands sent bare by fred in one `MULTI`/`EXEC`, in one run on one server: one task, one
-//! call at a time, so each figure is a round trip and the server's work. The target is a
+//! call at a time, the two kinds of call in turn, so each figure is a round trip and the
+//! server's work, and both meet the same machine. The target is a
 //! guarded write at most 1.3 × the bare transaction's p50 (both with 1 and with 10 commands).
 
 use std::time::{Duration, Instant};
@@ -21,7 +22,7 @@ pub(crate) struct Args {
     /// Redis to use; by default a local redis-server is started.
     #[arg(long)]
     redis: Option<String>,
-    /// Seconds per case.
+    /// Seconds per kind of call and batch size (the two kinds run in turn).
     #[arg(long, default_value_t = 3)]
     seconds: u64,
     /// Also write the results as JSON to FILE (`-`: stdout, the text report then goes to
@@ -54,23 +55,35 @@ fn failed(e: impl std::fmt::Display) -> CliError {
     CliError::Failed(e.to_string())
 }
 
-/// Runs `call` one at a time for `secs` (after a short warm-up): its latencies.
-async fn time<F, Fut>(secs: Duration, mut call: F) -> Result<Latencies, CliError>
+/// Runs `a` and `b` in turn, one call at a time, for `secs` each (after a short warm-up):
+/// their latencies. Interleaved, so that both meet the same machine: run one after the
+/// other, the first case met a colder machine and the ratio moved by ±0.3 between runs.
+async fn time_pair<A, AF, B, BF>(
+    secs: Duration,
+    mut a: A,
+    mut b: B,
+) -> Result<(Latencies, Latencies), CliError>
 where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<(), CliError>>,
+    A: FnMut() -> AF,
+    AF: std::future::Future<Output = Result<(), CliError>>,
+    B: FnMut() -> BF,
+    BF: std::future::Future<Output = Result<(), CliError>>,
 {
     for _ in 0..200 {
-        call().await?;
+        a().await?;
+        b().await?;
     }
-    let mut lat = Latencies::new();
-    let end = Instant::now() + secs;
+    let (mut la, mut lb) = (Latencies::new(), Latencies::new());
+    let end = Instant::now() + 2 * secs;
     while Instant::now() < end {
         let t = Instant::now();
-        call().await?;
-        lat.record(t.elapsed());
+        a().await?;
+        la.record(t.elapsed());
+        let t = Instant::now();
+        b().await?;
+        lb.record(t.elapsed());
     }
-    Ok(lat)
+    Ok((la, lb))
 }
 
 /// Runs the benchmark.
@@ -97,17 +110,16 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let mut cases = Vec::new();
     for n in [1usize, 10] {
         let keys: Vec<String> = (0..n).map(|i| format!("{{bench:guarded}}:k{i}")).collect();
-        let guarded = time(secs, || {
+        let guarded = || {
             let mut batch = relock::Commands::new();
             for k in &keys {
                 batch = batch.cmd("HSET").key(k).arg("f").arg("v");
             }
             let guard = &guard;
             async move { guard.write(batch).await.map(|_| ()).map_err(failed) }
-        })
-        .await?;
+        };
         // MULTI, the commands and EXEC in one pipeline: one round trip, as the guarded write.
-        let multi = time(secs, || {
+        let multi = || {
             let p = bare.pipeline();
             let keys = keys.clone();
             async move {
@@ -130,8 +142,8 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
                     other => Err(failed(format!("unexpected EXEC reply {other:?}"))),
                 }
             }
-        })
-        .await?;
+        };
+        let (guarded, multi) = time_pair(secs, guarded, multi).await?;
         let (g50, m50) = (guarded.percentile(50.0), multi.percentile(50.0));
         let ratio = as_ms(g50) / as_ms(m50);
         outln!(

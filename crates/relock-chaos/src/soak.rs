@@ -64,6 +64,10 @@ struct Sample {
     keys: i64,
     /// Keys without a time to live (a semaphore's count, a latch): what nothing expires.
     lasting_keys: i64,
+    /// Request ids of semaphore calls that got no reply (`relock_request:…`): kept for their
+    /// 20-minute time to live by design (a late copy of the call must still find them), so
+    /// they pile up with the faults for 20 minutes, then level off. Not in `keys`.
+    request_keys: i64,
     channels: i64,
     subscribers: i64,
 }
@@ -93,6 +97,14 @@ pub fn main(args: SoakArgs) -> i32 {
 }
 
 fn run(args: &SoakArgs) -> Result<bool, String> {
+    // SIGINT or SIGTERM ends the load early; the servers and clients are still torn down (a
+    // second one exits at once).
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
+            .and_then(|_| signal_hook::flag::register(sig, stop.clone()))
+            .map_err(|e| format!("signal handler: {e}"))?;
+    }
     let dir = match &args.dir {
         Some(d) => d.clone(),
         None => std::env::temp_dir().join(format!("relock-soak-{}", std::process::id())),
@@ -118,7 +130,7 @@ fn run(args: &SoakArgs) -> Result<bool, String> {
     let mut samples = Vec::new();
     let mut faults: Vec<(f64, &str)> = Vec::new();
     let mut next_fault = Duration::from_secs(args.fault_every);
-    while began.elapsed() < total {
+    while began.elapsed() < total && !stop.load(std::sync::atomic::Ordering::SeqCst) {
         let at = began.elapsed();
         if at >= next_fault {
             let kind = if faults.len() % 2 == 0 {
@@ -135,14 +147,17 @@ fn run(args: &SoakArgs) -> Result<bool, String> {
             faults.push((at.as_secs_f64(), kind));
             next_fault += Duration::from_secs(args.fault_every);
         }
-        samples.push(sample(at, &clients.0, server)?);
+        samples.push(sample(at, &mut clients.0, server)?);
         std::thread::sleep(every.saturating_sub(began.elapsed() - at));
     }
-    clients.stop();
+    let exits = clients.stop();
     let series = judge(&samples, clients.0.len(), &faults);
     let recovered = recoveries(&samples, &faults);
     print_table(&series, &recovered, &faults, &samples);
-    let ok = series.iter().all(|s| s.ok) && recovered.is_empty();
+    for e in &exits {
+        println!("client exit: {e}");
+    }
+    let ok = series.iter().all(|s| s.ok) && recovered.is_empty() && exits.is_empty();
     if let Some(path) = &args.json {
         let json = serde_json::json!({
             "seconds": args.seconds,
@@ -151,10 +166,14 @@ fn run(args: &SoakArgs) -> Result<bool, String> {
             "samples": samples,
             "series": series,
             "not_recovered": recovered,
+            "bad_exits": exits,
             "ok": ok,
         });
         std::fs::write(path, serde_json::to_vec_pretty(&json).unwrap_or_default())
             .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if args.dir.is_none() && ok {
+        let _ = std::fs::remove_dir_all(&dir);
     }
     println!(
         "relock-chaos soak-resources: {}",
@@ -177,18 +196,29 @@ struct Proc {
 struct Procs(Vec<Proc>);
 
 impl Procs {
-    fn stop(&mut self) {
+    /// SIGTERM, and wait: the clients that did not exit 0 by themselves (killed, crashed,
+    /// stuck), said.
+    fn stop(&mut self) -> Vec<String> {
         for p in &self.0 {
             let _ = kill(Pid::from_raw(p.child.id() as i32), Signal::SIGTERM);
         }
         let deadline = Instant::now() + Duration::from_secs(15);
+        let mut bad = Vec::new();
         for p in &mut self.0 {
             while matches!(p.child.try_wait(), Ok(None)) && Instant::now() < deadline {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            let _ = p.child.kill();
-            let _ = p.child.wait();
+            match p.child.try_wait() {
+                Ok(Some(status)) if status.success() => {}
+                Ok(Some(status)) => bad.push(format!("{} ended with {status}", p.label)),
+                _ => {
+                    bad.push(format!("{} did not exit within 15 s of SIGTERM", p.label));
+                    let _ = p.child.kill();
+                    let _ = p.child.wait();
+                }
+            }
         }
+        bad
     }
 }
 
@@ -238,20 +268,31 @@ for _, k in ipairs(redis.call('keys', '*')) do
 end
 return n";
 
-fn sample(at: Duration, clients: &[Proc], server: &RedisServer) -> Result<Sample, String> {
-    let rss_kb = clients
-        .iter()
-        .map(|p| {
-            std::fs::read_to_string(format!("/proc/{}/status", p.child.id()))
-                .ok()
-                .and_then(|s| {
-                    s.lines()
-                        .find(|l| l.starts_with("VmRSS:"))
-                        .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-                })
-                .unwrap_or(0)
-        })
-        .collect();
+/// Counts the request-id keys (`relock_request:…`). `KEYS[1]`: none; `ARGV[1]`: none.
+/// Returns the count.
+const REQUESTS: &str = "return #redis.call('keys', 'relock_request:*')";
+
+fn sample(at: Duration, clients: &mut [Proc], server: &RedisServer) -> Result<Sample, String> {
+    let mut rss_kb = Vec::new();
+    for p in clients.iter_mut() {
+        // A client that died (a crash, the OOM killer) ends the soak: its series would read
+        // as flat.
+        if let Ok(Some(status)) = p.child.try_wait() {
+            return Err(format!(
+                "client {} exited during the load ({status})",
+                p.label
+            ));
+        }
+        let rss = std::fs::read_to_string(format!("/proc/{}/status", p.child.id()))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+            })
+            .ok_or_else(|| format!("client {}: no VmRSS in /proc", p.label))?;
+        rss_kb.push(rss);
+    }
     let tasks = clients
         .iter()
         .map(|p| {
@@ -273,6 +314,11 @@ fn sample(at: Duration, clients: &[Proc], server: &RedisServer) -> Result<Sample
             .and_then(|v| v.trim().parse().ok())
             .ok_or_else(|| format!("INFO {section} has no {field}"))
     };
+    let request_keys = server
+        .cmd(&["EVAL", REQUESTS, "0"])
+        .map_err(|e| format!("counting request keys: {e}"))?
+        .as_int()
+        .unwrap_or(-1);
     let channels = server
         .pubsub_channels()
         .map_err(|e| format!("PUBSUB CHANNELS: {e}"))?;
@@ -296,7 +342,8 @@ fn sample(at: Duration, clients: &[Proc], server: &RedisServer) -> Result<Sample
         // Less the test kit's own connection, which asks.
         connected_clients: info("clients", "connected_clients")? - 1,
         used_memory: info("memory", "used_memory")?,
-        keys: server.dbsize().map_err(|e| format!("DBSIZE: {e}"))?,
+        keys: server.dbsize().map_err(|e| format!("DBSIZE: {e}"))? - request_keys,
+        request_keys,
         lasting_keys: server
             .cmd(&["EVAL", LASTING, "0"])
             .map_err(|e| format!("counting keys: {e}"))?
