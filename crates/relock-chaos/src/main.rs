@@ -26,6 +26,7 @@ mod report;
 mod resource;
 mod run;
 mod soak;
+mod soak_plot;
 mod topology;
 
 use std::path::PathBuf;

@@ -37,6 +37,10 @@ pub struct SoakArgs {
     /// Write the samples and verdicts as JSON.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// Also draw the samples (an SVG file): each client's resident memory and the server's
+    /// memory over the run, faults marked.
+    #[arg(long)]
+    plot: Option<PathBuf>,
     /// Where client histories and logs go (default: a temporary directory).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -171,6 +175,31 @@ fn run(args: &SoakArgs) -> Result<bool, String> {
         });
         std::fs::write(path, serde_json::to_vec_pretty(&json).unwrap_or_default())
             .map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if let Some(path) = &args.plot {
+        let labels: Vec<String> = clients.0.iter().map(|c| c.label.clone()).collect();
+        let mb = |kb: f64| kb / 1024.0;
+        let client_lines: Vec<crate::soak_plot::Line> = labels
+            .iter()
+            .enumerate()
+            .map(|(i, label)| crate::soak_plot::Line {
+                label: label.clone(),
+                points: samples
+                    .iter()
+                    .map(|s| (s.t, mb(s.rss_kb[i] as f64)))
+                    .collect(),
+            })
+            .collect();
+        let server_lines = [crate::soak_plot::Line {
+            label: "used_memory".into(),
+            points: samples
+                .iter()
+                .map(|s| (s.t, s.used_memory as f64 / 1_048_576.0))
+                .collect(),
+        }];
+        let marks: Vec<f64> = faults.iter().map(|f| f.0).collect();
+        crate::soak_plot::write(path, &client_lines, &server_lines, &marks)
+            .map_err(|e| format!("--plot {}: {e}", path.display()))?;
     }
     if args.dir.is_none() && ok {
         let _ = std::fs::remove_dir_all(&dir);
