@@ -174,91 +174,97 @@ impl Lock {
             .run_read_only(inner.pool.next(), script_keys, vec!["0".into()])
             .await
             .map_err(|e| inner.error("status", &keys.lock, e))?;
-        let wrong = || crate::Error::WrongType {
-            key: keys.lock.clone(),
-        };
-        let Value::Array(mut parts) = reply else {
+        decode(reply, &keys.lock)
+    }
+}
+
+/// The status script's reply for the lock `name`: any reply, however malformed, is a status,
+/// `NotALock`, or `WrongType`, never a panic.
+fn decode(reply: Value, name: &str) -> Result<LockStatus> {
+    let wrong = || crate::Error::WrongType {
+        key: name.to_owned(),
+    };
+    let Value::Array(mut parts) = reply else {
+        return Err(wrong());
+    };
+    if let [tag, key, found] = parts.as_slice() {
+        if tag.as_str().as_deref() == Some("notalock") {
+            return Err(crate::Error::NotALock {
+                key: key.as_string().unwrap_or_default(),
+                found: found.as_string().unwrap_or_default(),
+            });
+        }
+    }
+    if let [tag, key] = parts.as_slice() {
+        if tag.as_str().as_deref() == Some("wrongtype") {
+            return Err(crate::Error::WrongType {
+                key: key.as_string().unwrap_or_default(),
+            });
+        }
+    }
+    if parts.len() != 5 {
+        return Err(wrong());
+    }
+    let line = parts.pop().unwrap_or(Value::Null);
+    let counter_pttl = parts.pop().and_then(|v| num::<i64>(&v)).unwrap_or(-2);
+    let counter = parts.pop().and_then(|v| num::<u64>(&v));
+    let pttl = parts.pop().and_then(|v| num::<i64>(&v)).unwrap_or(-2);
+    let raw = match parts.pop() {
+        Some(Value::Array(raw)) => raw,
+        _ => return Err(wrong()),
+    };
+    // A lock hash maps owner fields to hold counts, and a read-write lock's has its
+    // `mode` too; any other hash is not a lock.
+    let mut fields = Vec::with_capacity(raw.len() / 2);
+    let mut mode = None;
+    for pair in raw.chunks(2) {
+        let (Some(field), Some(count)) = (
+            pair.first().and_then(|v| v.as_string()),
+            pair.get(1).and_then(|v| v.as_string()),
+        ) else {
             return Err(wrong());
         };
-        if let [tag, key, found] = parts.as_slice() {
-            if tag.as_str().as_deref() == Some("notalock") {
-                return Err(crate::Error::NotALock {
-                    key: key.as_string().unwrap_or_default(),
-                    found: found.as_string().unwrap_or_default(),
-                });
-            }
+        if field == "mode" && (count == "read" || count == "write") {
+            mode = Some(count);
+            continue;
         }
-        if let [tag, key] = parts.as_slice() {
-            if tag.as_str().as_deref() == Some("wrongtype") {
-                return Err(crate::Error::WrongType {
-                    key: key.as_string().unwrap_or_default(),
-                });
-            }
+        match count.parse::<i64>() {
+            Ok(n) => fields.push((field, n)),
+            Err(_) => return Err(wrong()),
         }
-        if parts.len() != 5 {
-            return Err(wrong());
-        }
-        let line = parts.pop().unwrap_or(Value::Null);
-        let counter_pttl = parts.pop().and_then(|v| num::<i64>(&v)).unwrap_or(-2);
-        let counter = parts.pop().and_then(|v| num::<u64>(&v));
-        let pttl = parts.pop().and_then(|v| num::<i64>(&v)).unwrap_or(-2);
-        let raw = match parts.pop() {
-            Some(Value::Array(raw)) => raw,
-            _ => return Err(wrong()),
-        };
-        // A lock hash maps owner fields to hold counts, and a read-write lock's has its
-        // `mode` too; any other hash is not a lock.
-        let mut fields = Vec::with_capacity(raw.len() / 2);
-        let mut mode = None;
-        for pair in raw.chunks(2) {
-            let (Some(field), Some(count)) = (
-                pair.first().and_then(|v| v.as_string()),
-                pair.get(1).and_then(|v| v.as_string()),
-            ) else {
+    }
+    let mut queue = Vec::new();
+    if let Value::Array(line) = line {
+        for (position, w) in line.chunks(3).enumerate() {
+            let Some(field) = w.first().and_then(|v| v.as_string()) else {
                 return Err(wrong());
             };
-            if field == "mode" && (count == "read" || count == "write") {
-                mode = Some(count);
-                continue;
-            }
-            match count.parse::<i64>() {
-                Ok(n) => fields.push((field, n)),
-                Err(_) => return Err(wrong()),
-            }
-        }
-        let mut queue = Vec::new();
-        if let Value::Array(line) = line {
-            for (position, w) in line.chunks(3).enumerate() {
-                let Some(field) = w.first().and_then(|v| v.as_string()) else {
-                    return Err(wrong());
-                };
-                queue.push(Waiter {
-                    field,
-                    position,
-                    ticket: w.get(1).and_then(num::<f64>).unwrap_or(0.0) as u64,
-                    deadline_ms: w.get(2).and_then(num::<f64>).map(|d| d as i64),
-                });
-            }
-        }
-        let mut holders: Vec<Holder> = fields
-            .into_iter()
-            .map(|(field, count)| Holder {
-                layout: layout(&field),
+            queue.push(Waiter {
                 field,
-                count,
-            })
-            .collect();
-        holders.sort_by(|a, b| a.field.cmp(&b.field));
-        Ok(LockStatus {
-            name: keys.lock.clone(),
-            pttl_ms: (pttl != -2).then_some(pttl),
-            holders,
-            counter,
-            counter_pttl_ms: (counter_pttl != -2).then_some(counter_pttl),
-            queue,
-            mode,
-        })
+                position,
+                ticket: w.get(1).and_then(num::<f64>).unwrap_or(0.0) as u64,
+                deadline_ms: w.get(2).and_then(num::<f64>).map(|d| d as i64),
+            });
+        }
     }
+    let mut holders: Vec<Holder> = fields
+        .into_iter()
+        .map(|(field, count)| Holder {
+            layout: layout(&field),
+            field,
+            count,
+        })
+        .collect();
+    holders.sort_by(|a, b| a.field.cmp(&b.field));
+    Ok(LockStatus {
+        name: name.to_owned(),
+        pttl_ms: (pttl != -2).then_some(pttl),
+        holders,
+        counter,
+        counter_pttl_ms: (counter_pttl != -2).then_some(counter_pttl),
+        queue,
+        mode,
+    })
 }
 
 #[cfg(test)]
@@ -280,5 +286,75 @@ mod tests {
             OwnerLayout::NodeRedisson
         );
         assert_eq!(layout("whatever"), OwnerLayout::Unknown);
+    }
+}
+
+/// Any reply of the status script, however malformed (random arrays, wrong types, huge or
+/// negative numbers, bytes that are not UTF-8), decodes to a status or a typed error.
+#[cfg(test)]
+mod decode_prop {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = Value> {
+        let words = prop_oneof![
+            Just("mode"),
+            Just("read"),
+            Just("write"),
+            Just("notalock"),
+            Just("wrongtype"),
+            Just("1"),
+            Just("-1"),
+            Just("99999999999999999999999"),
+            Just("1e308"),
+            Just("NaN"),
+        ];
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<i64>().prop_map(Value::Integer),
+            any::<f64>().prop_map(Value::Double),
+            any::<bool>().prop_map(Value::Boolean),
+            ".{0,12}".prop_map(|s: String| Value::String(s.into())),
+            prop::collection::vec(any::<u8>(), 0..8).prop_map(|b| Value::Bytes(b.into())),
+            words.prop_map(|s| Value::String(s.into())),
+        ];
+        leaf.prop_recursive(3, 48, 7, |inner| {
+            prop::collection::vec(inner, 0..8).prop_map(Value::Array)
+        })
+    }
+
+    fn typed(r: Result<LockStatus>) -> std::result::Result<(), String> {
+        match r {
+            Ok(_) | Err(crate::Error::WrongType { .. } | crate::Error::NotALock { .. }) => Ok(()),
+            Err(e) => Err(format!("{e:?}")),
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_reply_is_a_status_or_a_typed_error(v in value()) {
+            prop_assert_eq!(typed(decode(v, "p")), Ok(()));
+        }
+
+        #[test]
+        fn any_five_parts_are_a_status_or_a_typed_error(parts in prop::collection::vec(value(), 5)) {
+            prop_assert_eq!(typed(decode(Value::Array(parts), "p")), Ok(()));
+        }
+
+        #[test]
+        fn any_holders_and_line_are_a_status_or_a_typed_error(
+            raw in prop::collection::vec(value(), 0..10),
+            line in prop::collection::vec(value(), 0..10),
+            numbers in prop::collection::vec(value(), 3),
+        ) {
+            let parts = vec![
+                Value::Array(raw),
+                numbers[0].clone(),
+                numbers[1].clone(),
+                numbers[2].clone(),
+                Value::Array(line),
+            ];
+            prop_assert_eq!(typed(decode(Value::Array(parts), "p")), Ok(()));
+        }
     }
 }
