@@ -307,34 +307,32 @@ fn fencing_life(f: &mut Fencing, name: &str, life: usize, fin: &Final, max: &mut
         format!("{name} (after restart {life})")
     };
     let name = name.as_str();
-    {
-        f.stale_rejected += fin.rejected;
-        f.accepted_writes += fin.accepted;
-        let mut prev = 0i64;
-        for (i, (token, value, client)) in fin.log.iter().enumerate() {
-            if *token < *max {
-                f.stale_accepted += 1;
-                f.verdict.violation(format!(
-                    "{name}: write #{i} by client {client} accepted with token {token} after token {max}"
-                ));
-            }
-            *max = (*max).max(*token);
-            if *value != prev + 1 {
-                f.lost_updates += 1;
-                f.verdict.violation(format!(
-                    "{name}: write #{i} by client {client} (token {token}) wrote {value} after {prev}: an update was lost"
-                ));
-            }
-            prev = *value;
-        }
-        if fin.value != prev || fin.accepted != fin.log.len() as i64 {
+    f.stale_rejected += fin.rejected;
+    f.accepted_writes += fin.accepted;
+    let mut prev = 0i64;
+    for (i, (token, value, client)) in fin.log.iter().enumerate() {
+        if *token < *max {
+            f.stale_accepted += 1;
             f.verdict.violation(format!(
-                "{name}: final value {} and {} accepted writes disagree with the log ({} entries, last {prev})",
-                fin.value,
-                fin.accepted,
-                fin.log.len()
+                "{name}: write #{i} by client {client} accepted with token {token} after token {max}"
             ));
         }
+        *max = (*max).max(*token);
+        if *value != prev + 1 {
+            f.lost_updates += 1;
+            f.verdict.violation(format!(
+                "{name}: write #{i} by client {client} (token {token}) wrote {value} after {prev}: an update was lost"
+            ));
+        }
+        prev = *value;
+    }
+    if fin.value != prev || fin.accepted != fin.log.len() as i64 {
+        f.verdict.violation(format!(
+            "{name}: final value {} and {} accepted writes disagree with the log ({} entries, last {prev})",
+            fin.value,
+            fin.accepted,
+            fin.log.len()
+        ));
     }
 }
 

@@ -99,21 +99,11 @@ impl Clients {
             files: Vec::new(),
         };
         for id in 0..seg.clients {
-            let out = dir.join(format!("client-{id}.jsonl"));
-            let log = std::fs::File::create(dir.join(format!("client-{id}.log")))
-                .map_err(|e| format!("client log: {e}"))?;
-            let mut cmd = Command::new(&exe);
-            cmd.arg("client")
-                .arg("--id")
-                .arg(id.to_string())
-                .arg("--kind")
-                .arg(seg.kind.name())
-                .arg("--resource")
+            let (mut cmd, out) = client_command(&exe, id, seg.kind, dir)?;
+            cmd.arg("--resource")
                 .arg(resource)
                 .arg("--names")
                 .arg(seg.names.join(","))
-                .arg("--out")
-                .arg(&out)
                 .arg("--lease-ms")
                 .arg(seg.lease.as_millis().to_string())
                 .arg("--seed")
@@ -134,13 +124,7 @@ impl Clients {
                     .env("FAKETIME", format!("{:+.3}", skew_ms as f64 / 1000.0))
                     .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
             }
-            // Their own process group: a Ctrl-C meant for the harness must not kill them
-            // mid-section; the harness stops them with SIGTERM.
             let child = cmd
-                .process_group(0)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(log)
                 .spawn()
                 .map_err(|e| format!("spawning client {id}: {e}"))?;
             clients.children.push(child);
@@ -231,6 +215,30 @@ impl Clients {
                 .collect(),
         )
     }
+}
+
+/// A `relock-chaos client` command for client `id` of `kind` (the harness's own binary,
+/// `exe`): its history file in `dir` (returned) and its stderr in `client-<id>.log` there, in
+/// a process group of its own (a Ctrl-C meant for the harness must not kill it mid-section;
+/// the harness stops it with SIGTERM).
+pub fn client_command(
+    exe: &Path,
+    id: u32,
+    kind: Kind,
+    dir: &Path,
+) -> Result<(Command, PathBuf), String> {
+    let out = dir.join(format!("client-{id}.jsonl"));
+    let log = std::fs::File::create(dir.join(format!("client-{id}.log")))
+        .map_err(|e| format!("client log: {e}"))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["client", "--id", &id.to_string(), "--kind", kind.name()])
+        .arg("--out")
+        .arg(&out)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log);
+    Ok((cmd, out))
 }
 
 impl Drop for Clients {

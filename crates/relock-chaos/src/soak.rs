@@ -7,7 +7,7 @@
 //! fault.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
@@ -264,20 +264,11 @@ impl Drop for Procs {
 
 fn spawn(kind: Kind, id: u32, url: &str, resource: &str, dir: &Path) -> Result<Proc, String> {
     let exe = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    let out = dir.join(format!("client-{id}.jsonl"));
-    let log = std::fs::File::create(dir.join(format!("client-{id}.log")))
-        .map_err(|e| format!("client log: {e}"))?;
+    let (mut cmd, out) = crate::run::client_command(&exe, id, kind, dir)?;
     let names = format!("soak-{0}-0,soak-{0}-1", kind.name());
-    let child = Command::new(exe)
-        .args(["client", "--id", &id.to_string(), "--kind", kind.name()])
+    let child = cmd
         .args(["--url", url, "--resource", resource, "--names", &names])
         .arg("--no-log")
-        .arg("--out")
-        .arg(&out)
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(log)
         .spawn()
         .map_err(|e| format!("spawning client {id}: {e}"))?;
     Ok(Proc {
@@ -286,8 +277,6 @@ fn spawn(kind: Kind, id: u32, url: &str, resource: &str, dir: &Path) -> Result<P
         stats: out.with_extension("stats"),
     })
 }
-
-use std::os::unix::process::CommandExt;
 
 /// Counts the keys that have no time to live. `KEYS[1]`: none; `ARGV[1]`: none. Returns the
 /// count.
