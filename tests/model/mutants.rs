@@ -1,0 +1,48 @@
+//! The property can fail: each kind's file lists mutants of its scripts (each main comparison
+//! changed by one character, a changed TTL), and each must make the property fail within a
+//! bounded number of cases.
+
+use crate::bench::Bench;
+use crate::run::{check, Model, Scripts};
+
+/// One mutation: in `script` (its name in `relock::lua` and its source), the first `from`
+/// becomes `to`.
+pub struct Mutant {
+    pub script: &'static str,
+    pub source: &'static str,
+    pub from: &'static str,
+    pub to: &'static str,
+}
+
+/// Cases a mutant may take to be caught.
+const CASES: u32 = 300;
+
+/// Runs `M`'s property once per mutant; returns the mutants it did not catch.
+pub fn survivors<M: Model>(bench: &Bench, mutants: &[Mutant]) -> Vec<String> {
+    let mut alive = Vec::new();
+    for m in mutants {
+        let scripts = Scripts::default().mutate(m.script, m.source, m.from, m.to);
+        match check::<M>(bench, &scripts, CASES, 24, 0) {
+            Err(found) => {
+                let first = found.lines().next().unwrap_or_default();
+                eprintln!("caught {} `{}` -> `{}`: {first}", m.script, m.from, m.to);
+            }
+            Ok(()) => alive.push(format!("{} `{}` -> `{}`", m.script, m.from, m.to)),
+        }
+    }
+    alive
+}
+
+pub fn mutant(
+    script: &'static str,
+    source: &'static str,
+    from: &'static str,
+    to: &'static str,
+) -> Mutant {
+    Mutant {
+        script,
+        source,
+        from,
+        to,
+    }
+}
