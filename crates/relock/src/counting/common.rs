@@ -184,12 +184,13 @@ impl Request {
         self.abandoned.load(SeqCst)
     }
 
-    /// Records that the caller gave up or is gone without the call's effect. True if a call
-    /// had got no reply, so that what it may have done must be undone.
+    /// Records that the caller gave up or is gone without the call's effect. True, once, if a
+    /// call had got no reply, so that what it may have done must be undone (a second abandon
+    /// of the same request returns false: its undo is already on its way).
     pub(crate) fn abandon(&self) -> bool {
         use std::sync::atomic::Ordering::SeqCst;
-        self.abandoned.store(true, SeqCst);
-        self.uncertain.load(SeqCst)
+        let first = !self.abandoned.swap(true, SeqCst);
+        first && self.uncertain.load(SeqCst)
     }
 
     /// Whether a call with this request got no reply.

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::handle::{Client, Inner};
+use crate::client::retry::try_until;
 use crate::counting::common::{
     unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT,
 };
@@ -217,7 +218,22 @@ async fn give_back_request(inner: Arc<Inner>, names: Arc<Names>, request: Arc<Re
             .await
             .map_err(|e| inner.error("semaphore give back", &names.key, e))
     };
-    match request.send(&inner, call).await {
+    let mut r = request.send(&inner, call).await;
+    if r.is_err() && inner.check_running().is_err() {
+        // Shutdown began, and it does not retry: a plain semaphore's permit has no lease, so a
+        // give-back given up here is a permit taken for good. Shutdown's last chance: sent
+        // again through every error (a connection being replaced fails a call at once, with
+        // one error or another) until one command timeout from now; shutdown waits for
+        // tracked work that long. Safe to repeat: the request key makes it give back once.
+        let raw =
+            || SEMAPHORE_ACQUIRE.run::<Vec<i64>>(inner.pool.next(), keys.clone(), args.clone());
+        let last = tokio::time::Instant::now() + inner.settings.command_timeout;
+        let name = &names.key;
+        if try_until(&inner, last, "semaphore give-back", name, raw, |_| true).await {
+            r = Ok(Vec::new());
+        }
+    }
+    match r {
         Ok(r) if r.first() == Some(&2) => {
             tracing::debug!(semaphore = %names.key, permits = n, "gave back the permits of an acquire that did not return them");
         }
@@ -447,7 +463,14 @@ impl Semaphore {
                     // taken.
                     let may_have_run = crate::error::fred_may_have_run(&e);
                     let e = inner.error("semaphore acquire", &names.key, e);
-                    if may_have_run && request.mark_uncertain() {
+                    // Once shutdown has begun nothing is sent again, so the caller gives up
+                    // on this request: it is abandoned here, in this tracked task, so that
+                    // shutdown's wait for tracked work cannot end in the moment between this
+                    // task's end and the caller's drop spawning the give-back.
+                    if may_have_run
+                        && (request.mark_uncertain()
+                            || (inner.check_running().is_err() && request.abandon()))
+                    {
                         let give_back =
                             give_back_request(inner.clone(), names.clone(), request.clone(), n);
                         inner.shared.tracker.spawn(give_back);
