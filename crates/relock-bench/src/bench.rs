@@ -11,8 +11,8 @@ use fred::interfaces::{ClientLike, LuaInterface};
 use crate::plot::{BenchPlot, PlotFile};
 use crate::progress::Phase;
 use crate::report::{out, outln, JsonTo, Text};
+use crate::shared::{CliError, Target};
 use crate::stats::{as_ms, ms, Latencies};
-use crate::{CliError, Target};
 
 /// Options of `relock-bench lock`.
 #[derive(Debug, clap::Args)]

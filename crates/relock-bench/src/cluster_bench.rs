@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use relock_testkit::{RedisCluster, RedisServer};
 
-use crate::CliError;
+use crate::shared::CliError;
 
 /// Options of `relock-bench cluster`.
 #[derive(Debug, clap::Args)]

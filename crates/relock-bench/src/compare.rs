@@ -10,8 +10,8 @@ use relock_testkit::{RedisMasters, RedisServer};
 
 use crate::bench::{contended, flush, fred_client, redis_benchmark, uncontended, Endpoint};
 use crate::quorum_bench::{serial, timed_pair, Figures};
+use crate::shared::CliError;
 use crate::stats::{ms, Latencies};
-use crate::CliError;
 
 /// Options of `relock-bench compare`.
 #[derive(Debug, clap::Args)]

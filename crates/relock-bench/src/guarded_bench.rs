@@ -10,8 +10,8 @@ use relock::fred::interfaces::{ClientLike, HashesInterface};
 use relock::fred::types::{ClusterHash, CustomCommand, Value};
 
 use crate::report::{outln, JsonTo, Text};
+use crate::shared::{CliError, Target};
 use crate::stats::{as_ms, Latencies};
-use crate::{CliError, Target};
 
 /// The ratio the guarded write may cost over the bare transaction.
 const TARGET: f64 = 1.3;

@@ -19,6 +19,7 @@ mod plot;
 mod progress;
 mod quorum_bench;
 mod report;
+mod shared;
 mod stats;
 mod steps;
 mod sync_bench;
@@ -69,46 +70,4 @@ async fn main() -> std::process::ExitCode {
         }
     };
     relock_cli::shared::run_until_signalled(work).await
-}
-
-/// Errors of a benchmark.
-#[derive(Debug, thiserror::Error)]
-pub(crate) enum CliError {
-    #[error(transparent)]
-    Lock(#[from] relock::Error),
-    #[error("could not start a local redis-server: {0}")]
-    Testkit(#[from] relock_testkit::Error),
-    #[error("{0}")]
-    Failed(String),
-}
-
-impl From<relock_cli::shared::CliError> for CliError {
-    fn from(e: relock_cli::shared::CliError) -> Self {
-        match e {
-            relock_cli::shared::CliError::Lock(e) => CliError::Lock(e),
-            other => CliError::Failed(other.to_string()),
-        }
-    }
-}
-
-/// A Redis to run against: the one given, or a fresh local one started through the test kit.
-pub(crate) struct Target {
-    pub(crate) url: String,
-    pub(crate) server: Option<relock_testkit::RedisServer>,
-}
-
-impl Target {
-    pub(crate) fn new(url: Option<String>) -> Result<Self, CliError> {
-        Ok(match url {
-            Some(url) => Target { url, server: None },
-            None => {
-                let server = relock_testkit::RedisServer::start()?;
-                eprintln!("started redis-server on {}", server.addr());
-                Target {
-                    url: server.url(),
-                    server: Some(server),
-                }
-            }
-        })
-    }
 }

@@ -13,8 +13,8 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::shared::CliError;
 use crate::stats::{as_ms, Latencies};
-use crate::CliError;
 
 /// A font file to use instead of the system ones searched.
 const FONT_ENV: &str = "RELOCK_PLOT_FONT";

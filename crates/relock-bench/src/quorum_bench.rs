@@ -12,8 +12,8 @@ use relock_testkit::RedisMasters;
 use crate::plot::{PlotFile, QuorumPlot};
 use crate::progress::Phase;
 use crate::report::{out, outln, JsonTo, Text};
+use crate::shared::CliError;
 use crate::stats::{as_ms, ms, Latencies};
-use crate::CliError;
 
 /// Options of `relock-bench quorum`.
 #[derive(Debug, clap::Args)]

@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::CliError;
+use crate::shared::CliError;
 
 /// The destination of `--json`.
 #[derive(Debug, Clone)]

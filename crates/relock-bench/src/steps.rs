@@ -17,8 +17,8 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::Layer;
 
+use crate::shared::CliError;
 use crate::stats::{ms, Latencies};
-use crate::CliError;
 
 /// Whether steps are being noted (only while a steps measurement runs).
 static ARMED: AtomicBool = AtomicBool::new(false);

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use crate::bench::{contended, pairs_per_s, uncontended, Subject};
 use crate::report::{outln, JsonTo, Text};
+use crate::shared::{CliError, Target};
 use crate::stats::{as_ms, ms};
-use crate::{CliError, Target};
 
 /// Options of `relock-bench sync`.
 #[derive(Debug, clap::Args)]

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use relock_testkit::RedisServer;
 
-use crate::CliError;
+use crate::shared::CliError;
 
 /// Options of `relock-bench watchdog`.
 #[derive(Debug, clap::Args)]

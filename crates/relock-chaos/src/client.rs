@@ -11,8 +11,8 @@ use relock::{DistributedLock, LockGuard};
 use tokio::sync::Mutex;
 
 use crate::history::{self, Op, Recorder};
+use crate::kind::Kind;
 use crate::resource::Resource;
-use crate::Kind;
 
 /// `relock-chaos client …` (started by the harness, not by hand).
 #[derive(Debug, Clone, clap::Args)]
@@ -84,12 +84,12 @@ impl Locks {
     }
 
     /// The job called `name` (the job kind): runs hold it at most twice the lease, and keep it
-    /// [`JOB_AT_LEAST`](crate::JOB_AT_LEAST) after an early finish.
+    /// [`JOB_AT_LEAST`](crate::kind::JOB_AT_LEAST) after an early finish.
     fn job(&self, name: &str, lease_ms: u64) -> Option<relock::Job> {
         match self {
             Locks::Single(c, Kind::Job) => Some(
                 c.job(name, Duration::from_millis(2 * lease_ms))
-                    .at_least_for(crate::JOB_AT_LEAST),
+                    .at_least_for(crate::kind::JOB_AT_LEAST),
             ),
             _ => None,
         }
@@ -276,7 +276,7 @@ async fn set_permits(locks: &Locks, name: &str) -> relock::Result<()> {
     let sem = locks.semaphore(name).expect("the sem kind");
     let mut tries = 0;
     loop {
-        match sem.try_set_permits(crate::SEM_PERMITS).await {
+        match sem.try_set_permits(crate::kind::SEM_PERMITS).await {
             Ok(_) => return Ok(()),
             Err(e) if tries >= 5 => return Err(e),
             Err(_) => {
@@ -439,7 +439,7 @@ impl Cycle<'_> {
         if finished && kept {
             // Taken at least until the at-least time after the acquire was asked for (a
             // conservative start: the server granted it later).
-            let until = history::at((asked + crate::JOB_AT_LEAST).into_std());
+            let until = history::at((asked + crate::kind::JOB_AT_LEAST).into_std());
             self.record(name, Op::Kept { token, until }).await;
         }
     }

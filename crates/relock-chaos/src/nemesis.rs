@@ -10,8 +10,8 @@ use relock_testkit::{Direction, Mode, RedisServer};
 
 use crate::check::Window;
 use crate::history::now;
+use crate::kind::Kind;
 use crate::topology::Topology;
-use crate::Kind;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

@@ -16,9 +16,9 @@ use serde::Serialize;
 
 use crate::check::{self, Fencing, Leaks, Liveness, Params, Verdict, Window};
 use crate::history::{self, Op};
+use crate::kind::Kind;
 use crate::nemesis::{self, Nemesis, Target};
 use crate::topology::{self, Topology};
-use crate::Kind;
 
 /// What one segment runs.
 #[derive(Debug, Clone)]
@@ -402,7 +402,7 @@ pub fn run(
                     relock_testkit::Value::Int(i) => Some(i),
                     v => v.as_string().and_then(|s| s.parse().ok()),
                 });
-            (n.clone(), available, crate::SEM_PERMITS as i64)
+            (n.clone(), available, crate::kind::SEM_PERMITS as i64)
         })
         .collect();
     let leaks = Leaks {

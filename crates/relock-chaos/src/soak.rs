@@ -15,8 +15,8 @@ use nix::unistd::Pid;
 use relock_testkit::{RedisServer, Value};
 use serde::Serialize;
 
+use crate::kind::Kind;
 use crate::topology::Topology;
-use crate::Kind;
 
 /// `relock-chaos soak-resources …`
 #[derive(Debug, Clone, clap::Args)]

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use relock_testkit::{FaultProxy, RedisCluster, RedisMasters, RedisSentinel, RedisServer};
 
-use crate::Kind;
+use crate::kind::Kind;
 
 /// The quorum kind's masters.
 pub const QUORUM_MASTERS: usize = 3;
