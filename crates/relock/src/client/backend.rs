@@ -235,8 +235,13 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
     let call = call
         .script
         .run::<Vec<i64>>(inner.pool.next(), call.keys, call.args);
-    match tokio::time::timeout(limit, call).await {
-        Ok(Ok(results)) if results.len() == batch.len() => {
+    let outcome = match tokio::time::timeout(limit, call).await {
+        Ok(Ok(reply)) => crate::client::scripts::one_each(reply, batch.len()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no reply within {}", crate::error::Human(limit))),
+    };
+    match outcome {
+        Ok(results) => {
             let renewed = results.iter().filter(|r| **r == 1).count();
             tracing::Span::current().record("renewed", renewed);
             tracing::Span::current().record("lost", results.len() - renewed);
@@ -250,12 +255,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
             }
             true
         }
-        outcome => {
-            let cause = match outcome {
-                Ok(Ok(r)) => format!("unexpected reply of {} items", r.len()),
-                Ok(Err(e)) => e.to_string(),
-                Err(_) => format!("no reply within {}", crate::error::Human(limit)),
-            };
+        Err(cause) => {
             tracing::warn!(%cause, locks = batch.len(), "renewal failed; retrying while the lease lasts");
             for h in batch {
                 crate::hold::meter::renewal_failed(h.keys.kind.label(), 1);

@@ -243,7 +243,7 @@ async fn alone(conn: &fred::clients::Client, op: Op) -> Result<Value, FredError>
 }
 
 /// One operation's part of `batch.lua`'s reply, as its own script would have answered.
-fn one(result: Value) -> Result<Value, FredError> {
+pub(super) fn one(result: Value) -> Result<Value, FredError> {
     let Value::Array(mut parts) = result else {
         return Err(FredError::new(
             ErrorKind::Protocol,

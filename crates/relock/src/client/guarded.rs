@@ -84,8 +84,19 @@ pub(crate) async fn send(
             },
         }
     })?;
+    read_reply(reply, lock, |what| unexpected(inner, operation, what))
+}
+
+/// Reads `guarded.lua`'s reply for the lock `lock`: `[1, replies…]` ran (the replies, in
+/// order), `[0]` the hold is gone (`LockLost`), `[2]` the field holds the lock for reading (a
+/// write refused); any other reply is `unexpected`, told what is wrong with it.
+pub(super) fn read_reply(
+    reply: Value,
+    lock: String,
+    unexpected: impl FnOnce(&str) -> Error,
+) -> Result<Vec<Value>> {
     let Value::Array(mut parts) = reply else {
-        return Err(unexpected(inner, operation, "not an array"));
+        return Err(unexpected("not an array"));
     };
     match parts.first().and_then(Value::as_i64) {
         Some(1) => {
@@ -99,7 +110,7 @@ pub(crate) async fn send(
                 "`{lock}` is held by this hold for reading (or the field is no holder's): a guarded write needs an exclusive hold"
             ),
         )),
-        _ => Err(unexpected(inner, operation, "no status first")),
+        _ => Err(unexpected("no status first")),
     }
 }
 

@@ -27,6 +27,8 @@ pub(crate) mod backend;
 pub(crate) mod batch;
 pub(crate) mod builder;
 pub(crate) mod connect;
+#[cfg(test)]
+pub(crate) mod decode_prop;
 pub(crate) mod guarded;
 pub(crate) mod handle;
 pub(crate) mod hold_watch;

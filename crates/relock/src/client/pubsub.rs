@@ -137,7 +137,7 @@ impl PubSub {
                             let _span = tracing::trace_span!("wake", channel = %chan).entered();
                             let channel = this.channels.lock().unwrap().get(&chan).cloned();
                             if let Some(c) = channel {
-                                c.deliver(msg.value.as_str().as_deref().unwrap_or_default());
+                                c.deliver(&payload(&msg.value));
                             }
                         }
                         Err(RecvError::Lagged(n)) => {
@@ -358,63 +358,96 @@ impl Channel {
     /// Routes one message as its channel's kind says.
     fn deliver(&self, payload: &str) {
         self.holders.notify_waiters();
-        match self.kind {
-            // `1` on a lock's channel: every waiter should look again (a job's kept lock, whose
-            // TTL just got shorter; Redisson's waiters also wake all on it).
-            Wake::Release | Wake::ReleaseOrShared if payload == "1" => {
+        if self.kind == Wake::Count {
+            self.messages
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        }
+        match read_message(self.kind, payload) {
+            Delivery::Shortened => {
                 *self.held_until.lock().unwrap() = None;
                 crate::hold::meter::wakeup();
                 self.notify.notify_waiters();
             }
-            Wake::Release | Wake::ReleaseOrShared => self.deliver_release(payload),
-            Wake::Count => {
-                // The new count of available permits: wake as many local waiters as could take
-                // one, and no more (a waiter that wants several and finds too few parks again).
-                // Anything else than a number (not sent by relock nor Redisson): wake everyone.
-                self.messages
-                    .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                let Ok(available) = payload.trim().parse::<i64>() else {
+            Delivery::One => {
+                *self.held_until.lock().unwrap() = None;
+                crate::hold::meter::wakeup();
+                crate::hold::meter::step("deliver");
+                self.notify.notify_one();
+            }
+            Delivery::Named(field, token) => {
+                // For one fair waiter, on whichever client it is: wake it if it is ours. A
+                // handoff also tells it that it holds the lock, with its token.
+                if let Some((n, granted, _)) = self.named.lock().unwrap().get(field) {
+                    if let Some(token) = token {
+                        granted.store(token, std::sync::atomic::Ordering::SeqCst);
+                    }
                     crate::hold::meter::wakeup();
-                    self.notify.notify_waiters();
-                    return;
-                };
-                let users = *self.refs.lock().unwrap() as i64;
-                for _ in 0..available.min(users).max(0) {
+                    crate::hold::meter::step("deliver");
+                    n.notify_one();
+                }
+            }
+            Delivery::UpTo(available) => {
+                // As many local waiters as could take one, and no more (a waiter that wants
+                // several and finds too few parks again).
+                let users = *self.refs.lock().unwrap() as u64;
+                for _ in 0..available.min(users) {
                     crate::hold::meter::wakeup();
                     self.notify.notify_one();
                 }
             }
-            Wake::Opened => {
-                // `1` only says a count was set: nobody can pass yet.
-                if payload != "1" {
-                    crate::hold::meter::wakeup();
-                    self.notify.notify_waiters();
-                }
-            }
-        }
-    }
-
-    /// A lock's release: a fair lock's names its waiter, a plain lock's wakes any one.
-    fn deliver_release(&self, payload: &str) {
-        if payload.contains(':') {
-            // For one fair waiter, on whichever client it is: wake it if it is ours. A
-            // handoff ("<field>=<token>") also tells it that it holds the lock, with its token.
-            let (field, token) = parse_named(payload);
-            if let Some((n, granted, _)) = self.named.lock().unwrap().get(field) {
-                if let Some(token) = token {
-                    granted.store(token, std::sync::atomic::Ordering::SeqCst);
-                }
+            Delivery::All => {
                 crate::hold::meter::wakeup();
-                crate::hold::meter::step("deliver");
-                n.notify_one();
+                self.notify.notify_waiters();
             }
-            return;
+            Delivery::Nobody => {}
         }
-        *self.held_until.lock().unwrap() = None;
-        crate::hold::meter::wakeup();
-        crate::hold::meter::step("deliver");
-        self.notify.notify_one();
     }
+}
+
+/// What one message on a channel asks of the client's waiters there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery<'a> {
+    /// A lock was released: one waiter, and the holder's lease is over.
+    One,
+    /// A lock's lease is now shorter than waiters read (a job's kept lock): every waiter
+    /// looks again, as Redisson's waiters do on `1`.
+    Shortened,
+    /// A fair lock's message for the waiter with this field only; with a token if a release
+    /// handed it the lock.
+    Named(&'a str, Option<u64>),
+    /// Permits are available: up to this many waiters.
+    UpTo(u64),
+    /// Every waiter (a latch opened; a semaphore message that is not a number, which neither
+    /// relock nor Redisson sends).
+    All,
+    /// Nobody (a latch's count was set: nobody can pass yet).
+    Nobody,
+}
+
+/// Reads a message on a channel whose messages mean what `kind` says: any text is some
+/// delivery (at most every waiter).
+pub(crate) fn read_message(kind: Wake, payload: &str) -> Delivery<'_> {
+    match kind {
+        Wake::Release | Wake::ReleaseOrShared if payload == "1" => Delivery::Shortened,
+        Wake::Release | Wake::ReleaseOrShared if payload.contains(':') => {
+            let (field, token) = parse_named(payload);
+            Delivery::Named(field, token)
+        }
+        Wake::Release | Wake::ReleaseOrShared => Delivery::One,
+        // The new count of available permits.
+        Wake::Count => match payload.trim().parse::<i64>() {
+            Ok(available) => Delivery::UpTo(available.max(0) as u64),
+            Err(_) => Delivery::All,
+        },
+        Wake::Opened if payload == "1" => Delivery::Nobody,
+        Wake::Opened => Delivery::All,
+    }
+}
+
+/// A message's payload as text: one that is not text (bytes that are not UTF-8, an array)
+/// reads as empty.
+pub(crate) fn payload(value: &fred::types::Value) -> std::borrow::Cow<'_, str> {
+    value.as_str().unwrap_or_default()
 }
 
 impl Subscription {

@@ -10,6 +10,16 @@ use fred::types::{FromValue, Value};
 
 pub(crate) use crate::script::Script;
 
+/// A batch script's reply, one answer per item it was sent (renewals, heartbeats), or what
+/// is wrong with a reply of another length.
+pub(crate) fn one_each(reply: Vec<i64>, items: usize) -> Result<Vec<i64>, String> {
+    if reply.len() == items {
+        Ok(reply)
+    } else {
+        Err(format!("unexpected reply of {} items", reply.len()))
+    }
+}
+
 impl Script {
     /// Runs the script on `client`. NOSCRIPT means the script did not run, so falling back to
     /// EVAL is safe; EVAL also caches it for the next EVALSHA.

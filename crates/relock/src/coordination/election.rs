@@ -291,20 +291,7 @@ impl Election {
             )
             .await
             .map_err(|e| self.inner.error("election", self.lock.name(), e))?;
-        let field = |i: usize| r.get(i).map(String::as_str).unwrap_or("");
-        let pttl = field(4).parse::<i64>().unwrap_or(-2);
-        let leader = (field(0) == "1").then(|| Leader {
-            term: field(1).parse().unwrap_or(0),
-            owner: field(2).to_string(),
-            value: field(3).to_string(),
-            lease_left: u64::try_from(pttl).ok().map(Duration::from_millis),
-        });
-        Ok(Snapshot {
-            leader,
-            resigned: (field(6) == "resigned")
-                .then(|| field(5).parse().ok())
-                .flatten(),
-        })
+        Ok(read_snapshot(&r))
     }
 
     /// The election's changes, in order, as a stream: the current leader first (if any), then
@@ -414,10 +401,30 @@ async fn sleep_until(t: Option<Instant>) {
 
 /// What one read of the record says.
 #[derive(Debug)]
-struct Snapshot {
-    leader: Option<Leader>,
+pub(super) struct Snapshot {
+    pub(super) leader: Option<Leader>,
     /// The last term that ended by a resignation.
-    resigned: Option<u64>,
+    pub(super) resigned: Option<u64>,
+}
+
+/// Reads `election_leader.lua`'s reply, `[1 or 0 (a leader or none), term, owner, value, pttl,
+/// ended term, how it ended]`, of any length: a part that is missing or not a number reads as
+/// no leader, term 0, no lease or no resignation.
+pub(super) fn read_snapshot(r: &[String]) -> Snapshot {
+    let field = |i: usize| r.get(i).map(String::as_str).unwrap_or("");
+    let pttl = field(4).parse::<i64>().unwrap_or(-2);
+    let leader = (field(0) == "1").then(|| Leader {
+        term: field(1).parse().unwrap_or(0),
+        owner: field(2).to_string(),
+        value: field(3).to_string(),
+        lease_left: u64::try_from(pttl).ok().map(Duration::from_millis),
+    });
+    Snapshot {
+        leader,
+        resigned: (field(6) == "resigned")
+            .then(|| field(5).parse().ok())
+            .flatten(),
+    }
 }
 
 /// The events that lead from `last` to `now`.

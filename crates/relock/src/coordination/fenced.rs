@@ -99,18 +99,7 @@ impl FencedKey {
                     .error("fenced set", &self.key, e)
                     .unconfirmed("fenced set", self.inner.server())
             })?;
-        match reply.as_slice() {
-            [ok, _] if ok.as_i64() == Some(1) => Ok(()),
-            [_, fence] => Err(Error::StaleToken {
-                key: self.key.clone(),
-                token,
-                highest: fence
-                    .as_string()
-                    .and_then(|s| s.parse().ok())
-                    .unwrap_or(u64::MAX),
-            }),
-            _ => Err(self.unexpected("fenced set")),
-        }
+        read_set(&reply, &self.key, token, || self.unexpected("fenced set"))
     }
 
     /// The value and the token it was written under; `None` if the key does not exist.
@@ -128,32 +117,7 @@ impl FencedKey {
             .run_read_only(self.inner.pool.next(), vec![self.key.clone()], vec![])
             .await
             .map_err(|e| self.inner.error("fenced get", &self.key, e))?;
-        match reply.as_slice() {
-            [] => Ok(None),
-            [value, fence] => {
-                let fence = fence.as_string().and_then(|s| s.parse().ok());
-                let Some(fence) = fence else {
-                    return Err(Error::WrongType {
-                        key: self.key.clone(),
-                    });
-                };
-                match value {
-                    Value::String(s) => Ok(Some((s.to_string(), fence))),
-                    Value::Bytes(b) => match std::str::from_utf8(b) {
-                        Ok(s) => Ok(Some((s.to_owned(), fence))),
-                        Err(_) => Err(Error::invalid(
-                            "value",
-                            format!(
-                                "the fenced key `{}` holds a value that is not UTF-8 (written by another tool); read it with HGET {} value",
-                                self.key, self.key
-                            ),
-                        )),
-                    },
-                    _ => Err(self.unexpected("fenced get")),
-                }
-            }
-            _ => Err(self.unexpected("fenced get")),
-        }
+        read_get(&reply, &self.key, || self.unexpected("fenced get"))
     }
 
     fn unexpected(&self, operation: &'static str) -> Error {
@@ -165,5 +129,63 @@ impl FencedKey {
                 "unexpected reply from a fenced key's script",
             ),
         }
+    }
+}
+
+/// Reads `fenced_set.lua`'s reply for a write of `key` under `token`: `[1, _]` written, `[_,
+/// fence]` refused (the highest token accepted, `u64::MAX` if it cannot be read); any other
+/// shape is `unexpected`.
+pub(super) fn read_set(
+    reply: &[Value],
+    key: &str,
+    token: u64,
+    unexpected: impl FnOnce() -> Error,
+) -> Result<()> {
+    match reply {
+        [ok, _] if ok.as_i64() == Some(1) => Ok(()),
+        [_, fence] => Err(Error::StaleToken {
+            key: key.to_owned(),
+            token,
+            highest: fence
+                .as_string()
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(u64::MAX),
+        }),
+        _ => Err(unexpected()),
+    }
+}
+
+/// Reads `fenced_get.lua`'s reply for `key`: `[]` (no key) or `[value, fence]`. A fence that
+/// is not a token is `WrongType`, a value that is not UTF-8 `InvalidArgument`; any other shape
+/// is `unexpected`.
+pub(super) fn read_get(
+    reply: &[Value],
+    key: &str,
+    unexpected: impl FnOnce() -> Error,
+) -> Result<Option<(String, u64)>> {
+    let [value, fence] = reply else {
+        return if reply.is_empty() {
+            Ok(None)
+        } else {
+            Err(unexpected())
+        };
+    };
+    let Some(fence) = fence.as_string().and_then(|s| s.parse().ok()) else {
+        return Err(Error::WrongType {
+            key: key.to_owned(),
+        });
+    };
+    match value {
+        Value::String(s) => Ok(Some((s.to_string(), fence))),
+        Value::Bytes(b) => match std::str::from_utf8(b) {
+            Ok(s) => Ok(Some((s.to_owned(), fence))),
+            Err(_) => Err(Error::invalid(
+                "value",
+                format!(
+                    "the fenced key `{key}` holds a value that is not UTF-8 (written by another tool); read it with HGET {key} value"
+                ),
+            )),
+        },
+        _ => Err(unexpected()),
     }
 }

@@ -313,11 +313,17 @@ async fn finish(inner: Arc<Inner>, guard: LockGuard, keep: Duration) -> Result<(
                 // Outcome unknown: a release now could end the at-least time early; the hold
                 // ends with its lease (at most `at_most_for`), which is never too soon.
                 .map_err(|e| inner.error("job finish", &name, e))?;
-            Ok(match kept {
-                1 => KeepOutcome::Kept,
-                2 => KeepOutcome::NotAlone,
-                _ => KeepOutcome::Gone,
-            })
+            Ok(keep_outcome(kept))
         })
         .await
+}
+
+/// Reads `job_keep.lua`'s reply: 1 kept, 2 other counts of the hold are out, anything else
+/// gone.
+pub(super) fn keep_outcome(reply: i64) -> KeepOutcome {
+    match reply {
+        1 => KeepOutcome::Kept,
+        2 => KeepOutcome::NotAlone,
+        _ => KeepOutcome::Gone,
+    }
 }

@@ -9,6 +9,8 @@
 //! - `fenced`: [`FencedKey`](crate::FencedKey), a value that refuses a write under a fencing
 //!   token lower than one it has accepted, for data a guarded write cannot reach.
 
+#[cfg(test)]
+mod decode_prop;
 pub(crate) mod election;
 pub(crate) mod fenced;
 pub(crate) mod job;

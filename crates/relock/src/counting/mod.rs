@@ -13,6 +13,8 @@
 //! It uses the client and hold rooms; nothing below uses it.
 
 pub(crate) mod common;
+#[cfg(test)]
+mod decode_prop;
 pub(crate) mod latch;
 pub(crate) mod permit_guard;
 pub(crate) mod permit_leases;

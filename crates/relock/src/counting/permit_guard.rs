@@ -344,14 +344,17 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Permit>]) -> bool {
         keys,
         args,
     );
-    let replies = match tokio::time::timeout(limit, call).await {
-        Ok(Ok(replies)) if replies.len() == batch.len() => replies,
-        outcome => {
-            let cause = match outcome {
-                Ok(Ok(r)) => format!("unexpected reply of {} items", r.len()),
-                Ok(Err(e)) => crate::client::redact::in_text(&e.to_string(), &inner.settings.url),
-                Err(_) => format!("no reply within {}", crate::error::Human(limit)),
-            };
+    let outcome = match tokio::time::timeout(limit, call).await {
+        Ok(Ok(reply)) => crate::client::scripts::one_each(reply, batch.len()),
+        Ok(Err(e)) => Err(crate::client::redact::in_text(
+            &e.to_string(),
+            &inner.settings.url,
+        )),
+        Err(_) => Err(format!("no reply within {}", crate::error::Human(limit))),
+    };
+    let replies = match outcome {
+        Ok(replies) => replies,
+        Err(cause) => {
             tracing::warn!(%cause, permits = batch.len(), "permit renewal failed; retrying while the leases last");
             return false;
         }

@@ -12,6 +12,7 @@ use crate::client::settings::validate_lease;
 use crate::counting::common::{unexpected, validate_count, wait_until, Check, Names, MAX_COUNT};
 use crate::counting::permit_guard::{release_retrying, retry_give_back, PermitGuard};
 use crate::counting::permit_leases::{Leases, Permit, PermitKeys};
+use crate::counting::semaphore_permits::read_add;
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, suffixed, validate_name};
 use crate::hold::kind::Wake;
@@ -127,9 +128,9 @@ impl Client {
 }
 
 /// What one acquire attempt found.
-#[derive(Debug)]
-enum Attempt {
-    Granted(PermitGuard),
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Attempt<G = PermitGuard> {
+    Granted(G),
     /// None available; the first lease ends in this long.
     FreesIn(Duration),
     /// None available, and no lease ends by itself.
@@ -347,17 +348,17 @@ impl PermitSemaphore {
                     return Err(e);
                 }
             };
-            match reply.as_slice() {
-                [1, _] => Ok(Attempt::Granted(PermitGuard::register(
+            match read_acquire(&reply) {
+                Some(Attempt::Granted(())) => Ok(Attempt::Granted(PermitGuard::register(
                     inner,
                     keys,
                     id,
                     renewed,
                     sent + lease,
                 ))),
-                [0, ms] if *ms > 0 => Ok(Attempt::FreesIn(Duration::from_millis(*ms as u64))),
-                [0, _] => Ok(Attempt::NoneFree),
-                other => Err(unexpected("permits acquire", &inner, other)),
+                Some(Attempt::FreesIn(wait)) => Ok(Attempt::FreesIn(wait)),
+                Some(Attempt::NoneFree) => Ok(Attempt::NoneFree),
+                None => Err(unexpected("permits acquire", &inner, &reply)),
             }
         });
         match task.await {
@@ -440,10 +441,7 @@ impl PermitSemaphore {
             )
         })
         .await?;
-        match reply.as_slice() {
-            [available, acquired] => Ok(((*available).max(0) as u64, (*acquired).max(0) as u64)),
-            other => Err(unexpected("permits count", &self.inner, other)),
-        }
+        read_counts(&reply).ok_or_else(|| unexpected("permits count", &self.inner, &reply))
     }
 
     /// The number of permits available now, after giving back those whose lease has ended (0
@@ -585,14 +583,34 @@ impl PermitSemaphore {
                 true,
             )
             .await?;
-        match reply.as_slice() {
-            [1, _] => Ok(()),
-            [0, available] => Err(Error::invalid(
+        match read_add(&reply) {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(available)) => Err(Error::invalid(
                 "n",
                 format!("adding {n} to the {available} available permits of `{}` would exceed the 10^15 supported; add fewer", self.name),
             )),
-            other => Err(unexpected("permits add", &self.inner, other)),
+            None => Err(unexpected("permits add", &self.inner, &reply)),
         }
+    }
+}
+
+/// Reads `permits_acquire.lua`'s reply (`[1, _]` taken, `[0, ms]` none free until a lease ends
+/// in `ms`, `[0, -1]` none free); `None` for a shape it never sends.
+pub(super) fn read_acquire(reply: &[i64]) -> Option<Attempt<()>> {
+    match *reply {
+        [1, _] => Some(Attempt::Granted(())),
+        [0, ms] if ms > 0 => Some(Attempt::FreesIn(Duration::from_millis(ms as u64))),
+        [0, _] => Some(Attempt::NoneFree),
+        _ => None,
+    }
+}
+
+/// Reads `permits_count.lua`'s reply, `[available, acquired]`, each at least 0; `None` for a
+/// shape it never sends.
+pub(super) fn read_counts(reply: &[i64]) -> Option<(u64, u64)> {
+    match *reply {
+        [available, acquired] => Some((available.max(0) as u64, acquired.max(0) as u64)),
+        _ => None,
     }
 }
 

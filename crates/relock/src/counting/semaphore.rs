@@ -114,8 +114,8 @@ impl Client {
 }
 
 /// What one acquire attempt found.
-#[derive(Debug)]
-enum Attempt {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Attempt {
     /// The permits are the caller's.
     Taken,
     /// Fewer than wanted were available: this many (nothing was taken).
@@ -241,6 +241,16 @@ async fn give_back_request(inner: Arc<Inner>, names: Arc<Names>, request: Arc<Re
         Err(e) => {
             tracing::warn!(semaphore = %names.key, permits = n, error = %e, "could not give back the permits an abandoned acquire may have taken: they are lost");
         }
+    }
+}
+
+/// Reads `semaphore_acquire.lua`'s reply (`[1, _]` taken, `[0, available]` too few); `None`
+/// for a shape it never sends.
+pub(super) fn read_acquire(reply: &[i64]) -> Option<Attempt> {
+    match *reply {
+        [1, _] => Some(Attempt::Taken),
+        [0, available] => Some(Attempt::TooFew(available)),
+        _ => None,
     }
 }
 
@@ -477,8 +487,8 @@ impl Semaphore {
                     }
                     e
                 })?;
-            match reply.as_slice() {
-                [1, _] => {
+            match read_acquire(&reply) {
+                Some(Attempt::Taken) => {
                     // Recorded here, in the tracked task, so that shutdown gives them back
                     // even if the caller's future is never polled to its guard.
                     inner
@@ -492,8 +502,8 @@ impl Semaphore {
                         claimed: false,
                     }))
                 }
-                [0, available] => Ok(Err(*available)),
-                other => Err(unexpected("semaphore acquire", &inner, other)),
+                Some(Attempt::TooFew(available)) => Ok(Err(available)),
+                None => Err(unexpected("semaphore acquire", &inner, &reply)),
             }
         });
         match task.await {

@@ -334,15 +334,26 @@ pub(crate) async fn add(inner: &Inner, names: &Names, n: i64) -> Result<i64> {
             true,
         )
         .await?;
-    match reply.as_slice() {
-        [1, available] => Ok(*available),
-        [0, available] => Err(Error::invalid(
+    match read_add(&reply) {
+        Some(Ok(available)) => Ok(available),
+        Some(Err(available)) => Err(Error::invalid(
             "n",
             format!(
                 "adding {n} to the {available} available permits of `{}` would exceed the 10^15 supported; add fewer",
                 names.key
             ),
         )),
-        other => Err(unexpected("semaphore add", inner, other)),
+        None => Err(unexpected("semaphore add", inner, &reply)),
+    }
+}
+
+/// Reads `semaphore_add.lua`'s reply: `Ok` with the new count (`[1, available]`), or `Err` with
+/// the count as it is when adding would exceed 10^15 (`[0, available]`); `None` for a shape
+/// it never sends.
+pub(crate) fn read_add(reply: &[i64]) -> Option<std::result::Result<i64, i64>> {
+    match *reply {
+        [1, available] => Some(Ok(available)),
+        [0, available] => Some(Err(available)),
+        _ => None,
     }
 }

@@ -362,95 +362,126 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
         }
     };
     // A grant: its token, and the local end of its lease (conservative: see `guide::safety`).
-    let granted = match reply.as_slice() {
-        [1, token] => Some((*token, sent + lease, false)),
-        // Handed to this field by a release before this call ran: the lease it has left is
-        // counted from this call's send time, which is no later than the server ran it.
-        [3, token, pttl] if *pttl > 0 => Some((
-            *token,
-            sent + Duration::from_millis(*pttl as u64).min(lease),
-            true,
-        )),
-        _ => None,
-    };
-    match reply.as_slice() {
-        _ if granted.is_some() => {
-            let (token, valid_until, handed) = granted.expect("checked");
-            if let Some((wanted, timeout)) = inner.settings.sync_replicas {
-                // Before anyone relies on it, the grant must be on `wanted` replicas.
-                // Boxed: fred's WAIT future is several KB, and most clients never send it.
-                let acked = Box::pin(wait_replicas(conn, &keys.lock, wanted, timeout)).await;
-                if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
-                    clean_up_refused_grant(&inner, &keys, &field, lease).await;
-                    return Err(match acked {
-                        Ok(acked) => Error::ReplicationFailed {
-                            name: keys.lock.clone(),
-                            acked: acked.max(0) as u32,
-                            wanted,
-                            timeout,
-                        },
-                        Err(e) => inner.error("wait", &keys.lock, e),
-                    });
-                }
-            }
-            let hold = Arc::new(Hold::new(
-                keys.clone(),
-                field,
-                mutated_token(token as u64),
-                owner,
-                task,
-                valid_until,
-            ));
-            if !hold.add_guard(watchdog, valid_until) {
-                // The reply took longer than the lease: the grant may already have expired
-                // and been taken by someone else. Drop it (under its own field); the caller
-                // retires the field and tries again.
-                clean_up_refused_grant(&inner, &keys, &hold.field, lease).await;
-                return Err(Error::Timeout {
-                    operation: "acquire",
-                    server: inner.server(),
-                    timeout: lease,
-                });
-            }
-            // Shutdown waits for this task before it releases every recorded hold, so this
-            // one is released (and reported lost) too if the client is shutting down.
-            inner.shared.holds.insert(hold.clone());
-            inner.watch_hold(&hold);
-            crate::hold::meter::acquired(keys.kind.label(), started.elapsed());
-            crate::hold::meter::step("granted");
-            if handed && watchdog {
-                renew_first_lease(&inner, hold.clone());
-            }
-            Ok(Attempt::Acquired(LockGuard::new(
-                inner.clone(),
-                hold,
-                watchdog,
-            )))
-        }
-        [0, _, _, -2, _] => Ok(Attempt::OutOfLine),
-        [3, _, pttl] => {
+    let (token, valid_until, handed) = match read_reply(&reply) {
+        Reply::Granted { token, handed_ms } => match handed_ms {
+            None => (token, sent + lease, false),
+            // Handed to this field by a release before this call ran: the lease it has left
+            // is counted from this call's send time, which is no later than the server ran it.
+            Some(ms) => (token, sent + Duration::from_millis(ms).min(lease), true),
+        },
+        Reply::OutOfLine => return Ok(Attempt::OutOfLine),
+        Reply::Held(pttl) => return Ok(Attempt::Held(pttl)),
+        Reply::Behind(bound) => return Ok(Attempt::Behind(bound)),
+        Reply::HandedWithoutLease(pttl) => {
             // Handed this field with no lease left to count on (none, or a key made
             // persistent by hand): give it back under its own field rather than keep it.
             clean_up_refused_grant(&inner, &keys, &field, lease).await;
-            Err(Error::Redis {
-                operation: "acquire",
-                server: inner.server(),
-                source: fred::error::Error::new(
-                    fred::error::ErrorKind::Protocol,
-                    format!("a handed-over hold with a PTTL of {pttl}"),
-                ),
-            })
+            return Err(protocol(
+                &inner,
+                format!("a handed-over hold with a PTTL of {pttl}"),
+            ));
         }
-        [0, pttl] | [0, pttl, _, _, 0] => Ok(Attempt::Held(*pttl)),
-        [0, bound, _, _, 1] => Ok(Attempt::Behind(*bound)),
-        other => Err(Error::Redis {
+        Reply::Unexpected => {
+            return Err(protocol(
+                &inner,
+                format!("unexpected acquire reply {reply:?}"),
+            ))
+        }
+    };
+    if let Some((wanted, timeout)) = inner.settings.sync_replicas {
+        // Before anyone relies on it, the grant must be on `wanted` replicas.
+        // Boxed: fred's WAIT future is several KB, and most clients never send it.
+        let acked = Box::pin(wait_replicas(conn, &keys.lock, wanted, timeout)).await;
+        if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
+            clean_up_refused_grant(&inner, &keys, &field, lease).await;
+            return Err(match acked {
+                Ok(acked) => Error::ReplicationFailed {
+                    name: keys.lock.clone(),
+                    acked: acked.max(0) as u32,
+                    wanted,
+                    timeout,
+                },
+                Err(e) => inner.error("wait", &keys.lock, e),
+            });
+        }
+    }
+    let hold = Arc::new(Hold::new(
+        keys.clone(),
+        field,
+        mutated_token(token as u64),
+        owner,
+        task,
+        valid_until,
+    ));
+    if !hold.add_guard(watchdog, valid_until) {
+        // The reply took longer than the lease: the grant may already have expired
+        // and been taken by someone else. Drop it (under its own field); the caller
+        // retires the field and tries again.
+        clean_up_refused_grant(&inner, &keys, &hold.field, lease).await;
+        return Err(Error::Timeout {
             operation: "acquire",
             server: inner.server(),
-            source: fred::error::Error::new(
-                fred::error::ErrorKind::Protocol,
-                format!("unexpected acquire reply {other:?}"),
-            ),
-        }),
+            timeout: lease,
+        });
+    }
+    // Shutdown waits for this task before it releases every recorded hold, so this
+    // one is released (and reported lost) too if the client is shutting down.
+    inner.shared.holds.insert(hold.clone());
+    inner.watch_hold(&hold);
+    crate::hold::meter::acquired(keys.kind.label(), started.elapsed());
+    crate::hold::meter::step("granted");
+    if handed && watchdog {
+        renew_first_lease(&inner, hold.clone());
+    }
+    Ok(Attempt::Acquired(LockGuard::new(
+        inner.clone(),
+        hold,
+        watchdog,
+    )))
+}
+
+/// What an acquire script's reply says (its grammar: [`AcquireCall`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reply {
+    /// Granted under `token`; a hold handed over by a release has `handed_ms` of lease left.
+    Granted { token: i64, handed_ms: Option<u64> },
+    /// Handed over, with this PTTL: no lease left to count on.
+    HandedWithoutLease(i64),
+    /// As [`Attempt::Held`].
+    Held(i64),
+    /// As [`Attempt::Behind`].
+    Behind(i64),
+    /// As [`Attempt::OutOfLine`].
+    OutOfLine,
+    /// A shape no acquire script sends.
+    Unexpected,
+}
+
+/// Reads an acquire script's reply, of any length and values.
+pub(crate) fn read_reply(reply: &[i64]) -> Reply {
+    match *reply {
+        [1, token] => Reply::Granted {
+            token,
+            handed_ms: None,
+        },
+        [3, token, pttl] if pttl > 0 => Reply::Granted {
+            token,
+            handed_ms: Some(pttl as u64),
+        },
+        [0, _, _, -2, _] => Reply::OutOfLine,
+        [3, _, pttl] => Reply::HandedWithoutLease(pttl),
+        [0, pttl] | [0, pttl, _, _, 0] => Reply::Held(pttl),
+        [0, bound, _, _, 1] => Reply::Behind(bound),
+        _ => Reply::Unexpected,
+    }
+}
+
+/// An acquire reply of a shape the caller cannot use: a protocol error.
+fn protocol(inner: &Inner, what: String) -> Error {
+    Error::Redis {
+        operation: "acquire",
+        server: inner.server(),
+        source: fred::error::Error::new(fred::error::ErrorKind::Protocol, what),
     }
 }
 

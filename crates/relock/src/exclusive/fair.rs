@@ -262,31 +262,36 @@ async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
     let sent = tokio::time::Instant::now();
     let call =
         crate::exclusive::fair_line::FAIR_HEARTBEAT.run::<Vec<i64>>(inner.pool.next(), keys, args);
-    match tokio::time::timeout(limit, call).await {
-        Ok(Ok(results)) if results.len() == batch.len() => {
+    let outcome = match tokio::time::timeout(limit, call).await {
+        Ok(Ok(reply)) => crate::client::scripts::one_each(reply, batch.len()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no reply within {}", crate::error::Human(limit))),
+    };
+    match outcome {
+        Ok(results) => {
             for (e, r) in batch.iter().zip(results) {
-                if r != 0 {
+                let (in_line, try_now) = beat(r);
+                if in_line {
                     // In line when the script ran: a later handoff's lease counts from here.
                     e.seen_in_line(sent);
                 }
-                // 2: first in line while the lock is free (our wake-up may have been lost);
-                // 0: out of line: handed the lock (its message may have been lost) or evicted
-                // (a stall longer than the deadline): try now, which reports the grant or
-                // rejoins.
-                if r != 1 {
+                if try_now {
                     e.wake.notify_one();
                 }
             }
         }
-        outcome => {
-            let cause = match outcome {
-                Ok(Ok(r)) => format!("unexpected reply of {} items", r.len()),
-                Ok(Err(e)) => e.to_string(),
-                Err(_) => format!("no reply within {}", crate::error::Human(limit)),
-            };
+        Err(cause) => {
             tracing::warn!(%cause, waiters = batch.len(), "fair-queue heartbeat failed; retrying next period");
         }
     }
+}
+
+/// One waiter's heartbeat answer: (in line when the script ran, try now). 1: in line; 2: first
+/// in line while the lock is free (our wake-up may have been lost); 0: out of line: handed the
+/// lock (its message may have been lost) or evicted (a stall longer than the deadline), and
+/// trying reports the grant or rejoins. Any other number is read as 2.
+pub(crate) fn beat(answer: i64) -> (bool, bool) {
+    (answer != 0, answer != 1)
 }
 
 /// The fair acquire loop: a first attempt that never joins the line, then subscribe, join
@@ -546,16 +551,23 @@ impl AcquireCall for FairCall {
 
     fn noted(&self, reply: &[i64], sent: tokio::time::Instant) {
         let Some(e) = &self.0 else { return };
-        match reply {
-            // Out of line, and not put back.
-            [0, _, _, -2, _] => e.queued.store(false, Ordering::SeqCst),
-            [0, _, ticket, _, _] => {
-                e.ticket.store(*ticket, Ordering::SeqCst);
+        match ticket_in_line(reply) {
+            Some(ticket) => {
+                e.ticket.store(ticket, Ordering::SeqCst);
                 // In line when the script ran: any handoff to this field comes after it.
                 e.seen_in_line(sent);
             }
-            // Granted: the script took us out of the line.
-            _ => e.queued.store(false, Ordering::SeqCst),
+            None => e.queued.store(false, Ordering::SeqCst),
         }
+    }
+}
+
+/// The waiter's ticket, if a fair acquire's reply leaves it in line; `None` if the script
+/// took it out of the line (a grant) or it is out of line and was not put back.
+pub(crate) fn ticket_in_line(reply: &[i64]) -> Option<i64> {
+    match *reply {
+        [0, _, _, -2, _] => None,
+        [0, _, ticket, _, _] => Some(ticket),
+        _ => None,
     }
 }

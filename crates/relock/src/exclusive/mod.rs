@@ -28,6 +28,8 @@
 pub(crate) mod acquire;
 pub(crate) mod attempt;
 pub(crate) mod clean_up;
+#[cfg(test)]
+mod decode_prop;
 pub(crate) mod fair;
 pub(crate) mod fair_line;
 pub(crate) mod hash_hold;

@@ -17,6 +17,8 @@
 pub(crate) mod backend;
 pub(crate) mod builder;
 pub(crate) mod client;
+#[cfg(test)]
+mod decode_prop;
 pub(crate) mod lock;
 pub(crate) mod node;
 pub(crate) mod race;

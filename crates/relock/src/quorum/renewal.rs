@@ -254,7 +254,8 @@ async fn renew_holds(
     let mut not_here = vec![0usize; holds.len()];
     let mut free_on: Vec<Vec<(usize, Arc<Inner>)>> = vec![Vec::new(); holds.len()];
     race(&q.shared.tracker, calls, |(i, conn, reply)| {
-        match reply.filter(|r| r.len() == renewed.len()) {
+        let items = renewed.len();
+        match reply.and_then(|r| crate::client::scripts::one_each(r, items).ok()) {
             Some(r) => {
                 for (h, v) in r.into_iter().enumerate() {
                     votes[h][i] = match v {

@@ -117,24 +117,23 @@ impl QuorumLock {
             late = Some(
                 race_keeping_late(&q.shared.tracker, calls, |(i, r)| {
                     votes[i] = match r {
-                        Ok(Ok(reply)) => match reply.as_slice() {
-                            [1, token] => {
+                        Ok(Ok(reply)) => match read_vote(&reply) {
+                            Ballot::Granted(token) => {
                                 granted += 1;
-                                tokens.push(*token as u64);
+                                tokens.push(token);
                                 Vote::Granted
                             }
-                            [0, pttl] => {
+                            Ballot::Held(ttl) => {
                                 held += 1;
                                 no += 1;
-                                let ttl = (*pttl >= 0).then(|| Duration::from_millis(*pttl as u64));
                                 if let Some(t) = ttl {
                                     min_pttl = Some(min_pttl.map_or(t, |m| m.min(t)));
                                 }
                                 Vote::HeldByAnother(ttl)
                             }
-                            other => {
+                            Ballot::Unexpected => {
                                 no += 1;
-                                Vote::Error(format!("unexpected reply {other:?}"))
+                                Vote::Error(format!("unexpected reply {reply:?}"))
                             }
                         },
                         Ok(Err(e)) => {
@@ -285,10 +284,10 @@ impl QuorumLock {
         q.shared.tracker.spawn(async move {
             while let Some((i, reply)) = late.recv().await {
                 let Ok(Ok(reply)) = reply else { continue };
-                let ([1, minted], Some(conn)) = (reply.as_slice(), &conns[i]) else {
+                let (Ballot::Granted(minted), Some(conn)) = (read_vote(&reply), &conns[i]) else {
                     continue;
                 };
-                if (*minted as u64) >= token {
+                if minted >= token {
                     continue;
                 }
                 // On the connection the vote came on: it lands after that vote.
@@ -300,5 +299,25 @@ impl QuorumLock {
                 let _ = tokio::time::timeout(limit, call).await;
             }
         });
+    }
+}
+
+/// One node's reply to an acquire vote, read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Ballot {
+    /// Granted, with the token the node minted.
+    Granted(u64),
+    /// Held by another, for this long (`None`: no expiry).
+    Held(Option<Duration>),
+    /// A shape the acquire script never sends.
+    Unexpected,
+}
+
+/// Reads an acquire script's reply (`[1, token]` or `[0, pttl]`), of any length and values.
+pub(crate) fn read_vote(reply: &[i64]) -> Ballot {
+    match *reply {
+        [1, token] => Ballot::Granted(token as u64),
+        [0, pttl] => Ballot::Held(u64::try_from(pttl).ok().map(Duration::from_millis)),
+        _ => Ballot::Unexpected,
     }
 }

@@ -1,0 +1,120 @@
+//! Property tests of how the exclusive kinds read their acquire and heartbeat replies (the
+//! status script's are in `status`): any integers, of any length and value, are read as the
+//! grammar in `attempt::AcquireCall` says, or as a reply it never sends; none panics.
+
+use proptest::prelude::*;
+
+use crate::client::decode_prop::{number, numbers};
+use crate::exclusive::attempt::{read_reply, Reply};
+use crate::exclusive::fair::{beat, ticket_in_line};
+
+/// The shapes the acquire scripts send: `[1, token]`, `[3, token, pttl]`, `[0, pttl]` and a
+/// fair lock's `[0, pttl or bound, ticket, -1 | -2 | wait, held or behind]`.
+fn sent_by_a_script(reply: &[i64]) -> bool {
+    matches!(
+        reply,
+        [1, _] | [3, _, _] | [0, _] | [0, _, _, -2, _] | [0, _, _, _, 0 | 1]
+    )
+}
+
+/// A fair lock's reply: any pttl, ticket and wait, with the place tags it sends.
+fn fair_reply() -> impl Strategy<Value = Vec<i64>> {
+    (
+        number(),
+        number(),
+        prop_oneof![Just(-2), Just(-1), number()],
+        number(),
+    )
+        .prop_map(|(pttl, ticket, wait, behind)| vec![0, pttl, ticket, wait, behind])
+}
+
+fn any_reply() -> impl Strategy<Value = Vec<i64>> {
+    prop_oneof![
+        numbers(),
+        fair_reply(),
+        (prop_oneof![Just(1), Just(3)], number(), number()).prop_map(|(tag, token, pttl)| {
+            if tag == 1 {
+                vec![1, token]
+            } else {
+                vec![3, token, pttl]
+            }
+        }),
+    ]
+}
+
+proptest! {
+    #[test]
+    fn any_acquire_reply_is_read_as_the_grammar_says(reply in any_reply()) {
+        let read = read_reply(&reply);
+        match (read, reply.as_slice()) {
+            (Reply::Granted { token, handed_ms: None }, &[1, t]) => prop_assert_eq!(token, t),
+            (Reply::Granted { token, handed_ms: Some(ms) }, &[3, t, pttl]) => {
+                prop_assert!(pttl > 0);
+                prop_assert_eq!((token, ms), (t, pttl as u64));
+            }
+            (Reply::HandedWithoutLease(p), &[3, _, pttl]) => prop_assert!(p == pttl && pttl <= 0),
+            (Reply::OutOfLine, &[0, _, _, -2, _]) => {}
+            (Reply::Held(p), &[0, pttl]) => prop_assert_eq!(p, pttl),
+            (Reply::Held(p), &[0, pttl, _, wait, 0]) => prop_assert!(p == pttl && wait != -2),
+            (Reply::Behind(b), &[0, bound, _, wait, 1]) => prop_assert!(b == bound && wait != -2),
+            (Reply::Unexpected, r) => prop_assert!(!sent_by_a_script(r)),
+            (read, r) => prop_assert!(false, "{:?} read as {:?}", r, read),
+        }
+    }
+
+    #[test]
+    fn a_fair_waiter_stays_in_line_only_with_a_ticket_and_not_out_of_line(reply in any_reply()) {
+        match ticket_in_line(&reply) {
+            Some(ticket) => {
+                prop_assert!(matches!(reply.as_slice(), &[0, _, t, wait, _] if t == ticket && wait != -2));
+                let left_line = matches!(read_reply(&reply), Reply::Granted { .. } | Reply::OutOfLine);
+                prop_assert!(!left_line);
+            }
+            None => prop_assert!(!matches!(reply.as_slice(), [0, _, _, wait, _] if *wait != -2)),
+        }
+    }
+
+    #[test]
+    fn any_heartbeat_answer_keeps_in_line_or_says_try(answer in number()) {
+        let (in_line, try_now) = beat(answer);
+        match answer {
+            1 => prop_assert_eq!((in_line, try_now), (true, false)),
+            0 => prop_assert_eq!((in_line, try_now), (false, true)),
+            _ => prop_assert_eq!((in_line, try_now), (true, true)),
+        }
+    }
+}
+
+#[test]
+fn the_acquire_grammar() {
+    let t = 1_700_000_000_000_000;
+    assert_eq!(
+        read_reply(&[1, t]),
+        Reply::Granted {
+            token: t,
+            handed_ms: None
+        }
+    );
+    assert_eq!(
+        read_reply(&[3, t, 250]),
+        Reply::Granted {
+            token: t,
+            handed_ms: Some(250)
+        }
+    );
+    assert_eq!(read_reply(&[3, t, -1]), Reply::HandedWithoutLease(-1));
+    assert_eq!(read_reply(&[0, 900]), Reply::Held(900));
+    assert_eq!(read_reply(&[0, 900, 4, -1, 0]), Reply::Held(900));
+    assert_eq!(read_reply(&[0, 40, 4, 300, 1]), Reply::Behind(40));
+    assert_eq!(read_reply(&[0, 900, 4, -2, 0]), Reply::OutOfLine);
+    for bad in [
+        &[][..],
+        &[7],
+        &[1],
+        &[1, t, 0],
+        &[0, 1, 2],
+        &[0, 1, 2, 3, 2],
+    ] {
+        assert_eq!(read_reply(bad), Reply::Unexpected, "{bad:?}");
+    }
+}
