@@ -459,15 +459,19 @@ pub(crate) enum Reply {
 
 /// Reads an acquire script's reply, of any length and values.
 pub(crate) fn read_reply(reply: &[i64]) -> Reply {
+    // A token is positive (a count from 1, or the clock in µs): anything else would wrap to a
+    // fence above every later holder's.
     match *reply {
-        [1, token] => Reply::Granted {
+        [1, token] if token > 0 => Reply::Granted {
             token,
             handed_ms: None,
         },
-        [3, token, pttl] if pttl > 0 => Reply::Granted {
+        [3, token, pttl] if token > 0 && pttl > 0 => Reply::Granted {
             token,
             handed_ms: Some(pttl as u64),
         },
+        [1, _] => Reply::Unexpected,
+        [3, token, _] if token <= 0 => Reply::Unexpected,
         [0, _, _, -2, _] => Reply::OutOfLine,
         [3, _, pttl] => Reply::HandedWithoutLease(pttl),
         [0, pttl] | [0, pttl, _, _, 0] => Reply::Held(pttl),

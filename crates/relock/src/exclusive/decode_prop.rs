@@ -8,13 +8,12 @@ use crate::client::decode_prop::{number, numbers};
 use crate::exclusive::attempt::{read_reply, Reply};
 use crate::exclusive::fair::{beat, ticket_in_line};
 
-/// The shapes the acquire scripts send: `[1, token]`, `[3, token, pttl]`, `[0, pttl]` and a
-/// fair lock's `[0, pttl or bound, ticket, -1 | -2 | wait, held or behind]`.
+/// The shapes the acquire scripts send: `[1, token]`, `[3, token, pttl]` (a token is always
+/// positive), `[0, pttl]` and a fair lock's `[0, pttl or bound, ticket, -1 | -2 | wait, held or
+/// behind]`.
 fn sent_by_a_script(reply: &[i64]) -> bool {
-    matches!(
-        reply,
-        [1, _] | [3, _, _] | [0, _] | [0, _, _, -2, _] | [0, _, _, _, 0 | 1]
-    )
+    matches!(reply, [1, t] | [3, t, _] if *t > 0)
+        || matches!(reply, [0, _] | [0, _, _, -2, _] | [0, _, _, _, 0 | 1])
 }
 
 /// A fair lock's reply: any pttl, ticket and wait, with the place tags it sends.
@@ -114,6 +113,10 @@ fn the_acquire_grammar() {
         &[1, t, 0],
         &[0, 1, 2],
         &[0, 1, 2, 3, 2],
+        &[1, 0],
+        &[1, -5],
+        &[3, 0, 250],
+        &[3, i64::MIN, -1],
     ] {
         assert_eq!(read_reply(bad), Reply::Unexpected, "{bad:?}");
     }

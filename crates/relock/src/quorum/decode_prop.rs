@@ -18,13 +18,13 @@ proptest! {
         ],
     ) {
         match (read_vote(&reply), reply.as_slice()) {
-            (Ballot::Granted(token), &[1, t]) => prop_assert_eq!(token, t as u64),
+            (Ballot::Granted(token), &[1, t]) => prop_assert!(t > 0 && token == t as u64),
             (Ballot::Held(None), &[0, pttl]) => prop_assert!(pttl < 0),
             (Ballot::Held(Some(ttl)), &[0, pttl]) => {
                 prop_assert_eq!(ttl, Duration::from_millis(pttl as u64));
                 prop_assert!(pttl >= 0);
             }
-            (Ballot::Unexpected, r) => prop_assert!(!matches!(r, [0 | 1, _])),
+            (Ballot::Unexpected, r) => prop_assert!(!matches!(r, [0, _]) && !matches!(r, [1, t] if *t > 0)),
             (read, r) => prop_assert!(false, "{:?} read as {:?}", r, read),
         }
     }
@@ -39,5 +39,7 @@ fn votes() {
     );
     assert_eq!(read_vote(&[0, -1]), Ballot::Held(None));
     assert_eq!(read_vote(&[0, 1, 2]), Ballot::Unexpected);
+    assert_eq!(read_vote(&[1, 0]), Ballot::Unexpected);
+    assert_eq!(read_vote(&[1, -7]), Ballot::Unexpected);
     assert_eq!(read_vote(&[]), Ballot::Unexpected);
 }

@@ -316,7 +316,9 @@ pub(crate) enum Ballot {
 /// Reads an acquire script's reply (`[1, token]` or `[0, pttl]`), of any length and values.
 pub(crate) fn read_vote(reply: &[i64]) -> Ballot {
     match *reply {
-        [1, token] => Ballot::Granted(token as u64),
+        // A token is positive (a count from 1, or the clock in µs): anything else would wrap
+        // to a fence above every later holder's.
+        [1, token] if token > 0 => Ballot::Granted(token as u64),
         [0, pttl] => Ballot::Held(u64::try_from(pttl).ok().map(Duration::from_millis)),
         _ => Ballot::Unexpected,
     }
