@@ -170,14 +170,11 @@ async fn settled(idle: usize, steady: Duration) -> (i64, usize) {
     last
 }
 
-/// The counter is the process's: one group at a time.
-static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
 /// Runs `kinds` on two clients of one server and fails if one grew the live allocations or
 /// left tasks behind.
 /// `linger`: how long a kind's background work may go on after its operations returned.
 async fn no_growth(kinds: &[&'static str], data: &[&str], linger: Duration) {
-    let _one = ONE_AT_A_TIME.lock().await;
+    let _one = crate::ONE_AT_A_TIME.lock().await;
     let server = server();
     let clients = [client(&server).await, client(&server).await];
     let mut grew = Vec::new();

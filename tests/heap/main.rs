@@ -9,15 +9,18 @@ use std::sync::atomic::{AtomicI64, Ordering};
 struct Counting;
 
 static LIVE: AtomicI64 = AtomicI64::new(0);
+static MADE: AtomicI64 = AtomicI64::new(0);
 
 // SAFETY: every call is passed on to the system allocator unchanged; only a counter is added.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         LIVE.fetch_add(1, Ordering::Relaxed);
+        MADE.fetch_add(1, Ordering::Relaxed);
         System.alloc(layout)
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         LIVE.fetch_add(1, Ordering::Relaxed);
+        MADE.fetch_add(1, Ordering::Relaxed);
         System.alloc_zeroed(layout)
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
@@ -25,6 +28,7 @@ unsafe impl GlobalAlloc for Counting {
         System.dealloc(ptr, layout)
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new: usize) -> *mut u8 {
+        MADE.fetch_add(1, Ordering::Relaxed);
         System.realloc(ptr, layout, new)
     }
 }
@@ -37,4 +41,13 @@ pub fn live_allocations() -> i64 {
     LIVE.load(Ordering::Relaxed)
 }
 
+/// Allocations made by the whole process so far (a realloc counts as one).
+pub fn allocations_made() -> i64 {
+    MADE.load(Ordering::Relaxed)
+}
+
+/// One test at a time: the counts are the whole process's.
+pub static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 mod h10_no_kinds_operations_grow_a_clients_live_allocations_or_tasks;
+mod h20_an_uncontended_lock_and_unlock_allocate_a_bounded_number_of_times;
