@@ -130,8 +130,15 @@ impl Model for PlainLock {
                 lease,
                 counter_ttl,
             } => Expected::reply(
-                acquire(world, &self.field(*who), *lease, *counter_ttl, clock)
-                    .unwrap_or_else(|e| e),
+                acquire(
+                    world,
+                    [LOCK, COUNTER],
+                    &self.field(*who),
+                    *lease,
+                    *counter_ttl,
+                    clock,
+                )
+                .unwrap_or_else(|e| e),
             ),
             Op::Reenter { who, lease } => {
                 let f = self.field(*who);
@@ -146,7 +153,7 @@ impl Model for PlainLock {
                     }
                 })
             }
-            Op::Release { who, all } => release(world, &self.field(*who), *all),
+            Op::Release { who, all } => release(world, [LOCK, CHANNEL], &self.field(*who), *all),
             Op::Renew { whos, lease } => {
                 let mut replies = Vec::new();
                 for w in whos {
@@ -187,38 +194,45 @@ impl Model for PlainLock {
     }
 }
 
-/// A fresh hold if the lock is free: `{1, token}`; else `{0, pttl}`; an error for a key that
-/// is not a lock, with nothing written.
-fn acquire(
+/// A fresh hold of `lock` (with its fencing `counter`) if the lock is free: `{1, token}`; else
+/// `{0, pttl}`; an error for a key that is not a lock, with nothing written.
+pub(crate) fn acquire(
     world: &mut World,
+    [lock, counter]: [&str; 2],
     field: &str,
     lease: i64,
     counter_ttl: i64,
     clock: Clock,
 ) -> Result<R, R> {
-    if world.exists(LOCK) {
-        ensure_lock(world, LOCK)?;
-        return Ok(R::Array(vec![R::Int(0), R::pttl(world, LOCK)]));
+    if world.exists(lock) {
+        ensure_lock(world, lock)?;
+        return Ok(R::Array(vec![R::Int(0), R::pttl(world, lock)]));
     }
-    let token = mint(world, COUNTER, counter_ttl, clock)?;
-    world.hset(LOCK, field, V::int(1));
-    world.pexpire(LOCK, lease);
+    let token = mint(world, counter, counter_ttl, clock)?;
+    world.hset(lock, field, V::int(1));
+    world.pexpire(lock, lease);
     Ok(R::Array(vec![R::Int(1), token]))
 }
 
-/// One count, or the whole hold; Redisson's unlock message once the field is gone.
-fn release(world: &mut World, field: &str, all: bool) -> Expected {
-    let count = match world.hget(LOCK, field) {
+/// One count, or the whole hold, of `lock`; Redisson's unlock message on its `channel` once
+/// the field is gone.
+pub(crate) fn release(
+    world: &mut World,
+    [lock, channel]: [&str; 2],
+    field: &str,
+    all: bool,
+) -> Expected {
+    let count = match world.hget(lock, field) {
         Err(e) => return Expected::reply(e),
         Ok(None) => return Expected::reply(R::Nil),
         Ok(Some(v)) => v.as_int().unwrap(),
     };
     if !all && count > 1 {
-        world.hset(LOCK, field, V::int(count - 1));
+        world.hset(lock, field, V::int(count - 1));
         return Expected::reply(R::Int(0));
     }
-    world.hdel(LOCK, field);
-    Expected::publishing(R::Int(1), CHANNEL, "0")
+    world.hdel(lock, field);
+    Expected::publishing(R::Int(1), channel, "0")
 }
 
 #[test]

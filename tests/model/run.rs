@@ -226,8 +226,9 @@ fn run_step<M: Model>(
 }
 
 fn compare_keys(world: &mut World, bench: &Bench) -> Result<(), String> {
+    let read = std::time::Instant::now();
     let actual = bench.snapshot();
-    let diff = world.differences(&actual);
+    let diff = world.differences(&actual, read);
     if !diff.is_empty() {
         return Err(format!("keys:\n  {}", diff.join("\n  ")));
     }

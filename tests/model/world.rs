@@ -11,6 +11,11 @@ use crate::bench::{Actual, Reply, Stored};
 /// more than this, so a changed TTL cannot hide in it.
 pub const TTL_SLACK_MS: i64 = 1000;
 
+/// How far a PTTL a script replies may be above the model's: the server reads it before the
+/// model works out what is left, a round trip later (longer on a loaded machine). Still far
+/// below the second by which a changed TTL differs.
+pub const TTL_AHEAD_MS: i64 = 500;
+
 /// A value the model knows exactly, or only within bounds (a token seeded from the server's
 /// clock during the script). Once compared, a bounded value takes the server's (`pin`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -80,9 +85,16 @@ impl Ttl {
 
     /// What is left now (None: no expiry).
     pub fn left(&self) -> Option<i64> {
+        self.left_at(Instant::now())
+    }
+
+    /// What was left at `now`.
+    pub fn left_at(&self, now: Instant) -> Option<i64> {
         match self {
             Ttl::Forever => None,
-            Ttl::Left { ms, at } => Some(ms - at.elapsed().as_millis() as i64),
+            Ttl::Left { ms, at } => {
+                Some(ms - now.saturating_duration_since(*at).as_millis() as i64)
+            }
         }
     }
 }
@@ -118,6 +130,10 @@ impl R {
             (R::Nil, Reply::Nil) => true,
             (R::Int(a), Reply::Int(b)) => a == b,
             (R::Within(lo, hi), Reply::Int(b)) => lo <= b && b <= hi,
+            // A number a script replies as a string (`tostring(pttl)`).
+            (R::Within(lo, hi), Reply::Str(b)) => {
+                b.parse().is_ok_and(|b: i64| *lo <= b && b <= *hi)
+            }
             (R::Str(a), Reply::Str(b)) => a == b,
             (R::Array(a), Reply::Array(b)) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.matches(y))
@@ -132,7 +148,7 @@ impl R {
         match world.keys.get(key).map(|k| k.ttl.left()) {
             None => R::Int(-2),
             Some(None) => R::Int(-1),
-            Some(Some(left)) => R::Within(left - TTL_SLACK_MS, left + 5),
+            Some(Some(left)) => R::Within(left - TTL_SLACK_MS, left + TTL_AHEAD_MS),
         }
     }
 }
@@ -236,8 +252,10 @@ impl World {
         });
     }
 
-    /// Differences between the model and the server, in words; empty when they agree.
-    pub fn differences(&self, actual: &BTreeMap<String, Actual>) -> Vec<String> {
+    /// Differences between the model and the server, in words; empty when they agree. `read`:
+    /// when the server began to be read, which is when the model's TTLs are taken, so that a
+    /// PTTL the server gives is never above the model's however long the reading takes.
+    pub fn differences(&self, actual: &BTreeMap<String, Actual>, read: Instant) -> Vec<String> {
         let mut out = Vec::new();
         for (name, key) in &self.keys {
             let Some(a) = actual.get(name) else {
@@ -252,7 +270,7 @@ impl World {
                     key.data, a.data
                 ));
             }
-            match key.ttl.left() {
+            match key.ttl.left_at(read) {
                 None if a.pttl != -1 => out.push(format!(
                     "{name}: the model has no expiry; the server's PTTL is {}",
                     a.pttl
