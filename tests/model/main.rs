@@ -15,4 +15,8 @@ mod run;
 mod shape;
 mod world;
 
+mod election;
+mod job;
+mod plain_batch;
 mod plain_lock;
+mod quorum;
