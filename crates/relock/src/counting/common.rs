@@ -193,6 +193,11 @@ impl Request {
         first && self.uncertain.load(SeqCst)
     }
 
+    /// Whether the caller gave up or is gone (or shutdown gave up for it).
+    pub(crate) fn abandoned(&self) -> bool {
+        self.abandoned.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Whether a call with this request got no reply.
     pub(crate) fn uncertain(&self) -> bool {
         self.uncertain.load(std::sync::atomic::Ordering::SeqCst)

@@ -10,6 +10,7 @@ use crate::counting::common::{
     unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT,
 };
 use crate::counting::semaphore_permits::{add, Outstanding, SemaphorePermits};
+use crate::counting::semaphore_unsettled::{uncertain, Unsettled};
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
 use crate::hold::kind::Wake;
@@ -185,6 +186,7 @@ impl Abandon {
 
 impl Drop for Abandon {
     fn drop(&mut self) {
+        self.inner.state::<Unsettled>().settled(&self.request.key);
         if self.got || !self.request.abandon() {
             return;
         }
@@ -203,7 +205,12 @@ impl Drop for Abandon {
 /// still on its way take nothing: for an acquire whose caller is gone, or that gave up after
 /// an attempt whose reply never came. Sent again after transient errors for one command
 /// timeout; the request key is left to expire if a copy may still land.
-async fn give_back_request(inner: Arc<Inner>, names: Arc<Names>, request: Arc<Request>, n: u64) {
+pub(crate) async fn give_back_request(
+    inner: Arc<Inner>,
+    names: Arc<Names>,
+    request: Arc<Request>,
+    n: u64,
+) {
     let keys = vec![names.key.clone(), request.key.clone()];
     let args = vec![
         n.to_string(),
@@ -290,8 +297,10 @@ impl Semaphore {
     /// future dropped) after an attempt whose reply never arrived ([`Error::Timeout`] or a
     /// connection lost mid-command) gives back, in the background and under the same request
     /// id, whatever that attempt took, and a copy of it still on its way then takes nothing.
-    /// Only if that give-back cannot reach Redis within one command timeout (or the client
-    /// shuts down first) are those permits lost, as they always are with Redisson's
+    /// [`Client::shutdown`](crate::Client::shutdown) does the same for an `acquire` whose
+    /// attempt got no reply and that is still retrying, or not being polled, when it begins,
+    /// and waits for those give-backs. Only if a give-back cannot reach Redis within one
+    /// command timeout are those permits lost, as they always are with Redisson's
     /// `RSemaphore` (its `RPermitExpirableSemaphore` exists for that).
     ///
     /// **At exit.** Permits have no lease. A guard dropped as `main` returns, without
@@ -473,22 +482,20 @@ impl Semaphore {
                     // taken.
                     let may_have_run = crate::error::fred_may_have_run(&e);
                     let e = inner.error("semaphore acquire", &names.key, e);
-                    // Once shutdown has begun nothing is sent again, so the caller gives up
-                    // on this request: it is abandoned here, in this tracked task, so that
-                    // shutdown's wait for tracked work cannot end in the moment between this
-                    // task's end and the caller's drop spawning the give-back.
-                    if may_have_run
-                        && (request.mark_uncertain()
-                            || (inner.check_running().is_err() && request.abandon()))
-                    {
-                        let give_back =
-                            give_back_request(inner.clone(), names.clone(), request.clone(), n);
-                        inner.shared.tracker.spawn(give_back);
+                    if may_have_run {
+                        uncertain(&inner, &names, &request, n);
                     }
                     e
                 })?;
             match read_acquire(&reply) {
+                // Given up on after an earlier copy got no reply: the give-back of the request
+                // (under way) returns these permits, once; the caller is gone or shutting down.
+                Some(Attempt::Taken) if request.abandoned() && request.uncertain() => {
+                    inner.state::<Unsettled>().settled(&request.key);
+                    Err(Error::Shutdown)
+                }
                 Some(Attempt::Taken) => {
+                    inner.state::<Unsettled>().settled(&request.key);
                     // Recorded here, in the tracked task, so that shutdown gives them back
                     // even if the caller's future is never polled to its guard.
                     inner
