@@ -143,7 +143,8 @@ impl R {
         }
     }
 
-    /// A key's PTTL as a reply: what is left, give or take the slack.
+    /// A key's PTTL as a reply: what is left, give or take the slack (either way: the script
+    /// read it before the model is asked, however long a loaded machine takes in between).
     pub fn pttl(world: &World, key: &str) -> R {
         match world.keys.get(key).map(|k| k.ttl.left()) {
             None => R::Int(-2),
