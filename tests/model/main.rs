@@ -20,3 +20,4 @@ mod job;
 mod plain_batch;
 mod plain_lock;
 mod quorum;
+mod rw_lock;
