@@ -16,6 +16,7 @@ mod shape;
 mod world;
 
 mod election;
+mod fenced;
 mod guarded;
 mod job;
 mod plain_batch;
