@@ -239,6 +239,7 @@ impl Model for PlainBatch {
                 Expected {
                     reply: R::Array(replies),
                     messages,
+                    optional: Vec::new(),
                 }
             }
             Op::Settle {
