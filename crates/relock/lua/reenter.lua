@@ -6,8 +6,13 @@
 -- KEYS[2]  (a read hold of a read-write lock only) its timeout key, lengthened too
 --
 -- Returns the new hold count, or nil if the hold is gone (its lease ran out, it was deleted or
--- released): nothing is created then, so a late re-entry can never resurrect a hold.
+-- released; for a read hold, its timeout key is gone): nothing is created then, so a late re-entry can never resurrect a hold.
 if redis.call('hexists', KEYS[1], ARGV[2]) == 0 then
+  return nil
+end
+-- A read hold lives as long as its timeout key, not as long as the hash, which lives as long as
+-- the longest reader: a reader whose key has expired is gone even while others keep the hash.
+if KEYS[2] and redis.call('exists', KEYS[2]) == 0 then
   return nil
 end
 local lease = tonumber(ARGV[1])
