@@ -48,6 +48,9 @@ impl Reply {
 pub struct Actual {
     pub data: Stored,
     pub pttl: i64,
+    /// When the PTTL was asked for: the model's TTL is compared as it was then, not after
+    /// the rest of a slow snapshot.
+    pub at: std::time::Instant,
 }
 
 /// A key's value, by type.
@@ -189,6 +192,7 @@ impl Bench {
                 "none" => continue,
                 other => panic!("{key}: a {other}, which the model test does not read"),
             };
+            let at = std::time::Instant::now();
             let pttl = match self.cmd(&["PTTL", &key]) {
                 Reply::Int(p) => p,
                 other => panic!("PTTL {key}: {other:?}"),
@@ -196,7 +200,7 @@ impl Bench {
             if pttl == -2 {
                 continue;
             }
-            all.insert(key, Actual { data, pttl });
+            all.insert(key, Actual { data, pttl, at });
         }
         all
     }

@@ -109,6 +109,8 @@ pub struct Key {
 #[derive(Debug, Clone, Default)]
 pub struct World {
     pub keys: BTreeMap<String, Key>,
+    /// When the step's script was sent: a PTTL it read was no longer than the model's then.
+    pub sent: Option<Instant>,
 }
 
 /// A script's reply, as the model predicts it.
@@ -146,10 +148,15 @@ impl R {
     /// A key's PTTL as a reply: what is left, give or take the slack (either way: the script
     /// read it before the model is asked, however long a loaded machine takes in between).
     pub fn pttl(world: &World, key: &str) -> R {
-        match world.keys.get(key).map(|k| k.ttl.left()) {
-            None => R::Int(-2),
-            Some(None) => R::Int(-1),
-            Some(Some(left)) => R::Within(left - TTL_SLACK_MS, left + TTL_AHEAD_MS),
+        let Some(ttl) = world.keys.get(key).map(|k| k.ttl) else {
+            return R::Int(-2);
+        };
+        match ttl.left() {
+            None => R::Int(-1),
+            Some(left) => {
+                let most = world.sent.and_then(|at| ttl.left_at(at)).unwrap_or(left);
+                R::Within(left - TTL_SLACK_MS, most + 5)
+            }
         }
     }
 }
@@ -253,10 +260,10 @@ impl World {
         });
     }
 
-    /// Differences between the model and the server, in words; empty when they agree. `read`:
-    /// when the server began to be read, which is when the model's TTLs are taken, so that a
-    /// PTTL the server gives is never above the model's however long the reading takes.
-    pub fn differences(&self, actual: &BTreeMap<String, Actual>, read: Instant) -> Vec<String> {
+    /// Differences between the model and the server, in words; empty when they agree. Each
+    /// key's TTL is the model's as of when its PTTL was asked (`Actual::at`), so that a PTTL
+    /// the server gives is never above the model's however long the reading takes.
+    pub fn differences(&self, actual: &BTreeMap<String, Actual>) -> Vec<String> {
         let mut out = Vec::new();
         for (name, key) in &self.keys {
             let Some(a) = actual.get(name) else {
@@ -271,7 +278,7 @@ impl World {
                     key.data, a.data
                 ));
             }
-            match key.ttl.left_at(read) {
+            match key.ttl.left_at(a.at) {
                 None if a.pttl != -1 => out.push(format!(
                     "{name}: the model has no expiry; the server's PTTL is {}",
                     a.pttl
@@ -327,5 +334,61 @@ fn data_matches(model: &Data, actual: &Stored) -> bool {
         (Data::List(m), Stored::List(a)) => m == a,
         (Data::Set(m), Stored::Set(a)) => m == a,
         _ => false,
+    }
+}
+
+/// Strings and sorted sets, for the kinds that keep a count or deadlines in them.
+impl World {
+    /// The string at `key` (GET: None for a missing key; WRONGTYPE for another type).
+    pub fn get(&self, key: &str) -> Result<Option<&V>, R> {
+        match self.keys.get(key) {
+            None => Ok(None),
+            Some(Key {
+                data: Data::Str(v), ..
+            }) => Ok(Some(v)),
+            Some(_) => Err(R::Err("WRONGTYPE")),
+        }
+    }
+
+    /// The sorted set at `key`, member -> score (None: missing; Err: another type).
+    pub fn zset(&self, key: &str) -> Result<Option<&BTreeMap<String, V>>, R> {
+        match self.keys.get(key) {
+            None => Ok(None),
+            Some(Key {
+                data: Data::ZSet(z),
+                ..
+            }) => Ok(Some(z)),
+            Some(_) => Err(R::Err("WRONGTYPE")),
+        }
+    }
+
+    /// ZADD of one member: a new key has no expiry; an existing one keeps its own.
+    pub fn zadd(&mut self, key: &str, member: &str, score: V) {
+        let k = self.keys.entry(key.to_owned()).or_insert_with(|| Key {
+            data: Data::ZSet(BTreeMap::new()),
+            ttl: Ttl::Forever,
+        });
+        match &mut k.data {
+            Data::ZSet(z) => {
+                z.insert(member.to_owned(), score);
+            }
+            other => panic!("model bug: ZADD on {other:?}"),
+        }
+    }
+
+    /// ZREM of one member; the key goes with its last member. Whether it was there.
+    pub fn zrem(&mut self, key: &str, member: &str) -> bool {
+        let Some(Key {
+            data: Data::ZSet(z),
+            ..
+        }) = self.keys.get_mut(key)
+        else {
+            return false;
+        };
+        let had = z.remove(member).is_some();
+        if z.is_empty() {
+            self.keys.remove(key);
+        }
+        had
     }
 }
