@@ -23,3 +23,4 @@ mod plain_batch;
 mod plain_lock;
 mod quorum;
 mod rw_lock;
+mod semaphore;
