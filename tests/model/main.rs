@@ -19,6 +19,7 @@ mod election;
 mod fenced;
 mod guarded;
 mod job;
+mod latch;
 mod permits;
 mod plain_batch;
 mod plain_lock;
