@@ -359,7 +359,11 @@ fn acquire(world: &mut World, now: Now, id: usize, lease: i64) -> Result<Expecte
             None => R::Array(vec![R::Int(0), R::Int(-1)]),
         }
     };
-    Ok(Expected { reply, messages })
+    Ok(Expected {
+        reply,
+        messages,
+        optional: Vec::new(),
+    })
 }
 
 fn release(world: &mut World, now: Now, id: usize, how: Release) -> Result<Expected, R> {
@@ -440,6 +444,7 @@ fn count_permits(world: &mut World, now: Now) -> Result<Expected, R> {
     Ok(Expected {
         reply: R::Array(vec![R::Int(available(world)?), R::Int(held)]),
         messages,
+        optional: Vec::new(),
     })
 }
 

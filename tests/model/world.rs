@@ -11,11 +11,6 @@ use crate::bench::{Actual, Reply, Stored};
 /// more than this, so a changed TTL cannot hide in it.
 pub const TTL_SLACK_MS: i64 = 1000;
 
-/// How far a PTTL a script replies may be above the model's: the server reads it before the
-/// model works out what is left, a round trip later (longer on a loaded machine). Still far
-/// below the second by which a changed TTL differs.
-pub const TTL_AHEAD_MS: i64 = 500;
-
 /// A value the model knows exactly, or only within bounds (a token seeded from the server's
 /// clock during the script). Once compared, a bounded value takes the server's (`pin`).
 #[derive(Debug, Clone, PartialEq, Eq)]
