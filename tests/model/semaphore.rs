@@ -283,9 +283,8 @@ fn acquire(world: &mut World, req: &str, n: i64, ttl: i64) -> R {
     if seen.as_deref() == Some("1") {
         return R::Array(vec![R::Int(1), R::Int(-1)]);
     }
-    // Given back: a copy landing now takes nothing. Not as the header says: a string that is
-    // not an integer is read as 0 here, not refused with WRONGTYPE (a key of another type
-    // still is).
+    // Given back: a copy landing now takes nothing. A string that is not an integer is read as
+    // 0 here, not refused (a key of another type still is).
     if seen.is_some() {
         let available = match world.get(SEM) {
             Err(e) => return e,
@@ -316,8 +315,8 @@ fn give_back(world: &mut World, req: &str, n: i64, ttl: i64) -> Expected {
         return Expected::reply(R::Array(vec![R::Int(0), R::Int(0)]));
     }
     let current = match count(world, SEM) {
-        // Not as the header says: a string that is not an integer fails INCRBY's ERR, not
-        // WRONGTYPE (the request is marked given back first).
+        // A string that is not an integer fails INCRBY's ERR (the request is marked given
+        // back first).
         Err(_) if matches!(world.get(SEM), Ok(Some(_))) => return Expected::reply(R::Err("ERR")),
         Err(e) => return Expected::reply(e),
         Ok(c) => c.unwrap_or(0),
@@ -341,10 +340,9 @@ fn drain(world: &mut World, req: &str, ttl: i64) -> R {
         Err(e) => return e,
         Ok(c) => c,
     };
-    // Not as the header says ("a copy takes nothing and returns what the first took"): on a
-    // missing key nothing is recorded, so a copy landing after permits were added drains
-    // them.
+    // Recorded on a missing key too: a copy landing after permits were added takes nothing.
     let Some(available) = available else {
+        world.set(req, V::int(0), Some(ttl), false);
         return R::Int(0);
     };
     let taken = available.max(0);

@@ -23,7 +23,9 @@
 -- With "return": {2, available} (the permits this request had taken are back) or {0, 0}
 -- (it had taken nothing, or gave them back before).
 -- A key of another type, or a string that is not an integer, fails with WRONGTYPE and is left
--- untouched.
+-- untouched; except that a copy of a request already given back answers {0, 0} for a string
+-- that is not an integer, and a "return" on one fails with ERR (INCRBY's) once it has marked
+-- the request given back: permits cannot be put back into data.
 local seen = redis.call('get', KEYS[2])
 if ARGV[3] == 'return' then
   redis.call('set', KEYS[2], 0, 'px', ARGV[2])

@@ -19,6 +19,8 @@ if seen then
 end
 local value = redis.call('get', KEYS[1])
 if not value then
+  -- Recorded too: a copy that lands after permits were added must take nothing.
+  redis.call('set', KEYS[2], 0, 'px', ARGV[2])
   return 0
 end
 local available = tonumber(value)
