@@ -43,7 +43,7 @@ impl Reply {
     }
 }
 
-/// One key as the server has it: its value and its PTTL (-1: no expiry).
+/// One key as the server has it: its value and its PTTL (-1: no expiry), read at `read`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Actual {
     pub data: Stored,

@@ -16,6 +16,7 @@ mod shape;
 mod world;
 
 mod election;
+mod fair_lock;
 mod fenced;
 mod guarded;
 mod job;
