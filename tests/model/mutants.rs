@@ -19,16 +19,22 @@ const CASES: u32 = 300;
 
 /// Runs `M`'s property once per mutant; returns the mutants it did not catch.
 pub fn survivors<M: Model>(bench: &Bench, mutants: &[Mutant]) -> Vec<String> {
-    survivors_in::<M>(bench, mutants, 24)
+    survivors_in::<M>(bench, mutants, CASES, 24)
 }
 
-/// As `survivors`, with sequences of up to `len` steps, for a kind whose mutants show only at
-/// the end of a longer chain of operations (a line of waiters, a handoff, a holder that dies).
-pub fn survivors_in<M: Model>(bench: &Bench, mutants: &[Mutant], len: usize) -> Vec<String> {
+/// As `survivors`, with up to `cases` sequences of up to `len` steps each, for a kind whose
+/// mutants show only at the end of a longer chain of operations (a line of waiters, a
+/// handoff, a holder that dies).
+pub fn survivors_in<M: Model>(
+    bench: &Bench,
+    mutants: &[Mutant],
+    cases: u32,
+    len: usize,
+) -> Vec<String> {
     let mut alive = Vec::new();
     for m in mutants {
         let scripts = Scripts::default().mutate(m.script, m.source, m.from, m.to);
-        match check::<M>(bench, &scripts, CASES, len, 0) {
+        match check::<M>(bench, &scripts, cases, len, 0) {
             Err(found) => {
                 let first = found.lines().next().unwrap_or_default();
                 eprintln!("caught {} `{}` -> `{}`: {first}", m.script, m.from, m.to);
