@@ -128,6 +128,7 @@ pub mod lua {
     pub use crate::counting::permit_leases::lua::*;
     pub use crate::counting::semaphore::lua::*;
     pub use crate::counting::semaphore_permits::lua::*;
+    pub use crate::counting::semaphore_request::lua::*;
     pub use crate::exclusive::attempt::lua::*;
     pub use crate::exclusive::fair_line::lua::*;
     pub use crate::exclusive::rwlock::lua::*;

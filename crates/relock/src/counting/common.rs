@@ -193,9 +193,14 @@ impl Request {
         first && self.uncertain.load(SeqCst)
     }
 
-    /// Whether the caller gave up or is gone (or shutdown gave up for it).
-    pub(crate) fn abandoned(&self) -> bool {
-        self.abandoned.load(std::sync::atomic::Ordering::SeqCst)
+    /// Records that an attempt's reply says the request took its permits, and closes the
+    /// request: from now on nobody can give up on it (`abandon` says no), so that they are
+    /// given back by whoever holds that reply, not by a give-back of the request too. False if
+    /// somebody gave up on it before.
+    pub(crate) fn close(&self) -> bool {
+        !self
+            .abandoned
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Whether a call with this request got no reply.

@@ -21,4 +21,4 @@ pub(crate) mod permit_leases;
 pub(crate) mod permits;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_permits;
-pub(crate) mod semaphore_unsettled;
+pub(crate) mod semaphore_request;

@@ -5,19 +5,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::handle::{Client, Inner};
-use crate::client::retry::try_until;
 use crate::counting::common::{
     unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT,
 };
 use crate::counting::semaphore_permits::{add, Outstanding, SemaphorePermits};
-use crate::counting::semaphore_unsettled::{uncertain, Unsettled};
+use crate::counting::semaphore_request::{
+    give_back_request, uncertain, Unsettled, SEMAPHORE_ACQUIRE,
+};
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
 use crate::hold::kind::Wake;
 
 crate::client::scripts::scripts! {
-    /// Semaphore: take n permits if that many are available.
-    SEMAPHORE_ACQUIRE = writes "semaphore_acquire.lua" [];
     /// Semaphore: create it with n permits if it does not exist.
     SEMAPHORE_SET = writes "semaphore_set.lua" [];
     /// Semaphore: take every available permit.
@@ -186,8 +185,11 @@ impl Abandon {
 
 impl Drop for Abandon {
     fn drop(&mut self) {
+        // Given up on first, then no longer kept for shutdown: an attempt whose reply is lost
+        // meanwhile either sees it given up on (and gives back itself) or is found here.
+        let give_back = !self.got && self.request.abandon();
         self.inner.state::<Unsettled>().settled(&self.request.key);
-        if self.got || !self.request.abandon() {
+        if !give_back {
             return;
         }
         if tokio::runtime::Handle::try_current().is_err() {
@@ -198,56 +200,6 @@ impl Drop for Abandon {
             (self.inner.clone(), self.names.clone(), self.request.clone());
         let give_back = give_back_request(inner, names, request, self.n);
         self.inner.shared.tracker.spawn(give_back);
-    }
-}
-
-/// Gives back what `request` took, once, whichever of its copies took it, and makes any copy
-/// still on its way take nothing: for an acquire whose caller is gone, or that gave up after
-/// an attempt whose reply never came. Sent again after transient errors for one command
-/// timeout; the request key is left to expire if a copy may still land.
-pub(crate) async fn give_back_request(
-    inner: Arc<Inner>,
-    names: Arc<Names>,
-    request: Arc<Request>,
-    n: u64,
-) {
-    let keys = vec![names.key.clone(), request.key.clone()];
-    let args = vec![
-        n.to_string(),
-        request.ttl_ms.clone(),
-        "return".to_string(),
-        inner.publish_cmd().to_string(),
-        names.channel.clone(),
-    ];
-    let call = || async {
-        SEMAPHORE_ACQUIRE
-            .run::<Vec<i64>>(inner.pool.next(), keys.clone(), args.clone())
-            .await
-            .map_err(|e| inner.error("semaphore give back", &names.key, e))
-    };
-    let mut r = request.send(&inner, call).await;
-    if r.is_err() && inner.check_running().is_err() {
-        // Shutdown began, and it does not retry: a plain semaphore's permit has no lease, so a
-        // give-back given up here is a permit taken for good. Shutdown's last chance: sent
-        // again through every error (a connection being replaced fails a call at once, with
-        // one error or another) until one command timeout from now; shutdown waits for
-        // tracked work that long. Safe to repeat: the request key makes it give back once.
-        let raw =
-            || SEMAPHORE_ACQUIRE.run::<Vec<i64>>(inner.pool.next(), keys.clone(), args.clone());
-        let last = tokio::time::Instant::now() + inner.settings.command_timeout;
-        let name = &names.key;
-        if try_until(&inner, last, "semaphore give-back", name, raw, |_| true).await {
-            r = Ok(Vec::new());
-        }
-    }
-    match r {
-        Ok(r) if r.first() == Some(&2) => {
-            tracing::debug!(semaphore = %names.key, permits = n, "gave back the permits of an acquire that did not return them");
-        }
-        Ok(_) => {}
-        Err(e) => {
-            tracing::warn!(semaphore = %names.key, permits = n, error = %e, "could not give back the permits an abandoned acquire may have taken: they are lost");
-        }
     }
 }
 
@@ -488,14 +440,14 @@ impl Semaphore {
                     e
                 })?;
             match read_acquire(&reply) {
-                // Given up on after an earlier copy got no reply: the give-back of the request
-                // (under way) returns these permits, once; the caller is gone or shutting down.
-                Some(Attempt::Taken) if request.abandoned() && request.uncertain() => {
-                    inner.state::<Unsettled>().settled(&request.key);
-                    Err(Error::Shutdown)
-                }
                 Some(Attempt::Taken) => {
                     inner.state::<Unsettled>().settled(&request.key);
+                    // Given up on after an earlier copy got no reply: the give-back of the
+                    // request (under way) returns these permits, once; the caller is gone or
+                    // shutting down. Otherwise nobody can give up on the request any more.
+                    if !request.close() && request.uncertain() {
+                        return Err(Error::Shutdown);
+                    }
                     // Recorded here, in the tracked task, so that shutdown gives them back
                     // even if the caller's future is never polled to its guard.
                     inner
