@@ -2,7 +2,9 @@
 //!
 //! - `semaphore` and `semaphore_permits`: [`Semaphore`](crate::Semaphore) (`RSemaphore`) and
 //!   [`SemaphorePermits`](crate::SemaphorePermits), the permits one acquire took, given back
-//!   on drop (and by shutdown: `Outstanding`).
+//!   on drop (and by shutdown: `Outstanding`); `semaphore_request`: an acquire's script, the
+//!   give-back of what an abandoned request took, and the requests whose attempt got no reply
+//!   (`Unsettled`, given back by shutdown).
 //! - `permits`, `permit_guard` and `permit_leases`: [`PermitSemaphore`](crate::PermitSemaphore)
 //!   (`RPermitExpirableSemaphore`: acquire by id, counts), [`PermitGuard`](crate::PermitGuard)
 //!   (release, renewal) and the permits a client's guards hold (`Leases`, their per-client
