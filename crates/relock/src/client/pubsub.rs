@@ -539,8 +539,16 @@ impl Drop for Subscription {
 /// `=<digits>` itself.
 pub(crate) fn parse_named(payload: &str) -> (&str, Option<u64>) {
     match payload.rsplit_once('=') {
+        // Only a token as the scripts write it (digits, no leading zero or sign): the text
+        // then names exactly one token.
         Some((field, token)) => match token.parse::<u64>() {
-            Ok(t) if t > 0 => (field, Some(t)),
+            Ok(t)
+                if t > 0
+                    && token.bytes().all(|b| b.is_ascii_digit())
+                    && !token.starts_with('0') =>
+            {
+                (field, Some(t))
+            }
             _ => (payload, None),
         },
         None => (payload, None),
@@ -563,6 +571,8 @@ mod tests {
             parse_named("c1:42=1795436615140171"),
             ("c1:42", Some(1795436615140171))
         );
+        assert_eq!(parse_named("0:0=01"), ("0:0=01", None));
+        assert_eq!(parse_named("c1:42=+7"), ("c1:42=+7", None));
         assert_eq!(parse_named("c1:42"), ("c1:42", None));
         // A client id with '=' in it: a field ends in ":<n>", never in "=<digits>".
         assert_eq!(parse_named("a=b:7"), ("a=b:7", None));
