@@ -93,6 +93,40 @@ pub(crate) async fn resending_pool_client(
     (pool, client)
 }
 
+/// A semaphore `name` of one permit on a client behind a proxy (command timeout 3 s: shutdown
+/// waits about that long for a give-back, a reconnect then the script, well above what a
+/// loaded machine stalls it by), taken and released once so that its connections are up, and
+/// the existing connections' replies held (returned: lose them with `lose_replies`).
+pub(crate) async fn one_permit_behind_a_proxy(
+    server: &RedisServer,
+    name: &str,
+) -> (
+    FaultProxy,
+    relock::Client,
+    relock::Semaphore,
+    Vec<relock_testkit::ConnId>,
+) {
+    use relock_tests::{client_behind_proxy, taken};
+    let (proxy, c) = client_behind_proxy(server, Duration::from_secs(3)).await;
+    let sem = c.semaphore(name);
+    assert!(sem.try_set_permits(1).await.unwrap());
+    assert!(sem.try_acquire(1).await.map(taken).unwrap());
+    sem.release(1).await.unwrap();
+    let frozen = proxy.freeze_existing(relock_testkit::Direction::Down);
+    (proxy, c, sem, frozen)
+}
+
+/// Waits (bounded) until an attempt has taken the one permit of `name`.
+pub(crate) async fn permit_taken(server: &RedisServer, name: &str) {
+    relock_tests::wait_until(
+        Duration::from_secs(3),
+        "the attempt to take the permit",
+        || async { get(server, name).as_deref() == Some("0") },
+    )
+    .await
+    .unwrap();
+}
+
 /// `GET key` on the server, as text (None: no key).
 pub(crate) fn get(server: &RedisServer, key: &str) -> Option<String> {
     server.cmd(&["GET", key]).unwrap().as_string()

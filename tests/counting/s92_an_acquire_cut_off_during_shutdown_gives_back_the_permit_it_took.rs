@@ -5,34 +5,18 @@
 
 use std::time::Duration;
 
-use relock_testkit::Direction;
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took() {
     let server = server();
-    // Shutdown waits about one command timeout for the give-back (a reconnect, then the
-    // script): 3 s, well above what a loaded machine stalls that by (1.5 s once fell short in a
-    // full suite run).
-    let (proxy, c) = client_behind_proxy(&server, Duration::from_secs(3)).await;
-    let sem = c.semaphore("s92");
-    assert!(sem.try_set_permits(1).await.unwrap());
-    assert!(sem.try_acquire(1).await.map(taken).unwrap());
-    sem.release(1).await.unwrap();
+    let (proxy, c, sem, frozen) = crate::one_permit_behind_a_proxy(&server, "s92").await;
     let count = || crate::get(&server, "s92");
-
-    let frozen = proxy.freeze_existing(Direction::Down);
     let acquire = {
         let sem = sem.clone();
         tokio::spawn(async move { sem.acquire(1).await.map(kept) })
     };
-    wait_until(
-        Duration::from_secs(3),
-        "the attempt to take the permit",
-        || async { count().as_deref() == Some("0") },
-    )
-    .await
-    .unwrap();
+    crate::permit_taken(&server, "s92").await;
     // Shutdown begins while the attempt is in flight; then its reply is lost.
     let shutdown = shut_down_losing_the_held_reply(&proxy, &frozen, &c, || async {
         matches!(sem.available().await, Err(relock::Error::Shutdown))

@@ -13,25 +13,13 @@ use relock_tests::*;
 async fn a_give_back_at_shutdown_whose_connection_is_refused_for_a_while_is_sent_again_until_it_lands(
 ) {
     let server = server();
-    let (proxy, c) = client_behind_proxy(&server, Duration::from_secs(3)).await;
-    let sem = c.semaphore("s93");
-    assert!(sem.try_set_permits(1).await.unwrap());
-    assert!(sem.try_acquire(1).await.map(taken).unwrap());
-    sem.release(1).await.unwrap();
+    let (proxy, c, sem, frozen) = crate::one_permit_behind_a_proxy(&server, "s93").await;
     let count = || crate::get(&server, "s93");
-
-    let frozen = proxy.freeze_existing(Direction::Down);
     let acquire = {
         let sem = sem.clone();
         tokio::spawn(async move { sem.acquire(1).await.map(kept) })
     };
-    wait_until(
-        Duration::from_secs(3),
-        "the attempt to take the permit",
-        || async { count().as_deref() == Some("0") },
-    )
-    .await
-    .unwrap();
+    crate::permit_taken(&server, "s93").await;
     // Shutdown begins while the attempt is in flight; then its reply is lost, and the server
     // refuses new connections for half a command timeout.
     // Nothing sent from now on reaches the server until the connections are replaced.

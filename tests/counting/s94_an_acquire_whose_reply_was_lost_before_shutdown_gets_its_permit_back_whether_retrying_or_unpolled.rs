@@ -7,47 +7,17 @@
 
 use std::time::Duration;
 
-use relock_testkit::Direction;
 use relock_tests::*;
-
-/// A semaphore of one permit, behind a proxy, whose existing connections hold their replies.
-async fn set_up(
-    server: &relock_testkit::RedisServer,
-    name: &str,
-) -> (
-    relock_testkit::FaultProxy,
-    relock::Client,
-    relock::Semaphore,
-    Vec<relock_testkit::ConnId>,
-) {
-    let (proxy, c) = client_behind_proxy(server, Duration::from_secs(3)).await;
-    let sem = c.semaphore(name);
-    assert!(sem.try_set_permits(1).await.unwrap());
-    assert!(sem.try_acquire(1).await.map(taken).unwrap());
-    sem.release(1).await.unwrap();
-    let frozen = proxy.freeze_existing(Direction::Down);
-    (proxy, c, sem, frozen)
-}
-
-async fn taken_on(server: &relock_testkit::RedisServer, name: &str) {
-    wait_until(
-        Duration::from_secs(3),
-        "the attempt to take the permit",
-        || async { crate::get(server, name).as_deref() == Some("0") },
-    )
-    .await
-    .unwrap();
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_retrying_acquire_gets_its_permit_back() {
     let server = server();
-    let (proxy, c, sem, frozen) = set_up(&server, "s94a").await;
+    let (proxy, c, sem, frozen) = crate::one_permit_behind_a_proxy(&server, "s94a").await;
     let acquire = {
         let sem = sem.clone();
         tokio::spawn(async move { sem.acquire(1).await.map(kept) })
     };
-    taken_on(&server, "s94a").await;
+    crate::permit_taken(&server, "s94a").await;
     // The reply is lost before shutdown, and reconnects are refused for a moment: the caller
     // retries (the fault's length, not a wait for a condition).
     proxy.refuse(true);
@@ -85,14 +55,19 @@ async fn a_retrying_acquire_gets_its_permit_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unpolled_acquire_gets_its_permit_back_once() {
     let server = server();
-    let (proxy, c, sem, frozen) = set_up(&server, "s94b").await;
+    let (proxy, c, sem, frozen) = crate::one_permit_behind_a_proxy(&server, "s94b").await;
     let mut acquire = Box::pin(sem.acquire(1));
     assert!(poll_once(&mut acquire).await.is_pending());
-    taken_on(&server, "s94b").await;
+    crate::permit_taken(&server, "s94b").await;
+    let before = proxy.accepted();
     lose_replies(&proxy, &frozen);
-    // The attempt's task reads its error and ends while its caller is not polled (the fault's
-    // length, not a wait for a condition).
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The attempt's task reads its error and ends while its caller is not polled: the pool
+    // reconnects once it has seen its connections close.
+    wait_until(Duration::from_secs(3), "the pool to reconnect", || async {
+        proxy.accepted() > before
+    })
+    .await
+    .unwrap();
     bounded(Duration::from_secs(15), "shutdown", c.shutdown()).await;
     assert_eq!(
         crate::get(&server, "s94b").as_deref(),

@@ -17,7 +17,7 @@ use crate::bench::{Bench, Reply};
 use crate::mutants::{mutant, survivors_in};
 use crate::run::{check, Call, Clock, Expected, Model, Scripts};
 use crate::shape::{clobber, ensure_lock, extend, lease, mint, Clobber};
-use crate::world::{Data, Key, Ttl, World, R, TTL_SLACK_MS, V};
+use crate::world::{Data, Key, World, R, TTL_SLACK_MS, V};
 
 const LOCK: &str = "{fl}";
 const COUNTER: &str = "redisson_lock_token:{fl}";
@@ -540,8 +540,8 @@ impl At<'_> {
     /// The owner out of the line, with its handoff record; the line's heartbeats and
     /// sequence go with its last waiter. Whether it was in line.
     fn dequeue(&mut self, owner: &str) -> bool {
-        let removed = zrem(self.w, QUEUE, owner);
-        zrem(self.w, ALIVE, owner);
+        let removed = self.w.zrem(QUEUE, owner);
+        self.w.zrem(ALIVE, owner);
         self.forget_grant(owner);
         if !self.w.exists(QUEUE) {
             self.w.del(ALIVE);
@@ -560,9 +560,9 @@ impl At<'_> {
             .map(|(m, _)| m.clone())
             .collect();
         for d in &dead {
-            zrem(self.w, QUEUE, d);
+            self.w.zrem(QUEUE, d);
             self.w.hdel(HANDOFF, d);
-            zrem(self.w, ALIVE, d);
+            self.w.zrem(ALIVE, d);
         }
         if !dead.is_empty() && !self.w.exists(QUEUE) {
             self.w.del(ALIVE);
@@ -674,9 +674,9 @@ impl At<'_> {
                 if w.ticket > 0 && old != field && !in_line(self, field) && in_line(self, old) {
                     // Takes the retired field's place at once, with its ticket.
                     self.dequeue(old);
-                    zadd(self.w, QUEUE, field, V::int(w.ticket));
+                    self.w.zadd(QUEUE, field, V::int(w.ticket));
                     let deadline = self.after_now(w.heartbeat);
-                    zadd(self.w, ALIVE, field, deadline);
+                    self.w.zadd(ALIVE, field, deadline);
                 }
             }
         }
@@ -761,7 +761,7 @@ impl At<'_> {
                     }
                     V::int(w.ticket)
                 };
-                zadd(self.w, QUEUE, field, ticket.clone());
+                self.w.zadd(QUEUE, field, ticket.clone());
                 match ticket {
                     V::Within(lo, hi) => R::Within(lo, hi),
                     V::Is(_) => R::Int(order(&ticket)),
@@ -769,7 +769,7 @@ impl At<'_> {
             }
         };
         let deadline = self.after_now(w.heartbeat);
-        zadd(self.w, ALIVE, field, deadline);
+        self.w.zadd(ALIVE, field, deadline);
         if w.first_lease > 0 {
             self.w.hset(HANDOFF, field, V::int(w.first_lease));
         }
@@ -834,7 +834,7 @@ impl At<'_> {
             let mut r = 0;
             if zset(self.w, QUEUE).contains_key(field) {
                 let deadline = self.after_now(heartbeat);
-                zadd(self.w, ALIVE, field, deadline);
+                self.w.zadd(ALIVE, field, deadline);
                 self.keep(heartbeat + 1000);
                 r = 1;
             }
@@ -926,13 +926,10 @@ fn hget(w: &World, key: &str, field: &str) -> Option<String> {
 
 /// The sorted set at `key` (empty when missing). The line's keys are never written over.
 fn zset<'a>(w: &'a World, key: &str) -> std::borrow::Cow<'a, BTreeMap<String, V>> {
-    match w.keys.get(key) {
-        None => std::borrow::Cow::Owned(BTreeMap::new()),
-        Some(Key {
-            data: Data::ZSet(z),
-            ..
-        }) => std::borrow::Cow::Borrowed(z),
-        Some(other) => panic!("model bug: {key} is {other:?}"),
+    match w.zset(key) {
+        Ok(Some(z)) => std::borrow::Cow::Borrowed(z),
+        Ok(None) => std::borrow::Cow::Owned(BTreeMap::new()),
+        Err(_) => panic!("model bug: {key} is not a sorted set"),
     }
 }
 
@@ -944,36 +941,6 @@ fn in_order(w: &World, key: &str) -> Vec<String> {
         .collect();
     all.sort();
     all.into_iter().map(|(_, m)| m).collect()
-}
-
-/// ZADD of one member: a new key has no expiry; an existing one keeps its own.
-fn zadd(w: &mut World, key: &str, member: &str, score: V) {
-    let k = w.keys.entry(key.to_owned()).or_insert_with(|| Key {
-        data: Data::ZSet(BTreeMap::new()),
-        ttl: Ttl::Forever,
-    });
-    match &mut k.data {
-        Data::ZSet(z) => {
-            z.insert(member.to_owned(), score);
-        }
-        other => panic!("model bug: ZADD on {other:?}"),
-    }
-}
-
-/// ZREM of one member; the key goes with its last member. Whether it was there.
-fn zrem(w: &mut World, key: &str, member: &str) -> bool {
-    let Some(Key {
-        data: Data::ZSet(z),
-        ..
-    }) = w.keys.get_mut(key)
-    else {
-        return false;
-    };
-    let had = z.remove(member).is_some();
-    if z.is_empty() {
-        w.keys.remove(key);
-    }
-    had
 }
 
 #[test]

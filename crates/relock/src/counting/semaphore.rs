@@ -188,7 +188,10 @@ impl Drop for Abandon {
         // Given up on first, then no longer kept for shutdown: an attempt whose reply is lost
         // meanwhile either sees it given up on (and gives back itself) or is found here.
         let give_back = !self.got && self.request.abandon();
-        self.inner.state::<Unsettled>().settled(&self.request.key);
+        // Only a request that got no reply was ever kept (the common acquire skips the map).
+        if self.request.uncertain() {
+            self.inner.state::<Unsettled>().settled(&self.request.key);
+        }
         if !give_back {
             return;
         }
@@ -441,7 +444,9 @@ impl Semaphore {
                 })?;
             match read_acquire(&reply) {
                 Some(Attempt::Taken) => {
-                    inner.state::<Unsettled>().settled(&request.key);
+                    if request.uncertain() {
+                        inner.state::<Unsettled>().settled(&request.key);
+                    }
                     // Given up on after an earlier copy got no reply: the give-back of the
                     // request (under way) returns these permits, once; the caller is gone or
                     // shutting down. Otherwise nobody can give up on the request any more.
