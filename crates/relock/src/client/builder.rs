@@ -14,7 +14,7 @@ use crate::client::connect::{
 use crate::client::handle::Client;
 use crate::client::refusal::connection_error;
 use crate::client::settings::{
-    deployment, validate_lease, ClusterPubSub, Deployment, Settings, COUNTER_GRACE, MAX_LEASE,
+    deployment, validate_lease, ClusterPubSub, Deployment, KindSetting, Settings, COUNTER_GRACE,
     RENEW_BATCH,
 };
 use crate::client::tls::TlsSettings;
@@ -58,7 +58,7 @@ impl Default for ClientBuilder {
                 watch_holds: true,
                 key_prefix: String::new(),
                 renew_batch: RENEW_BATCH,
-                fair_heartbeat: Duration::from_secs(5),
+                kinds: Default::default(),
                 sync_replicas: None,
                 coalesce: true,
                 reentrancy: Reentrancy::Scoped,
@@ -171,6 +171,12 @@ impl ClientBuilder {
         self
     }
 
+    /// Sets a kind's own setting (each kind's builder methods call this, in its own file).
+    pub(crate) fn kind_setting<T: KindSetting + 'static>(mut self, setting: T) -> Self {
+        self.settings.kinds.set(setting);
+        self
+    }
+
     /// Whether plain-lock acquires and releases that are waiting for a connection are sent
     /// together, in one script call (each runs exactly as it would alone, one after the other;
     /// an operation's error is its own). Under load this saves most of the client's and the
@@ -179,17 +185,6 @@ impl ClientBuilder {
     /// Default: true.
     pub fn coalesce(mut self, on: bool) -> Self {
         self.settings.coalesce = on;
-        self
-    }
-
-    /// How long a fair-lock waiter keeps its place in line without a heartbeat. Each client
-    /// refreshes its waiters every deadline/5, so a waiter whose process died stops holding
-    /// up the line after at most this long. It is also the first lease of a watchdog hold
-    /// that a release hands to a waiter (renewed to the watchdog lease soon after), so a
-    /// waiter that died just before it was handed the lock holds it no longer than this.
-    /// Default: 5 s; at least 100 ms.
-    pub fn fair_heartbeat(mut self, deadline: Duration) -> Self {
-        self.settings.fair_heartbeat = deadline;
         self
     }
 
@@ -403,15 +398,7 @@ impl ClientBuilder {
                 ));
             }
         }
-        if s.fair_heartbeat < Duration::from_millis(100) || s.fair_heartbeat > MAX_LEASE {
-            return Err(Error::invalid(
-                "fair_heartbeat",
-                format!(
-                    "{}: use at least 100 ms (waiters refresh every deadline/5) and at most 30 years",
-                    crate::error::Human(s.fair_heartbeat)
-                ),
-            ));
-        }
+        s.kinds.check()?;
         for (name, d) in [
             ("connect_timeout", s.connect_timeout),
             ("command_timeout", s.command_timeout),

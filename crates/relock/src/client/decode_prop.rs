@@ -8,9 +8,8 @@ use fred::error::{Error as Fred, ErrorKind};
 use fred::types::{Map, Value};
 use proptest::prelude::*;
 
-use crate::client::pubsub::{payload, read_message, Delivery};
+use crate::client::pubsub::payload;
 use crate::error::Error;
-use crate::hold::kind::Wake;
 
 /// A number as a script sends it, or as a broken server might: small ones (every shape's
 /// tags), any other, and the extremes.
@@ -82,18 +81,9 @@ pub(crate) fn is_unexpected(e: &Error) -> bool {
     matches!(e, Error::Redis { source, .. } if *source.kind() == ErrorKind::Protocol)
 }
 
-fn wake() -> impl Strategy<Value = Wake> {
-    prop_oneof![
-        Just(Wake::Release),
-        Just(Wake::ReleaseOrShared),
-        Just(Wake::Count),
-        Just(Wake::Opened),
-    ]
-}
-
 /// What channels carry, and what they should not: numbers of any size and sign, with spaces,
 /// fair waiters' fields with `=` anywhere, any text.
-fn message() -> impl Strategy<Value = String> {
+pub(crate) fn message() -> impl Strategy<Value = String> {
     prop_oneof![
         text(),
         " {0,2}-?[0-9]{1,25} {0,2}",
@@ -115,36 +105,7 @@ fn convert_all(v: &Value) {
 
 proptest! {
     #[test]
-    fn any_message_on_any_channel_wakes_as_its_kind_says(kind in wake(), text in message()) {
-        let read = read_message(kind, &text);
-        match (kind, read) {
-            (Wake::Release | Wake::ReleaseOrShared, Delivery::Shortened) => prop_assert_eq!(text.as_str(), "1"),
-            (Wake::Release | Wake::ReleaseOrShared, Delivery::Named(field, token)) => {
-                prop_assert!(text.contains(':'));
-                match token {
-                    Some(t) => {
-                        let named = format!("{field}={t}");
-                        prop_assert!(t > 0 && text == named);
-                    }
-                    None => prop_assert_eq!(field, text.as_str()),
-                }
-            }
-            (Wake::Release | Wake::ReleaseOrShared, Delivery::One) => {
-                prop_assert!(text != "1" && !text.contains(':'));
-            }
-            (Wake::Count, Delivery::UpTo(n)) => {
-                let sent = text.trim().parse::<i64>();
-                prop_assert_eq!(sent.map(|k| k.max(0) as u64), Ok(n));
-            }
-            (Wake::Count, Delivery::All) => prop_assert!(text.trim().parse::<i64>().is_err()),
-            (Wake::Opened, Delivery::Nobody) => prop_assert_eq!(text.as_str(), "1"),
-            (Wake::Opened, Delivery::All) => prop_assert!(text != "1"),
-            (kind, read) => prop_assert!(false, "{:?} read {:?} as {:?}", kind, text, read),
-        }
-    }
-
-    #[test]
-    fn any_message_value_is_text_or_nothing(kind in wake(), v in value()) {
+    fn any_message_value_is_text_or_nothing(v in value()) {
         let text = payload(&v);
         if let Value::Bytes(b) = &v {
             prop_assert_eq!(text.as_bytes(), std::str::from_utf8(b).map_or(&b""[..], str::as_bytes));
@@ -152,7 +113,6 @@ proptest! {
         if matches!(v, Value::Array(_) | Value::Map(_) | Value::Null) {
             prop_assert_eq!(text.as_ref(), "");
         }
-        let _ = read_message(kind, &text);
     }
 
     #[test]
@@ -244,17 +204,7 @@ fn a_huge_batch_reply_is_read_once() {
 }
 
 #[test]
-fn a_non_utf8_message_is_empty_and_wakes_one_lock_waiter() {
+fn a_non_utf8_message_is_empty() {
     let v = Value::Bytes(vec![0xff, 0xfe, b':'].into());
     assert_eq!(payload(&v), "");
-    assert_eq!(read_message(Wake::Release, &payload(&v)), Delivery::One);
-    assert_eq!(read_message(Wake::Count, "-5"), Delivery::UpTo(0));
-    assert_eq!(
-        read_message(Wake::Count, " 99999999999999999999 "),
-        Delivery::All
-    );
-    assert_eq!(
-        read_message(Wake::Release, "c:1=7"),
-        Delivery::Named("c:1", Some(7))
-    );
 }

@@ -27,7 +27,7 @@ use fred::interfaces::HashesInterface;
 
 use crate::client::pubsub::PubSub;
 use crate::hold::holds::Hold;
-use crate::hold::kind::Wake;
+use crate::hold::wake::Format;
 
 /// How long a hold lives before its watch subscribes. With the check made once subscribed,
 /// `lost()` still fires within this plus a few round trips of a force-unlock.
@@ -142,7 +142,7 @@ fn start(
 /// permit: `leases`).
 pub(crate) trait Watched: Send + Sync + 'static {
     /// The channel where its deletion is announced, and how that channel's messages read.
-    fn channel(&self) -> (&str, Wake);
+    fn channel(&self) -> (&str, Format);
     /// Resolves once it is released, lost or past its deadline: the watch ends.
     fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_;
     /// Whether it is still on the server (one read).
@@ -157,7 +157,7 @@ pub(crate) trait Watched: Send + Sync + 'static {
 pub(crate) type FredResult<T> = Result<T, fred::error::Error>;
 
 impl Watched for Hold {
-    fn channel(&self) -> (&str, Wake) {
+    fn channel(&self) -> (&str, Format) {
         (&self.keys.channel, self.keys.kind.wake())
     }
     fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
@@ -218,7 +218,7 @@ pub(crate) fn spawn_watch<W: Watched>(
             let Some(ps) = pubsub.upgrade() else { return };
             let (channel, kind) = watched.channel();
             let channel = channel.to_string();
-            let subscribe = Box::pin(async move { ps.subscribe_as(&channel, kind).await });
+            let subscribe = Box::pin(async move { ps.subscribe(&channel, kind).await });
             tokio::select! {
                 s = subscribe => if let Ok(s) = s { break s },
                 _ = watched.ended() => return,

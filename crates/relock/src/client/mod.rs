@@ -9,7 +9,8 @@
 //! - `scripts`: `scripts!` (each module declares its own scripts once), the lock layout's
 //!   common scripts, EVALSHA with NOSCRIPT fallback;
 //!   `in_flight`: the calls a node has been sent and not answered.
-//! - `pubsub`: one subscriber per client, refcounted subscriptions, the dispatcher;
+//! - `pubsub`: one subscriber per client, refcounted subscriptions, the dispatcher (which
+//!   hands each message to the format the subscribing kind gave, and knows none itself);
 //!   `pubsub_health`: re-subscribing after a reconnect or a cluster topology change, and the
 //!   keep-alive.
 //! - `batch`: coalescing of plain acquires and releases into one script call.

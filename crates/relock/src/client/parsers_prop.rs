@@ -1,11 +1,11 @@
 //! Property tests of what a user or a server can feed relock's parsers: URLs (credentials
-//! must never come back out), lock names and hash tags, channel messages, `CLIENT LIST`
+//! must never come back out), lock names and hash tags, `CLIENT LIST`
 //! replies, durations in messages and guarded batches. No input may panic; each property
 //! states what a result promises.
 
 use proptest::prelude::*;
 
-use crate::client::{identity, pubsub, redact};
+use crate::client::{identity, redact};
 
 /// A password with a marker no generated host, user or query carries (they are lowercase).
 fn password() -> impl Strategy<Value = String> {
@@ -82,18 +82,6 @@ proptest! {
                 let typed = matches!(e, crate::Error::InvalidArgument { .. });
                 prop_assert!(typed, "{:?}", e);
             }
-        }
-    }
-
-    #[test]
-    fn a_channel_message_names_a_grant_only_with_a_positive_token(payload in ".{0,60}") {
-        let (field, token) = pubsub::parse_named(&payload);
-        match token {
-            Some(t) => {
-                prop_assert!(t > 0);
-                prop_assert_eq!(format!("{field}={t}"), payload.clone());
-            }
-            None => prop_assert_eq!(field, payload.as_str()),
         }
     }
 

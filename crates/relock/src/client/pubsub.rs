@@ -1,20 +1,16 @@
 //! The waiter dispatcher: one subscriber connection per client, one refcounted subscription
 //! per lock channel, and a task that turns release messages into wake-ups.
 //!
-//! A plain lock's release message (`0`) wakes one local waiter (`Notify::notify_one`, which
-//! keeps the wake-up for the next waiter if nobody is waiting yet, and passes it on if the
-//! woken waiter was dropped). A fair lock's message names the one waiter it is for (its owner
-//! field, which contains a `:`); only that waiter is woken, and only by the client it is on.
-//! Pub/sub is at-most-once, so waiters also bound every sleep by the holder's TTL; and on a
-//! reconnect or a lagging receiver every waiter is woken to retry.
-//!
-//! Other synchronizers' channels carry other messages, so each channel has a [`Wake`],
-//! chosen by its first subscriber: a semaphore's message is the new number of available
-//! permits `k` and wakes up to `k` local waiters; a latch's `0` (opened) wakes all of them and
-//! its `1` (count set) none.
+//! The dispatcher knows no message format: each kind passes its [`Format`] when it
+//! subscribes, the channel's first local subscriber makes the format's state ([`Waking`]),
+//! and every message on the channel goes to that state, which wakes the channel's waiters
+//! ([`Waiters`]: one, all, up to `n`) or waiters it keeps itself. A wake-up given to nobody is
+//! kept for the next waiter (`Notify::notify_one`), and passed on if the woken waiter was
+//! dropped. Pub/sub is at-most-once, so waiters also bound every sleep by the holder's TTL;
+//! and on a reconnect or a lagging receiver every waiter is woken to retry.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,7 +18,7 @@ use fred::clients::SubscriberClient;
 use fred::interfaces::{EventInterface, PubsubInterface};
 use tokio::sync::{broadcast::error::RecvError, watch, Mutex as AsyncMutex, Notify};
 
-use crate::hold::kind::Wake;
+use crate::hold::wake::{Format, Waiters, Waking};
 
 /// Shared state of the dispatcher.
 #[derive(Debug)]
@@ -43,7 +39,9 @@ pub(crate) struct PubSub {
 
 #[derive(Debug)]
 pub(crate) struct Channel {
-    kind: Wake,
+    /// How its messages read, made by its first local subscriber's format.
+    waking: Arc<dyn Waking>,
+    format: Format,
     notify: Notify,
     /// Holders of the lock (`hold_watch`): every message wakes all of them, apart from the
     /// waiters' `notify`, so that a holder never takes a waiter's wake-up.
@@ -55,16 +53,7 @@ pub(crate) struct Channel {
     refs: Mutex<usize>,
     /// Serialises SUBSCRIBE/UNSUBSCRIBE for this channel, and says how far it got.
     pub(crate) subscribed: AsyncMutex<SubState>,
-    /// Fair-lock waiters by owner field.
-    named: Mutex<HashMap<String, NamedWaiter>>,
-    /// Semaphore messages received so far: a waiter passes a wake-up on at most once per
-    /// message (see [`Subscription::pass_on`]).
-    messages: std::sync::atomic::AtomicU64,
 }
-
-/// A fair-lock waiter registered under its owner field: (its wake-up, where a handoff's token
-/// goes, how many registrations).
-type NamedWaiter = (Arc<Notify>, Arc<AtomicU64>, usize);
 
 /// How far a channel's subscription got on the server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,25 +66,6 @@ pub(crate) enum SubState {
     Sent,
     /// The server has processed the SUBSCRIBE: releases published from then on reach us.
     Confirmed,
-}
-
-/// A fair waiter's registration for messages that name it; undone on drop.
-#[derive(Debug)]
-pub(crate) struct Named {
-    channel: Arc<Channel>,
-    field: String,
-}
-
-impl Drop for Named {
-    fn drop(&mut self) {
-        let mut named = self.channel.named.lock().unwrap();
-        if let Some((_, _, n)) = named.get_mut(&self.field) {
-            *n -= 1;
-            if *n == 0 {
-                named.remove(&self.field);
-            }
-        }
-    }
 }
 
 /// One waiter's use of a channel. Dropping it releases the subscription (in the background when
@@ -216,13 +186,13 @@ impl PubSub {
             if holders {
                 c.holders.notify_waiters();
             }
-            for (n, _, _) in c.named.lock().unwrap().values() {
-                n.notify_one();
-            }
+            c.waking.wake_all();
         }
     }
 
-    /// Registers a waiter on `name` and makes sure the channel is subscribed.
+    /// Registers a waiter on `name`, whose messages read as `format` says, and makes sure
+    /// the channel is subscribed. The format is fixed by the channel's first local user (the
+    /// kinds' channel names never collide: each has its own prefix).
     ///
     /// # Cancel safety
     /// If dropped mid-way the registration is undone by the returned guard's drop; a SUBSCRIBE
@@ -230,20 +200,7 @@ impl PubSub {
     pub(crate) async fn subscribe(
         self: &Arc<Self>,
         name: &str,
-    ) -> Result<Subscription, fred::error::Error> {
-        self.subscribe_as(name, Wake::Release).await
-    }
-
-    /// [`subscribe`](Self::subscribe) to a channel whose messages mean what `kind` says. The
-    /// kind is fixed by the channel's first local user (the kinds' channel names never
-    /// collide: each has its own prefix).
-    ///
-    /// # Cancel safety
-    /// As [`subscribe`](Self::subscribe).
-    pub(crate) async fn subscribe_as(
-        self: &Arc<Self>,
-        name: &str,
-        kind: Wake,
+        format: Format,
     ) -> Result<Subscription, fred::error::Error> {
         let channel = {
             let mut map = self.channels.lock().unwrap();
@@ -251,18 +208,17 @@ impl PubSub {
                 .entry(name.to_string())
                 .or_insert_with(|| {
                     Arc::new(Channel {
-                        kind,
+                        waking: format.make(),
+                        format,
                         notify: Notify::new(),
                         holders: Notify::new(),
                         held_until: Mutex::new(None),
                         refs: Mutex::new(0),
                         subscribed: AsyncMutex::new(SubState::None),
-                        named: Mutex::new(HashMap::new()),
-                        messages: std::sync::atomic::AtomicU64::new(0),
                     })
                 })
                 .clone();
-            debug_assert_eq!(c.kind, kind, "channel `{name}` used by two kinds");
+            debug_assert_eq!(c.format, format, "channel `{name}` used by two formats");
             *c.refs.lock().unwrap() += 1;
             crate::hold::meter::subscriptions(map.len());
             c
@@ -355,92 +311,40 @@ impl PubSub {
 }
 
 impl Channel {
-    /// Routes one message as its channel's kind says.
+    /// Routes one message as its channel's format says; every holder looks again.
     fn deliver(&self, payload: &str) {
         self.holders.notify_waiters();
-        if self.kind == Wake::Count {
-            self.messages
-                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        }
-        match read_message(self.kind, payload) {
-            Delivery::Shortened => {
-                *self.held_until.lock().unwrap() = None;
-                crate::hold::meter::wakeup();
-                self.notify.notify_waiters();
-            }
-            Delivery::One => {
-                *self.held_until.lock().unwrap() = None;
-                crate::hold::meter::wakeup();
-                crate::hold::meter::step("deliver");
-                self.notify.notify_one();
-            }
-            Delivery::Named(field, token) => {
-                // For one fair waiter, on whichever client it is: wake it if it is ours. A
-                // handoff also tells it that it holds the lock, with its token.
-                if let Some((n, granted, _)) = self.named.lock().unwrap().get(field) {
-                    if let Some(token) = token {
-                        granted.store(token, std::sync::atomic::Ordering::SeqCst);
-                    }
-                    crate::hold::meter::wakeup();
-                    crate::hold::meter::step("deliver");
-                    n.notify_one();
-                }
-            }
-            Delivery::UpTo(available) => {
-                // As many local waiters as could take one, and no more (a waiter that wants
-                // several and finds too few parks again).
-                let users = *self.refs.lock().unwrap() as u64;
-                for _ in 0..available.min(users) {
-                    crate::hold::meter::wakeup();
-                    self.notify.notify_one();
-                }
-            }
-            Delivery::All => {
-                crate::hold::meter::wakeup();
-                self.notify.notify_waiters();
-            }
-            Delivery::Nobody => {}
-        }
+        self.waking.deliver(payload, self);
     }
 }
 
-/// What one message on a channel asks of the client's waiters there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Delivery<'a> {
-    /// A lock was released: one waiter, and the holder's lease is over.
-    One,
-    /// A lock's lease is now shorter than waiters read (a job's kept lock): every waiter
-    /// looks again, as Redisson's waiters do on `1`.
-    Shortened,
-    /// A fair lock's message for the waiter with this field only; with a token if a release
-    /// handed it the lock.
-    Named(&'a str, Option<u64>),
-    /// Permits are available: up to this many waiters.
-    UpTo(u64),
-    /// Every waiter (a latch opened; a semaphore message that is not a number, which neither
-    /// relock nor Redisson sends).
-    All,
-    /// Nobody (a latch's count was set: nobody can pass yet).
-    Nobody,
-}
+impl Waiters for Channel {
+    fn one(&self) {
+        *self.held_until.lock().unwrap() = None;
+        crate::hold::meter::wakeup();
+        crate::hold::meter::step("deliver");
+        self.notify.notify_one();
+    }
 
-/// Reads a message on a channel whose messages mean what `kind` says: any text is some
-/// delivery (at most every waiter).
-pub(crate) fn read_message(kind: Wake, payload: &str) -> Delivery<'_> {
-    match kind {
-        Wake::Release | Wake::ReleaseOrShared if payload == "1" => Delivery::Shortened,
-        Wake::Release | Wake::ReleaseOrShared if payload.contains(':') => {
-            let (field, token) = parse_named(payload);
-            Delivery::Named(field, token)
+    fn all(&self, released: bool) {
+        if released {
+            *self.held_until.lock().unwrap() = None;
         }
-        Wake::Release | Wake::ReleaseOrShared => Delivery::One,
-        // The new count of available permits.
-        Wake::Count => match payload.trim().parse::<i64>() {
-            Ok(available) => Delivery::UpTo(available.max(0) as u64),
-            Err(_) => Delivery::All,
-        },
-        Wake::Opened if payload == "1" => Delivery::Nobody,
-        Wake::Opened => Delivery::All,
+        crate::hold::meter::wakeup();
+        self.notify.notify_waiters();
+    }
+
+    fn up_to(&self, n: u64) {
+        let users = *self.refs.lock().unwrap() as u64;
+        for _ in 0..n.min(users) {
+            crate::hold::meter::wakeup();
+            self.notify.notify_one();
+        }
+    }
+
+    fn woke_own(&self) {
+        crate::hold::meter::wakeup();
+        crate::hold::meter::step("deliver");
     }
 }
 
@@ -462,38 +366,22 @@ impl Subscription {
         self.pubsub.is_connected()
     }
 
-    /// Routes messages that name `field` (a fair waiter's owner field) to `wake`; the token
-    /// of a handoff message goes to `granted`.
-    pub(crate) fn name_waiter(
-        &self,
-        field: &str,
-        wake: Arc<Notify>,
-        granted: Arc<AtomicU64>,
-    ) -> Named {
-        let mut named = self.channel.named.lock().unwrap();
-        named
-            .entry(field.to_string())
-            .or_insert((wake, granted, 0))
-            .2 += 1;
-        Named {
-            channel: self.channel.clone(),
-            field: field.to_string(),
-        }
+    /// The channel's state for its format, if its format's state is a `T` (the kind that
+    /// subscribed reaches its own per-channel state so).
+    pub(crate) fn waking<T: Waking + 'static>(&self) -> Option<&T> {
+        (*self.channel.waking).as_any().downcast_ref::<T>()
     }
 
-    /// A semaphore waiter woken for permits that were too few for it: passes the wake-up on
-    /// to the next local waiter (who may want fewer), at most once per message received, so
-    /// that waiters who all want more than there is cannot hand it round for ever.
-    /// `passed` is the waiter's own record of the last message it passed on.
-    pub(crate) fn pass_on(&self, passed: &mut u64) {
-        let seen = self
-            .channel
-            .messages
-            .load(std::sync::atomic::Ordering::SeqCst);
-        if seen != *passed {
-            *passed = seen;
-            self.channel.notify.notify_one();
-        }
+    /// The channel's state, shared: for a registration that must outlive a borrow of the
+    /// subscription (undone on its own drop).
+    pub(crate) fn waking_shared(&self) -> Arc<dyn Waking> {
+        self.channel.waking.clone()
+    }
+
+    /// Wakes the next local waiter on the channel (or keeps the wake-up for the next to wait):
+    /// a waiter woken for what it could not use passes it on so.
+    pub(crate) fn wake_next(&self) {
+        self.channel.notify.notify_one();
     }
 
     /// A future that completes on the next wake-up for this channel.
@@ -534,50 +422,8 @@ impl Drop for Subscription {
     }
 }
 
-/// A fair lock's message: `<field>` (come and take it) or `<field>=<token>` (a release handed
-/// you the lock; this is its token). A field is `<client_id>:<n>`, so it never ends in
-/// `=<digits>` itself.
-pub(crate) fn parse_named(payload: &str) -> (&str, Option<u64>) {
-    match payload.rsplit_once('=') {
-        // Only a token as the scripts write it (digits, no leading zero or sign): the text
-        // then names exactly one token.
-        Some((field, token)) => match token.parse::<u64>() {
-            Ok(t)
-                if t > 0
-                    && token.bytes().all(|b| b.is_ascii_digit())
-                    && !token.starts_with('0') =>
-            {
-                (field, Some(t))
-            }
-            _ => (payload, None),
-        },
-        None => (payload, None),
-    }
-}
-
 /// The channel a waiter subscribes to for `channel`'s releases: `channel` itself, unless a
 /// chaos mutant (`relock::mutant`) breaks that.
 pub(crate) fn mutated_channel(channel: &str) -> std::borrow::Cow<'_, str> {
     crate::seam::channel(channel)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_named;
-
-    #[test]
-    fn a_handoff_message_carries_a_token_and_a_plain_one_does_not() {
-        assert_eq!(
-            parse_named("c1:42=1795436615140171"),
-            ("c1:42", Some(1795436615140171))
-        );
-        assert_eq!(parse_named("0:0=01"), ("0:0=01", None));
-        assert_eq!(parse_named("c1:42=+7"), ("c1:42=+7", None));
-        assert_eq!(parse_named("c1:42"), ("c1:42", None));
-        // A client id with '=' in it: a field ends in ":<n>", never in "=<digits>".
-        assert_eq!(parse_named("a=b:7"), ("a=b:7", None));
-        assert_eq!(parse_named("a=b:7=99"), ("a=b:7", Some(99)));
-        assert_eq!(parse_named("c1:42=x"), ("c1:42=x", None));
-        assert_eq!(parse_named("c1:42=0"), ("c1:42=0", None));
-    }
 }

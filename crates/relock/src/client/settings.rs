@@ -1,9 +1,12 @@
 //! The settings every lock of a one-server client shares (`Settings`, built by
 //! `ClientBuilder`), the limits they are checked against, and how a URL names a deployment.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::tls::TlsSettings;
+use crate::error::Result;
+use crate::hold::any::AsAny;
 use crate::hold::reentry::Reentrancy;
 
 pub(crate) use crate::hold::acquire::{validate_lease, MAX_LEASE};
@@ -36,7 +39,8 @@ pub(crate) struct Settings {
     pub(crate) watch_holds: bool,
     pub(crate) key_prefix: String,
     pub(crate) renew_batch: usize,
-    pub(crate) fair_heartbeat: Duration,
+    /// What the kinds add (each set by a builder method in the kind's own file).
+    pub(crate) kinds: KindSettings,
     pub(crate) sync_replicas: Option<(u32, Duration)>,
     pub(crate) coalesce: bool,
     pub(crate) reentrancy: Reentrancy,
@@ -81,13 +85,56 @@ impl std::fmt::Debug for Settings {
             .field("connect_timeout", &self.connect_timeout)
             .field("command_timeout", &self.command_timeout)
             .field("connections", &self.connections)
-            .field("fair_heartbeat", &self.fair_heartbeat)
+            .field("kinds", &self.kinds)
             .field("sync_replicas", &self.sync_replicas)
             .field("coalesce", &self.coalesce)
             .field("reentrancy", &self.reentrancy)
             .field("tls", &self.tls)
             .field("cluster_pubsub", &self.cluster_pubsub)
             .finish_non_exhaustive()
+    }
+}
+
+/// A setting that a kind adds to its client's: set by a builder method in the kind's own file
+/// (an `impl ClientBuilder` block there), checked when the client is built, read by the kind
+/// with [`Settings::kind`]. The client names no kind's setting.
+pub(crate) trait KindSetting: AsAny + std::fmt::Debug + Send + Sync {
+    /// Whether it is usable: an error names the builder method and how to fix the value.
+    fn check(&self) -> Result<()>;
+}
+
+/// The kinds' settings of one client, at most one of each type; a kind that set none reads
+/// its default.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct KindSettings(Vec<Arc<dyn KindSetting>>);
+
+impl KindSettings {
+    /// Sets `setting`, in place of one of its type set before.
+    pub(crate) fn set<T: KindSetting + 'static>(&mut self, setting: T) {
+        self.0
+            .retain(|s| (**s).as_any().downcast_ref::<T>().is_none());
+        self.0.push(Arc::new(setting));
+    }
+
+    /// The setting of type `T`, or its default.
+    pub(crate) fn get<T: KindSetting + Default + Clone + 'static>(&self) -> T {
+        self.0
+            .iter()
+            .find_map(|s| (**s).as_any().downcast_ref::<T>())
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Checks every setting made.
+    pub(crate) fn check(&self) -> Result<()> {
+        self.0.iter().try_for_each(|s| s.check())
+    }
+}
+
+impl Settings {
+    /// A kind's setting: as set on the builder, or its default.
+    pub(crate) fn kind<T: KindSetting + Default + Clone + 'static>(&self) -> T {
+        self.kinds.get()
     }
 }
 

@@ -20,10 +20,11 @@ use tokio::time::Instant;
 
 use crate::client::handle::{Client, Inner, KindState, Round};
 use crate::error::{Error, Result};
+use crate::exclusive::channel::LOCK_CHANNEL;
 use crate::exclusive::lock::Lock;
 use crate::hold::backend::BoxFuture;
 use crate::hold::guard::LockGuard;
-use crate::hold::kind::Wake;
+use crate::hold::wake::{Format, Waiters, Waking};
 
 crate::client::scripts::scripts! {
     /// A leader states its value (at the start of its term, or a proclaim).
@@ -34,6 +35,20 @@ crate::client::scripts::scripts! {
     ELECTION_RESIGN = writes "election_resign.lua" [];
     /// The current leader.
     ELECTION_LEADER = read_only "election_leader.lua" [];
+}
+
+/// The election's channel format: every message (a leader elected or resigned, a value
+/// proclaimed) wakes every observer, which reads the record again.
+static ELECTION_CHANNEL: Format = Format::new("election", || Arc::new(ElectionChannel));
+
+/// An election's channel: no state.
+#[derive(Debug)]
+struct ElectionChannel;
+
+impl Waking for ElectionChannel {
+    fn deliver(&self, _: &str, waiters: &dyn Waiters) {
+        waiters.all(false);
+    }
 }
 
 /// An election: clients campaign to lead, one leads at a time, each leadership has a term (a
@@ -323,10 +338,13 @@ impl Election {
             let pubsub = &self.inner.pubsub;
             let err = |e| self.inner.error("observe", self.lock.name(), e);
             let own = pubsub
-                .subscribe_as(&self.channel, Wake::Opened)
+                .subscribe(&self.channel, ELECTION_CHANNEL)
                 .await
                 .map_err(err)?;
-            let lock = pubsub.subscribe(&lock_channel).await.map_err(err)?;
+            let lock = pubsub
+                .subscribe(&lock_channel, LOCK_CHANNEL)
+                .await
+                .map_err(err)?;
             Ok::<_, Error>((own, lock))
         };
         let (sub, lock_sub) = match subscribe.await {

@@ -18,8 +18,9 @@ use tokio::time::Instant;
 
 use crate::client::handle::Inner;
 use crate::client::scripts::Script;
+use crate::counting::channel::pass_on;
 use crate::error::{Error, Result};
-use crate::hold::kind::Wake;
+use crate::hold::wake::Format;
 
 /// The most permits one call may take, release or set, and the most a semaphore may hold:
 /// the scripts compare counts as Lua numbers, which are exact only up to 2^53.
@@ -384,7 +385,7 @@ pub(crate) enum Check {
 pub(crate) async fn wait_until<Fut>(
     inner: &Inner,
     channel: &str,
-    kind: Wake,
+    kind: Format,
     wait: Option<Duration>,
     mut check: impl FnMut(bool) -> Fut,
 ) -> Result<bool>
@@ -406,7 +407,7 @@ where
     // wakes us (Redisson #1763).
     // A subscription cut off with its connection is a transient error like any other.
     let sub = loop {
-        let subscribe = inner.pubsub.subscribe_as(channel, kind);
+        let subscribe = inner.pubsub.subscribe(channel, kind);
         let r = match deadline {
             Some(d) => match tokio::time::timeout_at(d, subscribe).await {
                 Ok(r) => r,
@@ -439,7 +440,7 @@ where
             Ok(Check::NotYet) => errors.ok(),
             Ok(Check::PassOn) => {
                 errors.ok();
-                sub.pass_on(&mut passed);
+                pass_on(&sub, &mut passed);
             }
             Ok(Check::Within(frees)) => {
                 errors.ok();

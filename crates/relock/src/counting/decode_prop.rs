@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use proptest::prelude::*;
 
-use crate::client::decode_prop::{number, numbers, text};
+use crate::client::decode_prop::{message, number, numbers, text};
+use crate::counting::channel::{read_count, read_opened, Count};
 use crate::counting::{common, permits, semaphore, semaphore_permits};
 
 /// A reply of two integers, the counting scripts' shape, tagged 0 to 2 or any number.
@@ -19,6 +20,18 @@ fn pair() -> impl Strategy<Value = Vec<i64>> {
 }
 
 proptest! {
+    #[test]
+    fn any_message_on_a_counting_channel_wakes_as_its_format_says(text in message()) {
+        match read_count(&text) {
+            Count::Available(n) => {
+                let sent = text.trim().parse::<i64>();
+                prop_assert_eq!(sent.map(|k| k.max(0) as u64), Ok(n));
+            }
+            Count::Unreadable => prop_assert!(text.trim().parse::<i64>().is_err()),
+        }
+        prop_assert_eq!(read_opened(&text), text != "1");
+    }
+
     #[test]
     fn any_semaphore_acquire_reply_is_taken_too_few_or_unexpected(reply in pair()) {
         match (semaphore::read_acquire(&reply), reply.as_slice()) {

@@ -5,10 +5,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::handle::{Client, Inner};
+use crate::counting::channel::LATCH_CHANNEL;
 use crate::counting::common::{validate_count, wait_until, Check, Names};
 use crate::error::{Error, Result};
 use crate::hold::keys::validate_name;
-use crate::hold::kind::Wake;
 
 crate::client::scripts::scripts! {
     /// Count-down latch: set the count if the latch has none.
@@ -302,7 +302,7 @@ impl CountDownLatch {
                 Check::NotYet
             })
         };
-        wait_until(&self.inner, &names.channel, Wake::Opened, wait, check).await
+        wait_until(&self.inner, &names.channel, LATCH_CHANNEL, wait, check).await
     }
 
     /// Deletes the latch (it is then open: count 0) and wakes its waiters. Returns whether

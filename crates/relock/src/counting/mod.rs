@@ -10,10 +10,13 @@
 //!   (release, renewal) and the permits a client's guards hold (`Leases`, their per-client
 //!   state, with its shutdown step: give them back).
 //! - `latch`: [`CountDownLatch`](crate::CountDownLatch) (`RCountDownLatch`).
-//! - `common`: what they share: count arguments and replies, request ids, one wait.
+//! - `common`: what they share: count arguments and replies, request ids, one wait;
+//!   `channel`: their channels' message formats (a count wakes up to that many waiters, and
+//!   is passed on at most once per message; a latch's opening wakes all).
 //!
 //! It uses the client and hold rooms; nothing below uses it.
 
+pub(crate) mod channel;
 pub(crate) mod common;
 #[cfg(test)]
 mod decode_prop;

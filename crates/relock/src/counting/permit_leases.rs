@@ -8,7 +8,7 @@ use dashmap::DashMap;
 use tokio::time::Instant;
 
 use crate::client::hold_watch::{FredResult, Watched};
-use crate::hold::kind::Wake;
+use crate::counting::channel::COUNT_CHANNEL;
 use crate::hold::lease::Lease;
 
 crate::client::scripts::scripts! {
@@ -155,8 +155,8 @@ pub(crate) async fn release(
 /// its id is still among the semaphore's timeouts. Each release on the channel costs one
 /// `ZSCORE` per watched local permit of that semaphore.
 impl Watched for Permit {
-    fn channel(&self) -> (&str, Wake) {
-        (&self.keys.channel, Wake::Count)
+    fn channel(&self) -> (&str, crate::hold::wake::Format) {
+        (&self.keys.channel, COUNT_CHANNEL)
     }
     fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
         self.lease.ended()

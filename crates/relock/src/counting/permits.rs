@@ -9,13 +9,13 @@ use tokio::time::Instant;
 
 use crate::client::handle::{Client, Inner};
 use crate::client::settings::validate_lease;
+use crate::counting::channel::COUNT_CHANNEL;
 use crate::counting::common::{unexpected, validate_count, wait_until, Check, Names, MAX_COUNT};
 use crate::counting::permit_guard::{release_retrying, retry_give_back, PermitGuard};
 use crate::counting::permit_leases::{Leases, Permit, PermitKeys};
 use crate::counting::semaphore_permits::read_add;
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, suffixed, validate_name};
-use crate::hold::kind::Wake;
 
 /// A semaphore whose permits each have an id and a lease, shared by every process on the same
 /// Redis, wire-compatible with Redisson's `RPermitExpirableSemaphore`.
@@ -273,7 +273,7 @@ impl PermitSemaphore {
         };
         let granted = Mutex::new(None);
         let check = |woken: bool| self.check(&names, &keys, lease, renewed, woken, &granted);
-        let got = wait_until(&self.inner, &names.channel, Wake::Count, wait, check).await?;
+        let got = wait_until(&self.inner, &names.channel, COUNT_CHANNEL, wait, check).await?;
         let guard = granted.into_inner().unwrap_or_else(|e| e.into_inner());
         debug_assert_eq!(got, guard.is_some());
         Ok(guard)

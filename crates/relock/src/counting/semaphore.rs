@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::handle::{Client, Inner};
+use crate::counting::channel::COUNT_CHANNEL;
 use crate::counting::common::{
     unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT,
 };
@@ -14,7 +15,6 @@ use crate::counting::semaphore_request::{
 };
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
-use crate::hold::kind::Wake;
 
 crate::client::scripts::scripts! {
     /// Semaphore: create it with n permits if it does not exist.
@@ -376,7 +376,7 @@ impl Semaphore {
             got: false,
         };
         let check = |woken: bool| self.check(&names, &request, n, woken);
-        let r = wait_until(&self.inner, &names.channel, Wake::Count, wait, check).await;
+        let r = wait_until(&self.inner, &names.channel, COUNT_CHANNEL, wait, check).await;
         // Forgotten at once only if no attempt's outcome was unknown: an attempt that timed
         // out may still be on its way, and must find the key (it expires by itself).
         if matches!(r, Ok(true)) && !request.uncertain() {

@@ -74,8 +74,8 @@ pub(crate) trait AcquireCall: Clone + Send + Sync + 'static {
         true
     }
     /// How the messages on the lock's channel read.
-    fn wake(&self) -> crate::hold::kind::Wake {
-        crate::hold::kind::Wake::Release
+    fn wake(&self) -> crate::hold::wake::Format {
+        crate::exclusive::channel::LOCK_CHANNEL
     }
 }
 

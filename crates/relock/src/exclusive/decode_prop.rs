@@ -4,8 +4,9 @@
 
 use proptest::prelude::*;
 
-use crate::client::decode_prop::{number, numbers};
+use crate::client::decode_prop::{message, number, numbers};
 use crate::exclusive::attempt::{read_reply, Reply};
+use crate::exclusive::channel::{read as read_message, Message};
 use crate::exclusive::fair::{beat, ticket_in_line};
 
 /// The shapes the acquire scripts send: `[1, token]`, `[3, token, pttl]` (a token is always
@@ -42,6 +43,36 @@ fn any_reply() -> impl Strategy<Value = Vec<i64>> {
 }
 
 proptest! {
+    #[test]
+    fn a_channel_message_names_a_grant_only_with_a_positive_token(payload in ".{0,60}") {
+        let (field, token) = crate::exclusive::channel::parse_named(&payload);
+        match token {
+            Some(t) => {
+                prop_assert!(t > 0);
+                prop_assert_eq!(format!("{field}={t}"), payload.clone());
+            }
+            None => prop_assert_eq!(field, payload.as_str()),
+        }
+    }
+
+    #[test]
+    fn any_message_on_a_locks_channel_wakes_as_the_format_says(text in message()) {
+        match read_message(&text) {
+            Message::Shortened => prop_assert_eq!(text.as_str(), "1"),
+            Message::Named(field, token) => {
+                prop_assert!(text.contains(':'));
+                match token {
+                    Some(t) => {
+                        let named = format!("{field}={t}");
+                        prop_assert!(t > 0 && text == named);
+                    }
+                    None => prop_assert_eq!(field, text.as_str()),
+                }
+            }
+            Message::Released => prop_assert!(text != "1" && !text.contains(':')),
+        }
+    }
+
     #[test]
     fn any_acquire_reply_is_read_as_the_grammar_says(reply in any_reply()) {
         let read = read_reply(&reply);

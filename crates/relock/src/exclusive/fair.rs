@@ -20,16 +20,68 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tracing::Instrument;
 
+use crate::client::builder::ClientBuilder;
 use crate::client::handle::{Client, Inner, KindState, Round};
 use crate::client::scripts;
-use crate::error::Result;
+use crate::client::settings::{KindSetting, MAX_LEASE};
+use crate::error::{Error, Result};
 use crate::exclusive::attempt::{attempt, AcquireCall, Attempt, Fresh, NO_TTL_RECHECK};
+use crate::exclusive::channel::LOCK_CHANNEL;
 use crate::exclusive::fair_line::{Line, QueueEntry, QueueKeys};
 use crate::exclusive::wait::{self, Start};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall, Wake};
+use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall};
 use crate::hold::reentry;
+use crate::hold::wake::Format;
+
+/// The fair lock's own client setting ([`ClientBuilder::fair_heartbeat`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct FairSettings {
+    heartbeat: Duration,
+}
+
+impl Default for FairSettings {
+    fn default() -> Self {
+        FairSettings {
+            heartbeat: Duration::from_secs(5),
+        }
+    }
+}
+
+impl KindSetting for FairSettings {
+    fn check(&self) -> Result<()> {
+        if self.heartbeat < Duration::from_millis(100) || self.heartbeat > MAX_LEASE {
+            return Err(Error::invalid(
+                "fair_heartbeat",
+                format!(
+                    "{}: use at least 100 ms (waiters refresh every deadline/5) and at most 30 years",
+                    crate::error::Human(self.heartbeat)
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl ClientBuilder {
+    /// How long a fair-lock waiter keeps its place in line without a heartbeat. Each client
+    /// refreshes its waiters every deadline/5, so a waiter whose process died stops holding
+    /// up the line after at most this long. It is also the first lease of a watchdog hold
+    /// that a release hands to a waiter (renewed to the watchdog lease soon after), so a
+    /// waiter that died just before it was handed the lock holds it no longer than this.
+    /// Default: 5 s; at least 100 ms.
+    pub fn fair_heartbeat(self, deadline: Duration) -> Self {
+        self.kind_setting(FairSettings {
+            heartbeat: deadline,
+        })
+    }
+}
+
+/// The client's fair heartbeat deadline.
+pub(crate) fn heartbeat(inner: &Inner) -> Duration {
+    inner.settings.kind::<FairSettings>().heartbeat
+}
 
 /// The fair lock's holds: fields of the lock's hash like a plain lock's (renewed with them),
 /// released by `fair_release.lua`, which hands the lock to the first in line.
@@ -69,8 +121,8 @@ impl HoldKind for Fair {
         crate::exclusive::hash_hold::renew(batch, lease_ms)
     }
 
-    fn wake(&self) -> Wake {
-        Wake::Release
+    fn wake(&self) -> Format {
+        LOCK_CHANNEL
     }
 }
 
@@ -208,7 +260,7 @@ impl Drop for Waiting {
 fn spawn_heartbeats(inner: Weak<Inner>, shutdown: watch::Receiver<bool>) {
     let Some((runtime, period)) = inner
         .upgrade()
-        .map(|i| (i.runtime.clone(), i.settings.fair_heartbeat / 5))
+        .map(|i| (i.runtime.clone(), heartbeat(&i) / 5))
     else {
         return;
     };
@@ -242,12 +294,12 @@ async fn beat_all(inner: &Arc<Inner>) {
         });
     // The first batch alone, then the rest at once (see `all_succeed`: one NOSCRIPT, not one
     // per batch in flight, on a server that lacks the script).
-    let period = inner.settings.fair_heartbeat / 5;
+    let period = heartbeat(inner) / 5;
     crate::hold::watchdog::all_succeed(calls, crate::hold::watchdog::first_alone(period)).await;
 }
 
 async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
-    let hb = inner.settings.fair_heartbeat;
+    let hb = heartbeat(inner);
     let mut keys = Vec::with_capacity(batch.len() * 6);
     let mut args = Vec::with_capacity(2 * batch.len() + 3);
     args.push(hb.as_millis().to_string());
@@ -392,7 +444,7 @@ fn rejoin(
     sub: &crate::client::pubsub::Subscription,
     waiting: &Waiting,
     first_lease: Option<Duration>,
-) -> (Waiting, crate::client::pubsub::Named) {
+) -> (Waiting, crate::exclusive::channel::Named) {
     let ticket = waiting.entry.ticket.load(Ordering::SeqCst);
     let new = join_queue(
         inner,
@@ -410,9 +462,9 @@ fn rejoin(
 fn name(
     sub: &crate::client::pubsub::Subscription,
     waiting: &Waiting,
-) -> crate::client::pubsub::Named {
+) -> crate::exclusive::channel::Named {
     let e = &waiting.entry;
-    sub.name_waiter(&e.field, e.wake.clone(), e.granted.clone())
+    crate::exclusive::channel::name_waiter(sub, &e.field, e.wake.clone(), e.granted.clone())
 }
 
 /// The first lease a waiter asks for if a release hands it the lock, or `None` (it is told
@@ -425,7 +477,7 @@ fn first_lease(inner: &Inner, lease: Option<Duration>) -> Option<Duration> {
     if inner.settings.sync_replicas.is_some() {
         return None;
     }
-    let heartbeat = inner.settings.fair_heartbeat;
+    let heartbeat = heartbeat(inner);
     match lease {
         None => Some(heartbeat),
         Some(l) if l <= heartbeat => Some(l),
@@ -525,7 +577,7 @@ impl AcquireCall for FairCall {
             None => ("try", 0, 0, false),
         };
         args.extend([
-            inner.settings.fair_heartbeat.as_millis().to_string(),
+            heartbeat(inner).as_millis().to_string(),
             join.to_string(),
             ticket.to_string(),
             inner.publish_cmd().to_string(),

@@ -10,12 +10,14 @@ use crate::client::scripts;
 use crate::error::Result;
 use crate::exclusive::acquire::{acquire, acquire_spans, Acquire, Plan};
 use crate::exclusive::attempt::AcquireCall;
+use crate::exclusive::channel::LOCK_CHANNEL;
 use crate::exclusive::fair_line::{self, QueueKeys};
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall, Wake};
+use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall};
 use crate::hold::reentry::{self, Target};
+use crate::hold::wake::Format;
 
 /// A distributed lock, wire-compatible with Redisson's `RLock`.
 ///
@@ -149,8 +151,8 @@ impl HoldKind for Plain {
         crate::exclusive::hash_hold::renew(batch, lease_ms)
     }
 
-    fn wake(&self) -> Wake {
-        Wake::Release
+    fn wake(&self) -> Format {
+        LOCK_CHANNEL
     }
 }
 

@@ -10,6 +10,8 @@
 //!   heartbeats, and this client's waiters in lines (the fair lock's per-client state, with
 //!   its shutdown step).
 //! - `rwlock`: [`ReadWriteLock`](crate::ReadWriteLock), its two sides and their kinds.
+//! - `channel`: the lock channel's message format, shared by every kind here (`0` one
+//!   waiter, `1` all, a fair waiter's field: that waiter, with a handoff's token).
 //! - `hash_hold`: what the kinds whose holds are one field of the lock's hash share (their
 //!   renewal call).
 //! - `acquire`: the acquire every kind here shares (checks, re-entry or fresh as the kind
@@ -27,6 +29,7 @@
 
 pub(crate) mod acquire;
 pub(crate) mod attempt;
+pub(crate) mod channel;
 pub(crate) mod clean_up;
 #[cfg(test)]
 mod decode_prop;

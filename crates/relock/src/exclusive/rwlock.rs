@@ -17,12 +17,14 @@ use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::exclusive::acquire::{acquire, acquire_spans, Acquire, Plan};
 use crate::exclusive::attempt::AcquireCall;
+use crate::exclusive::channel::LOCK_CHANNEL;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
-use crate::hold::kind::{CallContext, HoldKind, ScriptCall, Wake};
+use crate::hold::kind::{CallContext, HoldKind, ScriptCall};
 use crate::hold::reentry;
+use crate::hold::wake::Format;
 
 crate::client::scripts::scripts! {
     /// Read-write lock: a fresh read hold (shared; a write holder may take one).
@@ -273,8 +275,8 @@ impl HoldKind for Read {
         }
     }
 
-    fn wake(&self) -> Wake {
-        Wake::ReleaseOrShared
+    fn wake(&self) -> Format {
+        LOCK_CHANNEL
     }
 
     fn shared_reentry(&self) -> bool {
@@ -303,8 +305,8 @@ impl HoldKind for Write {
         crate::exclusive::hash_hold::renew(batch, lease_ms)
     }
 
-    fn wake(&self) -> Wake {
-        Wake::ReleaseOrShared
+    fn wake(&self) -> Format {
+        LOCK_CHANNEL
     }
 
     fn shared_reentry(&self) -> bool {
@@ -528,8 +530,8 @@ impl AcquireCall for SideCall {
     fn exclusive(&self) -> bool {
         false
     }
-    fn wake(&self) -> Wake {
-        Wake::ReleaseOrShared
+    fn wake(&self) -> Format {
+        LOCK_CHANNEL
     }
 }
 

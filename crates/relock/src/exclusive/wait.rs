@@ -83,7 +83,7 @@ pub(crate) async fn start<M: AcquireCall>(
             }
         }
         // Boxed: a subscription's future holds fred's (several KB), and only waiters need it.
-        let subscribe = Box::pin(inner.pubsub.subscribe_as(&channel, kind));
+        let subscribe = Box::pin(inner.pubsub.subscribe(&channel, kind));
         let r = match deadline {
             Some(d) => match tokio::time::timeout_at(d, subscribe).await {
                 Ok(r) => r,

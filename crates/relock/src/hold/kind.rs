@@ -42,7 +42,7 @@ pub(crate) trait HoldKind: Send + Sync + std::fmt::Debug + 'static {
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, ctx: &CallContext) -> ScriptCall;
 
     /// How a message on its channel wakes its waiters and its holders' watch.
-    fn wake(&self) -> Wake;
+    fn wake(&self) -> crate::hold::wake::Format;
 
     /// Whether its holds share the lock with others (a read-write lock's readers): such a
     /// hold's guard may read under the hold's check, not write (`LockGuard::write`).
@@ -76,23 +76,6 @@ pub(crate) struct ScriptCall {
     /// A `release.lua` call (its four arguments) that the client's batcher may coalesce with
     /// others into one `batch.lua` call.
     pub(crate) coalesce: bool,
-}
-
-/// How a message on a channel wakes the client's local waiters (`client::pubsub` applies it).
-/// Each names a message format, not a kind: Redisson's lock, read-write lock, semaphore and
-/// latch channels each carry one of them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Wake {
-    /// A release: `0` wakes one waiter; a message with `:` names the one waiter it is for
-    /// (`<field>`: you are first; `<field>=<token>`: you hold it); `1` (the lock now ends
-    /// sooner than waiters read: a job's kept lock) wakes every waiter.
-    Release,
-    /// As [`Release`](Wake::Release), where `1` says a writer left (readers may share).
-    ReleaseOrShared,
-    /// The message is how many are free now, `k`: it wakes up to `k` local waiters.
-    Count,
-    /// `0` (opened) wakes every waiter; `1` (a count was set) none.
-    Opened,
 }
 
 /// The Redis names that belong to one lock, and the kind whose holds they are.
@@ -151,6 +134,16 @@ mod tests {
     /// A kind for the key tests: they never call it.
     #[derive(Debug)]
     struct Any;
+    /// Its channel's format: every message wakes every waiter.
+    #[derive(Debug)]
+    struct Everyone;
+    impl crate::hold::wake::Waking for Everyone {
+        fn deliver(&self, _: &str, waiters: &dyn crate::hold::wake::Waiters) {
+            waiters.all(false);
+        }
+    }
+    static ANY_CHANNEL: crate::hold::wake::Format =
+        crate::hold::wake::Format::new("any", || std::sync::Arc::new(Everyone));
     impl HoldKind for Any {
         fn label(&self) -> &'static str {
             "any"
@@ -175,8 +168,8 @@ mod tests {
         ) -> crate::hold::kind::ScriptCall {
             unreachable!()
         }
-        fn wake(&self) -> crate::hold::kind::Wake {
-            crate::hold::kind::Wake::Release
+        fn wake(&self) -> crate::hold::wake::Format {
+            ANY_CHANNEL
         }
     }
 

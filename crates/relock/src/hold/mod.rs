@@ -26,13 +26,17 @@
 //! - `methods`: [`DistributedLock`](crate::DistributedLock) and `lock_methods!`, the acquiring
 //!   methods written once for every kind.
 //! - `kind`: [`HoldKind`](kind::HoldKind), what a lock kind tells the shared code about its
-//!   holds (its release and renewal calls, its wake-ups, its re-entry), and [`Wake`](kind::Wake).
+//!   holds (its release and renewal calls, its wake-ups, its re-entry).
+//! - `wake`: [`Format`](wake::Format) and [`Waking`](wake::Waking), how a kind's channel
+//!   messages wake its waiters (the kind supplies them; the client's dispatcher applies them).
+//! - `any`: `AsAny`, for a kind to find its own type behind a shared trait object.
 //! - `keys`: the names of a lock's keys and channel (Redisson's `{name}` rule).
 //! - `meter`: counters and span fields for benchmarks and traces.
 //!
 //! Rooms above may use this one; this one uses only the crate root (`error`, `seam`).
 
 pub(crate) mod acquire;
+pub(crate) mod any;
 pub(crate) mod backend;
 pub(crate) mod commands;
 pub(crate) mod detach;
@@ -47,4 +51,5 @@ pub(crate) mod meter;
 pub(crate) mod methods;
 pub(crate) mod owner;
 pub(crate) mod reentry;
+pub(crate) mod wake;
 pub(crate) mod watchdog;

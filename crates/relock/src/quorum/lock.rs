@@ -17,9 +17,11 @@ use crate::error::{Error, NodeVote, Result, Vote};
 use crate::hold::acquire::Plan;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall, Wake};
+use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall};
 use crate::hold::reentry::{self, Target};
+use crate::hold::wake::Format;
 use crate::quorum::backend::QuorumInner;
+use crate::quorum::channel::QUORUM_CHANNEL;
 use crate::quorum::node::pinned;
 use crate::quorum::race::{drift, race};
 
@@ -148,8 +150,8 @@ impl HoldKind for Quorum {
         }
     }
 
-    fn wake(&self) -> Wake {
-        Wake::Release
+    fn wake(&self) -> Format {
+        QUORUM_CHANNEL
     }
 }
 
@@ -484,7 +486,7 @@ impl QuorumLock {
             let Some(conn) = node.conn() else { continue };
             let (channel, limit) = (keys.channel.clone(), self.q.node_timeout);
             set.spawn(async move {
-                tokio::time::timeout(limit * 4, conn.pubsub.subscribe(&channel))
+                tokio::time::timeout(limit * 4, conn.pubsub.subscribe(&channel, QUORUM_CHANNEL))
                     .await
                     .ok()
                     .and_then(|r| r.ok())

@@ -9,13 +9,15 @@
 //! - `race`: a call per node, counted as answers come, each run to its end.
 //! - `lock`: [`QuorumLock`](crate::QuorumLock), its acquire, wait loop and queries; `vote`: one
 //!   Redlock attempt (votes, validity, release on failure, token write-back).
-//! - `watch`: a quorum hold listens on every master and is lost once a majority lacks it.
+//! - `watch`: a quorum hold listens on every master and is lost once a majority lacks it;
+//!   `channel`: how a lock channel's messages wake the quorum's waiters on each node.
 //! - `scripts`: the quorum's own scripts (fence, release, renew and put-back on one node).
 //!
 //! It uses the client room (one client per master) and the hold room.
 
 pub(crate) mod backend;
 pub(crate) mod builder;
+pub(crate) mod channel;
 pub(crate) mod client;
 #[cfg(test)]
 mod decode_prop;

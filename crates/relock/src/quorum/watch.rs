@@ -22,8 +22,8 @@ use fred::interfaces::HashesInterface;
 
 use crate::client::hold_watch::{MAX_WATCHED, SETTLE};
 use crate::hold::holds::Hold;
-use crate::hold::kind::Wake;
 use crate::quorum::backend::QuorumInner;
+use crate::quorum::channel::QUORUM_CHANNEL;
 
 /// Watches `hold` (of `q`) until it ends: see the module.
 pub(crate) fn watch(q: &Arc<QuorumInner>, hold: &Arc<Hold>) {
@@ -50,7 +50,7 @@ pub(crate) fn watch(q: &Arc<QuorumInner>, hold: &Arc<Hold>) {
         let subscribed = futures_util::future::join_all(conns.iter().map(|c| {
             let channel = channel.clone();
             async move {
-                let sub = c.pubsub.subscribe_as(&channel, Wake::Release);
+                let sub = c.pubsub.subscribe(&channel, QUORUM_CHANNEL);
                 tokio::time::timeout(limit * 4, sub).await.ok()?.ok()
             }
         }));
