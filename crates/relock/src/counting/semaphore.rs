@@ -11,7 +11,7 @@ use crate::counting::common::{
 };
 use crate::counting::semaphore_permits::{add, Outstanding, SemaphorePermits};
 use crate::counting::semaphore_request::{
-    give_back_request, uncertain, Unsettled, SEMAPHORE_ACQUIRE,
+    spawn_give_back, uncertain, Unsettled, SEMAPHORE_ACQUIRE,
 };
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
@@ -151,18 +151,13 @@ impl Drop for Taken {
         if !self.inner.state::<Outstanding>().take(&self.request.key) {
             return;
         }
-        let (inner, names, n) = (self.inner.clone(), self.names.clone(), self.n);
-        let request = self.request.clone();
-        let Ok(rt) = tokio::runtime::Handle::try_current() else {
-            tracing::warn!(semaphore = %names.key, permits = n, "an acquire was cancelled after it took permits, and no runtime is left to give them back: they are lost");
-            return;
-        };
-        tracing::debug!(semaphore = %names.key, permits = n, "acquire cancelled after it took permits; releasing them");
-        rt.spawn(
-            self.inner
-                .shared
-                .tracker
-                .track_future(give_back_request(inner, names, request, n)),
+        tracing::debug!(semaphore = %self.names.key, permits = self.n, "acquire cancelled after it took permits; releasing them");
+        // Dropped where the caller's future was dropped, which may be outside any runtime.
+        spawn_give_back(
+            &self.inner,
+            self.names.clone(),
+            self.request.clone(),
+            self.n,
         );
     }
 }
@@ -192,17 +187,10 @@ impl Drop for Abandon {
         if self.request.uncertain() {
             self.inner.state::<Unsettled>().settled(&self.request.key);
         }
-        if !give_back {
-            return;
+        if give_back {
+            let (names, request) = (self.names.clone(), self.request.clone());
+            spawn_give_back(&self.inner, names, request, self.n);
         }
-        if tokio::runtime::Handle::try_current().is_err() {
-            tracing::warn!(semaphore = %self.names.key, permits = self.n, "an acquire gave up after an attempt without a reply, and no runtime is left to give back what it may have taken");
-            return;
-        }
-        let (inner, names, request) =
-            (self.inner.clone(), self.names.clone(), self.request.clone());
-        let give_back = give_back_request(inner, names, request, self.n);
-        self.inner.shared.tracker.spawn(give_back);
     }
 }
 
@@ -422,7 +410,7 @@ impl Semaphore {
         // Nothing new is sent once shutdown has begun.
         self.inner.check_running()?;
         let (inner, names, request) = (self.inner.clone(), names.clone(), request.clone());
-        let task = self.inner.shared.tracker.spawn(async move {
+        let work = async move {
             let reply: Vec<i64> = SEMAPHORE_ACQUIRE
                 .run(
                     inner.pool.next(),
@@ -469,7 +457,15 @@ impl Semaphore {
                 Some(Attempt::TooFew(available)) => Ok(Err(available)),
                 None => Err(unexpected("semaphore acquire", &inner, &reply)),
             }
-        });
+        };
+        // On the client's runtime, not the caller's: a caller's runtime that ends (a
+        // `block_on` on another thread) would drop the attempt with its reply unread, and the
+        // permits it took with it.
+        let task = self
+            .inner
+            .shared
+            .tracker
+            .spawn_on(work, &self.inner.runtime);
         match task.await {
             Ok(Ok(Ok(taken))) => {
                 taken.claim();

@@ -46,9 +46,49 @@ pub(crate) fn uncertain(inner: &Arc<Inner>, names: &Arc<Names>, request: &Arc<Re
         .insert(request.key.clone(), (names.clone(), request.clone(), n));
     if request.mark_uncertain() || (inner.check_running().is_err() && request.abandon()) {
         inner.state::<Unsettled>().settled(&request.key);
-        let give_back = give_back_request(inner.clone(), names.clone(), request.clone(), n);
-        inner.shared.tracker.spawn(give_back);
+        spawn_give_back(inner, names.clone(), request.clone(), n);
     }
+}
+
+/// Starts [`give_back_request`] in a tracked task on the client's runtime: not on the
+/// caller's, which may be none (a future dropped on a thread outside any runtime) or may end
+/// before the give-back does (a `block_on` on another thread). Only if the client's runtime
+/// is gone too is it dropped unrun, and says so.
+pub(crate) fn spawn_give_back(
+    inner: &Arc<Inner>,
+    names: Arc<Names>,
+    request: Arc<Request>,
+    n: u64,
+) {
+    /// Warns, when dropped before the give-back ended, that the permits are lost.
+    struct Unfinished {
+        names: Arc<Names>,
+        n: u64,
+        ended: bool,
+    }
+    impl Unfinished {
+        fn end(mut self) {
+            self.ended = true;
+        }
+    }
+    impl Drop for Unfinished {
+        fn drop(&mut self) {
+            if !self.ended {
+                tracing::warn!(semaphore = %self.names.key, permits = self.n, "the client's runtime ended before the permits an abandoned acquire may have taken were given back: they are lost");
+            }
+        }
+    }
+    let unfinished = Unfinished {
+        names: names.clone(),
+        n,
+        ended: false,
+    };
+    let work = give_back_request(inner.clone(), names, request, n);
+    let work = async move {
+        work.await;
+        unfinished.end();
+    };
+    drop(inner.shared.tracker.spawn_on(work, &inner.runtime));
 }
 
 impl KindState for Unsettled {
