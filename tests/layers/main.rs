@@ -30,6 +30,22 @@ fn rank(room: &str) -> u8 {
         .map_or(0, |(_, rank)| *rank)
 }
 
+/// A folder's modules: `prefix/file` for each file, `prefix` for its `mod.rs`, and those of
+/// the folders in it (a kind with parts: `exclusive/fair/line`).
+fn add_folder(files: &mut BTreeMap<String, std::path::PathBuf>, folder: &Path, prefix: &str) {
+    for f in std::fs::read_dir(folder).expect("read a folder") {
+        let f = f.expect("dir entry").path();
+        let file = f.file_stem().unwrap().to_string_lossy().to_string();
+        if f.is_dir() {
+            add_folder(files, &f, &format!("{prefix}/{file}"));
+        } else if file == "mod" {
+            files.insert(prefix.to_string(), f);
+        } else {
+            files.insert(format!("{prefix}/{file}"), f);
+        }
+    }
+}
+
 /// Module ("room/file", or "file" at the crate root) → the crate modules it names
 /// (`crate::room::m`, `crate::m`, `super::m`, `{…}` groups, or a type the crate root
 /// re-exports), comments left out.
@@ -46,16 +62,7 @@ fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
         let path = entry.expect("dir entry").path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         if path.is_dir() {
-            for f in std::fs::read_dir(&path).expect("read a room") {
-                let f = f.expect("dir entry").path();
-                let file = f.file_stem().unwrap().to_string_lossy().to_string();
-                let module = if file == "mod" {
-                    name.clone()
-                } else {
-                    format!("{name}/{file}")
-                };
-                files.insert(module, f);
-            }
+            add_folder(&mut files, &path, &name);
         } else if let Some(m) = name.strip_suffix(".rs") {
             if m != "lib" {
                 files.insert(m.to_string(), path.clone());
@@ -97,7 +104,8 @@ fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
     for (module, path) in &files {
         let text = strip(std::fs::read_to_string(path).expect("read a source file"));
         let mut d = BTreeSet::new();
-        // `prefix` is a room ("" for the crate root): a name under it is a module there.
+        // `prefix` is a room or a folder ("" for the crate root): a name under it is a module
+        // there.
         let mut named = |prefix: &str, n: &str| {
             if n.is_empty() {
                 d.insert(prefix.to_string());
@@ -124,12 +132,16 @@ fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
             .skip(1)
             .map(|p| (String::new(), p))
             .collect();
-        // `super::m` in a room's file: a module of the same room.
+        // `super::m` in a room's file: a module of the same room (of the same folder, in a
+        // folder's file).
         if !room(module).is_empty() {
+            let parent = module.rsplit_once('/').map_or("", |(p, _)| p);
             paths.extend(
                 text.split("super::")
                     .skip(1)
-                    .map(|p| (room(module).to_string(), p)),
+                    // `use super::*`: a test module's glob of its own file.
+                    .filter(|p| !p.starts_with('*'))
+                    .map(|p| (parent.to_string(), p)),
             );
         }
         for (mut prefix, mut piece) in paths {
@@ -137,6 +149,23 @@ fn dependencies() -> BTreeMap<String, BTreeSet<String>> {
             if prefix.is_empty() && rooms.contains(head.as_str()) {
                 prefix = head.clone();
                 piece = piece[head.len()..].strip_prefix("::").unwrap_or("");
+            }
+            // Down into a folder (`fair::line::X`): the module in it.
+            loop {
+                let head = first(piece);
+                let folder = format!("{prefix}/{head}");
+                let rest = piece[head.len()..].strip_prefix("::");
+                match rest {
+                    Some(rest)
+                        if !head.is_empty()
+                            && files.contains_key(&folder)
+                            && files.keys().any(|k| k.starts_with(&format!("{folder}/"))) =>
+                    {
+                        prefix = folder;
+                        piece = rest;
+                    }
+                    _ => break,
+                }
             }
             if let Some(group) = piece.strip_prefix('{') {
                 for n in idents(group.split('}').next().unwrap_or("")) {
@@ -219,6 +248,9 @@ fn every_room_uses_only_the_rooms_below_it() {
     assert!(deps["exclusive/multilock"].contains("hold/guard"));
     assert!(deps["quorum/lock"].contains("quorum/backend"));
     assert!(deps["client/handle"].contains("error"));
+    // And modules in a kind's folder.
+    assert!(deps["exclusive/fair/wait"].contains("exclusive/fair/line"));
+    assert!(deps["exclusive/fair"].contains("exclusive/lock"));
     let violations = room_violations(&deps);
     assert!(
         violations.is_empty(),

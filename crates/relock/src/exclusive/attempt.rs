@@ -29,23 +29,26 @@ use crate::hold::owner::Owner;
 /// checks. Release messages still wake it at once.
 pub(crate) const NO_TTL_RECHECK: Duration = Duration::from_secs(1);
 
-pub(crate) enum Attempt {
+/// What one attempt came to: a guard, held by someone else, or an outcome of the kind's own
+/// (`K`, [`AcquireCall::Outcome`]).
+pub(crate) enum Attempt<K> {
     Acquired(LockGuard),
     /// Held by someone else; their remaining lease in ms (-1: no expiry, -2: just vanished).
     Held(i64),
-    /// Fair lock: free, but another waiter is first; it has this many ms to take it.
-    Behind(i64),
-    /// Fair lock: this field is out of line (evicted, or handed the lock whose lease then ran
-    /// out) and was not put back: rejoin under a new field, with the ticket.
-    OutOfLine,
+    /// What the kind's reply says beyond granted or held.
+    Kind(K),
 }
 
-/// What an exclusive kind's attempt sends and how it is read: each kind answers in its own
-/// file (`PlainCall` in `lock`, `FairCall` in `fair`, `SideCall` in `rwlock`), and nothing
-/// here names a kind. The reply is read the same for every kind:
-/// `[1, token]` granted, `[3, token, pttl]` handed over, `[0, pttl, ..]` held (a fair lock
-/// adds its place in line: `[0, _, ticket, -1 | -2 | wait, _]`).
+/// What an exclusive kind's attempt sends and how its reply is read: each kind answers in its
+/// own file (`PlainCall` in `lock`, `FairCall` in `fair`, `SideCall` in `rwlock`), and nothing
+/// here names a kind. The grant path is shared: a kind reads its reply into
+/// [`Reply::Granted`] (a token, and the lease left where a release handed it over) or
+/// [`Reply::Held`]; [`read_grant`] reads the shapes every lock script shares (`[1, token]`,
+/// `[3, token, pttl]`, `[0, pttl]`), and a kind with outcomes of its own reads those first.
 pub(crate) trait AcquireCall: Clone + Send + Sync + 'static {
+    /// What its replies say beyond granted or held (`Infallible` for a kind with nothing
+    /// more to say).
+    type Outcome: Send + 'static;
     /// The script and its keys. `args` holds what every acquire sends (lease ms, field,
     /// grace ms); the kind appends its own. Called right before the call is sent.
     fn call(
@@ -65,8 +68,17 @@ pub(crate) trait AcquireCall: Clone + Send + Sync + 'static {
     fn coalesced(&self) -> bool {
         false
     }
-    /// The reply, before it is read (a fair waiter notes its place in line).
-    fn noted(&self, _reply: &[i64], _sent: Instant) {}
+    /// Reads the reply of a call sent at `sent` (a kind may note what it says, as a fair
+    /// waiter its place in line).
+    fn read(&self, reply: &[i64], sent: Instant) -> Reply<Self::Outcome> {
+        let _ = sent;
+        read_grant(reply)
+    }
+    /// After a grant became a hold (recorded, watched), before the guard is handed out:
+    /// `handed`, if a release handed the hold over with a first lease of its own.
+    fn granted(&self, inner: &Arc<Inner>, hold: &Arc<Hold>, handed: bool, watchdog: bool) {
+        let _ = (inner, hold, handed, watchdog);
+    }
     /// Whether a holder excludes every other, so that what local waiters know of the lock
     /// (held, until when) holds for this caller too; false for the sides of a read-write lock
     /// (a reader may share).
@@ -249,7 +261,7 @@ pub(crate) async fn attempt<M: AcquireCall>(
     keys: &Arc<LockKeys>,
     fresh: &Fresh,
     mode: M,
-) -> Result<Attempt> {
+) -> Result<Attempt<M::Outcome>> {
     // Nothing new is sent once shutdown has begun: it could be granted after shutdown
     // took its list of holds to release.
     inner.check_running()?;
@@ -308,7 +320,7 @@ struct AttemptArgs<M> {
     _gate: Option<OwnedMutexGuard<()>>,
 }
 
-async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
+async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt<M::Outcome>> {
     let AttemptArgs {
         inner,
         keys,
@@ -347,9 +359,6 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
         _ => script.run::<Vec<i64>>(conn, script_keys, args).await,
     };
     crate::hold::meter::step("attempt.replied");
-    if let Ok(r) = &reply {
-        mode.noted(r, sent);
-    }
     let reply = match reply {
         Ok(r) => r,
         Err(e) => {
@@ -362,16 +371,15 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
         }
     };
     // A grant: its token, and the local end of its lease (conservative: see `guide::safety`).
-    let (token, valid_until, handed) = match read_reply(&reply) {
+    let (token, valid_until, handed) = match mode.read(&reply, sent) {
         Reply::Granted { token, handed_ms } => match handed_ms {
             None => (token, sent + lease, false),
             // Handed to this field by a release before this call ran: the lease it has left
             // is counted from this call's send time, which is no later than the server ran it.
             Some(ms) => (token, sent + Duration::from_millis(ms).min(lease), true),
         },
-        Reply::OutOfLine => return Ok(Attempt::OutOfLine),
         Reply::Held(pttl) => return Ok(Attempt::Held(pttl)),
-        Reply::Behind(bound) => return Ok(Attempt::Behind(bound)),
+        Reply::Kind(outcome) => return Ok(Attempt::Kind(outcome)),
         Reply::HandedWithoutLease(pttl) => {
             // Handed this field with no lease left to count on (none, or a key made
             // persistent by hand): give it back under its own field rather than keep it.
@@ -430,9 +438,7 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
     inner.watch_hold(&hold);
     crate::hold::meter::acquired(keys.kind.label(), started.elapsed());
     crate::hold::meter::step("granted");
-    if handed && watchdog {
-        renew_first_lease(&inner, hold.clone());
-    }
+    mode.granted(&inner, &hold, handed, watchdog);
     Ok(Attempt::Acquired(LockGuard::new(
         inner.clone(),
         hold,
@@ -440,25 +446,24 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt> {
     )))
 }
 
-/// What an acquire script's reply says (its grammar: [`AcquireCall`]).
+/// What an acquire script's reply says, as its kind reads it ([`AcquireCall::read`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Reply {
+pub(crate) enum Reply<K> {
     /// Granted under `token`; a hold handed over by a release has `handed_ms` of lease left.
     Granted { token: i64, handed_ms: Option<u64> },
     /// Handed over, with this PTTL: no lease left to count on.
     HandedWithoutLease(i64),
     /// As [`Attempt::Held`].
     Held(i64),
-    /// As [`Attempt::Behind`].
-    Behind(i64),
-    /// As [`Attempt::OutOfLine`].
-    OutOfLine,
+    /// As [`Attempt::Kind`].
+    Kind(K),
     /// A shape no acquire script sends.
     Unexpected,
 }
 
-/// Reads an acquire script's reply, of any length and values.
-pub(crate) fn read_reply(reply: &[i64]) -> Reply {
+/// Reads the reply shapes every lock's acquire script shares, of any length and values:
+/// `[1, token]` granted, `[3, token, pttl]` handed over with `pttl` left, `[0, pttl]` held.
+pub(crate) fn read_grant<K>(reply: &[i64]) -> Reply<K> {
     // A token is positive (a count from 1, or the clock in µs): anything else would wrap to a
     // fence above every later holder's.
     match *reply {
@@ -472,10 +477,8 @@ pub(crate) fn read_reply(reply: &[i64]) -> Reply {
         },
         [1, _] => Reply::Unexpected,
         [3, token, _] if token <= 0 => Reply::Unexpected,
-        [0, _, _, -2, _] => Reply::OutOfLine,
         [3, _, pttl] => Reply::HandedWithoutLease(pttl),
-        [0, pttl] | [0, pttl, _, _, 0] => Reply::Held(pttl),
-        [0, bound, _, _, 1] => Reply::Behind(bound),
+        [0, pttl] => Reply::Held(pttl),
         _ => Reply::Unexpected,
     }
 }
@@ -511,81 +514,6 @@ async fn wait_replicas(
         }
         None => conn.wait(i64::from(wanted), ms).await,
     }
-}
-
-crate::client::scripts::scripts! {
-    /// A handed-over hold brought to its own watchdog lease.
-    SETTLE = writes "settle.lua" [];
-}
-
-/// A watchdog hold that a handoff granted has the first lease (the heartbeat deadline), not
-/// the watchdog's. Where that first lease is longer than the watchdog lease, it is set to the
-/// watchdog lease at the hold's first renewal, a renewal period (lease/3) after the grant
-/// (`settle.lua`): a holder that crashes after that is replaced within its own lease, as after
-/// a fresh grant. Where it is shorter, it is renewed well before it runs out, then left to the
-/// watchdog's rounds (every lease/3). Off the caller's path: a hold released before then (a
-/// short critical section) costs no call.
-pub(crate) fn renew_first_lease(inner: &Arc<Inner>, hold: Arc<Hold>) {
-    use crate::hold::backend::Backend;
-    let mut shutdown = inner.shutdown.subscribe();
-    let lease = inner.settings.watchdog_lease;
-    let inner = Arc::downgrade(inner);
-    tokio::spawn(async move {
-        let first_until = hold.valid_until();
-        let left = first_until.saturating_duration_since(Instant::now());
-        if left > lease {
-            tokio::select! {
-                _ = tokio::time::sleep(lease / 3) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-            // A guard with a fixed lease of its own keeps what it was given.
-            if !hold.wants_renewal() || hold.is_lost() || !hold.only_watchdog_guards() {
-                return;
-            }
-            let Some(inner) = inner.upgrade() else { return };
-            // Alone among this hold's lease-setting calls (a re-entry with a fixed lease, an
-            // extension): one that ran before the settle on the server but were answered
-            // after it would leave the local lease past the server's shortened one.
-            let _gate = hold.gate.lock().await;
-            // Moved since the grant: an extension (or re-entry) asked for this lease; a
-            // renewal cannot move it while it is longer than the watchdog lease.
-            if !hold.only_watchdog_guards() || hold.is_lost() || hold.valid_until() != first_until {
-                return;
-            }
-            let sent = Instant::now();
-            let settled = SETTLE
-                .run::<i64>(
-                    inner.pool.next(),
-                    hold.keys.kind.lease_keys(&hold.keys, &hold.field),
-                    vec![lease.as_millis().to_string(), hold.field.clone()],
-                )
-                .await;
-            // Set, or unknown (the server may have set it): counted on locally, never later
-            // than the server, and renewed by the watchdog from there. Gone (`0`): its release
-            // or the watchdog's round says so.
-            if !matches!(settled, Ok(0)) {
-                hold.settled(sent, lease);
-            }
-            return;
-        }
-        loop {
-            let left = hold.valid_until().saturating_duration_since(Instant::now());
-            // The watchdog's next round comes within lease/3: it takes over from here.
-            if left > lease / 2 {
-                return;
-            }
-            let wait = (left / 3).max(Duration::from_millis(10));
-            tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
-                _ = shutdown.wait_for(|s| *s) => return,
-            }
-            if !hold.wants_renewal() || hold.is_lost() {
-                return;
-            }
-            let Some(inner) = inner.upgrade() else { return };
-            inner.renew_batch(vec![hold.clone()]).await;
-        }
-    });
 }
 
 /// The token a new hold carries: the script's, unless a chaos mutant (`relock::mutant`)

@@ -5,9 +5,11 @@
 use proptest::prelude::*;
 
 use crate::client::decode_prop::{message, number, numbers};
-use crate::exclusive::attempt::{read_reply, Reply};
+use crate::exclusive::attempt::{read_grant, Reply};
 use crate::exclusive::channel::{read as read_message, Message};
-use crate::exclusive::fair::{beat, ticket_in_line};
+use crate::exclusive::fair::call::{read_reply, ticket_in_line, FairOutcome};
+use crate::exclusive::fair::channel::{read as read_fair_message, Message as FairMessage};
+use crate::exclusive::fair::heartbeat::beat;
 
 /// The shapes the acquire scripts send: `[1, token]`, `[3, token, pttl]` (a token is always
 /// positive), `[0, pttl]` and a fair lock's `[0, pttl or bound, ticket, -1 | -2 | wait, held or
@@ -45,7 +47,7 @@ fn any_reply() -> impl Strategy<Value = Vec<i64>> {
 proptest! {
     #[test]
     fn a_channel_message_names_a_grant_only_with_a_positive_token(payload in ".{0,60}") {
-        let (field, token) = crate::exclusive::channel::parse_named(&payload);
+        let (field, token) = crate::exclusive::fair::channel::parse_named(&payload);
         match token {
             Some(t) => {
                 prop_assert!(t > 0);
@@ -59,7 +61,16 @@ proptest! {
     fn any_message_on_a_locks_channel_wakes_as_the_format_says(text in message()) {
         match read_message(&text) {
             Message::Shortened => prop_assert_eq!(text.as_str(), "1"),
-            Message::Named(field, token) => {
+            Message::Other => prop_assert!(text.contains(':')),
+            Message::Released => prop_assert!(text != "1" && !text.contains(':')),
+        }
+    }
+
+    #[test]
+    fn any_message_on_a_fair_channel_wakes_as_the_format_says(text in message()) {
+        match read_fair_message(&text) {
+            FairMessage::Shortened => prop_assert_eq!(text.as_str(), "1"),
+            FairMessage::Named(field, token) => {
                 prop_assert!(text.contains(':'));
                 match token {
                     Some(t) => {
@@ -69,7 +80,7 @@ proptest! {
                     None => prop_assert_eq!(field, text.as_str()),
                 }
             }
-            Message::Released => prop_assert!(text != "1" && !text.contains(':')),
+            FairMessage::Released => prop_assert!(text != "1" && !text.contains(':')),
         }
     }
 
@@ -83,12 +94,27 @@ proptest! {
                 prop_assert_eq!((token, ms), (t, pttl as u64));
             }
             (Reply::HandedWithoutLease(p), &[3, _, pttl]) => prop_assert!(p == pttl && pttl <= 0),
-            (Reply::OutOfLine, &[0, _, _, -2, _]) => {}
+            (Reply::Kind(FairOutcome::OutOfLine), &[0, _, _, -2, _]) => {}
             (Reply::Held(p), &[0, pttl]) => prop_assert_eq!(p, pttl),
             (Reply::Held(p), &[0, pttl, _, wait, 0]) => prop_assert!(p == pttl && wait != -2),
-            (Reply::Behind(b), &[0, bound, _, wait, 1]) => prop_assert!(b == bound && wait != -2),
+            (Reply::Kind(FairOutcome::Behind(b)), &[0, bound, _, wait, 1]) => prop_assert!(b == bound && wait != -2),
             (Reply::Unexpected, r) => prop_assert!(!sent_by_a_script(r)),
             (read, r) => prop_assert!(false, "{:?} read as {:?}", r, read),
+        }
+    }
+
+    #[test]
+    fn a_plain_reply_is_one_of_the_shared_shapes_or_unexpected(reply in any_reply()) {
+        let plain: Reply<std::convert::Infallible> = read_grant(&reply);
+        match (plain, reply.as_slice()) {
+            (Reply::Unexpected, _) => {}
+            (Reply::Granted { .. } | Reply::HandedWithoutLease(_), &[1 | 3, ..]) => {}
+            (Reply::Held(p), &[0, pttl]) => prop_assert_eq!(p, pttl),
+            (read, r) => prop_assert!(false, "{:?} read as {:?}", r, read),
+        }
+        // Where the shared shapes are read, the fair lock reads them the same.
+        if !matches!(plain, Reply::Unexpected) {
+            prop_assert_eq!(format!("{:?}", plain), format!("{:?}", read_reply(&reply)));
         }
     }
 
@@ -97,7 +123,7 @@ proptest! {
         match ticket_in_line(&reply) {
             Some(ticket) => {
                 prop_assert!(matches!(reply.as_slice(), &[0, _, t, wait, _] if t == ticket && wait != -2));
-                let left_line = matches!(read_reply(&reply), Reply::Granted { .. } | Reply::OutOfLine);
+                let left_line = matches!(read_reply(&reply), Reply::Granted { .. } | Reply::Kind(FairOutcome::OutOfLine));
                 prop_assert!(!left_line);
             }
             None => prop_assert!(!matches!(reply.as_slice(), [0, _, _, wait, _] if *wait != -2)),
@@ -135,8 +161,14 @@ fn the_acquire_grammar() {
     assert_eq!(read_reply(&[3, t, -1]), Reply::HandedWithoutLease(-1));
     assert_eq!(read_reply(&[0, 900]), Reply::Held(900));
     assert_eq!(read_reply(&[0, 900, 4, -1, 0]), Reply::Held(900));
-    assert_eq!(read_reply(&[0, 40, 4, 300, 1]), Reply::Behind(40));
-    assert_eq!(read_reply(&[0, 900, 4, -2, 0]), Reply::OutOfLine);
+    assert_eq!(
+        read_reply(&[0, 40, 4, 300, 1]),
+        Reply::Kind(FairOutcome::Behind(40))
+    );
+    assert_eq!(
+        read_reply(&[0, 900, 4, -2, 0]),
+        Reply::Kind(FairOutcome::OutOfLine)
+    );
     for bad in [
         &[][..],
         &[7],

@@ -5,13 +5,14 @@ use std::time::Duration;
 
 use fred::interfaces::SortedSetsInterface;
 
+use futures_util::future::BoxFuture;
+
 use crate::client::handle::{Client, Inner};
 use crate::client::scripts;
 use crate::error::Result;
 use crate::exclusive::acquire::{acquire, acquire_spans, Acquire, Plan};
-use crate::exclusive::attempt::AcquireCall;
+use crate::exclusive::attempt::{AcquireCall, Fresh};
 use crate::exclusive::channel::LOCK_CHANNEL;
-use crate::exclusive::fair_line::{self, QueueKeys};
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
@@ -70,7 +71,42 @@ pub struct Lock {
     name: Arc<str>,
     keys: Option<Arc<LockKeys>>,
     lease: Option<Duration>,
-    fair: bool,
+    /// What a lock that is not the plain lock adds (the fair lock); `None`: the plain lock.
+    variant: Option<&'static dyn Variant>,
+}
+
+/// What a lock that is not the plain lock brings to the [`Lock`] handle, in the way lock_api
+/// adds `RawMutexFair` to `RawMutex`: its keys, its wait, its line. Each is a `static` in its
+/// own folder (the fair lock's: `fair::FAIR_LOCK`), made by its own `Client` method; the
+/// plain lock is the lock without one, and this file names none.
+pub(crate) trait Variant: Send + Sync + std::fmt::Debug + 'static {
+    /// What [`Lock::is_fair`] says.
+    fn is_fair(&self) -> bool;
+    /// The keys of the lock `name`.
+    fn keys(&self, name: &str) -> Result<LockKeys>;
+    /// The wait of a fresh acquisition (after the shared checks and re-entry).
+    fn wait<'a>(
+        &'a self,
+        inner: &'a Arc<Inner>,
+        keys: Arc<LockKeys>,
+        fresh: Fresh,
+        wait: Option<Duration>,
+    ) -> BoxFuture<'a, Result<Option<LockGuard>>>;
+    /// Its waiting line's keys, if it keeps one.
+    fn line(&self, keys: &LockKeys) -> Option<LineKeys>;
+    /// KEYS of `force_unlock.lua` (the lock first).
+    fn release_keys(&self, keys: &LockKeys) -> Vec<String>;
+    /// The fields of this client's waiters in its line.
+    fn local_waiters(&self, inner: &Inner, lock: &str) -> Vec<String>;
+}
+
+/// A lock's waiting line, as its queries read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct LineKeys {
+    /// owner → ticket: arrival order.
+    pub(crate) queue: String,
+    /// owner → heartbeat deadline.
+    pub(crate) alive: String,
 }
 
 /// The lock kinds of this module, made by the client.
@@ -78,41 +114,15 @@ impl Client {
     /// A handle to the reentrant lock called `name`. Cheap; nothing is sent until it is used.
     /// A bad name is reported by the first operation, as [`Error::InvalidArgument`](crate::Error::InvalidArgument).
     pub fn lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.inner.clone(), self.inner.named(name.into()), false)
-    }
-
-    /// A handle to the fair lock called `name`: first come, first served across all clients.
-    ///
-    /// The same methods and guard as [`lock`](Client::lock) (reentrancy, watchdog, fencing
-    /// tokens); waiters form a line on the server and each release hands the lock to the
-    /// first (its `lock()` returns without a round trip of its own), or wakes only it.
-    /// `try_lock` never joins the line and never jumps it. A waiter that dies stops holding up
-    /// the line after [`ClientBuilder::fair_heartbeat`](crate::ClientBuilder::fair_heartbeat) (5 s). Use one kind per name: a plain
-    /// lock on the same name does not see the line.
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
-    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
-    /// let client = relock::Client::connect(&url).await?;
-    /// let lock = client.fair_lock("plotter");
-    /// let guard = lock.lock().await?; // served in arrival order
-    /// # assert!(lock.is_fair() && lock.is_locked().await?);
-    /// guard.unlock().await?;
-    /// # assert!(!lock.is_locked().await?);
-    /// # client.shutdown().await; Ok(()) }
-    /// ```
-    pub fn fair_lock(&self, name: impl Into<String>) -> Lock {
-        Lock::new(self.inner.clone(), self.inner.named(name.into()), true)
+        Lock::new(self.inner.clone(), self.inner.named(name.into()), None)
     }
 }
 
-/// The keys of the lock `name`: a plain lock's, or a fair lock's with its waiting line.
-fn lock_keys(name: &str, fair: bool) -> Result<LockKeys> {
-    if fair {
-        let keys = LockKeys::new(name, &crate::exclusive::fair::FAIR)?;
-        Ok(keys.waking_on(fair_line::fair_channel(name)))
-    } else {
-        LockKeys::new(name, &PLAIN)
+/// The keys of the lock `name`: the plain lock's, or its variant's.
+fn lock_keys(name: &str, variant: Option<&'static dyn Variant>) -> Result<LockKeys> {
+    match variant {
+        Some(v) => v.keys(name),
+        None => LockKeys::new(name, &PLAIN),
     }
 }
 
@@ -157,20 +167,24 @@ impl HoldKind for Plain {
 }
 
 impl Lock {
-    pub(crate) fn new(inner: Arc<Inner>, name: String, fair: bool) -> Self {
-        let keys = lock_keys(&name, fair).ok().map(Arc::new);
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        name: String,
+        variant: Option<&'static dyn Variant>,
+    ) -> Self {
+        let keys = lock_keys(&name, variant).ok().map(Arc::new);
         Lock {
             inner,
             name: name.into(),
             keys,
             lease: None,
-            fair,
+            variant,
         }
     }
 
     /// Whether this is a fair lock (made by [`Client::fair_lock`](crate::Client::fair_lock)).
     pub fn is_fair(&self) -> bool {
-        self.fair
+        self.variant.is_some_and(|v| v.is_fair())
     }
 
     /// The lock's name (also the key of its hash).
@@ -253,21 +267,21 @@ impl Lock {
     }
 
     /// A fair lock's waiting line.
-    pub(crate) fn line(&self, keys: &LockKeys) -> Option<QueueKeys> {
-        self.fair.then(|| QueueKeys::of(&keys.lock))
+    pub(crate) fn line(&self, keys: &LockKeys) -> Option<LineKeys> {
+        self.variant.and_then(|v| v.line(keys))
     }
 
     /// KEYS of `force_unlock.lua`: the lock, and for a fair lock the rest of its line's group,
     /// so that the first waiter is the one handed the lock (or woken).
     pub(crate) fn release_keys(&self, keys: &LockKeys) -> Vec<String> {
-        match self.line(keys) {
-            Some(line) => line.group(keys).to_vec(),
+        match self.variant {
+            Some(v) => v.release_keys(keys),
             None => vec![keys.lock.clone()],
         }
     }
 
     pub(crate) fn keys(&self) -> Result<Arc<LockKeys>> {
-        crate::exclusive::queries::keys(&self.keys, || lock_keys(&self.name, self.fair))
+        crate::exclusive::queries::keys(&self.keys, || lock_keys(&self.name, self.variant))
     }
 
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
@@ -291,12 +305,11 @@ impl Lock {
                 Target::Fresh { owner } => Plan::Fresh { owner, with: () },
             })
         };
-        let fair = self.fair;
+        let variant = self.variant;
         acquire(lock, wait, plan, |keys, fresh, (), wait| async move {
-            if fair {
-                crate::exclusive::fair::acquire_fair(inner, keys, fresh, wait).await
-            } else {
-                wait::lease_bounded(inner, keys, fresh, wait, PlainCall).await
+            match variant {
+                Some(v) => v.wait(inner, keys, fresh, wait).await,
+                None => wait::lease_bounded(inner, keys, fresh, wait, PlainCall).await,
             }
         })
         .await
@@ -431,9 +444,8 @@ impl Lock {
             return Ok(None);
         };
         let fields = self
-            .inner
-            .state::<crate::exclusive::fair_line::Line>()
-            .fields_of(&keys.lock);
+            .variant
+            .map_or(Vec::new(), |v| v.local_waiters(&self.inner, &keys.lock));
         let mut best: Option<usize> = None;
         for field in fields {
             let rank: Option<usize> = self
@@ -479,6 +491,8 @@ crate::hold::methods::lock_methods!(
 pub(crate) struct PlainCall;
 
 impl AcquireCall for PlainCall {
+    type Outcome = std::convert::Infallible;
+
     fn call(
         &self,
         _: &Inner,

@@ -4,11 +4,11 @@
 //! renewal calls, its wake-ups, its re-entry) and this room's `AcquireCall` (its acquire
 //! script and how to read the reply):
 //!
-//! - `lock`: [`Lock`](crate::Lock), plain and fair: the handle, the plain wait loop, queries,
-//!   `force_unlock`; `Client::lock` and `Client::fair_lock`; the plain holds' kind (`PLAIN`).
-//! - `fair` and `fair_line`: the fair holds' kind (`FAIR`), the fair wait loop, the waiters'
-//!   heartbeats, and this client's waiters in lines (the fair lock's per-client state, with
-//!   its shutdown step).
+//! - `lock`: [`Lock`](crate::Lock): the handle (the plain lock, or a `Variant` it carries),
+//!   the plain wait loop, queries, `force_unlock`; `Client::lock`; the plain holds' kind
+//!   (`PLAIN`).
+//! - `fair/`: the fair lock, a [`Lock`](crate::Lock) variant in a folder of its own (its
+//!   keys, attempt and reply, wait loop, channel format, line, heartbeats and setting).
 //! - `rwlock`: [`ReadWriteLock`](crate::ReadWriteLock), its two sides and their kinds.
 //! - `channel`: the lock channel's message format, shared by every kind here (`0` one
 //!   waiter, `1` all, a fair waiter's field: that waiter, with a handoff's token).
@@ -34,7 +34,6 @@ pub(crate) mod clean_up;
 #[cfg(test)]
 mod decode_prop;
 pub(crate) mod fair;
-pub(crate) mod fair_line;
 pub(crate) mod hash_hold;
 pub(crate) mod lock;
 pub(crate) mod multilock;

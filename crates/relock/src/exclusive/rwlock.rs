@@ -152,7 +152,7 @@ impl ReadWriteLock {
     /// Cancel safe (read only).
     pub async fn status(&self) -> Result<crate::LockStatus> {
         let half = &self.read.0;
-        crate::Lock::new(half.inner.clone(), half.name.to_string(), false)
+        crate::Lock::new(half.inner.clone(), half.name.to_string(), None)
             .status()
             .await
     }
@@ -504,6 +504,8 @@ pub(crate) enum SideCall {
 }
 
 impl AcquireCall for SideCall {
+    type Outcome = std::convert::Infallible;
+
     fn call(
         &self,
         _: &Inner,

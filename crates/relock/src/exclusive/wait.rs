@@ -4,6 +4,7 @@
 //! have leases then goes on with [`lease_bounded`] (the plain lock, a read-write lock's two
 //! sides); the fair lock with its own loop in `fair`.
 
+use std::convert::Infallible;
 use std::pin::pin;
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,7 +121,7 @@ pub(crate) async fn lease_bounded(
     keys: Arc<LockKeys>,
     mut fresh: Fresh,
     wait: Option<Duration>,
-    mode: impl AcquireCall,
+    mode: impl AcquireCall<Outcome = Infallible>,
 ) -> Result<Option<LockGuard>> {
     // What local waiters know (the lock is held, until when) holds for an exclusive lock
     // only: a read-write lock's waiter may be a reader that can share with the holders.
@@ -175,8 +176,8 @@ pub(crate) async fn lease_bounded(
                     held_for
                 }
                 Ok(Attempt::Held(-1)) => NO_TTL_RECHECK,
-                // Only a fair waiter's attempt is out of line or behind.
-                Ok(Attempt::Held(_) | Attempt::Behind(_) | Attempt::OutOfLine) => continue,
+                Ok(Attempt::Held(_)) => continue,
+                Ok(Attempt::Kind(none)) => match none {},
             },
         };
         reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);

@@ -1,6 +1,14 @@
 //! The fair lock's waiting line as this client knows it: one [`QueueEntry`] per waiting
-//! `lock()` call, by the field its hold will have if granted. The fair wait loop (`fair`)
-//! registers and retires entries; the heartbeat refreshes them; shutdown leaves them all.
+//! `lock()` call, by the field its hold will have if granted, and [`Line`], the client's
+//! registry of them (its per-client state, with its shutdown step: leave every line). The fair
+//! wait loop registers and retires entries ([`Waiting`], which leaves the line on drop); the
+//! heartbeat refreshes them.
+//!
+//! On the server the line is two sorted sets per lock (field → ticket, field → heartbeat
+//! deadline). A waiter that stops waiting for any reason (acquired, timed out, dropped,
+//! failed) drops its [`Waiting`], which takes the entry out of the line in the background. If
+//! even that fails, the entry stops being refreshed and every script that touches the line
+//! evicts it after its heartbeat deadline: leaving cannot be lost.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,6 +18,10 @@ use dashmap::DashMap;
 use tokio::sync::{Mutex as AsyncMutex, Notify};
 use tokio::time::Instant;
 
+use tracing::Instrument;
+
+use crate::client::handle::{Inner, KindState, Round};
+use crate::error::Result;
 use crate::hold::keys::prefixed;
 use crate::hold::kind::LockKeys;
 
@@ -224,6 +236,101 @@ pub(crate) async fn leave(
         )
         .await
         .map(drop)
+}
+
+/// A waiter's registration in the line; leaving is done on drop.
+#[derive(Debug)]
+pub(crate) struct Waiting {
+    pub(crate) inner: Arc<Inner>,
+    pub(crate) entry: Arc<QueueEntry>,
+}
+
+/// Runs `fair_leave.lua` for `entry`, bounded by the command timeout.
+pub(crate) async fn leave_queue(inner: &Inner, entry: &QueueEntry) -> Result<()> {
+    let call = crate::exclusive::fair::line::leave(
+        inner.pool.next(),
+        entry,
+        inner.publish_cmd(),
+        inner.grace_ms(),
+    );
+    match tokio::time::timeout(inner.settings.command_timeout, call).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(inner.error("fair_leave", &entry.keys.lock, e)),
+        Err(_) => Err(crate::Error::Timeout {
+            operation: "fair_leave",
+            server: inner.server(),
+            timeout: inner.settings.command_timeout,
+        }),
+    }
+}
+
+impl KindState for Line {
+    /// Leaves every line this client's waiters are in. In the first round after any attempt
+    /// in flight (which could put a waiter back in line), as a waiter's own leave does; in the
+    /// late round only the waiters back in line since, each waiting at most one command
+    /// timeout for its gate (a waiter's future kept alive but no longer polled can hold it for
+    /// good). A waiter already out is not sent again.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round) {
+        for entry in self.all() {
+            if round == Round::Late && !entry.queued.load(Ordering::SeqCst) {
+                continue;
+            }
+            let inner = inner.clone();
+            work.spawn(async move {
+                let limit = inner.settings.command_timeout;
+                let _gate = match round {
+                    Round::First => entry.gate.lock().await,
+                    Round::Late => match tokio::time::timeout(limit, entry.gate.lock()).await {
+                        Ok(g) => g,
+                        Err(_) => return,
+                    },
+                };
+                if entry.queued.swap(false, Ordering::SeqCst) {
+                    // Not `leave_queue`: once shutdown has begun, the client's errors all read
+                    // "shut down", and this warning must say why the leave failed.
+                    let leave = crate::exclusive::fair::line::leave(
+                        inner.pool.next(),
+                        &entry,
+                        inner.publish_cmd(),
+                        inner.grace_ms(),
+                    );
+                    let error = match tokio::time::timeout(limit, leave).await {
+                        Ok(Ok(())) => None,
+                        Ok(Err(e)) => Some(crate::client::redact::in_text(&e.to_string(), &inner.settings.url)),
+                        Err(_) => Some(format!("no reply within {}", crate::error::Human(limit))),
+                    };
+                    if let Some(error) = error {
+                        tracing::warn!(lock = %entry.keys.lock, %error, "leaving the line at shutdown failed; the heartbeat deadline will evict us");
+                    }
+                }
+            });
+        }
+    }
+}
+
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let (inner, entry) = (self.inner.clone(), self.entry.clone());
+        let span = tracing::debug_span!("leave", lock = %entry.keys.lock, field = %entry.field);
+        let leave = async move {
+            // After any attempt in flight, which could put us back in line.
+            let _gate = entry.gate.clone().lock_owned().await;
+            if entry.queued.swap(false, Ordering::SeqCst) {
+                if let Err(e) = leave_queue(&inner, &entry).await {
+                    tracing::debug!(error = %e, "could not leave the queue; the heartbeat deadline will evict us");
+                }
+            }
+            inner.state::<Line>().remove(&entry);
+        }
+        .instrument(span);
+        if tokio::runtime::Handle::try_current().is_ok() {
+            self.inner.shared.tracker.spawn(leave);
+        } else {
+            // No runtime: the heartbeat stops, and the deadline evicts us.
+            let entry = &self.entry;
+            self.inner.state::<Line>().remove(entry);
+        }
+    }
 }
 
 #[cfg(test)]
