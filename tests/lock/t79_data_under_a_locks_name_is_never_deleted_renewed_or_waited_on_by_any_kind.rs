@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use relock::Error;
+use relock_tests::kinds::KINDS;
 use relock_tests::*;
 
 fn not_a_lock<T: std::fmt::Debug>(r: &Result<T, Error>, key: &str, found: &str) {
@@ -42,24 +43,27 @@ async fn data_under_a_locks_name_is_never_deleted_renewed_or_waited_on_by_any_ki
         if key == "cache:7" {
             server.cmd(&["EXPIRE", key, "600"]).unwrap();
         }
+        // Every lock kind's acquire, wait, status and force-unlock.
+        for kind in KINDS {
+            let handle = (kind.make)(&c, key);
+            let Some(lock) = handle.as_lock() else {
+                continue;
+            };
+            println!("{key}: {}", kind.name);
+            not_a_lock(&lock.try_lock().await, key, found);
+            // lock() fails at once instead of waiting for a release that never comes.
+            let r = bounded(Duration::from_secs(5), "lock() on data", lock.lock()).await;
+            not_a_lock(&r, key, found);
+            not_a_lock(&lock.is_locked().await, key, found);
+            if let Some(status) = handle.status().await {
+                not_a_lock(&status, key, found);
+            }
+            not_a_lock(&lock.force_unlock().await, key, found);
+        }
+        // The plain lock's own queries.
         let lock = c.lock(key);
-        not_a_lock(&lock.try_lock().await, key, found);
-        // lock() fails at once instead of waiting for a release that never comes.
-        let r = bounded(Duration::from_secs(5), "lock() on data", lock.lock()).await;
-        not_a_lock(&r, key, found);
-        not_a_lock(&lock.is_locked().await, key, found);
         not_a_lock(&lock.hold_count().await, key, found);
         not_a_lock(&lock.remaining_lease().await, key, found);
-        not_a_lock(&lock.status().await, key, found);
-        not_a_lock(&lock.force_unlock().await, key, found);
-        let fair = c.fair_lock(key);
-        not_a_lock(&fair.try_lock().await, key, found);
-        not_a_lock(&fair.force_unlock().await, key, found);
-        let rw = c.read_write_lock(key);
-        not_a_lock(&rw.read_lock().try_lock().await, key, found);
-        not_a_lock(&rw.write_lock().try_lock().await, key, found);
-        not_a_lock(&rw.write_lock().is_locked().await, key, found);
-        not_a_lock(&rw.write_lock().force_unlock().await, key, found);
         // Left exactly as it was, TTL included, and nothing else written.
         assert_eq!(order(&server, key), expected, "{key}");
         let ttl = server.cmd(&["TTL", key]).unwrap().as_int().unwrap();

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use relock::Error;
+use relock_tests::kinds::KINDS;
 use relock_tests::*;
 
 #[tokio::test]
@@ -69,6 +70,51 @@ async fn a_key_prefix_keeps_every_kinds_keys_apart_from_data_and_long_names_are_
         server.cmd(&["HLEN", "orders:42"]).unwrap().as_int(),
         Some(2)
     );
+    // Every kind, taken on the name of a hash of data: all it writes is under the prefix, and
+    // the data is as it was.
+    for kind in KINDS {
+        let name = format!("t80:{}", kind.name);
+        server.cmd(&["HSET", &name, "status", "paid"]).unwrap();
+        let taken = (kind.make)(&c, &name).take().await.unwrap();
+        let ours = |k: &String| k.starts_with("locks:") || k.contains("{locks:");
+        let keys = server.keys().unwrap();
+        let data = [name.as_str(), "orders:42", "stock:7"];
+        let outside: Vec<&String> = keys
+            .iter()
+            .filter(|k| !ours(k) && !data.contains(&k.as_str()))
+            .collect();
+        assert!(outside.is_empty(), "{}: {outside:?}", kind.name);
+        let mine = format!("locks:{name}");
+        assert!(
+            keys.iter().any(|k| k.contains(&mine)),
+            "{}: nothing under the prefix: {keys:?}",
+            kind.name
+        );
+        taken.give_back().await.unwrap();
+        assert_eq!(
+            server
+                .cmd(&["HGET", &name, "status"])
+                .unwrap()
+                .as_string()
+                .as_deref(),
+            Some("paid"),
+            "{}",
+            kind.name
+        );
+        assert_eq!(
+            server.cmd(&["HLEN", &name]).unwrap().as_int(),
+            Some(1),
+            "{}",
+            kind.name
+        );
+        // The counts a semaphore keeps, and the rest of the kind's keys.
+        server.cmd(&["DEL", &name]).unwrap();
+        for k in server.keys().unwrap() {
+            if k.contains(&mine) {
+                server.cmd(&["DEL", &k]).unwrap();
+            }
+        }
+    }
     c.shutdown().await;
 
     // A prefix with a brace would make every lock share one slot, or none.

@@ -43,7 +43,11 @@ async fn a_least_privilege_acl_user_on_every_master_runs_the_quorum_lock_with_th
         .await
         .unwrap();
     }
-    acl::exercise(c.lock("orders:quorum"), other.lock("orders:quorum")).await;
+    acl::exercise(
+        Box::new(c.lock("orders:quorum")),
+        Box::new(other.lock("orders:quorum")),
+    )
+    .await;
 
     c.shutdown().await;
     other.shutdown().await;

@@ -6,6 +6,7 @@ use std::time::Duration;
 use relock_testkit::{wait_until, RedisServer, Value};
 
 use crate::bounded;
+use crate::kinds::{Handle, KINDS};
 
 /// Keys, channels and the commands the scripts call, for names `orders:*`: every deployment.
 const COMMON: &[&str] = &[
@@ -125,11 +126,10 @@ pub async fn parked(client: &relock::Client, what: &str) {
 /// One lock kind under the user: acquire, a waiter on the other client woken by the release
 /// (not by expiry: the watchdog renews `mine`'s lease, which must be about 300 ms, meanwhile),
 /// renewal past three leases, and a force-unlock that the holder hears of.
-pub async fn exercise<A, B>(mine: A, theirs: B)
-where
-    A: relock::DistributedLock,
-    B: relock::DistributedLock + 'static,
-{
+pub async fn exercise(
+    mine: Box<dyn relock::DistributedLock>,
+    theirs: Box<dyn relock::DistributedLock>,
+) {
     let g = bounded(Duration::from_secs(3), "lock", mine.lock())
         .await
         .unwrap();
@@ -163,11 +163,12 @@ where
     drop(g);
 }
 
-/// Every kind of a one-server, Cluster or Sentinel client under the user (names `orders:*`):
-/// the lock kinds as [`exercise`], then the counting kinds (a waiter on the other client woken
-/// by a release, a permit renewed past three leases, a latch opened by a count-down).
-/// Leaves nothing behind but the semaphores' counts (`orders:sem`, `orders:permits`).
-pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
+/// Every kind of [`KINDS`] on a one-server, Cluster or Sentinel client under the user (names
+/// `orders:<kind>`): a guarded write and a fenced key, the lock kinds as [`exercise`] (each
+/// against the lock its hold keeps out), the counting kinds (a waiter on the other client woken
+/// by a release, a permit renewed past three leases, a latch opened by a count-down), an
+/// election and a job. Leaves nothing behind but the semaphores' counts: returns their keys.
+pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) -> Vec<String> {
     // A guarded write and read, and a fenced key: the line covers them as written (data keys
     // tagged with the lock's name, the batch's commands among those granted).
     let g = c.lock("orders:plain").lock().await.unwrap();
@@ -197,17 +198,46 @@ pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
         .unwrap();
     assert_eq!(deleted, 1);
     g.unlock().await.unwrap();
-    exercise(c.lock("orders:plain"), other.lock("orders:plain")).await;
-    exercise(c.fair_lock("orders:fair"), other.fair_lock("orders:fair")).await;
-    exercise(
-        c.read_write_lock("orders:rw").write_lock(),
-        other.read_write_lock("orders:rw").read_lock(),
-    )
-    .await;
-    let sem = c.semaphore("orders:sem");
+    let mut left = Vec::new();
+    for kind in KINDS {
+        let name = format!("orders:{}", kind.name);
+        match ((kind.make)(c, &name), (kind.make)(other, &name)) {
+            (Handle::Semaphore(sem), Handle::Semaphore(theirs)) => {
+                semaphore(other, sem, theirs).await;
+                left.push(name);
+            }
+            (Handle::Permits(permits), Handle::Permits(theirs)) => {
+                permit_semaphore(other, permits, theirs).await;
+                left.push(name);
+            }
+            (Handle::Latch(latch), Handle::Latch(theirs)) => {
+                count_down_latch(other, latch, theirs).await
+            }
+            (Handle::Election(mine), Handle::Election(theirs)) => {
+                election(other, mine, theirs).await
+            }
+            (Handle::Job(mine), Handle::Job(theirs)) => job(c, mine, theirs).await,
+            (mine, _) => {
+                let (Some(lock), Some(rival)) = (mine.as_lock(), mine.rival_on(other)) else {
+                    panic!("{}: no exercise for {mine:?}", kind.name);
+                };
+                exercise(lock, rival).await;
+            }
+        }
+    }
+    for kind in KINDS {
+        let handle = (kind.make)(c, &format!("orders:{}", kind.name));
+        if let Some(status) = handle.status().await {
+            assert!(status.unwrap().holders.is_empty(), "{}", kind.name);
+        }
+    }
+    left
+}
+
+/// A waiter on the other client woken by a release.
+async fn semaphore(other: &relock::Client, sem: relock::Semaphore, theirs: relock::Semaphore) {
     assert!(sem.try_set_permits(1).await.unwrap());
     sem.acquire(1).await.map(crate::kept).unwrap();
-    let theirs = other.semaphore("orders:sem");
     let waiter =
         tokio::spawn(async move { theirs.acquire(1).await.map(crate::kept).map(|()| theirs) });
     parked(other, "the semaphore waiter to park").await;
@@ -218,7 +248,14 @@ pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
         .unwrap();
     theirs.release(1).await.unwrap();
     assert_eq!(sem.available().await.unwrap(), 1);
-    let permits = c.permit_expirable_semaphore("orders:permits");
+}
+
+/// A permit renewed past three leases, and a waiter on the other client woken by its release.
+async fn permit_semaphore(
+    other: &relock::Client,
+    permits: relock::PermitSemaphore,
+    theirs: relock::PermitSemaphore,
+) {
     assert!(permits.try_set_permits(1).await.unwrap());
     let p = permits.acquire(None).await.unwrap();
     let first = p.valid_until();
@@ -227,7 +264,6 @@ pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
     })
     .await
     .unwrap();
-    let theirs = other.permit_expirable_semaphore("orders:permits");
     let waiter = tokio::spawn(async move { theirs.acquire(None).await.map(|g| (theirs, g)) });
     parked(other, "the permit waiter to park").await;
     p.release().await.unwrap();
@@ -237,9 +273,15 @@ pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
         .unwrap();
     g.release().await.unwrap();
     assert_eq!(permits.available().await.unwrap(), 1);
-    let latch = c.count_down_latch("orders:latch");
+}
+
+/// A waiter on the other client opened by a count-down.
+async fn count_down_latch(
+    other: &relock::Client,
+    latch: relock::CountDownLatch,
+    theirs: relock::CountDownLatch,
+) {
     assert!(latch.try_set_count(1).await.unwrap());
-    let theirs = other.count_down_latch("orders:latch");
     let waiter = tokio::spawn(async move { theirs.wait().await });
     parked(other, "the latch waiter to park").await;
     latch.count_down().await.unwrap();
@@ -247,14 +289,14 @@ pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
         .await
         .unwrap()
         .unwrap();
-    // An election: a leader, a standby on the other client that leads when it resigns, and an
-    // observer that sees both terms.
-    let mut changes = other.election("orders:elect").observe();
-    let leader = c.election("orders:elect").campaign("c").await.unwrap();
-    let standby = {
-        let e = other.election("orders:elect");
-        tokio::spawn(async move { e.campaign("other").await })
-    };
+}
+
+/// A leader, a standby on the other client that leads when it resigns, and an observer that
+/// sees both terms.
+async fn election(other: &relock::Client, mine: relock::Election, theirs: relock::Election) {
+    let mut changes = theirs.observe();
+    let leader = mine.campaign("c").await.unwrap();
+    let standby = tokio::spawn(async move { theirs.campaign("other").await });
     parked(other, "the standby to park").await;
     let first = leader.term();
     leader.resign().await.unwrap();
@@ -282,25 +324,20 @@ pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) {
     );
     next.resign().await.unwrap();
     drop(changes);
-    // A job: one client runs the occurrence, the other skips it during the at-least time.
-    let job = |cl: &relock::Client| {
-        cl.job("orders:job", Duration::from_secs(10))
-            .at_least_for(Duration::from_millis(200))
-    };
-    assert_eq!(job(c).run(async |_| 1).await.unwrap(), Some(1));
-    assert_eq!(job(other).run(async |_| 2).await.unwrap(), None);
+}
+
+/// One client runs the occurrence, the other skips it during the at-least time.
+async fn job(c: &relock::Client, mine: relock::Job, theirs: relock::Job) {
+    let at_least = Duration::from_millis(200);
+    let (mine, theirs) = (mine.at_least_for(at_least), theirs.at_least_for(at_least));
+    assert_eq!(mine.run(async |_| 1).await.unwrap(), Some(1));
+    assert_eq!(theirs.run(async |_| 2).await.unwrap(), None);
+    let lock = c.lock(mine.name());
     wait_until(
         Duration::from_secs(3),
         "the kept job lock to expire",
-        || async { !c.lock("orders:job").is_locked().await.unwrap() },
+        || async { !lock.is_locked().await.unwrap() },
     )
     .await
     .unwrap();
-    for (name, status) in [
-        ("plain", c.lock("orders:plain").status().await),
-        ("fair", c.fair_lock("orders:fair").status().await),
-        ("rw", c.read_write_lock("orders:rw").status().await),
-    ] {
-        assert!(status.unwrap().holders.is_empty(), "{name}");
-    }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 pub use relock_testkit::{wait_until, RedisServer};
 
 pub mod acl;
+pub mod kinds;
 
 /// A fresh standalone server.
 pub fn server() -> RedisServer {

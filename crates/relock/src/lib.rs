@@ -181,20 +181,10 @@ pub fn redacted_url(url: &str) -> String {
     client::redact::url(url)
 }
 
+// That every kind's handles and guards are `Send + Sync + 'static` is checked, over every kind,
+// by the integration tests' list of kinds (`tests/src/kinds.rs`).
 #[cfg(test)]
 mod bounds {
-    fn send_sync_static<T: Send + Sync + 'static>() {}
-
-    #[test]
-    fn handles_and_guards_are_send_sync_static() {
-        send_sync_static::<crate::Client>();
-        send_sync_static::<crate::Lock>();
-        send_sync_static::<crate::LockGuard>();
-        send_sync_static::<crate::Error>();
-        send_sync_static::<crate::QuorumClient>();
-        send_sync_static::<crate::QuorumLock>();
-    }
-
     #[allow(dead_code)]
     fn lock_futures_are_send(lock: crate::Lock) {
         fn send<T: Send>(_: T) {}

@@ -635,14 +635,6 @@ fn validate_id(id: &str) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn send_sync_static<T: Send + Sync + 'static>() {}
-
-    #[test]
-    fn handles_and_guards_are_send_sync_static() {
-        send_sync_static::<PermitSemaphore>();
-        send_sync_static::<PermitGuard>();
-    }
-
     #[allow(dead_code)]
     fn futures_are_send(sem: PermitSemaphore, guard: PermitGuard) {
         fn send<T: Send>(_: T) {}
