@@ -1,6 +1,6 @@
 //! Scenarios for the coordination kinds (`crates/relock/src/coordination`): leader election
-//! (`e*`) and run-at-most-once jobs (`t*`), on real redis-servers, one per file, each named as
-//! a sentence.
+//! (`e*`), run-at-most-once jobs (`t*`) and what is under a name (`i*`), on real redis-servers,
+//! one per file, each named as a sentence.
 
 mod e1_an_election_hands_leadership_to_the_first_standby_on_resign_and_observers_see_every_change_in_order;
 mod e2_a_crashed_leader_is_replaced_within_its_lease_and_an_observer_sees_it_across_a_reconnect;
@@ -11,6 +11,7 @@ mod e6_a_leader_whose_client_shuts_down_is_reported_resigned;
 mod e7_an_observer_whose_read_fails_still_reports_the_leader_elected_meanwhile;
 mod e8_a_leader_that_crashes_after_a_handoff_is_replaced_within_its_own_lease;
 mod e9_an_observation_kept_alive_but_never_read_does_not_hold_up_shutdown;
+mod i10_inspect_names_every_layout_under_a_name_with_exact_counts;
 mod t96_a_job_runs_once_per_occurrence_and_keeps_its_lock_for_at_least_for_after_an_early_finish;
 mod t97_a_jobs_at_most_for_cancels_an_overrunning_run_and_bounds_a_crashed_ones_hold;
 mod t98_a_jobs_finish_and_a_reentry_of_its_hold_in_flight_never_leave_a_guard_past_the_servers_ttl;

@@ -105,6 +105,7 @@ pub const NOT_KINDS: &[(&str, &str)] = &[
     ("Waiter", "a lock kind's status"),
     ("KeyNames", "a lock kind's status"),
     ("OwnerLayout", "a lock kind's status"),
+    ("Inspection", "what is under a name, of any kind"),
     (
         "FencedKey",
         "a value written under a holder's fencing token: it never holds nor waits",

@@ -135,6 +135,20 @@ fn json(s: &relock::LockStatus) -> Json {
     }
 }
 
+/// A free lock's JSON, as [`json`] writes it for a status with nothing in it.
+fn free(name: &str) -> Json {
+    Json {
+        name: name.to_string(),
+        held: false,
+        holders: Vec::new(),
+        pttl_ms: None,
+        counter: None,
+        counter_pttl_ms: None,
+        queue: Vec::new(),
+        mode: None,
+    }
+}
+
 fn print(s: &relock::LockStatus, who: &[Option<relock::OwnerInfo>]) {
     if !s.is_held() {
         println!("{}: free", s.name);
@@ -216,58 +230,11 @@ enum Found {
         Option<relock::Leader>,
         Vec<Option<relock::OwnerInfo>>,
     ),
+    /// Nothing under the name: a free lock.
+    Free(String),
     Count(Count),
     /// What went wrong for this name (it is not a lock, or could not be read).
     Failed(String, String),
-}
-
-/// A string holding an integer under `name`: a counting kind. `None` if it is not one.
-async fn count_at(client: &relock::Client, name: &str) -> Option<Count> {
-    use fred::interfaces::{ClientLike, KeysInterface, SortedSetsInterface};
-    let pool = client.pool();
-    let value: Option<String> = pool.get(name).await.ok()?;
-    let count = value?.parse::<i64>().ok()?;
-    // Redisson's suffixName: `{name}:timeout`, or `name:timeout` for a name with a tag.
-    let timeouts = if name.contains('{') {
-        format!("{name}:timeout")
-    } else {
-        format!("{{{name}}}:timeout")
-    };
-    // A permit whose lease has ended is available again (the next acquire reclaims it), as
-    // the library's `available()` and Redisson count it.
-    let mut count = count;
-    let live: Option<u64> = match pool.exists::<i64, _>(timeouts.as_str()).await.ok()? {
-        1 => {
-            // The server's clock, which the permits' leases are counted on.
-            let time = fred::types::CustomCommand::new_static(
-                "TIME",
-                fred::types::ClusterHash::Custom(fred::util::redis_keyslot(name.as_bytes())),
-                false,
-            );
-            let (secs, micros): (i64, i64) =
-                pool.next().custom(time, Vec::<String>::new()).await.ok()?;
-            let now = secs * 1000 + micros / 1000;
-            let ended: i64 = pool
-                .zcount(timeouts.as_str(), f64::NEG_INFINITY, now as f64)
-                .await
-                .ok()?;
-            count += ended;
-            pool.zcount(timeouts.as_str(), (now + 1) as f64, f64::INFINITY)
-                .await
-                .ok()
-        }
-        _ => None,
-    };
-    Some(Count {
-        name: name.to_string(),
-        kind: if live.is_some() {
-            "permit_semaphore"
-        } else {
-            "count"
-        },
-        count,
-        permits_held: live,
-    })
 }
 
 /// `relock status`: exit 0 if every lock named is held, 1 otherwise. A semaphore's or
@@ -280,10 +247,9 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
     let mut all = Vec::new();
     let mut held = true;
     for name in &args.names {
-        // The fair handle reads the line too; for a plain lock it is just empty.
-        let s = client.fair_lock(name).status().await;
-        let found = match s {
-            Ok(s) => {
+        // A lock is read on a fair handle, so its line shows too (empty for a plain lock).
+        let found = match client.inspect(name).await {
+            Ok(relock::Inspection::Lock(s)) => {
                 held &= s.is_held();
                 // An election's lock: its leader's value and term (none for a plain lock).
                 let leader = if s.is_held() {
@@ -298,16 +264,27 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
                 }
                 Found::Lock(s, leader, who)
             }
-            // Not a lock's hash: maybe a semaphore's or latch's count.
-            Err(relock::Error::WrongType { key }) if &key == name => {
-                match count_at(&client, name).await {
-                    Some(c) => Found::Count(c),
-                    None => Found::Failed(
-                        name.clone(),
-                        CliError::from(relock::Error::WrongType { key }).to_string(),
-                    ),
-                }
+            Ok(relock::Inspection::Nothing) => {
+                held = false;
+                Found::Free(name.clone())
             }
+            Ok(relock::Inspection::Count(count)) => Found::Count(Count {
+                name: name.clone(),
+                kind: "count",
+                count,
+                permits_held: None,
+            }),
+            Ok(relock::Inspection::PermitSemaphore { available, held }) => Found::Count(Count {
+                name: name.clone(),
+                kind: "permit_semaphore",
+                count: available,
+                permits_held: Some(held),
+            }),
+            // Neither a lock nor a count.
+            Ok(_) => Found::Failed(
+                name.clone(),
+                CliError::from(relock::Error::WrongType { key: name.clone() }).to_string(),
+            ),
             // Said for this name; the others are still answered.
             Err(e) => Found::Failed(name.clone(), CliError::from(e).to_string()),
         };
@@ -336,6 +313,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
                     }
                     v
                 }),
+                Found::Free(name) => serde_json::to_value(free(name)),
                 Found::Count(c) => serde_json::to_value(c),
                 Found::Failed(name, error) => {
                     Ok(serde_json::json!({ "name": name, "error": error }))
@@ -359,6 +337,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
                         );
                     }
                 }
+                Found::Free(name) => println!("{name}: free"),
                 Found::Count(c) => match c.permits_held {
                     Some(n) => println!(
                         "{}: a permit-expirable semaphore, {} available, {n} held",

@@ -81,7 +81,7 @@
 // - `counting`: `Semaphore`, `PermitSemaphore`, `CountDownLatch`.
 // - `quorum`: `QuorumClient` and `QuorumLock`.
 // - `coordination`: kinds built on the exclusive ones: `Job` (run-at-most-once jobs),
-//   `Election` (leader election).
+//   `Election` (leader election); `Client::inspect` (what is under a name, any kind).
 //
 // The repository's `docs/architecture.md` has the map and what a new kind adds.
 
@@ -145,6 +145,7 @@ pub use fred;
 
 pub use coordination::election::{Election, Leader, LeaderEvent, Leadership, Observation};
 pub use coordination::fenced::FencedKey;
+pub use coordination::inspect::Inspection;
 pub use coordination::job::{Job, JobGuard};
 pub use counting::latch::CountDownLatch;
 pub use counting::permit_guard::PermitGuard;

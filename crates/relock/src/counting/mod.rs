@@ -10,6 +10,7 @@
 //!   (release, renewal) and the permits a client's guards hold (`Leases`, their per-client
 //!   state, with its shutdown step: give them back).
 //! - `latch`: [`CountDownLatch`](crate::CountDownLatch) (`RCountDownLatch`).
+//! - `reading`: the count under a name, read only (for `Client::inspect`).
 //! - `common`: what they share: count arguments and replies, request ids, one wait;
 //!   `channel`: their channels' message formats (a count wakes up to that many waiters, and
 //!   is passed on at most once per message; a latch's opening wakes all).
@@ -24,6 +25,7 @@ pub(crate) mod latch;
 pub(crate) mod permit_guard;
 pub(crate) mod permit_leases;
 pub(crate) mod permits;
+pub(crate) mod reading;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_permits;
 pub(crate) mod semaphore_request;

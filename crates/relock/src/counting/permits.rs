@@ -73,7 +73,7 @@ use crate::hold::keys::{prefixed, suffixed, validate_name};
 /// ```
 #[derive(Debug, Clone)]
 pub struct PermitSemaphore {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
     name: Arc<str>,
     keys: Option<(Arc<Names>, Arc<PermitKeys>)>,
 }
@@ -143,7 +143,7 @@ impl PermitSemaphore {
         &self.name
     }
 
-    fn keys(&self) -> Result<(Arc<Names>, Arc<PermitKeys>)> {
+    pub(super) fn keys(&self) -> Result<(Arc<Names>, Arc<PermitKeys>)> {
         match &self.keys {
             Some(k) => Ok(k.clone()),
             None => Err(validate_name(&self.name).expect_err("the name failed before")),
