@@ -13,32 +13,12 @@ use relock_tests::*;
 #[tokio::test]
 async fn a_least_privilege_acl_user_runs_every_kind_on_a_cluster_with_the_documented_line() {
     let cluster = RedisCluster::start().expect("start a cluster");
-    for node in cluster.nodes() {
-        acl::set_user(node, "app", "app-pw", &acl::cluster());
-    }
     let addrs: Vec<String> = cluster.nodes().iter().map(|n| n.addr()).collect();
     let url = format!("redis-cluster://app:app-pw@{}", addrs.join(","));
-    let app = || {
-        relock::Client::builder()
-            .url(url.clone())
-            .watchdog_lease(Duration::from_millis(300))
-            .fair_heartbeat(Duration::from_millis(500))
-            .command_timeout(Duration::from_secs(2))
-            .connect_timeout(Duration::from_secs(3))
-            .build()
-    };
-    let logs = capture_traces(tracing::Level::WARN, "");
-    let c = app().await.expect("connect as the least-privilege user");
-    let other = app().await.expect("connect as the least-privilege user");
-
-    let left = acl::exercise_every_kind(&c, &other).await;
-
-    c.shutdown().await;
-    other.shutdown().await;
-    for node in cluster.nodes() {
-        acl::assert_nothing_refused(node);
-    }
-    assert_eq!(logs.count("NOPERM"), 0, "{}", logs.text());
+    let nodes: Vec<&RedisServer> = cluster.nodes().iter().collect();
+    let left =
+        acl::every_kind_as_least_privileged(&nodes, &acl::cluster(), &url, Duration::from_secs(2))
+            .await;
     for key in &left {
         cluster.master_of(key).unwrap().cmd(&["DEL", key]).unwrap();
     }

@@ -5,24 +5,7 @@
 
 use std::time::Duration;
 
-use relock::Error;
 use relock_tests::*;
-
-fn assert_invalid<T: std::fmt::Debug>(r: relock::Result<T>, arg: &str, says: &str) {
-    match r {
-        Err(Error::InvalidArgument { name, reason }) if name == arg => {
-            assert!(reason.contains(says), "`{arg}`: {reason}")
-        }
-        other => panic!("expected InvalidArgument for `{arg}`, got {other:?}"),
-    }
-}
-
-fn assert_wrong_type<T: std::fmt::Debug>(r: relock::Result<T>, key: &str) {
-    match r {
-        Err(Error::WrongType { key: k }) if k == key => {}
-        other => panic!("expected WrongType for `{key}`, got {other:?}"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_and_keys_of_another_type_get_typed_errors() {
@@ -30,30 +13,30 @@ async fn bad_input_and_keys_of_another_type_get_typed_errors() {
     let a = client(&server).await;
     let sem = a.permit_expirable_semaphore("p60");
     let zero = Some(Duration::ZERO);
-    assert_invalid(sem.acquire(zero).await, "lease", "at least 1 ms");
-    assert_invalid(sem.try_acquire(zero).await, "lease", "at least 1 ms");
-    assert_invalid(
+    assert_invalid_saying(sem.acquire(zero).await, "lease", "at least 1 ms");
+    assert_invalid_saying(sem.try_acquire(zero).await, "lease", "at least 1 ms");
+    assert_invalid_saying(
         sem.try_acquire_for(Duration::from_secs(1), zero).await,
         "lease",
         "at least 1 ms",
     );
     let forever = Some(Duration::from_secs(40 * 365 * 86_400));
-    assert_invalid(sem.try_acquire(forever).await, "lease", "at most 30 years");
-    assert_invalid(sem.add_permits(0).await, "n", "at least 1");
-    assert_invalid(sem.add_permits(i64::MIN).await, "n", "at most");
-    assert_invalid(
+    assert_invalid_saying(sem.try_acquire(forever).await, "lease", "at most 30 years");
+    assert_invalid_saying(sem.add_permits(0).await, "n", "at least 1");
+    assert_invalid_saying(sem.add_permits(i64::MIN).await, "n", "at most");
+    assert_invalid_saying(
         sem.try_set_permits(1_000_000_000_000_001).await,
         "n",
         "at most",
     );
     for bad in ["", "xyz", "abc", "0x12"] {
-        assert_invalid(sem.release_id(bad).await, "id", "hex digits");
+        assert_invalid_saying(sem.release_id(bad).await, "id", "hex digits");
     }
     for bad in ["", "a{b", "x{}y"] {
         let sem = a.permit_expirable_semaphore(bad);
-        assert_invalid(sem.try_acquire(None).await, "name", "");
-        assert_invalid(sem.available().await, "name", "");
-        assert_invalid(sem.release_id("00").await, "name", "");
+        assert_invalid_saying(sem.try_acquire(None).await, "name", "");
+        assert_invalid_saying(sem.available().await, "name", "");
+        assert_invalid_saying(sem.release_id("00").await, "name", "");
     }
     assert!(server.keys().unwrap().is_empty(), "{:?}", server.keys());
 

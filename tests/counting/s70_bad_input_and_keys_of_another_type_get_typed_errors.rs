@@ -5,24 +5,7 @@
 
 use std::time::Duration;
 
-use relock::Error;
 use relock_tests::*;
-
-fn assert_invalid<T: std::fmt::Debug>(r: relock::Result<T>, arg: &str) {
-    match r {
-        Err(Error::InvalidArgument { name, reason }) if name == arg => {
-            assert!(!reason.is_empty())
-        }
-        other => panic!("expected InvalidArgument for `{arg}`, got {other:?}"),
-    }
-}
-
-fn assert_wrong_type<T: std::fmt::Debug>(r: relock::Result<T>, key: &str) {
-    match r {
-        Err(Error::WrongType { key: k }) if k == key => {}
-        other => panic!("expected WrongType for `{key}`, got {other:?}"),
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_input_and_keys_of_another_type_get_typed_errors() {

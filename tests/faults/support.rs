@@ -1,9 +1,9 @@
 //! Helpers shared by the fault scenarios: clients behind a proxy, the lock hash as the server
 //! has it, and the server's command log (to prove that a held command did run, and when).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use relock_testkit::{ConnId, Direction, FaultProxy, Value};
+use relock_testkit::{ConnId, Direction, FaultProxy, Mode, Value};
 use relock_tests::*;
 
 /// A client that reaches `proxy` (a pool of 4 connections and a subscriber connection), with
@@ -194,4 +194,60 @@ where
         }) => {}
     }
     fut
+}
+
+/// A waiter's lock: when it took the lock, and its guard.
+pub type Waiter = tokio::task::JoinHandle<relock::Result<(Instant, relock::LockGuard)>>;
+
+/// Releases `held` while `channel` has no subscriber on the server (the waiter's SUBSCRIBE
+/// still on the wire; `scenario` says why it must not have landed yet), then returns how long
+/// after the release `waiter` (`what`) took the lock.
+pub async fn release_before_subscribed(
+    server: &RedisServer,
+    channel: &str,
+    held: relock::LockGuard,
+    waiter: Waiter,
+    what: &str,
+    scenario: &str,
+) -> Duration {
+    assert_eq!(server.pubsub_numsub(channel).unwrap(), 0, "{scenario}");
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (got_at, guard) = bounded(Duration::from_secs(15), what, waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    drop(guard);
+    got_at - released
+}
+
+/// `holder` takes `name`; a waiter of `waiter_client` parks on it; the waiter client's
+/// subscriber connection `sub` goes silent both ways (half-open: replies and pushes dropped, no
+/// RST) for 3 s; then the release. Returns how long after the release the waiter took the lock.
+pub async fn waited_behind_a_silent_subscriber(
+    server: &RedisServer,
+    proxy: &FaultProxy,
+    sub: ConnId,
+    holder: &relock::Client,
+    waiter_client: &relock::Client,
+    name: &str,
+) -> Duration {
+    let held = holder.lock(name).lock().await.unwrap();
+    let waiter = spawn_parked_waiter(server, waiter_client, waiter_client.lock(name)).await;
+    wait_until(Duration::from_secs(3), "the waiter parked", || async {
+        waiter_client.parked_waiters() == 1
+    })
+    .await
+    .unwrap();
+    proxy.set_conn(sub, Direction::Down, Some(Mode::Blackhole));
+    proxy.set_conn(sub, Direction::Up, Some(Mode::Blackhole));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let released = Instant::now();
+    held.unlock().await.unwrap();
+    let (got_at, g) = bounded(Duration::from_secs(20), "waiter", waiter)
+        .await
+        .unwrap()
+        .unwrap();
+    drop(g);
+    got_at - released
 }

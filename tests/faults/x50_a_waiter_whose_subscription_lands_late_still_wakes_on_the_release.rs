@@ -38,19 +38,15 @@ async fn a_waiter_whose_subscription_lands_late_still_wakes_on_the_release() {
     .unwrap();
     // Release while the SUBSCRIBE is still held by the proxy.
     tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(
-        s.pubsub_numsub(&channel).unwrap(),
-        0,
-        "released before the subscription landed"
-    );
-    let released = Instant::now();
-    held.unlock().await.unwrap();
-    let (got_at, guard) = bounded(Duration::from_secs(15), "waiter", waiter)
-        .await
-        .unwrap()
-        .unwrap();
-    let waited = got_at - released;
-    drop(guard);
+    let waited = crate::support::release_before_subscribed(
+        &s,
+        &channel,
+        held,
+        waiter,
+        "waiter",
+        "released before the subscription landed",
+    )
+    .await;
     assert!(
         waited < Duration::from_secs(3),
         "the lock was released but the waiter got it only {waited:?} later (the holder's \

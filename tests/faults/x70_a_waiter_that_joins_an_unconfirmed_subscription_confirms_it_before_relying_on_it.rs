@@ -51,19 +51,15 @@ async fn a_waiter_that_gives_up_mid_confirm_leaves_the_next_local_waiter_an_unco
     assert!(a.is_none(), "A gave up");
     // Let B make its retry, then release while the SUBSCRIBE is still on the wire.
     tokio::time::sleep(Duration::from_millis(250)).await;
-    assert_eq!(
-        s.pubsub_numsub(&channel).unwrap(),
-        0,
-        "the release must happen before the SUBSCRIBE landed for this scenario"
-    );
-    let released = Instant::now();
-    held.unlock().await.unwrap();
-    let (got_at, guard) = bounded(Duration::from_secs(15), "B", b)
-        .await
-        .unwrap()
-        .unwrap();
-    let waited = got_at - released;
-    drop(guard);
+    let waited = crate::support::release_before_subscribed(
+        &s,
+        &channel,
+        held,
+        b,
+        "B",
+        "the release must happen before the SUBSCRIBE landed for this scenario",
+    )
+    .await;
     assert!(
         waited < Duration::from_secs(3),
         "B got the lock only {waited:?} after its release (holder's lease 10 s): B retried on \

@@ -5,9 +5,8 @@
 //! seconds instead of at the holder's 12 s lease end. Found by review: before the keep-alive it
 //! slept 8.99 s after the release.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -17,25 +16,15 @@ async fn a_silently_dead_subscriber_connection_is_noticed_and_the_waiter_takes_t
         crate::support::proxied_waiter(&s, Duration::from_secs(2)).await;
     let holder = client_with_lease(&s, Duration::from_secs(12)).await;
     let name = "r20";
-    let held = holder.lock(name).lock().await.unwrap();
-    let waiter = spawn_parked_waiter(&s, &waiter_client, waiter_client.lock(name)).await;
-    wait_until(Duration::from_secs(3), "the waiter parked", || async {
-        waiter_client.parked_waiters() == 1
-    })
-    .await
-    .unwrap();
-    // The subscriber's connection goes silent both ways.
-    proxy.set_conn(sub, Direction::Down, Some(Mode::Blackhole));
-    proxy.set_conn(sub, Direction::Up, Some(Mode::Blackhole));
-    tokio::time::sleep(Duration::from_secs(3)).await;
-    let released = Instant::now();
-    held.unlock().await.unwrap();
-    let (got_at, g) = bounded(Duration::from_secs(20), "waiter", waiter)
-        .await
-        .unwrap()
-        .unwrap();
-    drop(g);
-    let waited = got_at - released;
+    let waited = crate::support::waited_behind_a_silent_subscriber(
+        &s,
+        &proxy,
+        sub,
+        &holder,
+        &waiter_client,
+        name,
+    )
+    .await;
     assert!(
         waited < Duration::from_secs(4),
         "the waiter took the lock {waited:?} after the release (lease 12 s): its subscriber \

@@ -3,9 +3,8 @@
 //! a forced reconnect that completed never keeps the next one from happening. (From review 5:
 //! 3.4-4.2 ms after each release, one new subscriber connection per round.)
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -16,25 +15,16 @@ async fn two_successive_half_open_subscribers_are_both_recovered() {
     let holder = client_with_lease(&s, Duration::from_secs(12)).await;
     for round in 0..3 {
         let name = format!("rv5-{round}");
-        let held = holder.lock(&name).lock().await.unwrap();
         let before: Vec<_> = proxy.conns();
-        let waiter = spawn_parked_waiter(&s, &waiter_client, waiter_client.lock(&name)).await;
-        wait_until(Duration::from_secs(3), "parked", || async {
-            waiter_client.parked_waiters() == 1
-        })
-        .await
-        .unwrap();
-        proxy.set_conn(sub, Direction::Down, Some(Mode::Blackhole));
-        proxy.set_conn(sub, Direction::Up, Some(Mode::Blackhole));
-        tokio::time::sleep(Duration::from_secs(3)).await;
-        let released = Instant::now();
-        held.unlock().await.unwrap();
-        let (got_at, g) = bounded(Duration::from_secs(20), "waiter", waiter)
-            .await
-            .unwrap()
-            .unwrap();
-        drop(g);
-        let waited = got_at - released;
+        let waited = crate::support::waited_behind_a_silent_subscriber(
+            &s,
+            &proxy,
+            sub,
+            &holder,
+            &waiter_client,
+            &name,
+        )
+        .await;
         eprintln!("round {round}: waited {waited:?}");
         assert!(
             waited < Duration::from_secs(4),

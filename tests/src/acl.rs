@@ -114,6 +114,67 @@ pub fn assert_nothing_refused(server: &RedisServer) {
     );
 }
 
+/// Connects two clients to `url` as the least-privilege user `app` (password `app-pw`, set
+/// on `servers` with `rules`; `url` names it) and runs [`exercise_every_kind`] with them; then
+/// asserts that no server refused anything (`ACL LOG` empty: nothing outside the grant was even
+/// tried) and that nothing warned of a refusal. Returns the keys it leaves (the semaphores'
+/// counts).
+pub async fn every_kind_as_least_privileged(
+    servers: &[&RedisServer],
+    rules: &[&str],
+    url: &str,
+    command_timeout: Duration,
+) -> Vec<String> {
+    for s in servers {
+        set_user(s, "app", "app-pw", rules);
+    }
+    let app = || {
+        relock::Client::builder()
+            .url(url)
+            .watchdog_lease(Duration::from_millis(300))
+            .fair_heartbeat(Duration::from_millis(500))
+            .command_timeout(command_timeout)
+            .connect_timeout(Duration::from_secs(3))
+            .build()
+    };
+    let logs = crate::capture_traces(tracing::Level::WARN, "");
+    let c = app().await.expect("connect as the least-privilege user");
+    let other = app().await.expect("connect as the least-privilege user");
+
+    let left = exercise_every_kind(&c, &other).await;
+
+    c.shutdown().await;
+    other.shutdown().await;
+    for s in servers {
+        assert_nothing_refused(s);
+    }
+    assert_eq!(logs.count("NOPERM"), 0, "{}", logs.text());
+    left
+}
+
+/// Each of `cases` (what, URL, the cause its error names) is refused by `builder(url).build()`
+/// within 10 s, with an error that `refused(error, cause)` accepts and whose text (shown and
+/// debugged) holds none of `secrets`.
+pub async fn assert_refused_unshown(
+    cases: Vec<(&str, String, &str)>,
+    builder: impl Fn(String) -> relock::ClientBuilder,
+    refused: impl Fn(&relock::Error, &str) -> bool,
+    secrets: &[&str],
+) {
+    for (what, bad, cause) in cases {
+        let started = std::time::Instant::now();
+        let e = bounded(Duration::from_secs(10), what, builder(bad).build())
+            .await
+            .unwrap_err();
+        let text = format!("{e} {e:?}");
+        assert!(refused(&e, cause), "{what}: {text}");
+        for secret in secrets {
+            assert!(!text.contains(secret), "{what} shows a secret: {text}");
+        }
+        println!("{what}: refused in {:?}: {e}", started.elapsed());
+    }
+}
+
 /// Waits (bounded) until `client` has one waiter parked.
 pub async fn parked(client: &relock::Client, what: &str) {
     wait_until(Duration::from_secs(3), what, || async {

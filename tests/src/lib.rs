@@ -9,6 +9,38 @@ pub use relock_testkit::{wait_until, RedisServer};
 pub mod acl;
 pub mod kinds;
 
+/// Asserts that `r` is [`relock::Error::InvalidArgument`] naming `arg`, with a reason.
+#[track_caller]
+pub fn assert_invalid<T: std::fmt::Debug>(r: relock::Result<T>, arg: &str) {
+    match r {
+        Err(relock::Error::InvalidArgument { name, reason }) if name == arg => {
+            assert!(!reason.is_empty())
+        }
+        other => panic!("expected InvalidArgument for `{arg}`, got {other:?}"),
+    }
+}
+
+/// Asserts that `r` is [`relock::Error::InvalidArgument`] naming `arg`, whose reason says
+/// `says` (what to pass).
+#[track_caller]
+pub fn assert_invalid_saying<T: std::fmt::Debug>(r: relock::Result<T>, arg: &str, says: &str) {
+    match r {
+        Err(relock::Error::InvalidArgument { name, reason }) if name == arg => {
+            assert!(reason.contains(says), "`{arg}`: {reason}")
+        }
+        other => panic!("expected InvalidArgument for `{arg}`, got {other:?}"),
+    }
+}
+
+/// Asserts that `r` is [`relock::Error::WrongType`] naming `key`.
+#[track_caller]
+pub fn assert_wrong_type<T: std::fmt::Debug>(r: relock::Result<T>, key: &str) {
+    match r {
+        Err(relock::Error::WrongType { key: k }) if k == key => {}
+        other => panic!("expected WrongType for `{key}`, got {other:?}"),
+    }
+}
+
 /// A fresh standalone server.
 pub fn server() -> RedisServer {
     RedisServer::start().expect("start redis-server (run scripts/ensure-redis)")
