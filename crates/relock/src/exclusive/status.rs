@@ -187,20 +187,8 @@ fn decode(reply: Value, name: &str) -> Result<LockStatus> {
     let Value::Array(mut parts) = reply else {
         return Err(wrong());
     };
-    if let [tag, key, found] = parts.as_slice() {
-        if tag.as_str().as_deref() == Some("notalock") {
-            return Err(crate::Error::NotALock {
-                key: key.as_string().unwrap_or_default(),
-                found: found.as_string().unwrap_or_default(),
-            });
-        }
-    }
-    if let [tag, key] = parts.as_slice() {
-        if tag.as_str().as_deref() == Some("wrongtype") {
-            return Err(crate::Error::WrongType {
-                key: key.as_string().unwrap_or_default(),
-            });
-        }
+    if let Some(refused) = refusal(&parts) {
+        return Err(refused);
     }
     if parts.len() != 5 {
         return Err(wrong());
@@ -213,49 +201,8 @@ fn decode(reply: Value, name: &str) -> Result<LockStatus> {
         Some(Value::Array(raw)) => raw,
         _ => return Err(wrong()),
     };
-    // A lock hash maps owner fields to hold counts, and a read-write lock's has its
-    // `mode` too; any other hash is not a lock.
-    let mut fields = Vec::with_capacity(raw.len() / 2);
-    let mut mode = None;
-    for pair in raw.chunks(2) {
-        let (Some(field), Some(count)) = (
-            pair.first().and_then(|v| v.as_string()),
-            pair.get(1).and_then(|v| v.as_string()),
-        ) else {
-            return Err(wrong());
-        };
-        if field == "mode" && (count == "read" || count == "write") {
-            mode = Some(count);
-            continue;
-        }
-        match count.parse::<i64>() {
-            Ok(n) => fields.push((field, n)),
-            Err(_) => return Err(wrong()),
-        }
-    }
-    let mut queue = Vec::new();
-    if let Value::Array(line) = line {
-        for (position, w) in line.chunks(3).enumerate() {
-            let Some(field) = w.first().and_then(|v| v.as_string()) else {
-                return Err(wrong());
-            };
-            queue.push(Waiter {
-                field,
-                position,
-                ticket: w.get(1).and_then(num::<f64>).unwrap_or(0.0) as u64,
-                deadline_ms: w.get(2).and_then(num::<f64>).map(|d| d as i64),
-            });
-        }
-    }
-    let mut holders: Vec<Holder> = fields
-        .into_iter()
-        .map(|(field, count)| Holder {
-            layout: layout(&field),
-            field,
-            count,
-        })
-        .collect();
-    holders.sort_by(|a, b| a.field.cmp(&b.field));
+    let (holders, mode) = read_holders(&raw).ok_or_else(wrong)?;
+    let queue = read_line(line).ok_or_else(wrong)?;
     Ok(LockStatus {
         name: name.to_owned(),
         pttl_ms: (pttl != -2).then_some(pttl),
@@ -265,6 +212,68 @@ fn decode(reply: Value, name: &str) -> Result<LockStatus> {
         queue,
         mode,
     })
+}
+
+/// The script's refusal to read the key, if it refused: `{"notalock", key, found}` (data under
+/// the lock's name) or `{"wrongtype", key}`.
+fn refusal(parts: &[Value]) -> Option<crate::Error> {
+    match parts {
+        [tag, key, found] if tag.as_str().as_deref() == Some("notalock") => {
+            Some(crate::Error::NotALock {
+                key: key.as_string().unwrap_or_default(),
+                found: found.as_string().unwrap_or_default(),
+            })
+        }
+        [tag, key] if tag.as_str().as_deref() == Some("wrongtype") => {
+            Some(crate::Error::WrongType {
+                key: key.as_string().unwrap_or_default(),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The lock hash's fields and values (`HGETALL`): its holders, sorted by field, and a
+/// read-write lock's mode. `None` if it is not a lock's: a lock hash maps owner fields to hold
+/// counts, and a read-write lock's has its `mode` too.
+fn read_holders(raw: &[Value]) -> Option<(Vec<Holder>, Option<String>)> {
+    let mut holders = Vec::with_capacity(raw.len() / 2);
+    let mut mode = None;
+    for pair in raw.chunks(2) {
+        let field = pair.first().and_then(|v| v.as_string())?;
+        let count = pair.get(1).and_then(|v| v.as_string())?;
+        if field == "mode" && (count == "read" || count == "write") {
+            mode = Some(count);
+            continue;
+        }
+        let count = count.parse::<i64>().ok()?;
+        holders.push(Holder {
+            layout: layout(&field),
+            field,
+            count,
+        });
+    }
+    holders.sort_by(|a, b| a.field.cmp(&b.field));
+    Some((holders, mode))
+}
+
+/// A fair lock's line, first first, from the script's `{field, ticket, deadline, …}` (not an
+/// array: no line). `None` if an entry has no field.
+fn read_line(line: Value) -> Option<Vec<Waiter>> {
+    let Value::Array(line) = line else {
+        return Some(Vec::new());
+    };
+    line.chunks(3)
+        .enumerate()
+        .map(|(position, w)| {
+            Some(Waiter {
+                field: w.first().and_then(|v| v.as_string())?,
+                position,
+                ticket: w.get(1).and_then(num::<f64>).unwrap_or(0.0) as u64,
+                deadline_ms: w.get(2).and_then(num::<f64>).map(|d| d as i64),
+            })
+        })
+        .collect()
 }
 
 #[cfg(test)]
