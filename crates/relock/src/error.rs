@@ -415,6 +415,25 @@ impl Error {
     pub(crate) fn may_have_run(&self) -> bool {
         matches!(self, Error::Connection { .. } | Error::Timeout { .. })
     }
+
+    /// The `cause` label of a failed attempt's error, in metrics and acquire spans: each
+    /// variant names its own, so the code that records it names no kind.
+    #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
+    pub(crate) fn cause_label(&self) -> &'static str {
+        match self {
+            Error::Timeout { .. } => "timeout",
+            Error::Connection { .. } => "connection",
+            Error::Redis { .. } => "redis",
+            Error::WrongType { .. } => "wrong_type",
+            Error::NotALock { .. } => "not_a_lock",
+            Error::Authentication { .. } => "authentication",
+            Error::Permission { .. } => "permission",
+            Error::Configuration { .. } => "configuration",
+            Error::ReplicationFailed { .. } => "replication",
+            Error::QuorumNotReached { .. } => "no_quorum",
+            _ => "other",
+        }
+    }
 }
 
 /// [`Error::may_have_run`] for fred's error, before it is mapped: during shutdown the mapped

@@ -7,8 +7,8 @@
 //!   is started (its unsafe defaults replaced); `refusal`, `redact`, `tls`: what a Redis or
 //!   connection error means for the caller, with credentials never shown.
 //! - `scripts`: `scripts!` (each module declares its own scripts once), the lock layout's
-//!   common scripts, EVALSHA with NOSCRIPT fallback;
-//!   `in_flight`: the calls a node has been sent and not answered.
+//!   common scripts, EVALSHA with NOSCRIPT fallback (told to a `Tracker`, for a caller that
+//!   orders other calls after a script's).
 //! - `pubsub`: one subscriber per client, refcounted subscriptions, the dispatcher (which
 //!   hands each message to the format the subscribing kind gave, and knows none itself);
 //!   `pubsub_health`: re-subscribing after a reconnect or a cluster topology change, and the
@@ -34,7 +34,6 @@ pub(crate) mod guarded;
 pub(crate) mod handle;
 pub(crate) mod hold_watch;
 pub(crate) mod identity;
-pub(crate) mod in_flight;
 #[cfg(test)]
 mod parsers_prop;
 pub(crate) mod pubsub;

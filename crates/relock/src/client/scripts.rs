@@ -3,6 +3,8 @@
 //! scripts of the lock layout that the shared code sends (acquire, re-enter, release, batch,
 //! renew, status, check, force-unlock) are declared here; a kind declares its own.
 
+use std::future::Future;
+
 use fred::clients::Client as FredClient;
 use fred::interfaces::ClientLike;
 use fred::types::{ClusterHash, CustomCommand};
@@ -32,17 +34,17 @@ impl Script {
         self.send(client, keys, args, ["EVALSHA", "EVAL"]).await
     }
 
-    /// [`run`](Self::run) for a call registered in `in_flight`: it says when its command is
-    /// with fred, and sends the EVAL after NOSCRIPT only if no release of its field has begun
-    /// on that node (then it answers the NOSCRIPT error: the script did not run).
+    /// [`run`](Self::run), telling `tracker` when each command is with fred, and sending the
+    /// EVAL after NOSCRIPT only if the tracker allows it (otherwise it answers the NOSCRIPT
+    /// error: the script did not run).
     pub(crate) async fn run_tracked<R: FromValue>(
         &self,
         client: &FredClient,
         keys: Vec<String>,
         args: Vec<String>,
-        call: &crate::client::in_flight::Call,
+        tracker: &dyn Tracker,
     ) -> Result<R, fred::error::Error> {
-        self.send_as(client, keys, args, ["EVALSHA", "EVAL"], Some(call))
+        self.send_as(client, keys, args, ["EVALSHA", "EVAL"], Some(tracker))
             .await
     }
 
@@ -85,7 +87,7 @@ impl Script {
         keys: Vec<String>,
         args: Vec<String>,
         [by_sha, by_body]: [&'static str; 2],
-        tracked: Option<&crate::client::in_flight::Call>,
+        tracked: Option<&dyn Tracker>,
     ) -> Result<R, fred::error::Error> {
         let hash = keys.first().map_or(ClusterHash::Random, |k| {
             ClusterHash::Custom(fred::util::redis_keyslot(k.as_bytes()))
@@ -102,7 +104,7 @@ impl Script {
         // script (and every task or slot that carries one) stays small and cheap to move.
         let first = Box::pin(client.custom(sha, call.clone()));
         let first = match tracked {
-            Some(t) => t.handing(first).await,
+            Some(t) => handing(t, first).await,
             None => first.await,
         };
         match first {
@@ -119,13 +121,39 @@ impl Script {
                 let body =
                     Box::pin(client.custom(CustomCommand::new_static(by_body, hash, false), call));
                 match tracked {
-                    Some(t) => t.handing(body).await,
+                    Some(t) => handing(t, body).await,
                     None => body.await,
                 }
             }
             other => other,
         }
     }
+}
+
+/// What a script call sent with [`Script::run_tracked`] tells, and asks, whoever orders other
+/// calls after it: that each command it sends is with fred (queued on its connection ahead of
+/// whatever is sent there later), and whether it may send the script's body after NOSCRIPT.
+pub(crate) trait Tracker: Sync {
+    /// Everything the call sent so far is with fred.
+    fn handed(&self);
+    /// Whether the call may send another command (the body after NOSCRIPT: its first command
+    /// did not run).
+    fn may_send_more(&self) -> bool;
+}
+
+/// Runs `f`, telling `tracker` after its first poll that its command was handed over (fred
+/// queues a command on the first poll of its future).
+async fn handing<F: Future>(tracker: &dyn Tracker, f: F) -> F::Output {
+    let mut f = std::pin::pin!(f);
+    let mut first = true;
+    std::future::poll_fn(|cx| {
+        let r = f.as_mut().poll(cx);
+        if std::mem::take(&mut first) {
+            tracker.handed();
+        }
+        r
+    })
+    .await
 }
 
 fn is_noscript(e: &fred::error::Error) -> bool {

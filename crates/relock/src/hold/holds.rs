@@ -66,11 +66,11 @@ pub(crate) struct Hold {
     lease: Lease,
     /// Signalled when the hold leaves the registry (its last release finished).
     pub(crate) gone: Notify,
-    /// One call at a time that must not overlap another of the same hold. Quorum holds: a
-    /// renewal round and a release, so that a renewal (which may put the lock back on a
-    /// minority of nodes) is never sent after the release. One-server holds: the calls that
-    /// set the lease (a handoff's settle, which may shorten it, a re-entry, an extension), so
-    /// that one answered out of order never leaves the local lease past the server's.
+    /// One call at a time that must not overlap another of the same hold, as its backend and
+    /// kind take it: a renewal round and a release, where a renewal may put the lock back
+    /// where it is missing (it must never be sent after the release); and the calls that set
+    /// the lease (a handoff's settle, which may shorten it, a re-entry, an extension), so that
+    /// one answered out of order never leaves the local lease past the server's.
     pub(crate) gate: tokio::sync::Mutex<()>,
 }
 

@@ -1,6 +1,7 @@
 //! Metrics through the `metrics` facade (cargo feature `metrics`, on by default): every name and
-//! label relock records, in one place. Labels never carry lock names (their number is
-//! unbounded). Without the feature every function here is empty.
+//! label the shared code records, in one place (a kind that counts something of its own records
+//! it in its room and lists it in `guide::operations` with these). Labels never carry lock
+//! names (their number is unbounded). Without the feature every function here is empty.
 //!
 //! | Name | Kind | Labels | Meaning |
 //! |---|---|---|---|
@@ -14,7 +15,6 @@
 //! | `relock_wakeups_total` | counter | — | wake-ups of this client's waiters by messages: one per lock release message, one per waiter a semaphore's message wakes (at most its count), one per latch opening |
 //! | `relock_wakeups_wasted_total` | counter | — | waiters woken early (by a release message, a reconnect or the 100 ms re-check while the subscriber is down) that found the lock held again; for a semaphore, waiters woken by a message that found too few permits |
 //! | `relock_subscriptions` | gauge | — | lock channels this client is subscribed to |
-//! | `relock_quorum_votes_total` | counter | `vote` | quorum votes: `granted`, `held`, `timeout`, `error`, `quarantined`, `unavailable` |
 //!
 //! `kind` is the hold kind's label (`HoldKind::label`): `plain`, `fair`, `read`, `write` or
 //! `quorum`.
@@ -35,22 +35,10 @@ use std::time::Duration;
 
 use crate::error::Error;
 
-/// The `cause` label of a failed attempt's error.
+/// The `cause` label of a failed attempt's error (the error's own: `Error::cause_label`).
 #[cfg_attr(not(feature = "metrics"), allow(dead_code))]
 pub(crate) fn cause(e: &Error) -> &'static str {
-    match e {
-        Error::Timeout { .. } => "timeout",
-        Error::Connection { .. } => "connection",
-        Error::Redis { .. } => "redis",
-        Error::WrongType { .. } => "wrong_type",
-        Error::NotALock { .. } => "not_a_lock",
-        Error::Authentication { .. } => "authentication",
-        Error::Permission { .. } => "permission",
-        Error::Configuration { .. } => "configuration",
-        Error::ReplicationFailed { .. } => "replication",
-        Error::QuorumNotReached { .. } => "no_quorum",
-        _ => "other",
-    }
+    e.cause_label()
 }
 
 /// One step of a handoff: see the module. Free while no subscriber enables TRACE for
@@ -92,9 +80,6 @@ mod imp {
     pub(crate) fn subscriptions(n: usize) {
         metrics::gauge!("relock_subscriptions").set(n as f64);
     }
-    pub(crate) fn vote(vote: &'static str) {
-        metrics::counter!("relock_quorum_votes_total", "vote" => vote).increment(1);
-    }
 }
 
 #[cfg(not(feature = "metrics"))]
@@ -111,7 +96,6 @@ mod imp {
     pub(crate) fn wakeup() {}
     pub(crate) fn wasted_wakeup() {}
     pub(crate) fn subscriptions(_: usize) {}
-    pub(crate) fn vote(_: &'static str) {}
 }
 
 pub(crate) use imp::*;

@@ -50,7 +50,7 @@ pub(crate) struct QuorumInner {
     pub(crate) closing_at: Mutex<Option<Instant>>,
     /// Votes and re-entries still running, which a release of their field on their node
     /// waits for (see `in_flight`).
-    pub(crate) in_flight: crate::client::in_flight::InFlight,
+    pub(crate) in_flight: crate::quorum::in_flight::InFlight,
     /// Releases on their way, by lock name and node, until each has its first answer (or
     /// none in time). A vote of a later attempt on that node is handed to fred only after
     /// them, so it is queued behind them on the lock's pinned connection: otherwise it could
@@ -58,7 +58,7 @@ pub(crate) struct QuorumInner {
     /// the hold just released. A vote that was still overtaken (the release met NOSCRIPT and
     /// its body followed a round trip later) and was answered "held" is sent once more once
     /// those releases have answered.
-    pub(crate) releasing: crate::client::in_flight::InFlight,
+    pub(crate) releasing: crate::quorum::in_flight::InFlight,
     /// Whether holds are watched (`quorum_watch`), and how many are now.
     pub(crate) watch_holds: bool,
     pub(crate) watched: std::sync::atomic::AtomicUsize,
@@ -299,7 +299,7 @@ impl QuorumInner {
                     Refused(String),
                     Unknown(String),
                 }
-                let once = |conn: Arc<Inner>, tracked: Option<crate::client::in_flight::Call>| {
+                let once = |conn: Arc<Inner>, tracked: Option<crate::quorum::in_flight::Call>| {
                     let (keys, field, name) = (keys.clone(), field.clone(), name.clone());
                     let (channel, token, grace) = (channel.clone(), token.clone(), grace.clone());
                     async move {

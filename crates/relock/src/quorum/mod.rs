@@ -7,6 +7,8 @@
 //!   [`Backend`](crate::hold::backend::Backend) (a guard's release, renewal on every node).
 //! - `node`: one master (its connection set, replaced, never reconnected; when it may vote).
 //! - `race`: a call per node, counted as answers come, each run to its end.
+//! - `in_flight`: the votes and re-entries a node has been sent and not answered, which a
+//!   release of their field on that node waits for (`Script::run_tracked`'s `Tracker`).
 //! - `lock`: [`QuorumLock`](crate::QuorumLock), its acquire, wait loop and queries; `vote`: one
 //!   Redlock attempt (votes, validity, release on failure, token write-back).
 //! - `watch`: a quorum hold listens on every master and is lost once a majority lacks it;
@@ -21,6 +23,7 @@ pub(crate) mod channel;
 pub(crate) mod client;
 #[cfg(test)]
 mod decode_prop;
+pub(crate) mod in_flight;
 pub(crate) mod lock;
 pub(crate) mod node;
 pub(crate) mod race;

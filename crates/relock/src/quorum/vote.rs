@@ -45,8 +45,8 @@ impl QuorumLock {
         // Nodes left out before anything is sent still count as votes against the quorum.
         for v in &votes {
             match v {
-                Vote::Quarantined { .. } => crate::hold::meter::vote("quarantined"),
-                Vote::Error(_) => crate::hold::meter::vote("unavailable"),
+                Vote::Quarantined { .. } => count_vote("quarantined"),
+                Vote::Error(_) => count_vote("unavailable"),
                 _ => {}
             }
         }
@@ -155,7 +155,7 @@ impl QuorumLock {
                             Vote::Timeout(q.node_timeout)
                         }
                     };
-                    crate::hold::meter::vote(match &votes[i] {
+                    count_vote(match &votes[i] {
                         Vote::Granted => "granted",
                         Vote::HeldByAnother(_) => "held",
                         Vote::Timeout(_) => "timeout",
@@ -300,6 +300,16 @@ impl QuorumLock {
             }
         });
     }
+}
+
+/// Counts one vote an attempt waited for, or a node it could not ask, by outcome
+/// (`relock_quorum_votes_total{vote}`: `granted`, `held`, `timeout`, `error`, `quarantined`,
+/// `unavailable`).
+fn count_vote(vote: &'static str) {
+    #[cfg(feature = "metrics")]
+    metrics::counter!("relock_quorum_votes_total", "vote" => vote).increment(1);
+    #[cfg(not(feature = "metrics"))]
+    let _ = vote;
 }
 
 /// One node's reply to an acquire vote, read.

@@ -21,11 +21,12 @@
 //! is still pipelined behind the vote on a slow node.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
+
+use crate::client::scripts::Tracker;
 
 /// A hold field on one node (its index in the quorum).
 type FieldOnNode = (String, usize);
@@ -195,20 +196,17 @@ impl Call {
         self.tx.send_replace(());
         !self.slot.released.load(SeqCst)
     }
+}
 
-    /// Runs `f`, saying after its first poll that its command was handed over (fred queues a
-    /// command on the first poll of its future).
-    pub(crate) async fn handing<F: Future>(&self, f: F) -> F::Output {
-        let mut f = std::pin::pin!(f);
-        let mut first = true;
-        std::future::poll_fn(|cx| {
-            let r = f.as_mut().poll(cx);
-            if std::mem::take(&mut first) {
-                self.handed();
-            }
-            r
-        })
-        .await
+/// A vote's or a re-entry's script call tells its registration when it is with fred, and
+/// asks it before sending the script's body after NOSCRIPT.
+impl Tracker for Call {
+    fn handed(&self) {
+        Call::handed(self);
+    }
+
+    fn may_send_more(&self) -> bool {
+        Call::may_send_more(self)
     }
 }
 
