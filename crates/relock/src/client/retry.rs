@@ -9,7 +9,7 @@ use tokio::time::Instant;
 
 use crate::client::handle::Inner;
 
-/// Sends `call` again, backing off from 50 ms to 1 s, until it succeeds or `until` passes (the
+/// Sends `call` again, backing off from 50 ms to 1 s ([`Backoff`]), until it succeeds or `until` passes (the
 /// lease of whatever it undoes has ended on the local clock: the server has dropped it by
 /// then). Once shutdown begins (also in the middle of a call, which is then left to land
 /// late) it has shutdown's last chance: it keeps trying every 50 ms, each call bounded, until
@@ -30,10 +30,10 @@ pub(crate) async fn until_done<F, Fut, T, E>(
     E: std::fmt::Display,
 {
     let mut stopping = inner.stopping.subscribe();
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = Backoff::default();
     loop {
         tokio::select! {
-            _ = tokio::time::sleep(backoff) => {}
+            _ = tokio::time::sleep(backoff.next_wait()) => {}
             _ = stopping.wait_for(|s| *s) => {}
         }
         if Instant::now() >= until {
@@ -51,7 +51,26 @@ pub(crate) async fn until_done<F, Fut, T, E>(
             // starts now rather than after the call's own timeout.
             _ = stopping.wait_for(|s| *s) => {}
         }
-        backoff = (backoff * 2).min(Duration::from_secs(1));
+    }
+}
+
+/// The retries' backoff: 50 ms, then twice as long each time, at most 1 s (a blip costs one
+/// short wait, a long outage a call a second).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Backoff(Duration);
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff(Duration::from_millis(50))
+    }
+}
+
+impl Backoff {
+    /// The wait before this try; the next one's is twice as long, at most 1 s.
+    pub(crate) fn next_wait(&mut self) -> Duration {
+        let now = self.0;
+        self.0 = (self.0 * 2).min(Duration::from_secs(1));
+        now
     }
 }
 

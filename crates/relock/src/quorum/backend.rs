@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::hold::holds::FieldMaker;
 use crate::hold::kind::LockKeys;
 use crate::hold::reentry::Reentrancy;
+use crate::quorum::in_flight::Call;
 use crate::quorum::node::{pinned, Eligibility, Node};
 
 /// How often every node's uptime is checked for a restart.
@@ -94,6 +95,18 @@ impl QuorumInner {
         out
     }
 
+    /// Each node's vote (by node index), named by its node, for an error.
+    pub(crate) fn name_votes(&self, votes: Vec<crate::error::Vote>) -> Vec<crate::error::NodeVote> {
+        votes
+            .into_iter()
+            .zip(&self.nodes)
+            .map(|(vote, node)| crate::error::NodeVote {
+                node: node.name.clone(),
+                vote,
+            })
+            .collect()
+    }
+
     /// Records a lease in use, for the default quarantine.
     pub(crate) fn note_lease(&self, lease: Duration) {
         self.max_lease_ms
@@ -132,6 +145,32 @@ impl QuorumInner {
         let node = &self.nodes[i];
         let Some(conn) = node.conn() else { return };
         let quarantine = self.quarantine();
+        let Some(answers) = self.ask_uptimes(i, &conn, limit, every_connection).await else {
+            return;
+        };
+        let Some((uptime, run_id)) = answers.iter().min_by_key(|(u, _)| *u).cloned() else {
+            return;
+        };
+        if answers.iter().any(|(_, r)| *r != run_id) {
+            // The server restarted while the connections were being made: start again.
+            node.suspect();
+            self.replace_dead(i, &conn);
+            return;
+        }
+        node.note_instance(&conn, uptime, run_id, quarantine);
+    }
+
+    /// Each asked connection's answer to INFO server (`every_connection`: every connection of
+    /// the set, else one): its uptime and run id. `None` once one does not answer in time or
+    /// well (the node stops voting; a broken connection has its set replaced).
+    async fn ask_uptimes(
+        self: &Arc<Self>,
+        i: usize,
+        conn: &Arc<Inner>,
+        limit: Duration,
+        every_connection: bool,
+    ) -> Option<Vec<(u64, String)>> {
+        let node = &self.nodes[i];
         let asked: Vec<&fred::clients::Client> = if every_connection {
             conn.pool.clients().iter().collect()
         } else {
@@ -153,64 +192,24 @@ impl QuorumInner {
                         e.kind(),
                         fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
                     ) {
-                        self.replace_dead(i, &conn);
+                        self.replace_dead(i, conn);
                     }
-                    return;
+                    return None;
                 }
                 Err(_) => {
                     // Slow or paused: its connections may still be good; it votes again once
                     // a check answers.
                     node.suspect();
-                    return;
+                    return None;
                 }
             };
-            let field = |name: &str| {
-                info.lines()
-                    .find_map(|l| l.strip_prefix(name))
-                    .map(|v| v.trim().to_string())
-            };
-            let uptime = field("uptime_in_seconds:").and_then(|v| v.parse::<u64>().ok());
-            let (Some(uptime), Some(run_id)) = (uptime, field("run_id:")) else {
+            let Some(answer) = uptime_and_run_id(&info) else {
                 node.suspect();
-                return;
+                return None;
             };
-            answers.push((uptime, run_id));
+            answers.push(answer);
         }
-        let Some((uptime, run_id)) = answers.iter().min_by_key(|(u, _)| *u).cloned() else {
-            return;
-        };
-        if answers.iter().any(|(_, r)| *r != run_id) {
-            // The server restarted while the connections were being made: start again.
-            node.suspect();
-            self.replace_dead(i, &conn);
-            return;
-        }
-        // The connection's lock, then the state's (as `replace_dead`): the set cannot be
-        // replaced between this check and the update.
-        let current = node.conn.read().unwrap();
-        if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &conn)) {
-            return; // replaced meanwhile: the new connections get their own check
-        }
-        let mut state = node.state.lock().unwrap();
-        let same_instance = state.run_id.as_deref() == Some(run_id.as_str());
-        if state.run_id.is_some() && !same_instance {
-            tracing::warn!(node = %node.name, "node restarted (new run id); quarantined");
-        }
-        state.run_id = Some(run_id);
-        // Whole seconds, rounded down: the server started no later than `now - uptime`, so
-        // the quarantine ends no earlier than it should.
-        let wait = quarantine.saturating_sub(Duration::from_secs(uptime));
-        let at = Instant::now() + wait;
-        state.eligible_at = Some(match state.eligible_at {
-            // The same instance: each check bounds its start from above, and the earliest
-            // bound is the tightest. (Taking the latest, every check while the uptime still
-            // read 0 put the end 250 ms further: a quarantine under a second lasted one.)
-            Some(prev) if same_instance => prev.min(at),
-            // Another instance, or the first check: a quarantine that is running is never
-            // shortened.
-            Some(prev) if prev > at && prev > Instant::now() => prev,
-            _ => at,
-        });
+        Some(answers)
     }
 
     /// Whether releases being sent again should stop: the nodes are closed, or shutdown's
@@ -270,11 +269,10 @@ impl QuorumInner {
         all: bool,
         token: u64,
     ) -> Vec<std::result::Result<Option<i64>, String>> {
-        let mode = if all { "all" } else { "1" };
         // Each node's release runs in its own task to the end: only the wait stops at a
         // majority. (A dropped command future may never be written, and a node must not keep
         // a lock that was released everywhere else.)
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         for (i, node) in self.nodes.iter().enumerate() {
             // Before anything else (even for a node without connections now): the votes and
             // re-entries of this field on this node send nothing more.
@@ -283,129 +281,35 @@ impl QuorumInner {
             // Registered before `unlock()` can return; says when its first call is with fred,
             // and ends with that call's outcome.
             let releasing = self.releasing.start(&keys.lock, i);
-            let channel = keys.channel.clone();
-            let (token, grace) = (token.to_string(), self.grace_ms().to_string());
-            let (keys, field) = (
-                vec![keys.lock.clone(), keys.token.clone()],
-                field.to_string(),
-            );
-            let (name, limit, tx) = (keys[0].clone(), self.node_timeout, tx.clone());
+            let call = ReleaseCall::new(keys, field, all, token, self);
+            let tx = tx.clone();
             let q = Arc::downgrade(self);
             self.shared.tracker.spawn(async move {
-                // The outcome of one call: answered, refused (an error reply), or unknown
-                // (no answer in time, or the connection broke).
-                enum Sent {
-                    Answered(Option<i64>),
-                    Refused(String),
-                    Unknown(String),
-                }
-                let once = |conn: Arc<Inner>, tracked: Option<crate::quorum::in_flight::Call>| {
-                    let (keys, field, name) = (keys.clone(), field.clone(), name.clone());
-                    let (channel, token, grace) = (channel.clone(), token.clone(), grace.clone());
-                    async move {
-                        let args =
-                            vec![field, mode.into(), "publish".into(), channel, token, grace];
-                        let client = pinned(&conn, &name);
-                        let call = async {
-                            match &tracked {
-                                Some(t) => {
-                                    crate::quorum::scripts::QUORUM_RELEASE
-                                        .run_tracked::<Option<i64>>(client, keys, args, t)
-                                        .await
-                                }
-                                None => {
-                                    crate::quorum::scripts::QUORUM_RELEASE
-                                        .run::<Option<i64>>(client, keys, args)
-                                        .await
-                                }
-                            }
-                        };
-                        match tokio::time::timeout(limit, call).await {
-                            Ok(Ok(r)) => Sent::Answered(r),
-                            Ok(Err(e))
-                                if matches!(
-                                    e.kind(),
-                                    fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
-                                ) =>
-                            {
-                                Sent::Unknown(e.to_string())
-                            }
-                            Ok(Err(e)) => Sent::Refused(e.to_string()),
-                            Err(_) => Sent::Unknown(format!(
-                                "no answer within {}",
-                                crate::error::Human(limit)
-                            )),
-                        }
-                    }
-                };
                 // After the votes and re-entries of this field on this node: their tasks may
                 // not even have sent them yet.
                 after.wait().await;
-                let mut sent_on = conn.clone();
                 // The registration goes with the call's end.
-                let first = once(conn, Some(releasing)).await;
+                let first = call.send(conn.clone(), Some(releasing)).await;
                 let unknown = matches!(first, Sent::Unknown(_));
-                let _ = tx.send((
-                    i,
-                    match first {
-                        Sent::Answered(r) => Ok(r),
-                        Sent::Refused(e) | Sent::Unknown(e) => Err(e),
-                    },
-                ));
+                let _ = tx.send((i, first.into_reply()));
                 // The caller waits for a majority's answers or for every sender to go: what
                 // follows must not keep it waiting.
                 drop(tx);
-                // A whole hold's release with no known outcome: on connections that are still
-                // up it runs in its turn (they never reconnect), but if they broke with it on
-                // the way, the hold would stay on this node for its lease, and with another
-                // node down or quarantined no majority could form for anyone meanwhile. So
-                // once the node's set has been replaced, it is sent again on the new one, until
-                // it answers, the longest lease in use has passed, or the client shuts down. It
-                // names only this hold's field, so a repeat is harmless (nil).
-                if !(unknown && mode == "all") {
-                    return;
-                }
-                // Did the set break? fred notices a dead connection within its command
-                // timeout; a set that stays up runs the release in its turn.
-                let notice =
-                    Instant::now() + sent_on.settings.command_timeout + Duration::from_secs(1);
-                loop {
-                    if *sent_on.pool_failed.borrow() {
-                        break;
-                    }
-                    // In short steps. Shutdown waits for this task (its settle time) before it
-                    // closes the nodes, so a release still on its way is sent again then too:
-                    // this is when a paused node resumes and shutdown follows at once.
-                    let closed = q.upgrade().is_none_or(|q| q.closing());
-                    if closed || Instant::now() >= notice {
-                        return;
-                    }
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-                let started = Instant::now();
-                loop {
-                    // Only waiting for the node's new set (no call): cheap however long.
-                    tokio::time::sleep(limit.max(Duration::from_millis(20))).await;
-                    let Some(q) = q.upgrade() else { return };
-                    let lease = Duration::from_millis(q.max_lease_ms.load(Ordering::SeqCst));
-                    if q.closing() || started.elapsed() > lease {
-                        return;
-                    }
-                    let Some(current) = q.nodes[i].conn() else {
-                        continue;
-                    };
-                    if Arc::ptr_eq(&current, &sent_on) {
-                        continue;
-                    }
-                    drop(q);
-                    sent_on = current.clone();
-                    if !matches!(once(current, None).await, Sent::Unknown(_)) {
-                        return;
-                    }
+                if unknown && all {
+                    resend_on_a_new_set(q, i, conn, call).await;
                 }
             });
         }
         drop(tx);
+        self.majority_of_replies(rx).await
+    }
+
+    /// The nodes' replies to a release, as they come, until a majority has answered or every
+    /// node's task has sent what it had; the others are "not awaited".
+    async fn majority_of_replies(
+        &self,
+        mut rx: tokio::sync::mpsc::UnboundedReceiver<(usize, NodeReply)>,
+    ) -> Vec<NodeReply> {
         let mut out = vec![Err("not awaited".to_string()); self.nodes.len()];
         let mut answered = 0;
         while answered < self.quorum {
@@ -417,6 +321,161 @@ impl QuorumInner {
     }
 }
 
+/// One node's reply to a release: its answer, or why there was none.
+type NodeReply = std::result::Result<Option<i64>, String>;
+
+/// One node's release call (`quorum_release.lua`), as often as it is sent.
+#[derive(Clone)]
+struct ReleaseCall {
+    keys: Vec<String>,
+    args: Vec<String>,
+    limit: Duration,
+}
+
+/// The outcome of one release call: answered, refused (an error reply), or unknown (no answer
+/// in time, or the connection broke).
+enum Sent {
+    Answered(Option<i64>),
+    Refused(String),
+    Unknown(String),
+}
+
+impl Sent {
+    fn into_reply(self) -> NodeReply {
+        match self {
+            Sent::Answered(r) => Ok(r),
+            Sent::Refused(e) | Sent::Unknown(e) => Err(e),
+        }
+    }
+}
+
+impl ReleaseCall {
+    fn new(keys: &LockKeys, field: &str, all: bool, token: u64, q: &QuorumInner) -> Self {
+        let mode = if all { "all" } else { "1" };
+        ReleaseCall {
+            keys: vec![keys.lock.clone(), keys.token.clone()],
+            args: vec![
+                field.to_string(),
+                mode.into(),
+                "publish".into(),
+                keys.channel.clone(),
+                token.to_string(),
+                q.grace_ms().to_string(),
+            ],
+            limit: q.node_timeout,
+        }
+    }
+
+    /// Sends it once on `conn`, on the lock's pinned connection, bounded by the node timeout;
+    /// `tracked`: its registration in `releasing`, told when it is with fred.
+    async fn send(&self, conn: Arc<Inner>, tracked: Option<Call>) -> Sent {
+        let (keys, args) = (self.keys.clone(), self.args.clone());
+        let client = pinned(&conn, &keys[0]);
+        let call = async {
+            match &tracked {
+                Some(t) => {
+                    crate::quorum::scripts::QUORUM_RELEASE
+                        .run_tracked::<Option<i64>>(client, keys, args, t)
+                        .await
+                }
+                None => {
+                    crate::quorum::scripts::QUORUM_RELEASE
+                        .run::<Option<i64>>(client, keys, args)
+                        .await
+                }
+            }
+        };
+        match tokio::time::timeout(self.limit, call).await {
+            Ok(Ok(r)) => Sent::Answered(r),
+            Ok(Err(e))
+                if matches!(
+                    e.kind(),
+                    fred::error::ErrorKind::IO | fred::error::ErrorKind::Canceled
+                ) =>
+            {
+                Sent::Unknown(e.to_string())
+            }
+            Ok(Err(e)) => Sent::Refused(e.to_string()),
+            Err(_) => Sent::Unknown(format!(
+                "no answer within {}",
+                crate::error::Human(self.limit)
+            )),
+        }
+    }
+}
+
+/// A whole hold's release with no known outcome on node `i`: on connections that are still up
+/// it runs in its turn (they never reconnect), but if they broke with it on the way, the hold
+/// would stay on this node for its lease, and with another node down or quarantined no
+/// majority could form for anyone meanwhile. So once the node's set has been replaced, it is
+/// sent again on the new one, until it answers, the longest lease in use has passed, or the
+/// client shuts down. It names only this hold's field, so a repeat is harmless (nil).
+async fn resend_on_a_new_set(
+    q: Weak<QuorumInner>,
+    i: usize,
+    sent_on: Arc<Inner>,
+    call: ReleaseCall,
+) {
+    if !set_broke(&q, &sent_on).await {
+        return;
+    }
+    let mut sent_on = sent_on;
+    let started = Instant::now();
+    loop {
+        // Only waiting for the node's new set (no call): cheap however long.
+        tokio::time::sleep(call.limit.max(Duration::from_millis(20))).await;
+        let Some(q) = q.upgrade() else { return };
+        let lease = Duration::from_millis(q.max_lease_ms.load(Ordering::SeqCst));
+        if q.closing() || started.elapsed() > lease {
+            return;
+        }
+        let Some(current) = q.nodes[i].conn() else {
+            continue;
+        };
+        if Arc::ptr_eq(&current, &sent_on) {
+            continue;
+        }
+        drop(q);
+        sent_on = current.clone();
+        if !matches!(call.send(current, None).await, Sent::Unknown(_)) {
+            return;
+        }
+    }
+}
+
+/// Whether the set a release was sent on broke. fred notices a dead connection within its
+/// command timeout; a set that stays up runs the release in its turn (false).
+async fn set_broke(q: &Weak<QuorumInner>, sent_on: &Inner) -> bool {
+    let notice = Instant::now() + sent_on.settings.command_timeout + Duration::from_secs(1);
+    loop {
+        if *sent_on.pool_failed.borrow() {
+            return true;
+        }
+        // In short steps. Shutdown waits for this task (its settle time) before it closes the
+        // nodes, so a release still on its way is sent again then too: this is when a paused
+        // node resumes and shutdown follows at once.
+        let closed = q.upgrade().is_none_or(|q| q.closing());
+        if closed || Instant::now() >= notice {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The uptime (whole seconds) and run id in an INFO server reply.
+fn uptime_and_run_id(info: &str) -> Option<(u64, String)> {
+    let field = |name: &str| {
+        info.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .map(|v| v.trim().to_string())
+    };
+    let uptime = field("uptime_in_seconds:").and_then(|v| v.parse::<u64>().ok());
+    let (Some(uptime), Some(run_id)) = (uptime, field("run_id:")) else {
+        return None;
+    };
+    Some((uptime, run_id))
+}
+
 pub(crate) fn spawn_reconnect(
     q: Weak<QuorumInner>,
     i: usize,
@@ -424,12 +483,11 @@ pub(crate) fn spawn_reconnect(
     delay: Duration,
 ) {
     // At once, then less and less often: a blip costs a reconnect, not a second.
-    let mut backoff = Duration::from_millis(50);
+    let mut backoff = crate::client::retry::Backoff::default();
     let stop = shutdown.clone();
     tokio::spawn(crate::hold::every::every(q, stop, delay, move |inner| {
         let mut shutdown = shutdown.clone();
-        let next = backoff;
-        backoff = (backoff * 2).min(Duration::from_secs(1));
+        let next = backoff.next_wait();
         async move {
             let builder = inner.builder.clone().url(inner.nodes[i].url.clone());
             let built = tokio::select! {

@@ -176,6 +176,26 @@ impl QuorumClientBuilder {
     /// # Cancel safety
     /// Dropping the future closes whatever connections it had opened.
     pub async fn build(self) -> Result<QuorumClient> {
+        self.check_settings()?;
+        let builder = self.node_builder();
+        self.check_urls(&builder)?;
+        let (nodes, unreachable) = self.connect_every_node(&builder).await?;
+        let (shutdown_tx, shutdown_rx) = watch::channel(false);
+        let inner = Arc::new(self.into_inner(builder, nodes, shutdown_tx));
+        // Know every node's uptime before the first vote. Given the connect timeout, not the
+        // node timeout: on a busy machine an INFO right after connecting can take longer than
+        // a vote, and a node whose uptime is unknown cannot vote until the next check.
+        inner
+            .check_uptimes(inner.builder.connect_timeout_setting(), true)
+            .await;
+        let inner = refuse_one_server_twice(inner).await?;
+        start_tasks(&inner, unreachable, shutdown_rx);
+        Ok(QuorumClient { inner })
+    }
+
+    /// The settings that need no node: at least one URL, none twice, the watchdog lease, and
+    /// a node timeout well below it.
+    fn check_settings(&self) -> Result<()> {
         if self.urls.is_empty() {
             return Err(Error::invalid(
                 "urls",
@@ -203,8 +223,12 @@ impl QuorumClientBuilder {
                 ),
             ));
         }
-        let builder = self
-            .node
+        Ok(())
+    }
+
+    /// The builder of each node's one-server client (its URL still to set).
+    fn node_builder(&self) -> ClientBuilder {
+        self.node
             .clone()
             .client_id(self.client_id.clone())
             .watchdog_lease(self.watchdog_lease)
@@ -214,8 +238,12 @@ impl QuorumClientBuilder {
             // A node's connections never reconnect by themselves: each stays with the server
             // instance it reached, whose run id and uptime are checked on it before it may
             // vote. A lost connection is replaced whole (`replace_dead`), and checked again.
-            .auto_reconnect(false);
-        // Validate every URL before connecting to any.
+            .auto_reconnect(false)
+    }
+
+    /// Every URL, before connecting to any: one independent master each, and a URL the node's
+    /// builder accepts.
+    fn check_urls(&self, builder: &ClientBuilder) -> Result<()> {
         for url in &self.urls {
             if crate::client::settings::deployment(url)
                 != crate::client::settings::Deployment::Single
@@ -230,6 +258,13 @@ impl QuorumClientBuilder {
             }
             builder.clone().url(url.clone()).check()?;
         }
+        Ok(())
+    }
+
+    /// Connects to every node at once: the nodes (those connected with their connections) and
+    /// the indexes of those that could not be reached; an error naming each of these when
+    /// fewer than a majority could be.
+    async fn connect_every_node(&self, builder: &ClientBuilder) -> Result<(Vec<Node>, Vec<usize>)> {
         let mut connecting = JoinSet::new();
         for (i, url) in self.urls.iter().enumerate() {
             let b = builder.clone().url(url.clone());
@@ -280,8 +315,19 @@ impl QuorumClientBuilder {
                 ),
             });
         }
-        let (shutdown_tx, shutdown_rx) = watch::channel(false);
-        let inner = Arc::new(QuorumInner {
+        Ok((nodes, failures.into_iter().map(|(i, _)| i).collect()))
+    }
+
+    /// The client's state over its `nodes`, made with the node's `builder` (kept for
+    /// reconnects).
+    fn into_inner(
+        self,
+        builder: ClientBuilder,
+        nodes: Vec<Node>,
+        shutdown: watch::Sender<bool>,
+    ) -> QuorumInner {
+        let quorum = nodes.len() / 2 + 1;
+        QuorumInner {
             shared: crate::hold::backend::Shared::new(reentry::next_client_id()),
             fields: FieldMaker::new(&self.client_id),
             reentrancy: self.reentrancy,
@@ -300,48 +346,51 @@ impl QuorumClientBuilder {
             releasing: Default::default(),
             watch_holds: self.watch_holds,
             watched: Default::default(),
-            shutdown: shutdown_tx,
+            shutdown,
             builder,
-        });
-        // Know every node's uptime before the first vote. Given the connect timeout, not the
-        // node timeout: on a busy machine an INFO right after connecting can take longer than
-        // a vote, and a node whose uptime is unknown cannot vote until the next check.
-        inner
-            .check_uptimes(inner.builder.connect_timeout_setting(), true)
-            .await;
-        // Two URLs for one server (an alias, another database number) would count its vote
-        // twice: one server could then make a "majority". Its run id tells.
-        let mut seen: std::collections::HashMap<String, usize> = Default::default();
-        for (i, node) in inner.nodes.iter().enumerate() {
-            let Some(run_id) = node.state.lock().unwrap().run_id.clone() else {
-                continue;
-            };
-            if let Some(first) = seen.insert(run_id, i) {
-                let why = format!(
-                    "`{}` and `{}` are the same server (one run id): each master may vote once",
-                    inner.nodes[first].name, node.name
-                );
-                QuorumClient { inner }.shutdown().await;
-                return Err(Error::invalid("urls", why));
-            }
         }
-        for (i, node) in inner.nodes.iter().enumerate() {
-            if let Some(conn) = node.conn() {
-                spawn_connection_watch(&inner, i, &conn);
-            }
-        }
-        for (i, _) in failures {
-            spawn_reconnect(
-                Arc::downgrade(&inner),
-                i,
-                shutdown_rx.clone(),
-                Duration::from_secs(1),
-            );
-        }
-        spawn_uptime_checks(Arc::downgrade(&inner), shutdown_rx.clone());
-        crate::hold::watchdog::spawn(Arc::downgrade(&inner), shutdown_rx);
-        Ok(QuorumClient { inner })
     }
+}
+
+/// Two URLs for one server (an alias, another database number) would count its vote twice:
+/// one server could then make a "majority". Its run id tells: such a client is shut down and
+/// refused.
+async fn refuse_one_server_twice(inner: Arc<QuorumInner>) -> Result<Arc<QuorumInner>> {
+    let mut seen: std::collections::HashMap<String, usize> = Default::default();
+    for (i, node) in inner.nodes.iter().enumerate() {
+        let Some(run_id) = node.state.lock().unwrap().run_id.clone() else {
+            continue;
+        };
+        if let Some(first) = seen.insert(run_id, i) {
+            let why = format!(
+                "`{}` and `{}` are the same server (one run id): each master may vote once",
+                inner.nodes[first].name, node.name
+            );
+            QuorumClient { inner }.shutdown().await;
+            return Err(Error::invalid("urls", why));
+        }
+    }
+    Ok(inner)
+}
+
+/// The client's background tasks: a watch of each connected node's connections, a reconnect
+/// of each node not reached (`unreachable`), the uptime checks and the watchdog.
+fn start_tasks(inner: &Arc<QuorumInner>, unreachable: Vec<usize>, shutdown: watch::Receiver<bool>) {
+    for (i, node) in inner.nodes.iter().enumerate() {
+        if let Some(conn) = node.conn() {
+            spawn_connection_watch(inner, i, &conn);
+        }
+    }
+    for i in unreachable {
+        spawn_reconnect(
+            Arc::downgrade(inner),
+            i,
+            shutdown.clone(),
+            Duration::from_secs(1),
+        );
+    }
+    spawn_uptime_checks(Arc::downgrade(inner), shutdown.clone());
+    crate::hold::watchdog::spawn(Arc::downgrade(inner), shutdown);
 }
 
 // The client's constructors live beside its builder, so that the quorum (a lower layer) does

@@ -244,29 +244,14 @@ impl QuorumLock {
         let deadline = wait.and_then(|w| Instant::now().checked_add(w));
         let mut subs: Option<Vec<Subscription>> = None;
         let mut warned = false;
-        // Wake-ups that led nowhere in a row: a failed attempt's own clean-up publishes a
-        // release on a node, which wakes this very waiter (and a holder missing from one node
-        // makes every attempt fail there). Each such round waits a little longer first.
+        // Wake-ups that led nowhere in a row (see `wait_after_failure`).
         let mut idle_wake = Duration::ZERO;
         // Rounds waited for nodes coming back (bounded: 5 s at 50 ms a round).
         let mut waited_for_nodes = 0u32;
         loop {
-            // Every attempt asks under a field of its own: a failed attempt is released
-            // everywhere under its field, and that release, however late it lands, cannot
-            // touch a later attempt's grant.
             self.q.check_running()?;
             *attempts += 1;
-            let field = self.q.fields.next();
-            // In its own task: if this future is dropped mid-attempt, the attempt still ends
-            // by releasing everywhere or by becoming a guard, which is dropped and released.
-            let attempt = {
-                let (this, keys, owner) = (self.clone(), keys.clone(), owner.clone());
-                let task = crate::hold::reentry::Caller::current();
-                self.q
-                    .shared
-                    .tracker
-                    .spawn(async move { this.attempt(&keys, field, (owner, task), lease).await })
-            };
+            let attempt = self.spawn_attempt(&keys, &owner, lease);
             let failure = match attempt.await.map_err(|_| Error::Shutdown)?? {
                 Outcome::Acquired(g) => {
                     crate::hold::meter::acquired(QUORUM.label(), started.elapsed());
@@ -284,27 +269,7 @@ impl QuorumLock {
             );
             let available = self.q.nodes.len() - failure.unavailable();
             if available < self.q.quorum {
-                // A node whose connections are being made again after a blip is back within
-                // a connect: a waiter waits for it, within its deadline.
-                // Or that is back already, since the attempt: then try again.
-                let reconnecting = self.q.nodes.iter().any(|n| n.is_reconnecting())
-                    || self
-                        .q
-                        .nodes
-                        .iter()
-                        .filter(|n| {
-                            matches!(n.eligibility(), crate::quorum::node::Eligibility::Yes(_))
-                        })
-                        .count()
-                        >= self.q.quorum;
-                let now = Instant::now();
-                if reconnecting && waited_for_nodes < 100 && deadline.is_none_or(|d| now < d) {
-                    waited_for_nodes += 1;
-                    let mut pause = Duration::from_millis(50);
-                    if let Some(d) = deadline {
-                        pause = pause.min(d - now);
-                    }
-                    tokio::time::sleep(pause).await;
+                if self.wait_for_nodes(deadline, &mut waited_for_nodes).await {
                     continue;
                 }
                 // Too many nodes down or in quarantine: waiting for a release cannot help.
@@ -330,42 +295,107 @@ impl QuorumLock {
             if held_elsewhere {
                 reentry::warn_if_waiting_on_own_task(&self.q.shared.holds, &keys.lock, &mut warned);
             }
-            // After a split vote, wait a random while so that contenders fall out of step;
-            // when someone holds it, until a release message or the shortest lease reported.
-            let mut sleep = if held_elsewhere {
-                failure
-                    .min_pttl
-                    .map_or(Duration::from_secs(1), |p| p + Duration::from_millis(1))
-            } else {
-                jitter(self.q.node_timeout * 4)
-            };
-            if let Some(d) = deadline {
-                sleep = sleep.min(d - now);
-            }
-            tracing::debug!(
-                lock = %keys.lock,
-                held_elsewhere,
-                ?sleep,
-                votes = ?failure.votes.iter().map(|v| format!("{:?}", v.vote)).collect::<Vec<_>>(),
-                "quorum attempt failed; waiting"
-            );
             let subs_ref = subs.as_deref().unwrap_or_default();
-            if !subs_ref.iter().any(Subscription::is_connected) {
-                // No node's release message can reach us: look again soon.
-                sleep = sleep.min(Duration::from_millis(100));
-            }
-            if !idle_wake.is_zero() {
-                tokio::time::sleep(idle_wake.min(sleep)).await;
-            }
-            let woken = tokio::time::timeout(sleep, any_notified(subs_ref))
-                .await
-                .is_ok();
-            idle_wake = if woken && held_elsewhere {
-                (idle_wake * 2).clamp(Duration::from_millis(1), Duration::from_millis(50))
-            } else {
-                Duration::ZERO
-            };
+            idle_wake = self
+                .wait_after_failure(&keys, &failure, subs_ref, (deadline, now), idle_wake)
+                .await;
             self.q.check_running()?;
+        }
+    }
+
+    /// Starts one attempt. Every attempt asks under a field of its own: a failed attempt is
+    /// released everywhere under its field, and that release, however late it lands, cannot
+    /// touch a later attempt's grant. In its own task: if the caller's future is dropped
+    /// mid-attempt, the attempt still ends by releasing everywhere or by becoming a guard,
+    /// which is dropped and released.
+    fn spawn_attempt(
+        &self,
+        keys: &Arc<LockKeys>,
+        owner: &Option<crate::hold::owner::Owner>,
+        lease: Duration,
+    ) -> tokio::task::JoinHandle<Result<Outcome>> {
+        let field = self.q.fields.next();
+        let (this, keys, owner) = (self.clone(), keys.clone(), owner.clone());
+        let task = crate::hold::reentry::Caller::current();
+        self.q
+            .shared
+            .tracker
+            .spawn(async move { this.attempt(&keys, field, (owner, task), lease).await })
+    }
+
+    /// Too few nodes could vote. A node whose connections are being made again after a blip
+    /// is back within a connect: a waiter waits for it, within its deadline, in 50 ms rounds
+    /// (at most 100, counted in `rounds`); and so it does when enough are back already, since
+    /// the attempt. True if it waited (try again), false if waiting cannot help.
+    async fn wait_for_nodes(&self, deadline: Option<Instant>, rounds: &mut u32) -> bool {
+        let reconnecting = self.q.nodes.iter().any(|n| n.is_reconnecting())
+            || self
+                .q
+                .nodes
+                .iter()
+                .filter(|n| matches!(n.eligibility(), crate::quorum::node::Eligibility::Yes(_)))
+                .count()
+                >= self.q.quorum;
+        let now = Instant::now();
+        if reconnecting && *rounds < 100 && deadline.is_none_or(|d| now < d) {
+            *rounds += 1;
+            let mut pause = Duration::from_millis(50);
+            if let Some(d) = deadline {
+                pause = pause.min(d - now);
+            }
+            tokio::time::sleep(pause).await;
+            return true;
+        }
+        false
+    }
+
+    /// Waits after a failed attempt (`now`: when it was judged), before the next: after a
+    /// split vote a random while, so that contenders fall out of step; when someone holds it,
+    /// until a release message from any node or the shortest lease reported; never past
+    /// `deadline`. Returns the pause before the next wait's (`idle_wake`): wake-ups that led
+    /// nowhere in a row (a failed attempt's own clean-up publishes a release on a node, which
+    /// wakes this very waiter, and a holder missing from one node makes every attempt fail
+    /// there) each wait a little longer first.
+    async fn wait_after_failure(
+        &self,
+        keys: &LockKeys,
+        failure: &Failure,
+        subs: &[Subscription],
+        (deadline, now): (Option<Instant>, Instant),
+        idle_wake: Duration,
+    ) -> Duration {
+        let held_elsewhere = failure.held > 0;
+        let mut sleep = if held_elsewhere {
+            failure
+                .min_pttl
+                .map_or(Duration::from_secs(1), |p| p + Duration::from_millis(1))
+        } else {
+            jitter(self.q.node_timeout * 4)
+        };
+        if let Some(d) = deadline {
+            sleep = sleep.min(d - now);
+        }
+        tracing::debug!(
+            lock = %keys.lock,
+            held_elsewhere,
+            ?sleep,
+            votes = ?failure.votes.iter().map(|v| format!("{:?}", v.vote)).collect::<Vec<_>>(),
+            "quorum attempt failed; waiting"
+        );
+        if !subs.iter().any(Subscription::is_connected) {
+            // No node's release message can reach us: look again soon.
+            sleep = sleep.min(Duration::from_millis(100));
+        }
+        if !idle_wake.is_zero() {
+            tokio::time::sleep(idle_wake.min(sleep)).await;
+        }
+        let woken = tokio::time::timeout(sleep, any_notified(subs))
+            .await
+            .is_ok();
+        if woken && held_elsewhere {
+            (idle_wake * 2).clamp(Duration::from_millis(1), Duration::from_millis(50))
+        } else {
+            Duration::ZERO
         }
     }
 
@@ -382,46 +412,7 @@ impl QuorumLock {
         let task = self.q.shared.tracker.spawn(async move {
             let start = Instant::now();
             let n = q.nodes.len();
-            let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
-            let mut calls = Vec::new();
-            for (i, conn) in q.eligible(&mut votes) {
-                let (keys, field, limit) = (keys.clone(), hold.field.clone(), q.node_timeout);
-                let in_flight = q.in_flight.start(&field, i);
-                let args = vec![lease.as_millis().to_string(), field];
-                calls.push(Box::pin(async move {
-                    let call = scripts::REENTER.run_tracked::<Option<i64>>(
-                        pinned(&conn, &keys.lock),
-                        vec![keys.lock.clone()],
-                        args,
-                        &in_flight,
-                    );
-                    (i, tokio::time::timeout(limit, call).await)
-                }));
-            }
-            let (mut yes, mut gone, mut no) = (0usize, 0usize, n - calls.len());
-            race(&q.shared.tracker, calls, |(i, r)| {
-                votes[i] = match r {
-                    Ok(Ok(Some(_))) => {
-                        yes += 1;
-                        Vote::Granted
-                    }
-                    Ok(Ok(None)) => {
-                        gone += 1;
-                        no += 1;
-                        Vote::Error("the hold is not on this node".into())
-                    }
-                    Ok(Err(e)) => {
-                        no += 1;
-                        Vote::Error(e.to_string())
-                    }
-                    Err(_) => {
-                        no += 1;
-                        Vote::Timeout(q.node_timeout)
-                    }
-                };
-                yes >= q.quorum || n - no < q.quorum
-            })
-            .await;
+            let (votes, yes, gone) = reentry_votes(&q, &keys, &hold, lease).await;
             let lost = || Error::LockLost {
                 name: name.to_string(),
             };
@@ -442,14 +433,7 @@ impl QuorumLock {
                 name: name.to_string(),
                 needed: q.quorum,
                 granted: yes,
-                votes: votes
-                    .into_iter()
-                    .zip(&q.nodes)
-                    .map(|(vote, node)| NodeVote {
-                        node: node.name.clone(),
-                        vote,
-                    })
-                    .collect(),
+                votes: q.name_votes(votes),
                 hint: None,
             })
         });
@@ -623,6 +607,59 @@ impl QuorumLock {
         }
         out
     }
+}
+
+/// Asks every eligible node at once to add one count to `hold` (`reenter.lua`), waiting until
+/// a majority has or can no longer: each node's vote, the nodes that added it, and the nodes
+/// that no longer have the hold.
+async fn reentry_votes(
+    q: &QuorumInner,
+    keys: &Arc<LockKeys>,
+    hold: &Hold,
+    lease: Duration,
+) -> (Vec<Vote>, usize, usize) {
+    let n = q.nodes.len();
+    let mut votes: Vec<Vote> = vec![Vote::NotAwaited; n];
+    let mut calls = Vec::new();
+    for (i, conn) in q.eligible(&mut votes) {
+        let (keys, field, limit) = (keys.clone(), hold.field.clone(), q.node_timeout);
+        let in_flight = q.in_flight.start(&field, i);
+        let args = vec![lease.as_millis().to_string(), field];
+        calls.push(Box::pin(async move {
+            let call = scripts::REENTER.run_tracked::<Option<i64>>(
+                pinned(&conn, &keys.lock),
+                vec![keys.lock.clone()],
+                args,
+                &in_flight,
+            );
+            (i, tokio::time::timeout(limit, call).await)
+        }));
+    }
+    let (mut yes, mut gone, mut no) = (0usize, 0usize, n - calls.len());
+    race(&q.shared.tracker, calls, |(i, r)| {
+        votes[i] = match r {
+            Ok(Ok(Some(_))) => {
+                yes += 1;
+                Vote::Granted
+            }
+            Ok(Ok(None)) => {
+                gone += 1;
+                no += 1;
+                Vote::Error("the hold is not on this node".into())
+            }
+            Ok(Err(e)) => {
+                no += 1;
+                Vote::Error(e.to_string())
+            }
+            Err(_) => {
+                no += 1;
+                Vote::Timeout(q.node_timeout)
+            }
+        };
+        yes >= q.quorum || n - no < q.quorum
+    })
+    .await;
+    (votes, yes, gone)
 }
 
 /// A random duration in [d/2, d], from the OS-seeded UUID generator already in the tree.

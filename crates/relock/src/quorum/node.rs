@@ -111,6 +111,44 @@ impl Node {
     pub(crate) fn suspect(&self) {
         self.state.lock().unwrap().eligible_at = None;
     }
+
+    /// Records what a check of `conn` found (the server's run id, and its uptime in whole
+    /// seconds) and when the node may vote: once `quarantine` has passed since its start.
+    /// Nothing if the set was replaced meanwhile (the new one gets its own check).
+    pub(crate) fn note_instance(
+        &self,
+        conn: &Arc<Inner>,
+        uptime: u64,
+        run_id: String,
+        quarantine: Duration,
+    ) {
+        // The connection's lock, then the state's (as `replace_dead`): the set cannot be
+        // replaced between this check and the update.
+        let current = self.conn.read().unwrap();
+        if !current.as_ref().is_some_and(|c| Arc::ptr_eq(c, conn)) {
+            return; // replaced meanwhile: the new connections get their own check
+        }
+        let mut state = self.state.lock().unwrap();
+        let same_instance = state.run_id.as_deref() == Some(run_id.as_str());
+        if state.run_id.is_some() && !same_instance {
+            tracing::warn!(node = %self.name, "node restarted (new run id); quarantined");
+        }
+        state.run_id = Some(run_id);
+        // Whole seconds, rounded down: the server started no later than `now - uptime`, so
+        // the quarantine ends no earlier than it should.
+        let wait = quarantine.saturating_sub(Duration::from_secs(uptime));
+        let at = Instant::now() + wait;
+        state.eligible_at = Some(match state.eligible_at {
+            // The same instance: each check bounds its start from above, and the earliest
+            // bound is the tightest. (Taking the latest, every check while the uptime still
+            // read 0 put the end 250 ms further: a quarantine under a second lasted one.)
+            Some(prev) if same_instance => prev.min(at),
+            // Another instance, or the first check: a quarantine that is running is never
+            // shortened.
+            Some(prev) if prev > at && prev > Instant::now() => prev,
+            _ => at,
+        });
+    }
 }
 
 /// The connection a lock uses on a node: always the same one for one lock name.

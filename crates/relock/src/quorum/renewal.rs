@@ -1,13 +1,14 @@
 //! The quorum's [`Backend`](crate::hold::backend::Backend): a guard's release and the
 //! watchdog's renewal rounds, on every node (the watchdog itself is the shared one).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use crate::client::handle::Inner;
-use crate::error::{Error, NodeVote, Result, Vote};
+use crate::error::{Error, Result, Vote};
 use crate::hold::holds::Hold;
 use crate::quorum::backend::QuorumInner;
 use crate::quorum::node::{pin_index, pinned, Eligibility};
@@ -83,15 +84,7 @@ async fn extend(q: Arc<QuorumInner>, hold: Arc<Hold>, lease: Duration) -> Result
         name: hold.keys.lock.clone(),
         needed: q.quorum,
         granted: r.votes.iter().filter(|v| **v == Vote::Granted).count(),
-        votes: r
-            .votes
-            .into_iter()
-            .zip(&q.nodes)
-            .map(|(vote, node)| NodeVote {
-                node: node.name.clone(),
-                vote,
-            })
-            .collect(),
+        votes: q.name_votes(r.votes),
         hint: Some("the lease was not lengthened on the local clock; the hold stands until its current lease ends".into()),
     })
 }
@@ -208,14 +201,52 @@ async fn renew_holds(
     watchdog: bool,
 ) -> Vec<Renewed> {
     let sent = Instant::now();
+    let mut round = Round::new(q, holds.len());
+    let calls = ask_every_node(q, holds, lease, &mut round.votes);
+    // Every node's answer (bounded by the node timeout): each hold needs its own majority of
+    // real renewals.
+    race(&q.shared.tracker, calls, |(i, conn, reply)| {
+        round.count(q, i, conn, reply);
+        false
+    })
+    .await;
+    let put_back = settle(q, holds, &mut round, (sent, lease), watchdog);
+    put_back_where_free(q, put_back, lease).await;
+    holds
+        .iter()
+        .zip(round.renewed.iter())
+        .zip(round.votes)
+        .map(|((h, n), votes)| Renewed {
+            renewed: *n >= q.quorum && !h.is_lost(),
+            votes,
+        })
+        .collect()
+}
+
+/// The keys and arguments of one call of `quorum_renew.lua` or `quorum_putback.lua` for
+/// `holds` (the same layout): each hold's lock and counter, its field and token.
+fn batch_call(q: &QuorumInner, holds: &[Arc<Hold>], lease: Duration) -> (Vec<String>, Vec<String>) {
     let mut keys = Vec::with_capacity(holds.len() * 2);
     let mut args = vec![lease.as_millis().to_string(), q.grace_ms().to_string()];
     for h in holds {
         keys.extend([h.keys.lock.clone(), h.keys.token.clone()]);
         args.extend([h.field.clone(), h.token.to_string()]);
     }
-    // Each node's answer for each hold, for an extension's error.
-    let mut votes = vec![vec![Vote::NotAwaited; q.nodes.len()]; holds.len()];
+    (keys, args)
+}
+
+/// One renewal call per eligible node, each bounded by the node timeout: the node, its
+/// connection and its reply (`None`: none in time, or an error). The others' votes are
+/// recorded in `votes` (by hold, then node) as they stand.
+#[allow(clippy::type_complexity)]
+fn ask_every_node(
+    q: &QuorumInner,
+    holds: &[Arc<Hold>],
+    lease: Duration,
+    votes: &mut [Vec<Vote>],
+) -> Vec<std::pin::Pin<Box<impl std::future::Future<Output = (usize, Arc<Inner>, Option<Vec<i64>>)>>>>
+{
+    let (keys, args) = batch_call(q, holds, lease);
     let mut calls = Vec::new();
     for (i, node) in q.nodes.iter().enumerate() {
         let conn = match node.eligibility() {
@@ -248,56 +279,86 @@ async fn renew_holds(
             (i, conn, reply)
         }));
     }
-    // Every node's answer (bounded by the node timeout): each hold needs its own majority of
-    // real renewals. "Free here" (2) and "someone else here" (0) are both "not here".
-    let mut renewed = vec![0usize; holds.len()];
-    let mut not_here = vec![0usize; holds.len()];
-    let mut free_on: Vec<Vec<(usize, Arc<Inner>)>> = vec![Vec::new(); holds.len()];
-    race(&q.shared.tracker, calls, |(i, conn, reply)| {
-        let items = renewed.len();
+    calls
+}
+
+/// One renewal round's answers, by hold.
+struct Round {
+    /// Nodes that renewed it.
+    renewed: Vec<usize>,
+    /// Nodes that do not have it: "free here" (2) and "someone else here" (0) alike.
+    not_here: Vec<usize>,
+    /// Nodes where the lock is free, to put it back on if a majority renewed it.
+    free_on: Vec<Vec<(usize, Arc<Inner>)>>,
+    /// Each node's answer, by hold then node.
+    votes: Vec<Vec<Vote>>,
+}
+
+impl Round {
+    fn new(q: &QuorumInner, holds: usize) -> Self {
+        Round {
+            renewed: vec![0; holds],
+            not_here: vec![0; holds],
+            free_on: vec![Vec::new(); holds],
+            votes: vec![vec![Vote::NotAwaited; q.nodes.len()]; holds],
+        }
+    }
+
+    /// Counts node `i`'s reply (one answer per hold, or none).
+    fn count(&mut self, q: &QuorumInner, i: usize, conn: Arc<Inner>, reply: Option<Vec<i64>>) {
+        let items = self.renewed.len();
         match reply.and_then(|r| crate::client::scripts::one_each(r, items).ok()) {
             Some(r) => {
                 for (h, v) in r.into_iter().enumerate() {
-                    votes[h][i] = match v {
+                    self.votes[h][i] = match v {
                         1 => {
-                            renewed[h] += 1;
+                            self.renewed[h] += 1;
                             Vote::Granted
                         }
                         2 => {
-                            not_here[h] += 1;
-                            free_on[h].push((i, conn.clone()));
+                            self.not_here[h] += 1;
+                            self.free_on[h].push((i, conn.clone()));
                             Vote::Error(
                                 "the hold is not on this node (the lock is free here)".into(),
                             )
                         }
                         _ => {
-                            not_here[h] += 1;
+                            self.not_here[h] += 1;
                             Vote::HeldByAnother(None)
                         }
                     };
                 }
             }
-            None => votes
+            None => self
+                .votes
                 .iter_mut()
                 .for_each(|v| v[i] = Vote::Timeout(q.node_timeout)),
         }
-        false
-    })
-    .await;
+    }
+}
+
+/// Acts on a round sent at `sent` for `lease`: a hold that a majority renewed gets its local
+/// lease lengthened, one that a majority lost (or whose lease ran out) is marked lost. Returns
+/// where to put back which holds: only holds that a majority just renewed, and only where the
+/// lock is free, repairing a minority that lost it (an empty restart). A hold that a majority
+/// lost stays lost, whatever a minority says.
+fn settle(
+    q: &QuorumInner,
+    holds: &[Arc<Hold>],
+    round: &mut Round,
+    (sent, lease): (Instant, Duration),
+    watchdog: bool,
+) -> BTreeMap<usize, (Arc<Inner>, Vec<Arc<Hold>>)> {
     let now = Instant::now();
-    // Put back only holds that a majority just renewed, and only where the lock is free:
-    // repairing a minority that lost it (an empty restart). A hold that a majority lost stays
-    // lost, whatever a minority says.
-    let mut put_back: std::collections::BTreeMap<usize, (Arc<Inner>, Vec<Arc<Hold>>)> =
-        Default::default();
+    let mut put_back: BTreeMap<usize, (Arc<Inner>, Vec<Arc<Hold>>)> = Default::default();
     for (idx, h) in holds.iter().enumerate() {
-        let n = renewed[idx];
+        let n = round.renewed[idx];
         if n >= q.quorum && now < h.valid_until() {
             if watchdog {
                 crate::hold::meter::renewed(h.keys.kind.label(), 1);
             }
             h.renewed(sent, lease.saturating_sub(drift(lease)));
-            for (node, conn) in free_on[idx].drain(..) {
+            for (node, conn) in round.free_on[idx].drain(..) {
                 put_back
                     .entry(node)
                     .or_insert_with(|| (conn, Vec::new()))
@@ -309,21 +370,26 @@ async fn renew_holds(
                 crate::hold::meter::renewal_failed(h.keys.kind.label(), 1);
                 tracing::warn!(lock = %h.keys.lock, renewed = n, needed = q.quorum, "quorum renewal failed");
             }
-            if not_here[idx] > q.nodes.len() - q.quorum || now >= h.valid_until() {
+            if round.not_here[idx] > q.nodes.len() - q.quorum || now >= h.valid_until() {
                 // A majority no longer has it (deleted, force-unlocked, expired), or the
                 // lease ran out locally while renewals failed.
                 h.mark_lost("a majority of nodes no longer have it, or its validity ran out while renewals failed");
             }
         }
     }
+    put_back
+}
+
+/// Puts the holds back on each node where the lock was free (`quorum_putback.lua`, one call
+/// per node, each bounded by the node timeout), waiting for every answer.
+async fn put_back_where_free(
+    q: &QuorumInner,
+    put_back: BTreeMap<usize, (Arc<Inner>, Vec<Arc<Hold>>)>,
+    lease: Duration,
+) {
     let mut repairs = Vec::new();
     for (_, (conn, hs)) in put_back {
-        let mut keys = Vec::with_capacity(hs.len() * 2);
-        let mut args = vec![lease.as_millis().to_string(), q.grace_ms().to_string()];
-        for h in &hs {
-            keys.extend([h.keys.lock.clone(), h.keys.token.clone()]);
-            args.extend([h.field.clone(), h.token.to_string()]);
-        }
+        let (keys, args) = batch_call(q, &hs, lease);
         let (name, limit) = (hs[0].keys.lock.clone(), q.node_timeout);
         repairs.push(Box::pin(async move {
             let call = crate::quorum::scripts::QUORUM_PUTBACK.run::<Vec<i64>>(
@@ -335,13 +401,4 @@ async fn renew_holds(
         }));
     }
     race(&q.shared.tracker, repairs, |()| false).await;
-    holds
-        .iter()
-        .zip(renewed.iter())
-        .zip(votes)
-        .map(|((h, n), votes)| Renewed {
-            renewed: *n >= q.quorum && !h.is_lost(),
-            votes,
-        })
-        .collect()
 }
