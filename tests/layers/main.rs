@@ -251,6 +251,8 @@ fn every_room_uses_only_the_rooms_below_it() {
     // And modules in a kind's folder.
     assert!(deps["exclusive/fair/wait"].contains("exclusive/fair/line"));
     assert!(deps["exclusive/fair"].contains("exclusive/lock"));
+    assert!(deps["coordination/election/observe"].contains("coordination/election/handle"));
+    assert!(deps.contains_key("coordination/election"));
     let violations = room_violations(&deps);
     assert!(
         violations.is_empty(),

@@ -60,7 +60,7 @@ proptest! {
     fn any_election_record_is_a_leader_or_none(
         parts in prop::collection::vec(text(), 0..9),
     ) {
-        let read = election::read_snapshot(&parts);
+        let read = election::record::read_snapshot(&parts);
         let part = |i: usize| parts.get(i).map_or("", String::as_str);
         prop_assert_eq!(read.leader.is_some(), part(0) == "1");
         if let Some(leader) = &read.leader {

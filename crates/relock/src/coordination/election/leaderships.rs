@@ -1,0 +1,67 @@
+//! `Leaderships`, this client's leaderships (the election's per-client state): their records
+//! renewed in the watchdog's round, and resigned at shutdown.
+
+use std::sync::{Arc, Mutex, Weak};
+
+use crate::client::handle::{Inner, KindState, Round};
+use crate::coordination::election::record::{resign_record, Led, ELECTION_RENEW};
+use crate::hold::backend::BoxFuture;
+
+/// This client's leaderships: their records are renewed in the watchdog's round.
+#[derive(Debug, Default)]
+pub(super) struct Leaderships(Mutex<Vec<Weak<Led>>>);
+
+impl Leaderships {
+    pub(super) fn add(&self, led: Weak<Led>) {
+        let mut all = self.0.lock().unwrap();
+        all.retain(|l| l.strong_count() > 0);
+        all.push(led);
+    }
+
+    fn live(&self) -> Vec<Arc<Led>> {
+        let mut all = self.0.lock().unwrap();
+        all.retain(|l| l.strong_count() > 0);
+        all.iter().filter_map(Weak::upgrade).collect()
+    }
+}
+
+impl KindState for Leaderships {
+    /// Each live leadership resigns its record (observers see `Resigned`), beside the release
+    /// of its hold with the client's others: if the first standby's begin gets there first,
+    /// the record is already its own and is left alone (observers then see `Expired`).
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round) {
+        if round != Round::First {
+            return;
+        }
+        for led in self.live() {
+            let inner = inner.clone();
+            work.spawn(async move {
+                if let Err(e) = resign_record(&inner, &led).await {
+                    tracing::debug!(error = %e, "resigning an election's record at shutdown failed");
+                }
+            });
+        }
+    }
+
+    /// Each live leadership's record, lengthened to the watchdog lease if its lock is still
+    /// its own: one call each (a client leads few elections).
+    fn renewals(&self, inner: &Arc<Inner>) -> Vec<BoxFuture<bool>> {
+        let lease = inner.settings.watchdog_lease.as_millis().to_string();
+        self.live()
+            .into_iter()
+            .map(|led| {
+                let (inner, lease) = (inner.clone(), lease.clone());
+                Box::pin(async move {
+                    let r = ELECTION_RENEW
+                        .run::<i64>(
+                            inner.pool.next(),
+                            vec![led.lock.clone(), led.record.clone()],
+                            vec![lease, led.field.clone()],
+                        )
+                        .await;
+                    r.is_ok()
+                }) as BoxFuture<bool>
+            })
+            .collect()
+    }
+}
