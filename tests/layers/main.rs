@@ -311,3 +311,118 @@ fn the_checks_find_a_cycle_and_an_upward_import() {
         ]
     );
 }
+
+/// The words a shared room's code may not use: the kinds' names. The shared rooms are
+/// transport (`client`) and bookkeeping (`hold`); what is a kind's is in the kind's files.
+const KIND_WORDS: &[&str] = &[
+    "fair",
+    "permit",
+    "semaphore",
+    "latch",
+    "quorum",
+    "election",
+    "job",
+    "rwlock",
+];
+
+/// The words of an identifier, lower case: `fair_heartbeat` and `FairHeartbeat` are both
+/// `fair`, `heartbeat`.
+fn words(ident: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for part in ident.split('_').filter(|p| !p.is_empty()) {
+        let mut word = String::new();
+        let chars: Vec<char> = part.chars().collect();
+        for (i, &c) in chars.iter().enumerate() {
+            let next_lower = chars.get(i + 1).is_some_and(|n| n.is_lowercase());
+            let prev_lower =
+                i > 0 && (chars[i - 1].is_lowercase() || chars[i - 1].is_ascii_digit());
+            if c.is_uppercase() && !word.is_empty() && (prev_lower || next_lower) {
+                out.push(std::mem::take(&mut word).to_lowercase());
+            }
+            word.push(c);
+        }
+        if !word.is_empty() {
+            out.push(word.to_lowercase());
+        }
+    }
+    out
+}
+
+/// `(file, line, identifier)` for each identifier in `text`'s code (comments, string literals
+/// and imports from other crates left out) that names a kind.
+fn kind_names(file: &str, text: &str) -> Vec<(String, usize, String)> {
+    let mut out = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let code = line.split("//").next().unwrap_or("").trim();
+        // Another crate's names (tokio's `Semaphore`) are not a kind of ours.
+        if code.starts_with("use ")
+            && !code.starts_with("use crate::")
+            && !code.starts_with("use super::")
+        {
+            continue;
+        }
+        let mut plain = String::new();
+        let mut in_string = false;
+        let mut escaped = false;
+        for c in code.chars() {
+            if in_string {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' {
+                    escaped = true;
+                } else if c == '"' {
+                    in_string = false;
+                }
+                continue;
+            }
+            if c == '"' {
+                in_string = true;
+                plain.push(' ');
+            } else {
+                plain.push(c);
+            }
+        }
+        for ident in plain.split(|c: char| !c.is_alphanumeric() && c != '_') {
+            if words(ident)
+                .iter()
+                .any(|w| KIND_WORDS.contains(&w.as_str()))
+            {
+                out.push((file.to_string(), n + 1, ident.to_string()));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn the_shared_rooms_name_no_kind() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../crates/relock/src");
+    let mut files = BTreeMap::new();
+    for room in ["hold", "client"] {
+        add_folder(&mut files, &src.join(room), room);
+    }
+    assert!(files.len() > 20, "files found: {:?}", files.keys());
+    let mut found = Vec::new();
+    for (module, path) in &files {
+        let text = std::fs::read_to_string(path).expect("read a source file");
+        found.extend(kind_names(module, &text));
+    }
+    assert!(
+        found.is_empty(),
+        "code in hold/ or client/ names a kind (a kind's protocol, setting or state belongs in its own files): {found:?}"
+    );
+}
+
+#[test]
+fn the_kind_check_finds_a_kind_in_code_and_not_in_comments_strings_or_other_crates() {
+    assert_eq!(words("fair_heartbeat"), ["fair", "heartbeat"]);
+    assert_eq!(words("FairHeartbeat"), ["fair", "heartbeat"]);
+    assert_eq!(words("QuorumNotReached"), ["quorum", "not", "reached"]);
+    assert_eq!(words("HTTPJob"), ["http", "job"]);
+    let text = "let s = settings.fair_heartbeat;\n// the fair lock's heartbeat\nlet k = \"relock_fair_seq\";\nuse tokio::sync::Semaphore;\nlet q: QuorumNotReached;";
+    let hits: Vec<String> = kind_names("x", text)
+        .into_iter()
+        .map(|(_, _, i)| i)
+        .collect();
+    assert_eq!(hits, ["fair_heartbeat", "QuorumNotReached"]);
+}

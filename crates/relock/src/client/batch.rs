@@ -26,7 +26,8 @@ use std::sync::Arc;
 use fred::clients::Pool;
 use fred::error::{Error as FredError, ErrorKind};
 use fred::types::{FromValue, Value};
-use tokio::sync::{mpsc, oneshot, Semaphore};
+// tokio's counting primitive, here the batcher's slots for calls in flight.
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit as Slot, Semaphore as Slots};
 
 use crate::client::scripts;
 
@@ -65,7 +66,7 @@ struct Queued {
 #[derive(Debug)]
 pub(crate) struct Batcher {
     tx: mpsc::UnboundedSender<Queued>,
-    slots: Arc<Semaphore>,
+    slots: Arc<Slots>,
     /// Operations sent to the queue and not yet taken by the task.
     queued: Arc<AtomicUsize>,
     pool: Pool,
@@ -87,9 +88,9 @@ impl Batcher {
         tracker: tokio_util::task::TaskTracker,
     ) -> Batcher {
         let (tx, rx) = mpsc::unbounded_channel();
-        let slots = Arc::new(Semaphore::new(in_flight.max(1)));
+        let slots = Arc::new(Slots::new(in_flight.max(1)));
         let queued = Arc::new(AtomicUsize::new(0));
-        let free_slots = move |slots: Arc<Semaphore>| {
+        let free_slots = move |slots: Arc<Slots>| {
             let (in_place, tracker) = (in_place.clone(), tracker.clone());
             async move {
                 match tokio::time::timeout(SLOT_WAIT, slots.clone().acquire_owned()).await {
@@ -144,12 +145,12 @@ impl Batcher {
 async fn run<F, Fut>(
     pool: Pool,
     mut rx: mpsc::UnboundedReceiver<Queued>,
-    slots: Arc<Semaphore>,
+    slots: Arc<Slots>,
     queued: Arc<AtomicUsize>,
     free_slot: F,
 ) where
-    F: Fn(Arc<Semaphore>) -> Fut,
-    Fut: std::future::Future<Output = Option<tokio::sync::OwnedSemaphorePermit>>,
+    F: Fn(Arc<Slots>) -> Fut,
+    Fut: std::future::Future<Output = Option<Slot>>,
 {
     while let Some(first) = rx.recv().await {
         // While every slot is busy, operations queue up: they go together in the next call.
