@@ -94,9 +94,11 @@ async fn finish_racing_a_reentry(
 
 async fn free_within_at_least(server: &relock_testkit::RedisServer, name: &str) {
     let b = client(server).await;
-    wait_until(AT_LEAST + Duration::from_secs(2), "the lock to be free", || async {
-        b.lock(name).try_lock().await.unwrap().is_some()
-    })
+    wait_until(
+        AT_LEAST + Duration::from_secs(2),
+        "the lock to be free",
+        || async { b.lock(name).try_lock().await.unwrap().is_some() },
+    )
     .await
     .unwrap();
     b.shutdown().await;

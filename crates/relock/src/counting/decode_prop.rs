@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use crate::client::decode_prop::{message, number, numbers, text};
 use crate::counting::channel::{read_count, read_opened, Count};
-use crate::counting::{common, permits, semaphore, semaphore_permits};
+use crate::counting::{common, permits, semaphore_permits, semaphore_request};
 
 /// A reply of two integers, the counting scripts' shape, tagged 0 to 2 or any number.
 fn pair() -> impl Strategy<Value = Vec<i64>> {
@@ -34,9 +34,9 @@ proptest! {
 
     #[test]
     fn any_semaphore_acquire_reply_is_taken_too_few_or_unexpected(reply in pair()) {
-        match (semaphore::read_acquire(&reply), reply.as_slice()) {
-            (Some(semaphore::Attempt::Taken), &[1, _]) => {}
-            (Some(semaphore::Attempt::TooFew(n)), &[0, available]) => prop_assert_eq!(n, available),
+        match (semaphore_request::read_acquire(&reply), reply.as_slice()) {
+            (Some(semaphore_request::Attempt::Taken), &[1, _]) => {}
+            (Some(semaphore_request::Attempt::TooFew(n)), &[0, available]) => prop_assert_eq!(n, available),
             (None, r) => prop_assert!(!matches!(r, [0 | 1, _])),
             (read, r) => prop_assert!(false, "{:?} read as {:?}", r, read),
         }

@@ -11,7 +11,7 @@ use crate::counting::common::{
 };
 use crate::counting::semaphore_permits::{add, Outstanding, SemaphorePermits};
 use crate::counting::semaphore_request::{
-    spawn_give_back, uncertain, Unsettled, SEMAPHORE_ACQUIRE,
+    read_acquire, uncertain, Abandon, Attempt, Taken, Unsettled, SEMAPHORE_ACQUIRE,
 };
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
@@ -110,97 +110,6 @@ impl Client {
             name: name.into(),
             names,
         }
-    }
-}
-
-/// What one acquire attempt found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Attempt {
-    /// The permits are the caller's.
-    Taken,
-    /// Fewer than wanted were available: this many (nothing was taken).
-    TooFew(i64),
-}
-
-/// Permits an acquire script took for a caller that may be gone: unless the caller claims
-/// them, they are put back (released) when this is dropped. An attempt runs in a task of its
-/// own and returns this, so a reply that arrives after the caller gave up (its future was
-/// dropped) still reaches this drop, which releases what the script took.
-#[derive(Debug)]
-struct Taken {
-    inner: Arc<Inner>,
-    names: Arc<Names>,
-    /// The acquire's request, forgotten once the permits are given back.
-    request: Arc<Request>,
-    n: u64,
-    claimed: bool,
-}
-
-impl Taken {
-    fn claim(mut self) {
-        self.claimed = true;
-    }
-}
-
-impl Drop for Taken {
-    fn drop(&mut self) {
-        if self.claimed {
-            return;
-        }
-        // Shutdown may have given them back already (it takes the entry out): once.
-        if !self.inner.state::<Outstanding>().take(&self.request.key) {
-            return;
-        }
-        tracing::debug!(semaphore = %self.names.key, permits = self.n, "acquire cancelled after it took permits; releasing them");
-        // Dropped where the caller's future was dropped, which may be outside any runtime.
-        spawn_give_back(
-            &self.inner,
-            self.names.clone(),
-            self.request.clone(),
-            self.n,
-        );
-    }
-}
-
-/// An acquire in progress: dropped without its permits (it gave up, failed, or its future was
-/// dropped), it gives back what an attempt without a reply may have taken.
-struct Abandon {
-    inner: Arc<Inner>,
-    names: Arc<Names>,
-    request: Arc<Request>,
-    n: u64,
-    got: bool,
-}
-
-impl Abandon {
-    fn finish(mut self, got: bool) {
-        self.got = got;
-    }
-}
-
-impl Drop for Abandon {
-    fn drop(&mut self) {
-        // Given up on first, then no longer kept for shutdown: an attempt whose reply is lost
-        // meanwhile either sees it given up on (and gives back itself) or is found here.
-        let give_back = !self.got && self.request.abandon();
-        // Only a request that got no reply was ever kept (the common acquire skips the map).
-        if self.request.uncertain() {
-            self.inner.state::<Unsettled>().settled(&self.request.key);
-        }
-        if give_back {
-            let (names, request) = (self.names.clone(), self.request.clone());
-            spawn_give_back(&self.inner, names, request, self.n);
-        }
-    }
-}
-
-/// Reads `semaphore_acquire.lua`'s reply (`[1, _]` taken, `[0, available]` too few); `None`
-/// for a shape it never sends.
-pub(super) fn read_acquire(reply: &[i64]) -> Option<Attempt> {
-    match *reply {
-        [1, _] => Some(Attempt::Taken),
-        [0, available] => Some(Attempt::TooFew(available)),
-        _ => None,
     }
 }
 
@@ -743,14 +652,6 @@ fn kept(permits: Option<SemaphorePermits>) -> Result<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn send_sync_static<T: Send + Sync + 'static>() {}
-
-    #[test]
-    fn handles_are_send_sync_static() {
-        send_sync_static::<Semaphore>();
-        send_sync_static::<crate::CountDownLatch>();
-    }
 
     #[allow(dead_code)]
     fn futures_are_send(sem: Semaphore, latch: crate::CountDownLatch) {

@@ -11,6 +11,7 @@ use dashmap::DashMap;
 use crate::client::handle::{Inner, KindState, Round};
 use crate::client::retry::try_until;
 use crate::counting::common::{Names, Request};
+use crate::counting::semaphore_permits::Outstanding;
 
 crate::client::scripts::scripts! {
     /// Semaphore: take n permits if that many are available (or give back what a request
@@ -154,5 +155,96 @@ pub(crate) async fn give_back_request(
         Err(e) => {
             tracing::warn!(semaphore = %names.key, permits = n, error = %e, "could not give back the permits an abandoned acquire may have taken: they are lost");
         }
+    }
+}
+
+/// What one acquire attempt found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Attempt {
+    /// The permits are the caller's.
+    Taken,
+    /// Fewer than wanted were available: this many (nothing was taken).
+    TooFew(i64),
+}
+
+/// Permits an acquire script took for a caller that may be gone: unless the caller claims
+/// them, they are put back (released) when this is dropped. An attempt runs in a task of its
+/// own and returns this, so a reply that arrives after the caller gave up (its future was
+/// dropped) still reaches this drop, which releases what the script took.
+#[derive(Debug)]
+pub(super) struct Taken {
+    pub(super) inner: Arc<Inner>,
+    pub(super) names: Arc<Names>,
+    /// The acquire's request, forgotten once the permits are given back.
+    pub(super) request: Arc<Request>,
+    pub(super) n: u64,
+    pub(super) claimed: bool,
+}
+
+impl Taken {
+    pub(super) fn claim(mut self) {
+        self.claimed = true;
+    }
+}
+
+impl Drop for Taken {
+    fn drop(&mut self) {
+        if self.claimed {
+            return;
+        }
+        // Shutdown may have given them back already (it takes the entry out): once.
+        if !self.inner.state::<Outstanding>().take(&self.request.key) {
+            return;
+        }
+        tracing::debug!(semaphore = %self.names.key, permits = self.n, "acquire cancelled after it took permits; releasing them");
+        // Dropped where the caller's future was dropped, which may be outside any runtime.
+        spawn_give_back(
+            &self.inner,
+            self.names.clone(),
+            self.request.clone(),
+            self.n,
+        );
+    }
+}
+
+/// An acquire in progress: dropped without its permits (it gave up, failed, or its future was
+/// dropped), it gives back what an attempt without a reply may have taken.
+pub(super) struct Abandon {
+    pub(super) inner: Arc<Inner>,
+    pub(super) names: Arc<Names>,
+    pub(super) request: Arc<Request>,
+    pub(super) n: u64,
+    pub(super) got: bool,
+}
+
+impl Abandon {
+    pub(super) fn finish(mut self, got: bool) {
+        self.got = got;
+    }
+}
+
+impl Drop for Abandon {
+    fn drop(&mut self) {
+        // Given up on first, then no longer kept for shutdown: an attempt whose reply is lost
+        // meanwhile either sees it given up on (and gives back itself) or is found here.
+        let give_back = !self.got && self.request.abandon();
+        // Only a request that got no reply was ever kept (the common acquire skips the map).
+        if self.request.uncertain() {
+            self.inner.state::<Unsettled>().settled(&self.request.key);
+        }
+        if give_back {
+            let (names, request) = (self.names.clone(), self.request.clone());
+            spawn_give_back(&self.inner, names, request, self.n);
+        }
+    }
+}
+
+/// Reads `semaphore_acquire.lua`'s reply (`[1, _]` taken, `[0, available]` too few); `None`
+/// for a shape it never sends.
+pub(super) fn read_acquire(reply: &[i64]) -> Option<Attempt> {
+    match *reply {
+        [1, _] => Some(Attempt::Taken),
+        [0, available] => Some(Attempt::TooFew(available)),
+        _ => None,
     }
 }

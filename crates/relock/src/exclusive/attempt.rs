@@ -335,31 +335,9 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt<M::Ou
     } = a;
     let watchdog = fixed_lease.is_none();
     let lease = fixed_lease.unwrap_or(inner.settings.watchdog_lease);
-    let mut args = vec![
-        lease.as_millis().to_string(),
-        field.clone(),
-        inner.grace_ms().to_string(),
-    ];
-    let (script, script_keys) = mode.call(&inner, &keys, &field, &mut args);
-    crate::hold::meter::step("attempt.sent");
-    let sent = Instant::now();
     let conn = inner.pool.next();
-    let reply = match &inner.batcher {
-        Some(b) if mode.coalesced() => {
-            // Moved, not copied: the plain acquire's keys and arguments are exactly the op's.
-            let mut k = script_keys.into_iter();
-            let mut a = args.into_iter();
-            let next = |i: &mut std::vec::IntoIter<String>| i.next().unwrap_or_default();
-            let op = crate::client::batch::Op::Acquire {
-                keys: [next(&mut k), next(&mut k)],
-                args: [next(&mut a), next(&mut a), next(&mut a)],
-            };
-            b.run::<Vec<i64>>(op).await
-        }
-        _ => script.run::<Vec<i64>>(conn, script_keys, args).await,
-    };
-    crate::hold::meter::step("attempt.replied");
-    let reply = match reply {
+    let sent = Instant::now();
+    let reply = match send(&inner, conn, &keys, &field, lease, &mode).await {
         Ok(r) => r,
         Err(e) => {
             let err = inner.error("acquire", &keys.lock, e);
@@ -370,48 +348,22 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt<M::Ou
             return Err(err);
         }
     };
-    // A grant: its token, and the local end of its lease (conservative: see `guide::safety`).
-    let (token, valid_until, handed) = match mode.read(&reply, sent) {
-        Reply::Granted { token, handed_ms } => match handed_ms {
-            None => (token, sent + lease, false),
-            // Handed to this field by a release before this call ran: the lease it has left
-            // is counted from this call's send time, which is no later than the server ran it.
-            Some(ms) => (token, sent + Duration::from_millis(ms).min(lease), true),
-        },
-        Reply::Held(pttl) => return Ok(Attempt::Held(pttl)),
-        Reply::Kind(outcome) => return Ok(Attempt::Kind(outcome)),
-        Reply::HandedWithoutLease(pttl) => {
-            // Handed this field with no lease left to count on (none, or a key made
-            // persistent by hand): give it back under its own field rather than keep it.
-            clean_up_refused_grant(&inner, &keys, &field, lease).await;
-            return Err(protocol(
-                &inner,
-                format!("a handed-over hold with a PTTL of {pttl}"),
-            ));
-        }
-        Reply::Unexpected => {
-            return Err(protocol(
-                &inner,
-                format!("unexpected acquire reply {reply:?}"),
-            ))
-        }
+    let (token, valid_until, handed) = match granted(
+        &inner,
+        &keys,
+        &field,
+        lease,
+        sent,
+        &reply,
+        mode.read(&reply, sent),
+    )
+    .await?
+    {
+        Ok(grant) => grant,
+        Err(not_granted) => return Ok(not_granted),
     };
     if let Some((wanted, timeout)) = inner.settings.sync_replicas {
-        // Before anyone relies on it, the grant must be on `wanted` replicas.
-        // Boxed: fred's WAIT future is several KB, and most clients never send it.
-        let acked = Box::pin(wait_replicas(conn, &keys.lock, wanted, timeout)).await;
-        if acked.as_ref().map_or(true, |a| *a < i64::from(wanted)) {
-            clean_up_refused_grant(&inner, &keys, &field, lease).await;
-            return Err(match acked {
-                Ok(acked) => Error::ReplicationFailed {
-                    name: keys.lock.clone(),
-                    acked: acked.max(0) as u32,
-                    wanted,
-                    timeout,
-                },
-                Err(e) => inner.error("wait", &keys.lock, e),
-            });
-        }
+        on_replicas(&inner, conn, &keys, &field, lease, wanted, timeout).await?;
     }
     let hold = Arc::new(Hold::new(
         keys.clone(),
@@ -444,6 +396,104 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt<M::Ou
         hold,
         watchdog,
     )))
+}
+
+/// Sends the kind's acquire call on `conn` (or in the client's coalesced batch, where the
+/// kind allows it), and returns its reply as integers.
+async fn send<M: AcquireCall>(
+    inner: &Inner,
+    conn: &fred::clients::Client,
+    keys: &LockKeys,
+    field: &str,
+    lease: Duration,
+    mode: &M,
+) -> std::result::Result<Vec<i64>, fred::error::Error> {
+    let mut args = vec![
+        lease.as_millis().to_string(),
+        field.to_string(),
+        inner.grace_ms().to_string(),
+    ];
+    let (script, script_keys) = mode.call(inner, keys, field, &mut args);
+    crate::hold::meter::step("attempt.sent");
+    let reply = match &inner.batcher {
+        Some(b) if mode.coalesced() => {
+            // Moved, not copied: the plain acquire's keys and arguments are exactly the op's.
+            let mut k = script_keys.into_iter();
+            let mut a = args.into_iter();
+            let next = |i: &mut std::vec::IntoIter<String>| i.next().unwrap_or_default();
+            let op = crate::client::batch::Op::Acquire {
+                keys: [next(&mut k), next(&mut k)],
+                args: [next(&mut a), next(&mut a), next(&mut a)],
+            };
+            b.run::<Vec<i64>>(op).await
+        }
+        _ => script.run::<Vec<i64>>(conn, script_keys, args).await,
+    };
+    crate::hold::meter::step("attempt.replied");
+    reply
+}
+
+/// A grant's token, the local end of its lease (conservative: see `guide::safety`) and
+/// whether a release handed it over; or what the attempt came to instead (`Err`: held, or
+/// the kind's own outcome). A grant with no lease left, or a reply no script sends, is a
+/// protocol error (a grant given back first under its own field).
+async fn granted<K>(
+    inner: &Arc<Inner>,
+    keys: &Arc<LockKeys>,
+    field: &str,
+    lease: Duration,
+    sent: Instant,
+    raw: &[i64],
+    reply: Reply<K>,
+) -> Result<std::result::Result<(i64, Instant, bool), Attempt<K>>> {
+    match reply {
+        Reply::Granted { token, handed_ms } => Ok(Ok(match handed_ms {
+            None => (token, sent + lease, false),
+            // Handed to this field by a release before this call ran: the lease it has left
+            // is counted from this call's send time, which is no later than the server ran it.
+            Some(ms) => (token, sent + Duration::from_millis(ms).min(lease), true),
+        })),
+        Reply::Held(pttl) => Ok(Err(Attempt::Held(pttl))),
+        Reply::Kind(outcome) => Ok(Err(Attempt::Kind(outcome))),
+        Reply::HandedWithoutLease(pttl) => {
+            // Handed this field with no lease left to count on (none, or a key made
+            // persistent by hand): give it back under its own field rather than keep it.
+            clean_up_refused_grant(inner, keys, field, lease).await;
+            Err(protocol(
+                inner,
+                format!("a handed-over hold with a PTTL of {pttl}"),
+            ))
+        }
+        Reply::Unexpected => Err(protocol(inner, format!("unexpected acquire reply {raw:?}"))),
+    }
+}
+
+/// Before anyone relies on a grant, it must be on `wanted` replicas (`WAIT` on the
+/// connection that ran the acquire); else it is given back and the caller told why.
+async fn on_replicas(
+    inner: &Arc<Inner>,
+    conn: &fred::clients::Client,
+    keys: &Arc<LockKeys>,
+    field: &str,
+    lease: Duration,
+    wanted: u32,
+    timeout: Duration,
+) -> Result<()> {
+    // Boxed: fred's WAIT future is several KB, and most clients never send it.
+    let acked = Box::pin(wait_replicas(conn, &keys.lock, wanted, timeout)).await;
+    if acked.as_ref().is_ok_and(|a| *a >= i64::from(wanted)) {
+        return Ok(());
+    }
+    clean_up_refused_grant(inner, keys, field, lease).await;
+    Err(match acked {
+        Ok(acked) => Error::ReplicationFailed {
+            name: keys.lock.clone(),
+            acked: acked.max(0) as u32,
+            wanted,
+            timeout,
+        },
+        Err(e) => inner.error("wait", &keys.lock, e),
+    })
 }
 
 /// What an acquire script's reply says, as its kind reads it ([`AcquireCall::read`]).
