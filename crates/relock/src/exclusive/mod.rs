@@ -40,4 +40,6 @@ pub(crate) mod multilock;
 pub(crate) mod queries;
 pub(crate) mod rwlock;
 pub(crate) mod status;
+#[cfg(test)]
+mod toy_ticket;
 pub(crate) mod wait;
