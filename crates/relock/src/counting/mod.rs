@@ -29,3 +29,5 @@ pub(crate) mod reading;
 pub(crate) mod semaphore;
 pub(crate) mod semaphore_permits;
 pub(crate) mod semaphore_request;
+#[cfg(test)]
+mod toy_rate;
