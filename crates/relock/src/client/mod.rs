@@ -18,6 +18,8 @@
 //!   retries, batch renewal).
 //! - `retry`: the one background retry of an undo whose outcome was unknown (a release, a
 //!   clean-up, a give-back), with shutdown's last chance.
+//! - `identity`: who holds a field ([`OwnerInfo`](crate::OwnerInfo), from `CLIENT LIST`);
+//!   `guarded`: a guarded write's script call and its reply.
 //! - `hold_watch`: a live hold listens on its channel so `lost()` fires within a round trip
 //!   of a force-unlock (and `Watched`, for what a kind holds under a lease of its own).
 //!

@@ -290,7 +290,7 @@ impl CountDownLatch {
     }
 
     /// Waits at most `wait` (`None`: as long as it takes) for the count to read 0, on the
-    /// counting kinds' wait (`counter::wait_until`).
+    /// counting kinds' wait (`common::wait_until`).
     async fn wait_within(&self, wait: Option<Duration>) -> Result<bool> {
         self.inner.check_running()?;
         let names = self.names()?;

@@ -256,7 +256,7 @@ impl PermitSemaphore {
         self.acquire_within(Some(wait), lease).await
     }
 
-    /// The counting kinds' wait (`counter::wait_until`) with one permit attempt per check.
+    /// The counting kinds' wait (`common::wait_until`) with one permit attempt per check.
     async fn acquire_within(
         &self,
         wait: Option<Duration>,

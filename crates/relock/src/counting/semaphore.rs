@@ -251,7 +251,7 @@ impl Semaphore {
     }
 
     /// Takes `n` permits, waiting at most `wait` (`None`: as long as it takes) on the counting
-    /// kinds' wait (`counter::wait_until`).
+    /// kinds' wait (`common::wait_until`).
     async fn acquire_within(
         &self,
         n: u64,

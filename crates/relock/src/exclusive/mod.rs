@@ -10,8 +10,8 @@
 //! - `fair/`: the fair lock, a [`Lock`](crate::Lock) variant in a folder of its own (its
 //!   keys, attempt and reply, wait loop, channel format, line, heartbeats and setting).
 //! - `rwlock`: [`ReadWriteLock`](crate::ReadWriteLock), its two sides and their kinds.
-//! - `channel`: the lock channel's message format, shared by every kind here (`0` one
-//!   waiter, `1` all, a fair waiter's field: that waiter, with a handoff's token).
+//! - `channel`: the lock channel's message format (`0` one waiter, `1` all), shared by the
+//!   kinds here that listen on a lock's channel (the fair lock's waiters have their own).
 //! - `hash_hold`: what the kinds whose holds are one field of the lock's hash share (their
 //!   renewal call).
 //! - `acquire`: the acquire every kind here shares (checks, re-entry or fresh as the kind

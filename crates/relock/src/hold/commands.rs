@@ -7,8 +7,8 @@ use crate::error::{Error, Result};
 /// `redis.call` at once, and Lua takes at most about 8,000 values that way.
 pub const MAX_COMMAND_WORDS: usize = 7_000;
 
-/// A batch of Redis commands for a guarded write ([`LockGuard::write`]) or read
-/// ([`LockGuard::read`]). Each command is its name, then its words in order; a word that is a
+/// A batch of Redis commands for a guarded write ([`LockGuard::write`](crate::LockGuard::write)) or read
+/// ([`LockGuard::read`](crate::LockGuard::read)). Each command is its name, then its words in order; a word that is a
 /// key is added with [`key`](Commands::key) (so that it is declared to the server and checked
 /// against the lock's slot), any other with [`arg`](Commands::arg).
 ///

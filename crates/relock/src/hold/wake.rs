@@ -8,21 +8,8 @@
 //! and wakes the channel's waiters through [`Waiters`], or waiters it keeps itself. A kind
 //! reaches its own state through its subscription (`Subscription::waking`).
 //!
-//! ```ignore
-//! /// Every message wakes every waiter, except "busy", which wakes nobody.
-//! #[derive(Debug, Default)]
-//! struct Ping;
-//!
-//! impl Waking for Ping {
-//!     fn deliver(&self, payload: &str, waiters: &dyn Waiters) {
-//!         if payload != "busy" {
-//!             waiters.all(false);
-//!         }
-//!     }
-//! }
-//!
-//! static PING: Format = Format::new("ping", || Arc::new(Ping));
-//! ```
+//! The ticket toy (`exclusive/toy_ticket.rs`, compiled for tests) is a whole kind with a
+//! format of its own.
 
 use std::fmt;
 use std::sync::Arc;
