@@ -36,6 +36,7 @@ async fn proxied(server: &relock_testkit::RedisServer) -> (FaultProxy, relock::C
 /// proxy) when the run finishes; `reentry_first` picks which of the two the server runs first.
 /// Returns the re-entry's outcome.
 async fn finish_racing_a_reentry(
+    server: &relock_testkit::RedisServer,
     proxy: &FaultProxy,
     a: &relock::Client,
     name: &str,
@@ -74,8 +75,22 @@ async fn finish_racing_a_reentry(
         (keep_conn, reentry_conn)
     };
     proxy.set_conn(first, Direction::Up, Some(Mode::Pass));
-    wait_until(Duration::from_secs(2), "the first call to pass", || async {
-        proxy.conn_held(first, Direction::Up) == 0
+    // Run by the server, not only passed on: the two connections are read by the server in
+    // no promised order.
+    wait_until(Duration::from_secs(2), "the first call to run", || async {
+        if reentry_first {
+            // The re-entry's count on the hold.
+            match server.cmd(&["HVALS", name]).unwrap() {
+                relock_testkit::Value::Array(Some(v)) => {
+                    v.len() == 1 && v[0].as_string().as_deref() == Some("2")
+                }
+                _ => false,
+            }
+        } else {
+            // The keep's shorter lease.
+            let pttl = server.cmd(&["PTTL", name]).unwrap().as_int().unwrap_or(-2);
+            pttl > 0 && pttl <= AT_LEAST.as_millis() as i64
+        }
     })
     .await
     .unwrap();
@@ -108,7 +123,7 @@ async fn free_within_at_least(server: &relock_testkit::RedisServer, name: &str) 
 async fn a_reentry_that_reaches_the_server_before_the_keep_gets_no_guard() {
     let server = server();
     let (proxy, a) = proxied(&server).await;
-    let r = finish_racing_a_reentry(&proxy, &a, "t98:a", true).await;
+    let r = finish_racing_a_reentry(&server, &proxy, &a, "t98:a", true).await;
     assert!(
         matches!(r, Err(relock::Error::LockLost { .. })),
         "the re-entry must get no guard: {:?}",
@@ -124,7 +139,7 @@ async fn a_reentry_that_reaches_the_server_before_the_keep_gets_no_guard() {
 async fn a_reentry_that_reaches_the_server_after_the_keep_finds_nothing_to_lengthen() {
     let server = server();
     let (proxy, a) = proxied(&server).await;
-    let r = finish_racing_a_reentry(&proxy, &a, "t98:b", false).await;
+    let r = finish_racing_a_reentry(&server, &proxy, &a, "t98:b", false).await;
     assert!(
         matches!(r, Err(relock::Error::LockLost { .. })),
         "{:?}",
