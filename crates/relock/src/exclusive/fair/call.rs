@@ -7,14 +7,13 @@ use std::sync::Arc;
 use crate::client::handle::Inner;
 use crate::client::scripts;
 use crate::exclusive::attempt::{read_grant, AcquireCall, Reply};
+use crate::exclusive::fair::channel::FAIR_CHANNEL;
+use crate::exclusive::fair::first_lease::renew_first_lease;
 use crate::exclusive::fair::line::{QueueEntry, QueueKeys};
+use crate::exclusive::fair::settings::heartbeat;
 use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
 use crate::hold::wake::Format;
-
-use crate::exclusive::fair::channel::FAIR_CHANNEL;
-use crate::exclusive::fair::first_lease::renew_first_lease;
-use crate::exclusive::fair::settings::heartbeat;
 
 /// The fair lock's attempt: `fair_acquire.lua`, without joining the line (`None`: `try_lock`,
 /// and the first attempt) or as the waiter `entry` (joining the line, or staying in it, if

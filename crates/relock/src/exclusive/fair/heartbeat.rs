@@ -9,7 +9,6 @@ use tracing::Instrument;
 
 use crate::client::handle::Inner;
 use crate::exclusive::fair::line::{Line, QueueEntry};
-
 use crate::exclusive::fair::settings::heartbeat;
 
 /// Starts the client's heartbeat scheduler: every heartbeat deadline / 5 it refreshes the

@@ -7,21 +7,23 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::client::handle::Inner;
+use crate::client::pubsub::Subscription;
 use crate::error::Result;
 use crate::exclusive::attempt::{attempt, Attempt, Fresh, NO_TTL_RECHECK};
-use crate::exclusive::fair::line::QueueEntry;
+use crate::exclusive::fair::call::{FairCall, FairOutcome};
+use crate::exclusive::fair::channel::Named;
+use crate::exclusive::fair::first_lease::renew_first_lease;
+use crate::exclusive::fair::heartbeat::spawn_heartbeats;
+use crate::exclusive::fair::line::{Line, QueueEntry, Waiting};
+use crate::exclusive::fair::settings::heartbeat;
 use crate::exclusive::wait::{self, Start};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
 use crate::hold::reentry;
-
-use crate::exclusive::fair::call::{FairCall, FairOutcome};
-use crate::exclusive::fair::first_lease::renew_first_lease;
-use crate::exclusive::fair::heartbeat::spawn_heartbeats;
-use crate::exclusive::fair::line::{Line, Waiting};
-use crate::exclusive::fair::settings::heartbeat;
 
 /// First re-check when the lock is free but another waiter is first; doubled each time.
 const BEHIND_FIRST_CHECK: Duration = Duration::from_millis(10);
@@ -58,22 +60,16 @@ pub(crate) async fn acquire_fair(
     mut fresh: Fresh,
     wait: Option<Duration>,
 ) -> Result<Option<LockGuard>> {
-    // Subscribed before joining the line, so the message naming us cannot pass us by.
-    let (sub, deadline) = match wait::start(inner, &keys, &mut fresh, FairCall(None), wait).await? {
-        Start::Acquired(g) => return Ok(Some(g)),
-        Start::GaveUp => return Ok(None),
-        Start::Wait { sub, deadline, .. } => (sub, deadline),
-    };
-    let first_lease = first_lease(inner, fresh.lease);
-    let mut waiting = join_queue(
-        inner,
-        keys.clone(),
-        fresh.field.clone(),
-        0,
+    let Joined {
+        sub,
+        deadline,
         first_lease,
-        None,
-    );
-    let mut named = name(&sub, &waiting);
+        mut waiting,
+        mut named,
+    } = match join(inner, &keys, &mut fresh, wait).await? {
+        Ok(joined) => joined,
+        Err(done) => return Ok(done),
+    };
     let mut backoff = BEHIND_FIRST_CHECK;
     let mut warned = false;
     loop {
@@ -137,6 +133,49 @@ pub(crate) async fn acquire_fair(
     }
 }
 
+/// A waiter in the line: its subscription, its deadline, the first lease it asks for if
+/// handed the lock, its registration, and its name on the channel.
+struct Joined {
+    sub: Subscription,
+    deadline: Option<Instant>,
+    first_lease: Option<Duration>,
+    waiting: Waiting,
+    named: Named,
+}
+
+/// The start of a fair wait: a first attempt that never joins the line (`Err`: its outcome,
+/// a guard or given up), then the subscription, made before joining the line so that the
+/// message naming us cannot pass us by, and the place in line.
+async fn join(
+    inner: &Arc<Inner>,
+    keys: &Arc<LockKeys>,
+    fresh: &mut Fresh,
+    wait: Option<Duration>,
+) -> Result<std::result::Result<Joined, Option<LockGuard>>> {
+    let (sub, deadline) = match wait::start(inner, keys, fresh, FairCall(None), wait).await? {
+        Start::Acquired(g) => return Ok(Err(Some(g))),
+        Start::GaveUp => return Ok(Err(None)),
+        Start::Wait { sub, deadline, .. } => (sub, deadline),
+    };
+    let first_lease = first_lease(inner, fresh.lease);
+    let waiting = join_queue(
+        inner,
+        keys.clone(),
+        fresh.field.clone(),
+        0,
+        first_lease,
+        None,
+    );
+    let named = name(&sub, &waiting);
+    Ok(Ok(Joined {
+        sub,
+        deadline,
+        first_lease,
+        waiting,
+        named,
+    }))
+}
+
 /// Joins the line again under `fresh`'s new field with `waiting`'s ticket, so that we keep
 /// our place, and routes messages naming it; the old registration leaves the line in the
 /// background once it is dropped.
@@ -147,7 +186,7 @@ fn rejoin(
     sub: &crate::client::pubsub::Subscription,
     waiting: &Waiting,
     first_lease: Option<Duration>,
-) -> (Waiting, crate::exclusive::fair::channel::Named) {
+) -> (Waiting, Named) {
     let ticket = waiting.entry.ticket.load(Ordering::SeqCst);
     let new = join_queue(
         inner,
@@ -162,10 +201,7 @@ fn rejoin(
 }
 
 /// Routes messages naming `waiting`'s field to it.
-fn name(
-    sub: &crate::client::pubsub::Subscription,
-    waiting: &Waiting,
-) -> crate::exclusive::fair::channel::Named {
+fn name(sub: &crate::client::pubsub::Subscription, waiting: &Waiting) -> Named {
     let e = &waiting.entry;
     crate::exclusive::fair::channel::name_waiter(sub, &e.field, e.wake.clone(), e.granted.clone())
 }
