@@ -475,7 +475,10 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
             sub.subscribe(channels).await
         };
         subscribed.map_err(|e| CliError::Failed(format!("subscribing: {e}")))?;
-        // Subscribed first, read second: a change in between is in a message.
+        // Subscribed first, read second: a change in between is in a message. The read below
+        // is after any (re)connection so far: the connection's own events up to here (fred
+        // reports the first connection as one) say nothing the read does not show.
+        while reconnects.try_recv().is_ok() {}
         let mut stop = std::pin::pin!(relock_cli::shared::signals::received());
         let mut seen = tokio::select! {
             r = lock.status() => r?,

@@ -79,18 +79,10 @@ pub(crate) fn describe(config: &FredConfig) -> String {
     }
 }
 
-/// Connects `pool` (if it is not yet) and `subscriber`, then starts the client's tasks.
-/// `owns_pool`: shutdown and drop close the pool (not a pool the caller gave us).
-pub(crate) async fn start(
-    s: Settings,
-    pool: Pool,
-    subscriber: SubscriberClient,
-    cluster: bool,
-    owns_pool: bool,
-) -> Result<Client> {
-    // Without reconnects (a quorum node), a failed connection never comes back: say so for the
-    // owner to replace the set. Subscribed before `init`, so that no failure passes unseen; as
-    // state, so that one that came before anyone looked is still there.
+/// Without reconnects (a quorum node), a failed connection never comes back: says so for the
+/// owner to replace the set. Subscribed before `init`, so that no failure passes unseen; as
+/// state, so that one that came before anyone looked is still there.
+fn watch_failures(s: &Settings, pool: &Pool) -> (watch::Sender<bool>, watch::Receiver<bool>) {
     let pool_failed = watch::channel(false);
     if !s.auto_reconnect {
         use fred::interfaces::EventInterface;
@@ -111,33 +103,51 @@ pub(crate) async fn start(
             });
         }
     }
-    {
-        let closer = CloseOnDrop {
-            pool: (!pool.is_connected()).then(|| pool.clone()),
-            subscriber: Some(subscriber.clone()),
-        };
-        let connect = async {
-            if !pool.is_connected() {
-                pool.init().await?;
-            }
-            subscriber.init().await?;
-            Ok::<_, fred::error::Error>(())
-        };
-        match tokio::time::timeout(s.connect_timeout, connect).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => return Err(connect_error(&s, e)),
-            Err(_) => {
-                return Err(connection_error(
-                    &s,
-                    format!(
-                        "no connection within {}",
-                        crate::error::Human(s.connect_timeout)
-                    ),
-                ))
-            }
+    pool_failed
+}
+
+/// Connects `pool` (if it is not yet) and `subscriber` within the connect timeout; on a
+/// failure or the timeout, closes what this call started.
+async fn connect(s: &Settings, pool: &Pool, subscriber: &SubscriberClient) -> Result<()> {
+    let closer = CloseOnDrop {
+        pool: (!pool.is_connected()).then(|| pool.clone()),
+        subscriber: Some(subscriber.clone()),
+    };
+    let connect = async {
+        if !pool.is_connected() {
+            pool.init().await?;
         }
-        closer.disarm();
+        subscriber.init().await?;
+        Ok::<_, fred::error::Error>(())
+    };
+    match tokio::time::timeout(s.connect_timeout, connect).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(connect_error(s, e)),
+        Err(_) => {
+            return Err(connection_error(
+                s,
+                format!(
+                    "no connection within {}",
+                    crate::error::Human(s.connect_timeout)
+                ),
+            ))
+        }
     }
+    closer.disarm();
+    Ok(())
+}
+
+/// Connects `pool` (if it is not yet) and `subscriber`, then starts the client's tasks.
+/// `owns_pool`: shutdown and drop close the pool (not a pool the caller gave us).
+pub(crate) async fn start(
+    s: Settings,
+    pool: Pool,
+    subscriber: SubscriberClient,
+    cluster: bool,
+    owns_pool: bool,
+) -> Result<Client> {
+    let pool_failed = watch_failures(&s, &pool);
+    connect(&s, &pool, &subscriber).await?;
     // No `manage_subscriptions()`: fred would re-subscribe its own list after a reconnect,
     // including a channel whose UNSUBSCRIBE failed during the outage. The dispatcher re-subscribes
     // exactly the channels in use, and confirms each, on every reconnect (`PubSub`).
@@ -235,23 +245,16 @@ pub(crate) fn fred_url(url: &str) -> Result<String> {
     let Some((scheme, rest)) = url.split_once("://") else {
         return Err(bad("no scheme"));
     };
-    let scheme = match scheme {
-        "redis" | "valkey" => "redis",
-        "redis-cluster" | "valkey-cluster" => "redis-cluster",
-        "redis-sentinel" | "valkey-sentinel" => "redis-sentinel",
-        "rediss" | "valkeys" => "rediss",
-        "rediss-cluster" | "valkeys-cluster" => "rediss-cluster",
-        "rediss-sentinel" | "valkeys-sentinel" => "rediss-sentinel",
-        "unix" | "redis+unix" | "valkey+unix" => {
-            // fred's form: redis+unix://[[user:]password@]/path/to/redis.sock
-            if !rest.contains('/') {
-                return Err(bad(
-                    "a unix socket URL needs a path: unix:///path/to/redis.sock",
-                ));
-            }
-            return Ok(format!("redis+unix://{rest}"));
+    let scheme = match fred_scheme(scheme) {
+        Some(Scheme::Tcp(scheme)) => scheme,
+        // fred's form: redis+unix://[[user:]password@]/path/to/redis.sock
+        Some(Scheme::Unix) if rest.contains('/') => return Ok(format!("redis+unix://{rest}")),
+        Some(Scheme::Unix) => {
+            return Err(bad(
+                "a unix socket URL needs a path: unix:///path/to/redis.sock",
+            ))
         }
-        _ => return Err(bad("unknown scheme")),
+        None => return Err(bad("unknown scheme")),
     };
     let (hosts, query) = match rest.split_once('?') {
         Some((h, q)) => (h, Some(q)),
@@ -278,19 +281,7 @@ pub(crate) fn fred_url(url: &str) -> Result<String> {
     if scheme.ends_with("-sentinel") && !query.is_some_and(|q| q.contains("sentinelServiceName=")) {
         return Err(bad("a sentinel URL needs ?sentinelServiceName=NAME"));
     }
-    // fred sends no AUTH at all without a password: a sentinel user name alone would be
-    // dropped without a word.
-    let param = |key: &str| {
-        query.and_then(|q| {
-            q.split('&').find_map(|kv| {
-                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-                (k == key).then_some(v)
-            })
-        })
-    };
-    if param("sentinelUsername").is_some_and(|u| !u.is_empty())
-        && param("sentinelPassword").is_none_or(str::is_empty)
-    {
+    if sentinel_user_without_password(query) {
         return Err(bad(
             "sentinelUsername needs a sentinelPassword (without one, no credentials would reach the sentinels)",
         ));
@@ -312,6 +303,43 @@ pub(crate) fn fred_url(url: &str) -> Result<String> {
         out.push_str(&params.join("&"));
     }
     Ok(out)
+}
+
+/// A URL scheme as fred knows it.
+enum Scheme {
+    /// fred's spelling of a TCP scheme (`valkey…` spellings are Redis's).
+    Tcp(&'static str),
+    /// A unix socket.
+    Unix,
+}
+
+/// fred's scheme for a URL's scheme, or `None` for one it does not know.
+fn fred_scheme(scheme: &str) -> Option<Scheme> {
+    Some(Scheme::Tcp(match scheme {
+        "redis" | "valkey" => "redis",
+        "redis-cluster" | "valkey-cluster" => "redis-cluster",
+        "redis-sentinel" | "valkey-sentinel" => "redis-sentinel",
+        "rediss" | "valkeys" => "rediss",
+        "rediss-cluster" | "valkeys-cluster" => "rediss-cluster",
+        "rediss-sentinel" | "valkeys-sentinel" => "rediss-sentinel",
+        "unix" | "redis+unix" | "valkey+unix" => return Some(Scheme::Unix),
+        _ => return None,
+    }))
+}
+
+/// Whether a URL's query names a sentinel user without a password. fred sends no AUTH at all
+/// without a password: the user name alone would be dropped without a word.
+fn sentinel_user_without_password(query: Option<&str>) -> bool {
+    let param = |key: &str| {
+        query.and_then(|q| {
+            q.split('&').find_map(|kv| {
+                let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                (k == key).then_some(v)
+            })
+        })
+    };
+    param("sentinelUsername").is_some_and(|u| !u.is_empty())
+        && param("sentinelPassword").is_none_or(str::is_empty)
 }
 
 /// Closes fred clients on drop unless disarmed (an abandoned or failed `build`).

@@ -7,8 +7,10 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use tokio::time::Instant;
 
+use crate::client::handle::{Inner, KindState, Round};
 use crate::client::hold_watch::{FredResult, Watched};
 use crate::counting::channel::COUNT_CHANNEL;
+use crate::hold::backend::BoxFuture;
 use crate::hold::lease::Lease;
 
 crate::client::scripts::scripts! {
@@ -183,6 +185,97 @@ impl Watched for Permit {
             tracing::warn!(semaphore = %self.keys.count, id = %self.id, "permit lost: its watch found it gone (released by id elsewhere, or the semaphore deleted)");
         }
     }
+}
+
+impl KindState for Leases {
+    /// Gives back every permit this client's guards hold, in parallel; each is marked lost
+    /// first, so its guard reports it. A permit given back leaves the registry, so the second
+    /// call sends only those granted since the first.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, _: Round) {
+        for lease in self.all() {
+            lease.lease.mark_lost();
+            let inner = inner.clone();
+            work.spawn(async move {
+                // Tried again until shutdown's wait ends while the errors are transient
+                // (releasing an id twice is harmless): one try sent while a connection is
+                // being replaced fails at once. An error reply is final.
+                let last = Instant::now() + inner.settings.command_timeout;
+                let release = || {
+                    let publish = inner.publish_cmd();
+                    crate::counting::permit_leases::release(
+                        inner.pool.next(),
+                        &lease.keys,
+                        &lease.id,
+                        publish,
+                        None,
+                    )
+                };
+                let name = format!("{} (permit {})", lease.keys.count, lease.id);
+                let what = "giving back a permit (it comes back when its lease ends)";
+                let transient = crate::error::redis_transient;
+                crate::client::retry::try_until(&inner, last, what, &name, release, transient)
+                    .await;
+                inner.state::<Leases>().remove(&lease);
+            });
+        }
+    }
+
+    /// The renewed permits that are not lost, in `permits_renew.lua` calls of up to
+    /// `renew_batch` (100) permits of one cluster slot, in the watchdog's round: every third
+    /// of the watchdog lease, as the holds.
+    fn renewals(&self, inner: &Arc<Inner>) -> Vec<BoxFuture<bool>> {
+        let leases = self.to_renew();
+        let batches = inner.batches(&leases, |l| l.keys.timeouts.as_str());
+        batches
+            .into_iter()
+            .map(|batch| {
+                let inner = inner.clone();
+                Box::pin(async move { renew_batch(&inner, &batch).await }) as BoxFuture<bool>
+            })
+            .collect()
+    }
+}
+
+/// One `permits_renew.lua` call for `batch`: renewed permits get a new local deadline, those
+/// found gone are marked lost. False if the call failed (the loop retries sooner; a permit
+/// whose local deadline passes meanwhile is lost).
+async fn renew_batch(inner: &Inner, batch: &[Arc<Permit>]) -> bool {
+    let lease = inner.settings.watchdog_lease;
+    let keys = batch.iter().map(|l| l.keys.timeouts.clone()).collect();
+    let ids = batch.iter().map(|l| l.id.clone());
+    let args = std::iter::once(lease.as_millis().to_string())
+        .chain(ids)
+        .collect();
+    let limit = inner.settings.command_timeout.min(lease / 3);
+    let sent = Instant::now();
+    let call = crate::counting::permit_leases::PERMITS_RENEW.run::<Vec<i64>>(
+        inner.pool.next(),
+        keys,
+        args,
+    );
+    let outcome = match tokio::time::timeout(limit, call).await {
+        Ok(Ok(reply)) => crate::client::scripts::one_each(reply, batch.len()),
+        Ok(Err(e)) => Err(crate::client::redact::in_text(
+            &e.to_string(),
+            &inner.settings.url,
+        )),
+        Err(_) => Err(format!("no reply within {}", crate::error::Human(limit))),
+    };
+    let replies = match outcome {
+        Ok(replies) => replies,
+        Err(cause) => {
+            tracing::warn!(%cause, permits = batch.len(), "permit renewal failed; retrying while the leases last");
+            return false;
+        }
+    };
+    for (permit, renewed) in batch.iter().zip(replies) {
+        if renewed == 1 {
+            permit.lease.renewed(sent, lease);
+        } else if permit.lease.mark_lost() && inner.state::<Leases>().contains(permit) {
+            tracing::warn!(semaphore = %permit.keys.count, id = %permit.id, "permit lost while held: its id is gone (released by id, deleted, or expired)");
+        }
+    }
+    true
 }
 
 #[cfg(test)]
