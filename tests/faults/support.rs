@@ -251,3 +251,33 @@ pub async fn waited_behind_a_silent_subscriber(
     drop(g);
     got_at - released
 }
+
+/// A fair lock `name` held by a client of its own, and one waiter of `waiter_client` parked in
+/// its line. Returns the holder's client and guard, the waiter's task (when it took the lock,
+/// and its guard) and the waiter's field in the line.
+pub async fn fair_waiter_behind_a_holder(
+    s: &relock_testkit::RedisServer,
+    name: &'static str,
+    waiter_client: &relock::Client,
+) -> (
+    relock::Client,
+    relock::LockGuard,
+    tokio::task::JoinHandle<(Instant, relock::LockGuard)>,
+    String,
+) {
+    let holder_client = client(s).await;
+    let holder = holder_client.fair_lock(name).lock().await.unwrap();
+    let lock = waiter_client.fair_lock(name);
+    let waiter = spawn_in_line(s, name, 1, async move {
+        let g = lock.lock().await.unwrap();
+        (Instant::now(), g)
+    })
+    .await;
+    wait_until(Duration::from_secs(3), "the waiter parked", || async {
+        waiter_client.parked_waiters() == 1
+    })
+    .await
+    .unwrap();
+    let field = fair_line(s, name)[0].clone();
+    (holder_client, holder, waiter, field)
+}

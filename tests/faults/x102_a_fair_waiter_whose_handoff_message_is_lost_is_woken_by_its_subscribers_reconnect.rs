@@ -33,20 +33,8 @@ async fn a_fair_waiter_whose_handoff_message_is_lost_is_woken_by_its_subscribers
         }
     })
     .await;
-    let holder_client = client(&s).await;
-    let holder = holder_client.fair_lock(name).lock().await.unwrap();
-    let lock = waiter_client.fair_lock(name);
-    let waiter = spawn_in_line(&s, name, 1, async move {
-        let g = lock.lock().await.unwrap();
-        (Instant::now(), g)
-    })
-    .await;
-    wait_until(Duration::from_secs(3), "the waiter parked", || async {
-        waiter_client.parked_waiters() == 1
-    })
-    .await
-    .unwrap();
-    let field = fair_line(&s, name)[0].clone();
+    let (holder_client, holder, waiter, field) =
+        fair_waiter_behind_a_holder(&s, name, &waiter_client).await;
 
     proxy.set_conn(sub, Direction::Down, Some(Mode::Blackhole));
     holder.unlock().await.unwrap();

@@ -18,20 +18,8 @@ async fn a_fair_waiter_whose_handoff_message_is_lost_takes_the_grant_on_its_next
     let s = server();
     let name = "x91";
     let (proxy, waiter_client, sub) = proxied_waiter(&s, Duration::from_secs(1)).await;
-    let holder_client = client(&s).await;
-    let holder = holder_client.fair_lock(name).lock().await.unwrap();
-    let lock = waiter_client.fair_lock(name);
-    let waiter = spawn_in_line(&s, name, 1, async move {
-        let g = lock.lock().await.unwrap();
-        (Instant::now(), g)
-    })
-    .await;
-    wait_until(Duration::from_secs(3), "the waiter parked", || async {
-        waiter_client.parked_waiters() == 1
-    })
-    .await
-    .unwrap();
-    let field = fair_line(&s, name)[0].clone();
+    let (holder_client, holder, waiter, field) =
+        fair_waiter_behind_a_holder(&s, name, &waiter_client).await;
     let held_token = holder.fencing_token();
 
     // Messages to the waiter's subscriber are dropped from here on.

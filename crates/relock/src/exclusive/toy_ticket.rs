@@ -1,4 +1,4 @@
-//! A toy ticket lock (test-only): an exclusive kind built from `docs/architecture.md`'s "What a
+//! A toy ticket lock (test-only): an exclusive kind that follows `docs/architecture.md`'s "What a
 //! new kind adds", with an acquire reply and channel messages of its own.
 //!
 //! Waiters join a line in arrival order (`toy_ticket_line:{name}`); a free lock goes to the first
