@@ -294,9 +294,9 @@ impl Model for FairLock {
                 &[&lease.to_string(), &self.field(*who)],
             ),
             Op::ForceUnlock => Call::script(
-                scripts.get("FORCE_UNLOCK", lua::FORCE_UNLOCK),
+                scripts.get("FAIR_FORCE_UNLOCK", lua::FAIR_FORCE_UNLOCK),
                 &GROUP,
-                &["publish", "0", CHANNEL, FAIR_CHANNEL],
+                &["publish", CHANNEL, FAIR_CHANNEL],
             ),
             Op::Clobber(c) => c.call(LOCK),
         }
@@ -872,7 +872,7 @@ impl At<'_> {
         R::Int(if handed { 2 } else { removed as i64 })
     }
 
-    /// `force_unlock.lua` with the line's keys: the holds' token records go with the lock;
+    /// `fair_force_unlock.lua` with the line's keys: the holds' token records go with the lock;
     /// the first live waiter is told (not handed it), and Redisson's `0` goes out.
     fn force_unlock(&mut self) -> R {
         if !self.w.exists(LOCK) {
@@ -1115,18 +1115,18 @@ fn caught(pick: impl Fn(&str) -> bool) {
             "if handed == 1 then\n  return 2",
             "if handed ~= 1 then\n  return 2",
         ),
-        // force_unlock.lua's fair branch.
+        // fair_force_unlock.lua: the holds' token records kept, the line not told.
         mutant(
-            "FORCE_UNLOCK",
-            FORCE_UNLOCK,
-            "if #KEYS >= 6 then\n  -- The token records",
-            "if #KEYS > 6 then\n  -- The token records",
+            "FAIR_FORCE_UNLOCK",
+            FAIR_FORCE_UNLOCK,
+            "  forget_grant(KEYS[6], field)",
+            "  local _ = field",
         ),
         mutant(
-            "FORCE_UNLOCK",
-            FORCE_UNLOCK,
-            "if #KEYS >= 6 then\n  local q",
-            "if #KEYS > 6 then\n  local q",
+            "FAIR_FORCE_UNLOCK",
+            FAIR_FORCE_UNLOCK,
+            "wake_head(KEYS[1], ARGV[3], q, ARGV[1])",
+            "local _ = q",
         ),
     ];
     // A mutant of the line shows only after a chain of steps (a holder, waiters, a release, a
@@ -1166,5 +1166,5 @@ fn the_fair_locks_fair_release_mutants_are_caught() {
 
 #[test]
 fn the_fair_locks_force_unlock_mutants_are_caught() {
-    caught(|s| s == "FORCE_UNLOCK");
+    caught(|s| s == "FAIR_FORCE_UNLOCK");
 }

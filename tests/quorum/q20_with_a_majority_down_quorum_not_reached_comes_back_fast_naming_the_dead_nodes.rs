@@ -1,5 +1,5 @@
 //! With 3 of 5 masters killed, `try_lock`, `try_lock_for` and `lock` all return
-//! `QuorumNotReached` within about two node timeouts, naming each node and its answer (the
+//! `QuorumNotReached` within a few node timeouts, naming each node and its answer (the
 //! live nodes may not even be asked once the dead ones are known); anything granted on the
 //! live nodes is released. Connecting then fails fast, naming the unreachable nodes.
 
@@ -36,7 +36,10 @@ async fn with_a_majority_down_quorum_not_reached_comes_back_fast_naming_the_dead
             ("lock", r.map(|_| true), t.elapsed())
         },
     ] {
-        assert!(took < Duration::from_millis(200), "{how} took {took:?}");
+        // A few node timeouts (50 ms each) at most: far below what waiting out try_lock_for's
+        // bound (5 s) or retrying lock until its bound (2 s) would take, with room for a
+        // loaded machine's scheduling.
+        assert!(took < Duration::from_secs(1), "{how} took {took:?}");
         let Err(Error::QuorumNotReached {
             needed,
             granted,

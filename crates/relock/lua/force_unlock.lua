@@ -1,42 +1,23 @@
 -- force_unlock: delete the lock whoever holds it, and wake a waiter.
 --
 -- KEYS[1]  the lock hash
--- KEYS[2..6] (fair lock only) the queue, the heartbeats, the sequence, the fencing counter
---          (unused here) and the handoff hash
 -- ARGV[1]  the publish command: "publish" (or "spublish" on a cluster)
--- ARGV[2]  the message for a non-fair lock's waiters: "0" (wakes one per client) or "1" (a
+-- ARGV[2]  the message for the lock's waiters: "0" (wakes one per client) or "1" (a
 --          read-write lock: wakes every waiter)
 -- ARGV[3]  the release channel (an argument, not a key: an ACL user needs a channel grant
 --          for it, `&`, not a key grant, `~`)
--- ARGV[4]  (fair lock only) the fair lock's channel, for the message to its first waiter
--- The fencing counter is not touched: it expires by itself (lib/mint.lua).
+-- The fencing counter is not touched: it expires by itself (lib/mint.lua). A fair lock has its
+-- own (fair_force_unlock.lua), which also tells the first in its line.
 --
 -- Returns 1 if a lock was deleted, 0 if there was none; WRONGTYPE or NOTALOCK (nothing deleted)
 -- if the key is not a lock. The release channel always gets the deletion's message (so the
--- holder's watch hears it); a fair lock's first waiter also gets its owner field on the fair
--- channel.
+-- holder's watch hears it).
 if redis.call('exists', KEYS[1]) == 0 then
   return 0
 end
 -- Never deletes what is not a lock: WRONGTYPE for a key of another type, NOTALOCK for a data
 -- hash under the lock's name (lib/shape.lua), as `relock force-unlock` refuses it.
 ensure_lock(KEYS[1])
-if #KEYS >= 6 then
-  -- The token records of the holds it ends, if a handoff gave them the lock.
-  for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
-    forget_grant(KEYS[6], field)
-  end
-end
 redis.call('del', KEYS[1])
-if #KEYS >= 6 then
-  local q = line(KEYS[2], KEYS[3], KEYS[4], KEYS[6])
-  evict(q, now_ms())
-  -- The first waiter is told, not handed the lock (it takes it with its own acquire), on the
-  -- fair channel. Redisson's unlock message goes to the release channel either way: the
-  -- holder's watch (and plain waiters of the same name) hear of the deletion.
-  wake_head(KEYS[1], ARGV[4], q, ARGV[1])
-  redis.call(ARGV[1], ARGV[3], 0)
-else
-  redis.call(ARGV[1], ARGV[3], ARGV[2])
-end
+redis.call(ARGV[1], ARGV[3], ARGV[2])
 return 1

@@ -129,6 +129,7 @@ pub mod lua {
     pub use crate::counting::semaphore::lua::*;
     pub use crate::counting::semaphore_permits::lua::*;
     pub use crate::counting::semaphore_request::lua::*;
+    pub use crate::exclusive::coalesce::lua::*;
     pub use crate::exclusive::fair::first_lease::lua::*;
     pub use crate::exclusive::fair::line::lua::*;
     pub use crate::exclusive::rwlock::lua::*;

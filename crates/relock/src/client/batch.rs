@@ -1,10 +1,10 @@
-//! Coalescing: plain acquires and releases that are waiting for a connection go to the server
-//! together, in one `batch.lua` call.
+//! Coalescing: calls that are waiting for a connection go to the server together, in one call
+//! of the script their kind declares for it ([`Coalescing`]: the plain lock's `batch.lua`).
 //!
 //! Why: on a busy client the cost of a lock operation is mostly the client's and the kernel's
 //! (a command through fred's router, a socket write, a reply routed back), not the server's
 //! Lua. One call for many operations pays that once. When the client is idle an operation goes
-//! out at once, alone, as the plain script: coalescing adds no wait, only a channel hop.
+//! out at once, alone, as its own script: coalescing adds no wait, only a channel hop.
 //!
 //! How: there are `connections` call slots. An operation that finds nothing queued and a slot
 //! free is sent at once from its own task, alone (no hop: the handoff latency of an idle
@@ -29,7 +29,10 @@ use fred::types::{FromValue, Value};
 // tokio's counting primitive, here the batcher's slots for calls in flight.
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit as Slot, Semaphore as Slots};
 
-use crate::client::scripts;
+use crate::hold::kind::Coalescible;
+#[cfg(doc)]
+use crate::hold::kind::Coalescing;
+use crate::script::Script;
 
 /// Most operations in one call: bounds the script's run time (a few µs each) and the reply.
 pub(crate) const MAX_BATCH: usize = 64;
@@ -42,19 +45,14 @@ pub(crate) const MAX_BATCH: usize = 64;
 /// In a task of its own the acquire lets go of its slot as soon as its reply comes.
 const SLOT_WAIT: std::time::Duration = std::time::Duration::from_millis(5);
 
-/// An operation to coalesce.
+/// An operation to coalesce: its own script call, and how it goes with others.
 #[derive(Debug)]
-pub(crate) enum Op {
-    /// `acquire.lua`'s keys (lock, counter) and arguments (lease, field, counter TTL).
-    Acquire {
-        keys: [String; 2],
-        args: [String; 3],
-    },
-    /// `release.lua`'s keys (the lock) and arguments (field, mode, publish command, channel).
-    Release {
-        keys: Vec<String>,
-        args: [String; 4],
-    },
+pub(crate) struct Op {
+    /// The script it is sent as when it goes alone.
+    pub(crate) script: &'static Script,
+    pub(crate) keys: Vec<String>,
+    pub(crate) args: Vec<String>,
+    pub(crate) how: Coalescible,
 }
 
 struct Queued {
@@ -173,43 +171,54 @@ async fn run<F, Fut>(
     }
 }
 
-/// One call for `ops`; every operation gets its reply (or the call's error).
+/// The calls for `ops`, one per script that coalesces them (in the order each first
+/// appears: in practice one); every operation gets its reply (or its call's error).
 async fn send(conn: &fred::clients::Client, ops: Vec<Queued>) {
+    let mut groups: Vec<Vec<Queued>> = Vec::new();
+    for q in ops {
+        match groups
+            .iter_mut()
+            .find(|g| std::ptr::eq(g[0].op.how.via, q.op.how.via))
+        {
+            Some(g) => g.push(q),
+            None => groups.push(vec![q]),
+        }
+    }
+    for group in groups {
+        send_group(conn, group).await;
+    }
+}
+
+/// One call for `ops`, which share their [`Coalescing`].
+async fn send_group(conn: &fred::clients::Client, ops: Vec<Queued>) {
     if ops.len() == 1 {
         let Queued { op, reply } = ops.into_iter().next().expect("one");
         let _ = reply.send(alone(conn, op).await);
         return;
     }
     crate::hold::meter::step("call");
+    let via = ops[0].op.how.via;
     let mut keys = Vec::with_capacity(ops.len() * 2);
     let mut args = Vec::with_capacity(ops.len() * 5);
     let mut replies = Vec::with_capacity(ops.len());
     for Queued { op, reply } in ops {
-        match op {
-            Op::Acquire { keys: k, args: a } => {
-                keys.extend(k);
-                args.push("a".to_string());
-                args.extend(a);
-            }
-            Op::Release { keys: k, args: a } => {
-                keys.extend(k);
-                args.push("r".to_string());
-                args.extend(a);
-            }
-        }
+        keys.extend(op.keys);
+        args.push(op.how.tag.to_string());
+        args.extend(op.args);
         replies.push(reply);
     }
-    match scripts::BATCH.run::<Vec<Value>>(conn, keys, args).await {
+    match via.script.run::<Vec<Value>>(conn, keys, args).await {
         Ok(results) if results.len() == replies.len() => {
             for (reply, result) in replies.into_iter().zip(results) {
-                let _ = reply.send(one(result));
+                let _ = reply.send((via.part)(result));
             }
         }
         Ok(results) => {
             let e = FredError::new(
                 ErrorKind::Protocol,
                 format!(
-                    "batch.lua answered {} results for {} operations",
+                    "{} answered {} results for {} operations",
+                    via.script.name,
                     results.len(),
                     replies.len()
                 ),
@@ -229,50 +238,5 @@ async fn send(conn: &fred::clients::Client, ops: Vec<Queued>) {
 /// One operation, sent as its own script.
 async fn alone(conn: &fred::clients::Client, op: Op) -> Result<Value, FredError> {
     crate::hold::meter::step("call");
-    match op {
-        Op::Acquire { keys, args } => {
-            scripts::ACQUIRE
-                .run::<Value>(conn, keys.to_vec(), args.to_vec())
-                .await
-        }
-        Op::Release { keys, args } => {
-            scripts::RELEASE
-                .run::<Value>(conn, keys, args.to_vec())
-                .await
-        }
-    }
-}
-
-/// One operation's part of `batch.lua`'s reply, as its own script would have answered.
-pub(super) fn one(result: Value) -> Result<Value, FredError> {
-    let Value::Array(mut parts) = result else {
-        return Err(FredError::new(
-            ErrorKind::Protocol,
-            "batch.lua: not an array",
-        ));
-    };
-    let tag = parts
-        .first()
-        .and_then(|v| v.as_str().map(|s| s.to_string()));
-    match (tag.as_deref(), parts.len()) {
-        // An acquire: {1, token} or {0, pttl}.
-        (Some("ok"), 3) => Ok(Value::Array(parts.split_off(1))),
-        // A release: 1, 0, or -1 for release.lua's nil.
-        (Some("ok"), 2) => Ok(match parts.pop() {
-            Some(Value::Integer(-1)) => Value::Null,
-            Some(v) => v,
-            None => Value::Null,
-        }),
-        (Some("err"), 2) => {
-            let msg = parts
-                .pop()
-                .and_then(|v| v.as_str().map(|s| s.to_string()))
-                .unwrap_or_default();
-            Err(FredError::new(ErrorKind::Unknown, msg))
-        }
-        _ => Err(FredError::new(
-            ErrorKind::Protocol,
-            format!("batch.lua: unexpected reply {parts:?}"),
-        )),
-    }
+    op.script.run::<Value>(conn, op.keys, op.args).await
 }

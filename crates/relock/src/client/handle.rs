@@ -424,22 +424,22 @@ impl Inner {
     ) -> std::result::Result<Option<i64>, fred::error::Error> {
         let call = keys.kind.release(keys, field, all, &self.call_context());
         crate::hold::meter::step("release.sent");
-        let args = match (&self.batcher, call.coalesce) {
-            (Some(b), true) => match <[String; 4]>::try_from(call.args) {
-                Ok(args) => {
-                    let op = crate::client::batch::Op::Release {
-                        keys: call.keys,
-                        args,
-                    };
-                    let r = b.run(op).await;
-                    crate::hold::meter::step("release.replied");
-                    return r;
-                }
-                Err(args) => args,
-            },
-            _ => call.args,
+        let r = match (&self.batcher, call.coalesce) {
+            (Some(b), Some(how)) => {
+                let op = crate::client::batch::Op {
+                    script: call.script,
+                    keys: call.keys,
+                    args: call.args,
+                    how,
+                };
+                b.run(op).await
+            }
+            _ => {
+                call.script
+                    .run(self.pool.next(), call.keys, call.args)
+                    .await
+            }
         };
-        let r = call.script.run(self.pool.next(), call.keys, args).await;
         crate::hold::meter::step("release.replied");
         r
     }

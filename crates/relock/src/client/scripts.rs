@@ -216,8 +216,6 @@ scripts! {
     REENTER = writes "reenter.lua" ["extend"];
     /// Drop one count of a plain lock's hold (or the whole hold) and publish the release.
     RELEASE = writes "release.lua" ["release"];
-    /// Several plain acquires and releases in one call (coalesced by the client).
-    BATCH = writes "batch.lua" ["mint", "shape", "acquire", "release"];
     /// The watchdog's batch renewal.
     RENEW = writes "renew.lua" ["each", "extend"];
     /// One consistent read of a lock: holders, lease, counter, fair line (reads only).
@@ -226,5 +224,5 @@ scripts! {
     /// only).
     CHECK = read_only "check.lua" ["shape"];
     /// Delete whoever holds it and publish.
-    FORCE_UNLOCK = writes "force_unlock.lua" ["shape", "queue"];
+    FORCE_UNLOCK = writes "force_unlock.lua" ["shape"];
 }

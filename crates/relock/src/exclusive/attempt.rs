@@ -21,8 +21,8 @@ use crate::error::{Error, Result};
 use crate::exclusive::clean_up::{clean_up_refused_grant, clean_up_unknown_outcome, CleanUps};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::kind::HoldKind;
 use crate::hold::kind::LockKeys;
+use crate::hold::kind::{Coalescible, HoldKind};
 use crate::hold::owner::Owner;
 
 /// How long a waiter sleeps when the holder's key has no TTL (a foreign holder), between
@@ -63,10 +63,10 @@ pub(crate) trait AcquireCall: Clone + Send + Sync + 'static {
     fn gate(&self) -> Option<Arc<tokio::sync::Mutex<()>>> {
         None
     }
-    /// Whether the call may go in the client's coalesced batch (`batch.lua` knows the plain
-    /// acquire only) and is worth a wait for this client's own release in flight.
-    fn coalesced(&self) -> bool {
-        false
+    /// How the call may go in the client's coalesced batch, if it may; such a call is also
+    /// worth a wait for this client's own release in flight.
+    fn coalesced(&self) -> Option<Coalescible> {
+        None
     }
     /// Reads the reply of a call sent at `sent` (a kind may note what it says, as a fair
     /// waiter its place in line).
@@ -415,15 +415,13 @@ async fn send<M: AcquireCall>(
     ];
     let (script, script_keys) = mode.call(inner, keys, field, &mut args);
     crate::hold::meter::step("attempt.sent");
-    let reply = match &inner.batcher {
-        Some(b) if mode.coalesced() => {
-            // Moved, not copied: the plain acquire's keys and arguments are exactly the op's.
-            let mut k = script_keys.into_iter();
-            let mut a = args.into_iter();
-            let next = |i: &mut std::vec::IntoIter<String>| i.next().unwrap_or_default();
-            let op = crate::client::batch::Op::Acquire {
-                keys: [next(&mut k), next(&mut k)],
-                args: [next(&mut a), next(&mut a), next(&mut a)],
+    let reply = match (&inner.batcher, mode.coalesced()) {
+        (Some(b), Some(how)) => {
+            let op = crate::client::batch::Op {
+                script,
+                keys: script_keys,
+                args,
+                how,
             };
             b.run::<Vec<i64>>(op).await
         }

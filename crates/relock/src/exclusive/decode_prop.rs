@@ -1,10 +1,13 @@
 //! Property tests of how the exclusive kinds read their acquire and heartbeat replies (the
 //! status script's are in `status`): any integers, of any length and value, are read as the
-//! grammar in `attempt::AcquireCall` says, or as a reply it never sends; none panics.
+//! grammar in `attempt::AcquireCall` says, or as a reply it never sends; none panics. A
+//! coalesced batch's part (any reply) is read as its own script's reply or an error.
 
+use fred::error::ErrorKind;
+use fred::types::Value;
 use proptest::prelude::*;
 
-use crate::client::decode_prop::{message, number, numbers};
+use crate::client::decode_prop::{convert_all, message, number, numbers, text, value};
 use crate::exclusive::attempt::{read_grant, Reply};
 use crate::exclusive::channel::{read as read_message, Message};
 use crate::exclusive::fair::call::{read_reply, ticket_in_line, FairOutcome};
@@ -45,6 +48,34 @@ fn any_reply() -> impl Strategy<Value = Vec<i64>> {
 }
 
 proptest! {
+    #[test]
+    fn any_part_of_a_coalesced_batch_is_a_reply_or_an_error(v in value()) {
+        if let Ok(r) = crate::exclusive::coalesce::part(v.clone()) {
+            convert_all(&r);
+        }
+        convert_all(&v);
+    }
+
+    #[test]
+    fn a_coalesced_batchs_tagged_part_is_its_scripts_reply(
+        tag in text(),
+        rest in prop::collection::vec(value(), 0..4),
+    ) {
+        let len = rest.len();
+        let mut parts = vec![Value::String(tag.clone().into())];
+        parts.extend(rest.clone());
+        let r = crate::exclusive::coalesce::part(Value::Array(parts));
+        // Compared as text: a double that is NaN is not equal to itself.
+        let shown = |v: Option<Value>| format!("{v:?}");
+        match (tag.as_str(), len) {
+            ("ok", 2) => prop_assert_eq!(shown(r.ok()), shown(Some(Value::Array(rest)))),
+            ("ok", 1) if rest[0] == Value::Integer(-1) => prop_assert_eq!(r.ok(), Some(Value::Null)),
+            ("ok", 1) => prop_assert_eq!(shown(r.ok()), shown(Some(rest[0].clone()))),
+            ("err", 1) => prop_assert_eq!(r.map_err(|e| e.kind().clone()), Err(ErrorKind::Unknown)),
+            _ => prop_assert_eq!(r.map_err(|e| e.kind().clone()), Err(ErrorKind::Protocol)),
+        }
+    }
+
     #[test]
     fn a_channel_message_names_a_grant_only_with_a_positive_token(payload in ".{0,60}") {
         let (field, token) = crate::exclusive::fair::channel::parse_named(&payload);

@@ -17,7 +17,7 @@ pub(crate) fn renew(batch: &[(&LockKeys, &str)], lease_ms: u64) -> ScriptCall {
         args: std::iter::once(lease_ms.to_string())
             .chain(batch.iter().map(|(_, f)| f.to_string()))
             .collect(),
-        coalesce: false,
+        coalesce: None,
     }
 }
 

@@ -16,7 +16,7 @@ use crate::exclusive::channel::LOCK_CHANNEL;
 use crate::exclusive::wait;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
-use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall};
+use crate::hold::kind::{CallContext, Coalescible, HoldKind, LockKeys, ScriptCall};
 use crate::hold::reentry::{self, Target};
 use crate::hold::wake::Format;
 
@@ -94,8 +94,8 @@ pub(crate) trait Variant: Send + Sync + std::fmt::Debug + 'static {
     ) -> BoxFuture<'a, Result<Option<LockGuard>>>;
     /// Its waiting line's keys, if it keeps one.
     fn line(&self, keys: &LockKeys) -> Option<LineKeys>;
-    /// KEYS of `force_unlock.lua` (the lock first).
-    fn release_keys(&self, keys: &LockKeys) -> Vec<String>;
+    /// Its force-unlock call: delete the lock whoever holds it, and wake its waiters.
+    fn force_unlock(&self, keys: &LockKeys, ctx: &CallContext) -> ScriptCall;
     /// The fields of this client's waiters in its line.
     fn local_waiters(&self, inner: &Inner, lock: &str) -> Vec<String>;
 }
@@ -149,7 +149,7 @@ impl HoldKind for Plain {
                 ctx.publish.into(),
                 keys.channel.clone(),
             ],
-            coalesce: true,
+            coalesce: Some(crate::exclusive::coalesce::RELEASE),
         }
     }
 
@@ -271,12 +271,11 @@ impl Lock {
         self.variant.and_then(|v| v.line(keys))
     }
 
-    /// KEYS of `force_unlock.lua`: the lock, and for a fair lock the rest of its line's group,
-    /// so that the first waiter is the one handed the lock (or woken).
-    pub(crate) fn release_keys(&self, keys: &LockKeys) -> Vec<String> {
+    /// The force-unlock call of its kind: the plain lock's, or its variant's.
+    fn force_unlock_call(&self, keys: &LockKeys, ctx: &CallContext) -> ScriptCall {
         match self.variant {
-            Some(v) => v.release_keys(keys),
-            None => vec![keys.lock.clone()],
+            Some(v) => v.force_unlock(keys, ctx),
+            None => crate::exclusive::queries::delete_and_publish(keys, ctx, false),
         }
     }
 
@@ -473,8 +472,8 @@ impl Lock {
     /// # Cancel safety
     /// If dropped after the command was sent, the lock may or may not have been deleted.
     pub async fn force_unlock(&self) -> Result<bool> {
-        let script_keys = |keys: &LockKeys| self.release_keys(keys);
-        crate::exclusive::queries::force_unlock(&self.inner, self.keys(), script_keys, false).await
+        let call = |keys: &LockKeys, ctx: &CallContext| self.force_unlock_call(keys, ctx);
+        crate::exclusive::queries::force_unlock(&self.inner, self.keys(), call).await
     }
 }
 
@@ -486,7 +485,7 @@ crate::hold::methods::lock_methods!(
 );
 
 /// The plain lock's attempt: `acquire.lua` on the lock and its fencing counter, coalesced
-/// with others when the client batches (`batch.lua` knows this call).
+/// with others when the client batches (`exclusive/coalesce.rs`).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct PlainCall;
 
@@ -505,7 +504,7 @@ impl AcquireCall for PlainCall {
             vec![keys.lock.clone(), keys.token.clone()],
         )
     }
-    fn coalesced(&self) -> bool {
-        true
+    fn coalesced(&self) -> Option<Coalescible> {
+        Some(crate::exclusive::coalesce::ACQUIRE)
     }
 }

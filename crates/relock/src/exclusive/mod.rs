@@ -12,6 +12,8 @@
 //! - `rwlock`: [`ReadWriteLock`](crate::ReadWriteLock), its two sides and their kinds.
 //! - `channel`: the lock channel's message format (`0` one waiter, `1` all), shared by the
 //!   kinds here that listen on a lock's channel (the fair lock's waiters have their own).
+//! - `coalesce`: the plain lock's acquires and releases as the client's batcher may send
+//!   them together (`batch.lua`, its tags and how a reply's part is read).
 //! - `hash_hold`: what the kinds whose holds are one field of the lock's hash share (their
 //!   renewal call).
 //! - `acquire`: the acquire every kind here shares (checks, re-entry or fresh as the kind
@@ -31,6 +33,7 @@ pub(crate) mod acquire;
 pub(crate) mod attempt;
 pub(crate) mod channel;
 pub(crate) mod clean_up;
+pub(crate) mod coalesce;
 #[cfg(test)]
 mod decode_prop;
 pub(crate) mod fair;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use crate::client::handle::Inner;
 use crate::client::scripts;
 use crate::error::Result;
-use crate::hold::kind::LockKeys;
+use crate::hold::kind::{CallContext, LockKeys, ScriptCall};
 
 /// A handle's keys, built when the handle was made (`None` for a bad name): the error of a bad
 /// name is made again by `build`, so that every operation reports it.
@@ -26,36 +26,42 @@ pub(crate) async fn is_locked(inner: &Inner, keys: &LockKeys) -> Result<bool> {
     Ok(inner.check(&keys.lock, String::new()).await?.0)
 }
 
-/// `force_unlock.lua`: deletes the lock whoever holds it (never a key that is not a lock) and
-/// publishes: `0` on the release channel (wakes one waiter per client), or `1` when
-/// `wake_all` (a read-write lock: every waiter); with a fair lock's `script_keys` (its line's
-/// group) its first waiter is told on the fair channel. This client's holds of the lock are
-/// marked lost at once. Whether there was a lock. `keys` is the handle's keys or its name's
-/// error, reported after the running check (as `lock()` reports them); `script_keys` gives the
-/// script's KEYS from them.
+/// Runs the kind's force-unlock `call` (which deletes the lock whoever holds it, never a key
+/// that is not a lock, and wakes its waiters) and marks this client's holds of the lock lost
+/// at once. Whether there was a lock. `keys` is the handle's keys or its name's error,
+/// reported after the running check (as `lock()` reports them).
 pub(crate) async fn force_unlock(
     inner: &Inner,
     keys: Result<Arc<LockKeys>>,
-    script_keys: impl FnOnce(&LockKeys) -> Vec<String>,
-    wake_all: bool,
+    call: impl FnOnce(&LockKeys, &CallContext) -> ScriptCall,
 ) -> Result<bool> {
     inner.check_running()?;
     let keys = keys?;
-    let script_keys = script_keys(&keys);
-    let args = vec![
-        inner.publish_cmd().into(),
-        if wake_all { "1" } else { "0" }.into(),
-        keys.channel.clone(),
-        keys.wake.clone(),
-    ];
-    let r: i64 = scripts::FORCE_UNLOCK
-        .run(inner.pool.next(), script_keys, args)
+    let call = call(&keys, &inner.call_context());
+    let r: i64 = call
+        .script
+        .run(inner.pool.next(), call.keys, call.args)
         .await
         .map_err(|e| inner.error("force_unlock", &keys.lock, e))?;
     for h in inner.shared.holds.of_lock(&keys.lock) {
         h.mark_lost("force-unlocked by this client");
     }
     Ok(r == 1)
+}
+
+/// `force_unlock.lua`'s call: it publishes `0` on the release channel (wakes one waiter per
+/// client), or `1` when `wake_all` (a read-write lock: every waiter).
+pub(crate) fn delete_and_publish(keys: &LockKeys, ctx: &CallContext, wake_all: bool) -> ScriptCall {
+    ScriptCall {
+        script: &scripts::FORCE_UNLOCK,
+        keys: vec![keys.lock.clone()],
+        args: vec![
+            ctx.publish.into(),
+            if wake_all { "1" } else { "0" }.into(),
+            keys.channel.clone(),
+        ],
+        coalesce: None,
+    }
 }
 
 /// Where the lock `name`'s data lives: the server (credentials never shown) and the name.

@@ -235,7 +235,7 @@ fn release_side(
             hold_prefix(&keys.lock),
             keys.channel.clone(),
         ],
-        coalesce: false,
+        coalesce: None,
     }
 }
 
@@ -271,7 +271,7 @@ impl HoldKind for Read {
             args: std::iter::once(lease_ms.to_string())
                 .chain(batch.iter().map(|(_, f)| f.to_string()))
                 .collect(),
-            coalesce: false,
+            coalesce: None,
         }
     }
 
@@ -406,8 +406,10 @@ impl Half {
 
     /// Deletes the whole lock (both sides) and wakes every waiter.
     async fn force_unlock(&self) -> Result<bool> {
-        let script_keys = |keys: &LockKeys| vec![keys.lock.clone()];
-        crate::exclusive::queries::force_unlock(&self.inner, self.keys(), script_keys, true).await
+        let call = |keys: &LockKeys, ctx: &CallContext| {
+            crate::exclusive::queries::delete_and_publish(keys, ctx, true)
+        };
+        crate::exclusive::queries::force_unlock(&self.inner, self.keys(), call).await
     }
 }
 

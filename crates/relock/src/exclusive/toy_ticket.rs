@@ -137,7 +137,7 @@ impl HoldKind for Ticket {
                 ctx.publish.into(),
                 keys.channel.clone(),
             ],
-            coalesce: false,
+            coalesce: None,
         }
     }
 
@@ -366,12 +366,9 @@ impl TicketLock {
 
     /// Deletes it whoever holds it, and wakes its waiters.
     pub(crate) async fn force_unlock(&self) -> Result<bool> {
-        queries::force_unlock(
-            &self.inner,
-            self.keys(),
-            |keys| vec![keys.lock.clone()],
-            true,
-        )
+        queries::force_unlock(&self.inner, self.keys(), |keys, ctx| {
+            queries::delete_and_publish(keys, ctx, true)
+        })
         .await
     }
 

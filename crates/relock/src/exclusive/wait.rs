@@ -52,7 +52,7 @@ pub(crate) async fn start<M: AcquireCall>(
 ) -> Result<Start> {
     let deadline = wait.and_then(|w| Instant::now().checked_add(w));
     fresh.set_wait(wait != Some(Duration::ZERO), deadline);
-    if first.coalesced() {
+    if first.coalesced().is_some() {
         // After the deadline is set: a caller's bound includes this wait. `try_lock` (no
         // wait at all) still lets this client's own release land first, so that it finds
         // the lock free right after the unlock or drop of a guard.

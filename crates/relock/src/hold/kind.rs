@@ -73,9 +73,30 @@ pub(crate) struct ScriptCall {
     pub(crate) script: &'static Script,
     pub(crate) keys: Vec<String>,
     pub(crate) args: Vec<String>,
-    /// A `release.lua` call (its four arguments) that the client's batcher may coalesce with
-    /// others into one `batch.lua` call.
-    pub(crate) coalesce: bool,
+    /// Set when the client's batcher may coalesce this call with others of the same
+    /// [`Coalescing`] into one call.
+    pub(crate) coalesce: Option<Coalescible>,
+}
+
+/// A script that runs many calls of a kind in one call, as the kind declares it for the
+/// client's batcher: the batcher only concatenates the calls and splits the reply.
+///
+/// The script takes every call's keys in turn as its KEYS, and for each call its tag and then
+/// its arguments in turn as its ARGV (so the tag says how many keys and arguments a call has);
+/// it answers one part per call, which `part` reads into what the call's own script would
+/// have answered (or the call's own error).
+#[derive(Debug)]
+pub(crate) struct Coalescing {
+    pub(crate) script: &'static std::sync::LazyLock<Script>,
+    pub(crate) part:
+        fn(fred::types::Value) -> std::result::Result<fred::types::Value, fred::error::Error>,
+}
+
+/// A call that may go in a [`Coalescing`] call, under its tag there.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Coalescible {
+    pub(crate) via: &'static Coalescing,
+    pub(crate) tag: &'static str,
 }
 
 /// The Redis names that belong to one lock, and the kind whose holds they are.

@@ -127,7 +127,7 @@ impl HoldKind for Quorum {
                 "0".into(),
                 ctx.grace_ms.to_string(),
             ],
-            coalesce: false,
+            coalesce: None,
         }
     }
 
@@ -146,7 +146,7 @@ impl HoldKind for Quorum {
                 .into_iter()
                 .chain(batch.iter().flat_map(|(_, f)| [f.to_string(), "0".into()]))
                 .collect(),
-            coalesce: false,
+            coalesce: None,
         }
     }
 

@@ -32,7 +32,7 @@ impl HoldKind for Fair {
                 keys.channel.clone(),
                 keys.wake.clone(),
             ],
-            coalesce: false,
+            coalesce: None,
         }
     }
 

@@ -35,6 +35,8 @@ crate::client::scripts::scripts! {
     FAIR_HEARTBEAT = writes "fair_heartbeat.lua" ["mint", "queue", "handoff"];
     /// Fair lock: a waiter leaves the queue (and the next one is told if it was first).
     FAIR_LEAVE = writes "fair_leave.lua" ["mint", "queue", "handoff"];
+    /// Fair lock: delete it whoever holds it, and tell the first in line.
+    FAIR_FORCE_UNLOCK = writes "fair_force_unlock.lua" ["shape", "queue"];
 }
 
 /// The sorted sets (and sequence) of a fair lock's waiting line, beside the lock's own keys.

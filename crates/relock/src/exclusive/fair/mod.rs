@@ -38,10 +38,10 @@ use crate::client::handle::{Client, Inner};
 use crate::error::Result;
 use crate::exclusive::attempt::Fresh;
 use crate::exclusive::fair::kind::FAIR;
-use crate::exclusive::fair::line::{fair_channel, Line, QueueKeys};
+use crate::exclusive::fair::line::{fair_channel, Line, QueueKeys, FAIR_FORCE_UNLOCK};
 use crate::exclusive::lock::{LineKeys, Lock, Variant};
 use crate::hold::guard::LockGuard;
-use crate::hold::kind::LockKeys;
+use crate::hold::kind::{CallContext, LockKeys, ScriptCall};
 
 /// The fair lock, as a [`Lock`] carries it.
 #[derive(Debug)]
@@ -79,10 +79,15 @@ impl Variant for FairLock {
         })
     }
 
-    /// The lock and the rest of its line's group, so that the first waiter is the one handed
-    /// the lock (or woken).
-    fn release_keys(&self, keys: &LockKeys) -> Vec<String> {
-        QueueKeys::of(&keys.lock).group(keys).to_vec()
+    /// `fair_force_unlock.lua` on the lock and the rest of its line's group, so that the first
+    /// waiter is told (it takes the lock with its own acquire).
+    fn force_unlock(&self, keys: &LockKeys, ctx: &CallContext) -> ScriptCall {
+        ScriptCall {
+            script: &FAIR_FORCE_UNLOCK,
+            keys: QueueKeys::of(&keys.lock).group(keys).to_vec(),
+            args: vec![ctx.publish.into(), keys.channel.clone(), keys.wake.clone()],
+            coalesce: None,
+        }
     }
 
     fn local_waiters(&self, inner: &Inner, lock: &str) -> Vec<String> {
