@@ -246,7 +246,7 @@ fn every_room_uses_only_the_rooms_below_it() {
     assert!(deps["hold/guard"].contains("hold/backend"));
     assert!(deps["exclusive/lock"].contains("client/handle"));
     assert!(deps["exclusive/multilock"].contains("hold/guard"));
-    assert!(deps["quorum/lock"].contains("quorum/backend"));
+    assert!(deps["quorum/lock"].contains("quorum/inner"));
     assert!(deps["client/handle"].contains("error"));
     // And modules in a kind's folder.
     assert!(deps["exclusive/fair/wait"].contains("exclusive/fair/line"));
@@ -298,7 +298,7 @@ fn the_checks_find_a_cycle_and_an_upward_import() {
         ["exclusive/fair_line".to_string()].into(),
     );
     deps.insert(
-        "counting/permits".into(),
+        "counting/permit_semaphore".into(),
         ["quorum/race".to_string()].into(),
     );
     deps.insert("hold/holds".into(), ["client".to_string()].into());
@@ -306,7 +306,7 @@ fn the_checks_find_a_cycle_and_an_upward_import() {
         room_violations(&deps),
         vec![
             ("client/handle".into(), "exclusive/fair_line".into()),
-            ("counting/permits".into(), "quorum/race".into()),
+            ("counting/permit_semaphore".into(), "quorum/race".into()),
             ("hold/holds".into(), "client".into()),
         ]
     );

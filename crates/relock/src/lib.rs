@@ -73,10 +73,12 @@
 //   harness's hooks).
 // - `hold`: what a client holds, with no Redis in it: holds, the `Backend` trait, the
 //   `HoldKind` trait (what a lock kind tells the shared code about its holds), the guard, the
-//   watchdog's loop, re-entry, owners, run-to-end, the acquiring methods, key names.
-// - `client`: one Redis deployment: `Client` and its builder, fred's start, errors and
-//   redaction, scripts, pub/sub, coalescing, the one-server backend, the hold watch. Kinds keep
-//   their per-client state through `Inner::state` and register their own shutdown step.
+//   watchdog's loop, re-entry, owners, run-to-end, the acquiring methods
+//   (`DistributedLock`), key names.
+// - `client`: one Redis deployment: `Client` (`handle`) and its builder, `Inner` (what every
+//   clone shares), fred's start, errors and redaction, scripts, pub/sub, coalescing, the
+//   one-server backend (`inner_backend`), the hold watch. Kinds keep their per-client state
+//   through `Inner::state` and register their own shutdown step.
 // - `exclusive`: `Lock` (plain and fair), `ReadWriteLock`, `MultiLock`, status.
 // - `counting`: `Semaphore`, `PermitSemaphore`, `CountDownLatch`.
 // - `quorum`: `QuorumClient` and `QuorumLock`.
@@ -120,14 +122,14 @@ pub mod guide {
 /// call, so a script carries only what it calls.
 pub mod lua {
     pub use crate::client::guarded::lua::*;
-    pub use crate::client::scripts::lua::*;
+    pub use crate::client::lock_scripts::lua::*;
     pub use crate::coordination::election::lua::*;
     pub use crate::coordination::fenced::lua::*;
     pub use crate::coordination::job::lua::*;
+    pub use crate::counting::add::lua::*;
     pub use crate::counting::latch::lua::*;
     pub use crate::counting::permit_leases::lua::*;
     pub use crate::counting::semaphore::lua::*;
-    pub use crate::counting::semaphore_permits::lua::*;
     pub use crate::counting::semaphore_request::lua::*;
     pub use crate::exclusive::coalesce::lua::*;
     pub use crate::exclusive::fair::first_lease::lua::*;
@@ -150,7 +152,7 @@ pub use coordination::inspect::Inspection;
 pub use coordination::job::{Job, JobGuard};
 pub use counting::latch::CountDownLatch;
 pub use counting::permit_guard::PermitGuard;
-pub use counting::permits::PermitSemaphore;
+pub use counting::permit_semaphore::PermitSemaphore;
 pub use counting::semaphore::{DistributedSemaphore, Semaphore};
 pub use counting::semaphore_permits::SemaphorePermits;
 pub use error::{Error, NodeVote, Result, Vote};
@@ -159,9 +161,9 @@ pub use exclusive::multilock::{MultiGuard, MultiLock};
 pub use exclusive::rwlock::{ReadLock, ReadWriteLock, WriteLock};
 pub use exclusive::status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
 pub use hold::commands::{Commands, MAX_COMMAND_WORDS};
+pub use hold::distributed_lock::DistributedLock;
 pub use hold::guard::LockGuard;
 pub use hold::keys::MAX_NAME_LEN;
-pub use hold::methods::DistributedLock;
 pub use hold::owner::Owner;
 pub use hold::reentry::Reentrancy;
 pub use quorum::builder::QuorumClientBuilder;

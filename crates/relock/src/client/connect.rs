@@ -12,7 +12,8 @@ use fred::types::config::{Config as FredConfig, ReconnectPolicy};
 use fred::types::Builder;
 use tokio::sync::watch;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
 use crate::client::pubsub::PubSub;
 use crate::client::refusal::{connect_error, connection_error};
 use crate::client::settings::{ClusterPubSub, Settings, SUBSCRIBER_KEEPALIVE};

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use fred::types::Value;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::error::{Error, Result};
 use crate::hold::commands::Commands;
 use crate::hold::holds::Hold;

@@ -160,7 +160,7 @@ pub(crate) fn find(list: &str, field_of_owner: &str) -> Option<OwnerInfo> {
 
 /// The owner of `field` on the lock `lock` (its key), from the server that holds the key.
 pub(crate) async fn describe(
-    inner: &crate::client::handle::Inner,
+    inner: &crate::client::inner::Inner,
     lock: &str,
     field: &str,
 ) -> Result<Option<OwnerInfo>> {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 
 /// Sends `call` again, backing off from 50 ms to 1 s ([`Backoff`]), until it succeeds or `until` passes (the
 /// lease of whatever it undoes has ended on the local clock: the server has dropped it by

@@ -1,7 +1,7 @@
 //! How scripts are declared (`scripts!`, in the module that owns them) and called: EVALSHA,
 //! and EVAL once on NOSCRIPT (which also puts the script back into the server's cache). The
-//! scripts of the lock layout that the shared code sends (acquire, re-enter, release, batch,
-//! renew, status, check, force-unlock) are declared here; a kind declares its own.
+//! scripts of the lock layout that the shared code sends are declared in `lock_scripts`; a
+//! kind declares its own.
 
 use std::future::Future;
 
@@ -208,21 +208,3 @@ macro_rules! source {
     };
 }
 pub(crate) use source;
-
-scripts! {
-    /// Take a fresh hold, or report the holder's PTTL.
-    ACQUIRE = writes "acquire.lua" ["mint", "shape", "acquire"];
-    /// One more count on an existing hold; never creates one.
-    REENTER = writes "reenter.lua" ["extend"];
-    /// Drop one count of a plain lock's hold (or the whole hold) and publish the release.
-    RELEASE = writes "release.lua" ["release"];
-    /// The watchdog's batch renewal.
-    RENEW = writes "renew.lua" ["each", "extend"];
-    /// One consistent read of a lock: holders, lease, counter, fair line (reads only).
-    STATUS = read_only "status.lua" ["shape"];
-    /// Whether a lock is held and one hold's count, after checking that the key is a lock (reads
-    /// only).
-    CHECK = read_only "check.lua" ["shape"];
-    /// Delete whoever holds it and publish.
-    FORCE_UNLOCK = writes "force_unlock.lua" ["shape"];
-}

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use fred::types::Value;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
 use crate::error::{Error, Result};
 
 crate::client::scripts::scripts! {

@@ -13,7 +13,8 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
 use crate::error::{Error, Result};
 use crate::exclusive::lock::Lock;
 use crate::hold::guard::{KeepOutcome, LockGuard};

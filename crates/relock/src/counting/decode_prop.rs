@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 use crate::client::decode_prop::{message, number, numbers, text};
 use crate::counting::channel::{read_count, read_opened, Count};
-use crate::counting::{common, permits, semaphore_permits, semaphore_request};
+use crate::counting::{add, counts, permit_semaphore, semaphore_request};
 
 /// A reply of two integers, the counting scripts' shape, tagged 0 to 2 or any number.
 fn pair() -> impl Strategy<Value = Vec<i64>> {
@@ -44,13 +44,13 @@ proptest! {
 
     #[test]
     fn any_permits_acquire_reply_is_a_grant_a_wait_or_unexpected(reply in pair()) {
-        match (permits::read_acquire(&reply), reply.as_slice()) {
-            (Some(permits::Attempt::Granted(())), &[1, _]) => {}
-            (Some(permits::Attempt::FreesIn(wait)), &[0, ms]) => {
+        match (permit_semaphore::read_acquire(&reply), reply.as_slice()) {
+            (Some(permit_semaphore::Attempt::Granted(())), &[1, _]) => {}
+            (Some(permit_semaphore::Attempt::FreesIn(wait)), &[0, ms]) => {
                 prop_assert!(ms > 0);
                 prop_assert_eq!(wait, Duration::from_millis(ms as u64));
             }
-            (Some(permits::Attempt::NoneFree), &[0, ms]) => prop_assert!(ms <= 0),
+            (Some(permit_semaphore::Attempt::NoneFree), &[0, ms]) => prop_assert!(ms <= 0),
             (None, r) => prop_assert!(!matches!(r, [0 | 1, _])),
             (read, r) => prop_assert!(false, "{:?} read as {:?}", r, read),
         }
@@ -58,7 +58,7 @@ proptest! {
 
     #[test]
     fn any_permits_count_reply_is_two_counts_of_at_least_0_or_unexpected(reply in pair()) {
-        match (permits::read_counts(&reply), reply.as_slice()) {
+        match (permit_semaphore::read_counts(&reply), reply.as_slice()) {
             (Some((available, acquired)), &[a, b]) => {
                 prop_assert_eq!(available, u64::try_from(a).unwrap_or(0));
                 prop_assert_eq!(acquired, u64::try_from(b).unwrap_or(0));
@@ -70,7 +70,7 @@ proptest! {
 
     #[test]
     fn any_add_reply_is_added_refused_or_unexpected(reply in pair()) {
-        match (semaphore_permits::read_add(&reply), reply.as_slice()) {
+        match (add::read_add(&reply), reply.as_slice()) {
             (Some(Ok(n)), &[1, available]) | (Some(Err(n)), &[0, available]) => {
                 prop_assert_eq!(n, available)
             }
@@ -81,7 +81,7 @@ proptest! {
 
     #[test]
     fn any_count_read_is_at_least_0_or_wrong_type(value in proptest::option::of(text())) {
-        match common::parse_count(value.clone(), "k") {
+        match counts::parse_count(value.clone(), "k") {
             Ok(n) => {
                 let sent = value.map_or(Ok(0), |v| v.parse::<i64>());
                 prop_assert_eq!(sent.map(|s| s.max(0) as u64), Ok(n));

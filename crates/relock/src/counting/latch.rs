@@ -4,9 +4,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
 use crate::counting::channel::LATCH_CHANNEL;
-use crate::counting::common::{validate_count, wait_until, Check, Names};
+use crate::counting::counts::validate_count;
+use crate::counting::names::Names;
+use crate::counting::wait::{wait_until, Check};
 use crate::error::{Error, Result};
 use crate::hold::keys::validate_name;
 
@@ -290,7 +293,7 @@ impl CountDownLatch {
     }
 
     /// Waits at most `wait` (`None`: as long as it takes) for the count to read 0, on the
-    /// counting kinds' wait (`common::wait_until`).
+    /// counting kinds' wait (`wait::wait_until`).
     async fn wait_within(&self, wait: Option<Duration>) -> Result<bool> {
         self.inner.check_running()?;
         let names = self.names()?;

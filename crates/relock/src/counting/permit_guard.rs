@@ -8,8 +8,9 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::counting::permit_leases::{Leases, Permit, PermitKeys};
+use crate::counting::request::Request;
 use crate::error::{Error, Result};
 
 /// One permit of a [`PermitSemaphore`](crate::PermitSemaphore), given back when the guard is released or dropped, or
@@ -257,7 +258,7 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Permit>) -> Result<()> {
 /// so that an acquire of the id still on its way takes nothing when it lands (it would hold a
 /// permit nobody has until its lease ends).
 pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Permit>) {
-    let request = crate::counting::common::Request::new(&inner, &lease.keys.count);
+    let request = Request::new(&inner, &lease.keys.count);
     let key = lease.keys.request_of(&lease.id);
     let limit = inner.settings.command_timeout;
     let call = || async {
@@ -287,7 +288,7 @@ pub(crate) async fn release_retrying(
     keys: &PermitKeys,
     id: &str,
 ) -> Option<Result<i64>> {
-    let request = crate::counting::common::Request::new(inner, &keys.count);
+    let request = Request::new(inner, &keys.count);
     let call = || async {
         let publish = inner.publish_cmd();
         let once = Some((request.key.as_str(), request.ttl_ms.as_str(), false));

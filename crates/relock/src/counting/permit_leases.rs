@@ -7,8 +7,8 @@ use std::sync::Arc;
 use dashmap::DashMap;
 use tokio::time::Instant;
 
-use crate::client::handle::{Inner, KindState, Round};
 use crate::client::hold_watch::{FredResult, Watched};
+use crate::client::inner::{Inner, KindState, Round};
 use crate::counting::channel::COUNT_CHANNEL;
 use crate::hold::backend::BoxFuture;
 use crate::hold::lease::Lease;

@@ -1,5 +1,5 @@
 //! What count is under a name, read without changing anything: a semaphore's or latch's count,
-//! or a permit-expirable semaphore's (its layout is the permit semaphore's own: `permits`).
+//! or a permit-expirable semaphore's (its layout is the permit semaphore's own: `permit_semaphore`).
 //! For `Client::inspect`.
 
 use fred::interfaces::{ClientLike, KeysInterface, SortedSetsInterface};

@@ -4,15 +4,18 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
+use crate::counting::add::add;
 use crate::counting::channel::COUNT_CHANNEL;
-use crate::counting::common::{
-    unexpected, validate_count, wait_until, Check, Names, Request, MAX_COUNT,
-};
-use crate::counting::semaphore_permits::{add, Outstanding, SemaphorePermits};
+use crate::counting::counts::{unexpected, validate_count, MAX_COUNT};
+use crate::counting::names::Names;
+use crate::counting::request::Request;
+use crate::counting::semaphore_permits::{Outstanding, SemaphorePermits};
 use crate::counting::semaphore_request::{
     read_acquire, uncertain, Abandon, Attempt, Taken, Unsettled, SEMAPHORE_ACQUIRE,
 };
+use crate::counting::wait::{wait_until, Check};
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
 
@@ -251,7 +254,7 @@ impl Semaphore {
     }
 
     /// Takes `n` permits, waiting at most `wait` (`None`: as long as it takes) on the counting
-    /// kinds' wait (`common::wait_until`).
+    /// kinds' wait (`wait::wait_until`).
     async fn acquire_within(
         &self,
         n: u64,

@@ -6,14 +6,11 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 
-use crate::client::handle::{Inner, KindState, Round};
-use crate::counting::common::{unexpected, Names};
+use crate::client::inner::{Inner, KindState, Round};
+use crate::counting::add::{add, SEMAPHORE_ADD};
+use crate::counting::names::Names;
+use crate::counting::request::Request;
 use crate::error::{Error, Result};
-
-crate::client::scripts::scripts! {
-    /// Semaphore: add n permits (a release) and publish the new count.
-    SEMAPHORE_ADD = writes "semaphore_add.lua" [];
-}
 
 /// `n` permits of a [`Semaphore`](crate::Semaphore), taken by [`acquire`](crate::Semaphore::acquire) (or a `try_`
 /// form): given back when the guard is dropped (in the background), or by
@@ -194,7 +191,7 @@ impl Drop for SemaphorePermits {
             inner: self.inner.clone(),
             names: self.names.clone(),
             n: self.n,
-            request: crate::counting::common::Request::new(&self.inner, &self.names.key),
+            request: Request::new(&self.inner, &self.names.key),
             done: false,
         }
         .run();
@@ -214,7 +211,7 @@ struct GiveBack {
     n: u64,
     /// Its request id: the give-back at exit sends the same one, so that a give-back that
     /// already ran (its reply lost with the runtime) adds nothing the second time.
-    request: crate::counting::common::Request,
+    request: Request,
     done: bool,
 }
 
@@ -263,7 +260,7 @@ fn give_back_at_exit(
     inner: &Inner,
     names: &Names,
     n: u64,
-    request: &crate::counting::common::Request,
+    request: &Request,
 ) -> std::result::Result<(), String> {
     use fred::interfaces::ClientLike;
     // One deadline for every give-back of the process's exit: they run one after another
@@ -319,41 +316,5 @@ fn exit_budget(limit: std::time::Duration) -> Option<std::time::Duration> {
             *until = Some(now + limit);
             Some(limit)
         }
-    }
-}
-
-/// `semaphore_add.lua`: adds `n` (may be negative) and publishes the new count if above 0.
-/// Returns the new count, or `InvalidArgument` if it would go above `MAX_COUNT`.
-pub(crate) async fn add(inner: &Inner, names: &Names, n: i64) -> Result<i64> {
-    let reply: Vec<i64> = names
-        .run_publishing(
-            inner,
-            (&SEMAPHORE_ADD, "semaphore add"),
-            &[],
-            vec![n.to_string()],
-            true,
-        )
-        .await?;
-    match read_add(&reply) {
-        Some(Ok(available)) => Ok(available),
-        Some(Err(available)) => Err(Error::invalid(
-            "n",
-            format!(
-                "adding {n} to the {available} available permits of `{}` would exceed the 10^15 supported; add fewer",
-                names.key
-            ),
-        )),
-        None => Err(unexpected("semaphore add", inner, &reply)),
-    }
-}
-
-/// Reads `semaphore_add.lua`'s reply: `Ok` with the new count (`[1, available]`), or `Err` with
-/// the count as it is when adding would exceed 10^15 (`[0, available]`); `None` for a shape
-/// it never sends.
-pub(crate) fn read_add(reply: &[i64]) -> Option<std::result::Result<i64, i64>> {
-    match *reply {
-        [1, available] => Some(Ok(available)),
-        [0, available] => Some(Err(available)),
-        _ => None,
     }
 }

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use dashmap::DashMap;
 
-use crate::client::handle::{Inner, KindState, Round};
+use crate::client::inner::{Inner, KindState, Round};
 use crate::client::retry::try_until;
-use crate::counting::common::{Names, Request};
+use crate::counting::names::Names;
+use crate::counting::request::Request;
 use crate::counting::semaphore_permits::Outstanding;
 
 crate::client::scripts::scripts! {

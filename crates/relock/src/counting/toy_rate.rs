@@ -8,8 +8,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::handle::{Client, Inner};
-use crate::counting::common::{unexpected, validate_count, wait_until, Check, Names};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
+use crate::counting::counts::{unexpected, validate_count};
+use crate::counting::names::Names;
+use crate::counting::wait::{wait_until, Check};
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
 use crate::hold::wake::{Format, Waiters, Waking};

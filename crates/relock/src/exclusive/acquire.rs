@@ -10,7 +10,7 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::error::Result;
 use crate::exclusive::attempt::{reenter, Fresh};
 use crate::hold::guard::LockGuard;
@@ -18,8 +18,8 @@ use crate::hold::kind::LockKeys;
 
 pub(crate) use crate::hold::acquire::{acquire_spans, Plan, Spans};
 
-/// One exclusive kind's lock, as seen by [`acquire`].
-pub(crate) struct Acquire<'a, F, R> {
+/// One exclusive kind's lock, as seen by [`acquire_exclusive`].
+pub(crate) struct ExclusiveAcquire<'a, F, R> {
     pub(crate) inner: &'a Arc<Inner>,
     /// The keys, or the error of a bad name (reported by the first operation).
     pub(crate) keys: Result<Arc<LockKeys>>,
@@ -31,8 +31,8 @@ pub(crate) struct Acquire<'a, F, R> {
 
 /// Acquires as the kind plans (`plan`) and waits (`wait`, for a fresh hold), bounded by
 /// `wait_for` (`None`: until granted), through the shared acquire.
-pub(crate) async fn acquire<T, W, Fut, F, R>(
-    lock: Acquire<'_, F, R>,
+pub(crate) async fn acquire_exclusive<T, W, Fut, F, R>(
+    lock: ExclusiveAcquire<'_, F, R>,
     wait_for: Option<Duration>,
     plan: impl FnOnce(&Arc<LockKeys>) -> Result<Plan<T>>,
     wait: W,
@@ -43,13 +43,13 @@ where
     F: FnOnce() -> tracing::Span,
     R: FnOnce(&str) -> tracing::Span,
 {
-    let Acquire {
+    let ExclusiveAcquire {
         inner,
         keys,
         lease,
         spans,
     } = lock;
-    let shared = crate::hold::acquire::Acquire {
+    let shared = crate::hold::acquire::SharedAcquire {
         running: inner.check_running(),
         keys,
         lease,
@@ -64,5 +64,5 @@ where
             (r, attempts.load(Ordering::Relaxed))
         }
     };
-    crate::hold::acquire::acquire(shared, wait_for, plan, reenter, fresh).await
+    crate::hold::acquire::acquire_shared(shared, wait_for, plan, reenter, fresh).await
 }

@@ -15,7 +15,8 @@ use std::time::Duration;
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
+use crate::client::lock_scripts;
 use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::exclusive::clean_up::{clean_up_refused_grant, clean_up_unknown_outcome, CleanUps};
@@ -590,7 +591,7 @@ pub(crate) async fn reenter(
         let sent = Instant::now();
         // Every key whose TTL is the hold's lease (a read hold's timeout key too).
         let script_keys = keys.kind.lease_keys(&keys, &hold.field);
-        let reply: Option<i64> = scripts::REENTER
+        let reply: Option<i64> = lock_scripts::REENTER
             .run(
                 inner.pool.next(),
                 script_keys,

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::hold::kind::LockKeys;
 
 /// An acquire whose reply never came may have been granted: remove that hold now rather than
@@ -134,7 +134,7 @@ pub(crate) async fn clean_up_refused_grant(
         inner
             .shared
             .tracker
-            .spawn(crate::client::backend::retry_release(
+            .spawn(crate::client::inner_backend::retry_release(
                 inner.clone(),
                 keys.clone(),
                 field.to_string(),

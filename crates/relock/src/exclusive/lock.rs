@@ -7,10 +7,12 @@ use fred::interfaces::SortedSetsInterface;
 
 use futures_util::future::BoxFuture;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
+use crate::client::lock_scripts;
 use crate::client::scripts;
 use crate::error::Result;
-use crate::exclusive::acquire::{acquire, acquire_spans, Acquire, Plan};
+use crate::exclusive::acquire::{acquire_exclusive, acquire_spans, ExclusiveAcquire, Plan};
 use crate::exclusive::attempt::{AcquireCall, Fresh};
 use crate::exclusive::channel::LOCK_CHANNEL;
 use crate::exclusive::wait;
@@ -141,11 +143,11 @@ impl HoldKind for Plain {
 
     fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
         ScriptCall {
-            script: &scripts::RELEASE,
+            script: &lock_scripts::RELEASE,
             keys: vec![keys.lock.clone()],
             args: vec![
                 field.to_string(),
-                crate::exclusive::hash_hold::release_mode(all).into(),
+                crate::exclusive::hash_field_holds::release_mode(all).into(),
                 ctx.publish.into(),
                 keys.channel.clone(),
             ],
@@ -154,11 +156,11 @@ impl HoldKind for Plain {
     }
 
     fn renewal_group(&self) -> &'static str {
-        crate::exclusive::hash_hold::LOCK_HOLDS
+        crate::exclusive::hash_field_holds::LOCK_HOLDS
     }
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
-        crate::exclusive::hash_hold::renew(batch, lease_ms)
+        crate::exclusive::hash_field_holds::renew(batch, lease_ms)
     }
 
     fn wake(&self) -> Format {
@@ -286,7 +288,7 @@ impl Lock {
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
         let inner = &self.inner;
         let name = &*self.name;
-        let lock = Acquire {
+        let lock = ExclusiveAcquire {
             inner,
             keys: self.keys(),
             lease: self.lease,
@@ -305,7 +307,7 @@ impl Lock {
             })
         };
         let variant = self.variant;
-        acquire(lock, wait, plan, |keys, fresh, (), wait| async move {
+        acquire_exclusive(lock, wait, plan, |keys, fresh, (), wait| async move {
             match variant {
                 Some(v) => v.wait(inner, keys, fresh, wait).await,
                 None => wait::lease_bounded(inner, keys, fresh, wait, PlainCall).await,
@@ -477,7 +479,7 @@ impl Lock {
     }
 }
 
-crate::hold::methods::lock_methods!(
+crate::hold::distributed_lock::lock_methods!(
     Lock,
     errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) or [`Error::NotALock`](crate::Error::NotALock) if the key holds something else (at once: nothing is changed or waited on), connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold that has ended. While Redis does not answer (an outage, a restart), `lock` keeps trying (about once a second, with one warning) until it answers or the client shuts down; `try_lock_for` until its bound, then returns the transient error; `try_lock` for one command timeout. An attempt whose reply was lost never becomes a hold of the caller: it is released in the background (`Error::Timeout` says the call holds nothing).",
     cancel: "Cancel safe: if the future is dropped, any acquisition that was already granted is released, and its subscription is dropped. Like `tokio::sync::Mutex::lock`, you lose your chance at the lock.",
@@ -500,7 +502,7 @@ impl AcquireCall for PlainCall {
         _: &mut Vec<String>,
     ) -> (&'static scripts::Script, Vec<String>) {
         (
-            &scripts::ACQUIRE,
+            &lock_scripts::ACQUIRE,
             vec![keys.lock.clone(), keys.token.clone()],
         )
     }

@@ -14,7 +14,7 @@
 //!   kinds here that listen on a lock's channel (the fair lock's waiters have their own).
 //! - `coalesce`: the plain lock's acquires and releases as the client's batcher may send
 //!   them together (`batch.lua`, its tags and how a reply's part is read).
-//! - `hash_hold`: what the kinds whose holds are one field of the lock's hash share (their
+//! - `hash_field_holds`: what the kinds whose holds are one field of the lock's hash share (their
 //!   renewal call).
 //! - `acquire`: the acquire every kind here shares (checks, re-entry or fresh as the kind
 //!   plans it, the span), written once; the kind gives its plan and its wait.
@@ -37,7 +37,7 @@ pub(crate) mod coalesce;
 #[cfg(test)]
 mod decode_prop;
 pub(crate) mod fair;
-pub(crate) mod hash_hold;
+pub(crate) mod hash_field_holds;
 pub(crate) mod lock;
 pub(crate) mod multilock;
 pub(crate) mod queries;

@@ -10,8 +10,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::error::{Error, Result};
+use crate::hold::distributed_lock::DistributedLock;
 use crate::hold::guard::LockGuard;
-use crate::hold::methods::DistributedLock;
 
 /// Several locks taken together: [`lock`](MultiLock::lock) returns once it holds every one of
 /// them, and holds none if it fails or gives up.

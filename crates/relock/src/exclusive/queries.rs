@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use crate::client::handle::Inner;
-use crate::client::scripts;
+use crate::client::inner::Inner;
+use crate::client::lock_scripts;
 use crate::error::Result;
 use crate::hold::kind::{CallContext, LockKeys, ScriptCall};
 
@@ -53,7 +53,7 @@ pub(crate) async fn force_unlock(
 /// client), or `1` when `wake_all` (a read-write lock: every waiter).
 pub(crate) fn delete_and_publish(keys: &LockKeys, ctx: &CallContext, wake_all: bool) -> ScriptCall {
     ScriptCall {
-        script: &scripts::FORCE_UNLOCK,
+        script: &lock_scripts::FORCE_UNLOCK,
         keys: vec![keys.lock.clone()],
         args: vec![
             ctx.publish.into(),

@@ -12,10 +12,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
 use crate::client::scripts;
 use crate::error::{Error, Result};
-use crate::exclusive::acquire::{acquire, acquire_spans, Acquire, Plan};
+use crate::exclusive::acquire::{acquire_exclusive, acquire_spans, ExclusiveAcquire, Plan};
 use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::channel::LOCK_CHANNEL;
 use crate::exclusive::wait;
@@ -230,7 +231,7 @@ fn release_side(
         keys: script_keys,
         args: vec![
             field.to_string(),
-            crate::exclusive::hash_hold::release_mode(all).into(),
+            crate::exclusive::hash_field_holds::release_mode(all).into(),
             ctx.publish.into(),
             hold_prefix(&keys.lock),
             keys.channel.clone(),
@@ -298,11 +299,11 @@ impl HoldKind for Write {
     }
 
     fn renewal_group(&self) -> &'static str {
-        crate::exclusive::hash_hold::LOCK_HOLDS
+        crate::exclusive::hash_field_holds::LOCK_HOLDS
     }
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
-        crate::exclusive::hash_hold::renew(batch, lease_ms)
+        crate::exclusive::hash_field_holds::renew(batch, lease_ms)
     }
 
     fn wake(&self) -> Format {
@@ -380,14 +381,14 @@ impl Half {
             Side::Write => "write",
         };
         let name = &*self.name;
-        let lock = Acquire {
+        let lock = ExclusiveAcquire {
             inner,
             keys: self.keys(),
             lease: self.lease,
             spans: acquire_spans!(name, side),
         };
         let plan = |keys: &Arc<LockKeys>| self.plan(keys);
-        acquire(lock, wait, plan, |keys, fresh, call, wait| {
+        acquire_exclusive(lock, wait, plan, |keys, fresh, call, wait| {
             wait::lease_bounded(inner, keys, fresh, wait, call)
         })
         .await
@@ -480,14 +481,14 @@ macro_rules! side_methods {
 side_methods!(ReadLock, "reading");
 side_methods!(WriteLock, "writing");
 
-crate::hold::methods::lock_methods!(
+crate::hold::distributed_lock::lock_methods!(
     ReadLock,
     errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) or [`Error::NotALock`](crate::Error::NotALock) if the key holds something else (at once: nothing is changed or waited on), connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold of this lock that has ended. While Redis does not answer (an outage, a restart), `lock` keeps trying (about once a second, with one warning) until it answers or the client shuts down; `try_lock_for` until its bound, then returns the transient error; `try_lock` for one command timeout. An attempt whose reply was lost never becomes a hold of the caller: it is released in the background (`Error::Timeout` says the call holds nothing).",
     cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped.",
     doc_make: "let client = relock::Client::connect(&url).await?; let make = |name: &str| client.read_write_lock(name).read_lock();"
 );
 
-crate::hold::methods::lock_methods!(
+crate::hold::distributed_lock::lock_methods!(
     WriteLock,
     errors: "As for [`ReadLock::lock`]; and [`Error::UpgradeRefused`](crate::Error::UpgradeRefused) when the caller holds a read hold of this lock (in its scope, or as its owner).",
     cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped.",

@@ -2,7 +2,7 @@
 
 use fred::types::Value;
 
-use crate::client::scripts;
+use crate::client::lock_scripts;
 use crate::error::Result;
 use crate::exclusive::lock::Lock;
 
@@ -170,7 +170,7 @@ impl Lock {
         }
         // One script, so that the holders, lease, counter and line are of one moment (a watch
         // that reads them apart sees a holder still there beside a line it has already left).
-        let reply: Value = scripts::STATUS
+        let reply: Value = lock_scripts::STATUS
             .run_read_only(inner.pool.next(), script_keys, vec!["0".into()])
             .await
             .map_err(|e| inner.error("status", &keys.lock, e))?;

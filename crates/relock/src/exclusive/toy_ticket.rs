@@ -13,14 +13,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
 use crate::client::pubsub::Subscription;
 use crate::client::scripts::Script;
 use crate::error::Result;
-use crate::exclusive::acquire::{acquire, acquire_spans, Acquire, Plan};
+use crate::exclusive::acquire::{acquire_exclusive, acquire_spans, ExclusiveAcquire, Plan};
 use crate::exclusive::attempt::{attempt, read_grant, AcquireCall, Attempt, Fresh, Reply};
 use crate::exclusive::wait::{self, Start};
-use crate::exclusive::{hash_hold, queries};
+use crate::exclusive::{hash_field_holds, queries};
 use crate::hold::guard::LockGuard;
 use crate::hold::keys::prefixed;
 use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall};
@@ -133,7 +134,7 @@ impl HoldKind for Ticket {
             keys: vec![keys.lock.clone(), line],
             args: vec![
                 field.to_string(),
-                hash_hold::release_mode(all).into(),
+                hash_field_holds::release_mode(all).into(),
                 ctx.publish.into(),
                 keys.channel.clone(),
             ],
@@ -142,11 +143,11 @@ impl HoldKind for Ticket {
     }
 
     fn renewal_group(&self) -> &'static str {
-        hash_hold::LOCK_HOLDS
+        hash_field_holds::LOCK_HOLDS
     }
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
-        hash_hold::renew(batch, lease_ms)
+        hash_field_holds::renew(batch, lease_ms)
     }
 
     fn wake(&self) -> Format {
@@ -334,7 +335,7 @@ impl TicketLock {
         let inner = &self.inner;
         // The spans are made here (a macro), so their target is this module.
         let name = &*self.name;
-        let lock = Acquire {
+        let lock = ExclusiveAcquire {
             inner,
             keys: self.keys(),
             lease: self.lease,
@@ -353,7 +354,7 @@ impl TicketLock {
                 },
             )
         };
-        acquire(lock, wait, plan, |keys, fresh, (), wait| {
+        acquire_exclusive(lock, wait, plan, |keys, fresh, (), wait| {
             ticket_wait(inner, keys, fresh, wait)
         })
         .await
@@ -393,7 +394,7 @@ impl TicketLock {
     }
 }
 
-crate::hold::methods::lock_methods!(
+crate::hold::distributed_lock::lock_methods!(
     TicketLock,
     errors: "As [`Lock::lock`](crate::Lock::lock).",
     cancel: "As [`Lock::lock`](crate::Lock::lock); a waiter that gives up leaves the line.",

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::client::pubsub::Subscription;
 use crate::error::Result;
 use crate::exclusive::attempt::{

@@ -25,8 +25,8 @@ pub(crate) enum Plan<T> {
     Fresh { owner: Option<Owner>, with: T },
 }
 
-/// One kind's lock, as seen by [`acquire`].
-pub(crate) struct Acquire<F, R> {
+/// One kind's lock, as seen by [`acquire_shared`].
+pub(crate) struct SharedAcquire<F, R> {
     /// The client's running check (`Err(Shutdown)` once shutdown has begun).
     pub(crate) running: Result<()>,
     /// The keys, or the error of a bad name (reported by the first operation).
@@ -40,7 +40,7 @@ pub(crate) struct Acquire<F, R> {
     pub(crate) spans: Spans<F, R>,
 }
 
-/// See [`Acquire::spans`].
+/// See [`SharedAcquire::spans`].
 pub(crate) struct Spans<F, R> {
     pub(crate) fresh: F,
     pub(crate) reenter: R,
@@ -75,8 +75,8 @@ pub(crate) use acquire_spans;
 /// the fixed lease) or waits for a fresh hold (`fresh`, given the keys, the owner, the plan's
 /// `with` and `wait_for`, and returning its outcome and how many attempts it sent), bounded by
 /// `wait_for` (`None`: until granted); records the outcome on the `acquire` span.
-pub(crate) async fn acquire<T, P, RE, REFut, W, WFut, F, R>(
-    lock: Acquire<F, R>,
+pub(crate) async fn acquire_shared<T, P, RE, REFut, W, WFut, F, R>(
+    lock: SharedAcquire<F, R>,
     wait_for: Option<Duration>,
     plan: P,
     reenter: RE,
@@ -91,7 +91,7 @@ where
     F: FnOnce() -> tracing::Span,
     R: FnOnce(&str) -> tracing::Span,
 {
-    let Acquire {
+    let SharedAcquire {
         running,
         keys,
         lease,

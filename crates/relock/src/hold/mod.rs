@@ -23,7 +23,7 @@
 //! - `detach`: work that must run to its end whatever its caller does.
 //! - `every`: the one periodic loop (the watchdog, heartbeats, keep-alive, reconnects), which
 //!   ends with its owner or at shutdown.
-//! - `methods`: [`DistributedLock`](crate::DistributedLock) and `lock_methods!`, the acquiring
+//! - `distributed_lock`: [`DistributedLock`](crate::DistributedLock) and `lock_methods!`, the acquiring
 //!   methods written once for every kind.
 //! - `kind`: [`HoldKind`](kind::HoldKind), what a lock kind tells the shared code about its
 //!   holds (its release and renewal calls, its wake-ups, its re-entry).
@@ -40,6 +40,7 @@ pub(crate) mod any;
 pub(crate) mod backend;
 pub(crate) mod commands;
 pub(crate) mod detach;
+pub(crate) mod distributed_lock;
 pub(crate) mod every;
 pub(crate) mod guard;
 pub(crate) mod guarded;
@@ -48,7 +49,6 @@ pub(crate) mod keys;
 pub(crate) mod kind;
 pub(crate) mod lease;
 pub(crate) mod meter;
-pub(crate) mod methods;
 pub(crate) mod owner;
 pub(crate) mod reentry;
 pub(crate) mod wake;

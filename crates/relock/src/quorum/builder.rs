@@ -14,10 +14,10 @@ use crate::client::settings::validate_lease;
 use crate::error::{Error, Result};
 use crate::hold::holds::FieldMaker;
 use crate::hold::reentry::{self, Reentrancy};
-use crate::quorum::backend::{
+use crate::quorum::client::QuorumClient;
+use crate::quorum::inner::{
     spawn_connection_watch, spawn_reconnect, spawn_uptime_checks, QuorumInner,
 };
-use crate::quorum::client::QuorumClient;
 use crate::quorum::node::{Node, NodeState};
 
 /// Builds a [`QuorumClient`].

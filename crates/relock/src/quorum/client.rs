@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
-use crate::quorum::backend::QuorumInner;
+use crate::quorum::inner::QuorumInner;
 
 /// A client for quorum locks (Redlock) over N independent Redis masters.
 ///

@@ -11,8 +11,8 @@ use fred::interfaces::{HashesInterface, KeysInterface};
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 
+use crate::client::lock_scripts;
 use crate::client::pubsub::Subscription;
-use crate::client::scripts;
 use crate::error::{Error, NodeVote, Result, Vote};
 use crate::hold::acquire::Plan;
 use crate::hold::guard::LockGuard;
@@ -20,8 +20,8 @@ use crate::hold::holds::Hold;
 use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall};
 use crate::hold::reentry::{self, Target};
 use crate::hold::wake::Format;
-use crate::quorum::backend::QuorumInner;
 use crate::quorum::channel::QUORUM_CHANNEL;
+use crate::quorum::inner::QuorumInner;
 use crate::quorum::node::pinned;
 use crate::quorum::race::{drift, race};
 
@@ -101,7 +101,7 @@ impl crate::QuorumClient {
 
 /// A quorum lock's holds: on each node a field of Redisson's `RLock` hash, with the node's
 /// fencing counter raised to the hold's token on release. The quorum's own backend
-/// (`quorum::renewal`) releases and renews them on every node with the hold's token; the
+/// (`quorum::inner_backend`) releases and renews them on every node with the hold's token; the
 /// calls below are the same scripts for one node without a token (no raise), for a caller
 /// that has only the keys and the field.
 #[derive(Debug)]
@@ -202,7 +202,7 @@ impl QuorumLock {
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
         let q = &self.q;
         let name = &*self.name;
-        let lock = crate::hold::acquire::Acquire {
+        let lock = crate::hold::acquire::SharedAcquire {
             running: q.check_running(),
             keys: self.keys(),
             lease: self.lease,
@@ -226,7 +226,7 @@ impl QuorumLock {
             let r = self.fresh(keys, owner, lease, wait, &mut attempts).await;
             (r, attempts)
         };
-        crate::hold::acquire::acquire(lock, wait, plan, reenter, fresh).await
+        crate::hold::acquire::acquire_shared(lock, wait, plan, reenter, fresh).await
     }
 
     /// A fresh acquisition's wait: attempts (each a Redlock round under a field of its own,
@@ -556,7 +556,7 @@ impl QuorumLock {
                     let keys = vec![k.lock.clone()];
                     let args = vec!["publish".into(), "0".into(), k.channel.clone()];
                     async move {
-                        scripts::FORCE_UNLOCK
+                        lock_scripts::FORCE_UNLOCK
                             .run::<i64>(&c, keys, args)
                             .await
                             .map(|n| n as u64)
@@ -626,7 +626,7 @@ async fn reentry_votes(
         let in_flight = q.in_flight.start(&field, i);
         let args = vec![lease.as_millis().to_string(), field];
         calls.push(Box::pin(async move {
-            let call = scripts::REENTER.run_tracked::<Option<i64>>(
+            let call = lock_scripts::REENTER.run_tracked::<Option<i64>>(
                 pinned(&conn, &keys.lock),
                 vec![keys.lock.clone()],
                 args,
@@ -686,7 +686,7 @@ async fn any_notified(subs: &[Subscription]) {
     .await
 }
 
-crate::hold::methods::lock_methods!(
+crate::hold::distributed_lock::lock_methods!(
     QuorumLock,
     errors: "[`Error::QuorumNotReached`](crate::Error::QuorumNotReached) (naming every node and its answer) when too many nodes are down or in restart quarantine for a majority to be possible, or (from `try_lock` and `try_lock_for`) when the votes split or the budget ran out without any owner holding a majority; [`Error::InvalidArgument`](crate::Error::InvalidArgument); [`Error::Shutdown`](crate::Error::Shutdown).",
     cancel: "Cancel safe: every vote runs in its own task, and an attempt that is abandoned releases on every node (or, if it had succeeded, becomes a guard that is dropped and released).",

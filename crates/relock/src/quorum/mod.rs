@@ -2,8 +2,8 @@
 //!
 //! - `client` and `builder`: [`QuorumClient`](crate::QuorumClient) and
 //!   [`QuorumClientBuilder`](crate::QuorumClientBuilder).
-//! - `backend`: `QuorumInner`: one one-server client per master, the restart quarantine,
-//!   release everywhere, reconnects; `renewal`: the quorum
+//! - `inner`: `QuorumInner`: one one-server client per master, the restart quarantine,
+//!   release everywhere, reconnects; `inner_backend`: `QuorumInner` as the quorum
 //!   [`Backend`](crate::hold::backend::Backend) (a guard's release, renewal on every node).
 //! - `node`: one master (its connection set, replaced, never reconnected; when it may vote).
 //! - `race`: a call per node, counted as answers come, each run to its end.
@@ -17,17 +17,17 @@
 //!
 //! It uses the client room (one client per master) and the hold room.
 
-pub(crate) mod backend;
 pub(crate) mod builder;
 pub(crate) mod channel;
 pub(crate) mod client;
 #[cfg(test)]
 mod decode_prop;
 pub(crate) mod in_flight;
+pub(crate) mod inner;
+pub(crate) mod inner_backend;
 pub(crate) mod lock;
 pub(crate) mod node;
 pub(crate) mod race;
-pub(crate) mod renewal;
 pub(crate) mod scripts;
 pub(crate) mod vote;
 pub(crate) mod watch;

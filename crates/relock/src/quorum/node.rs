@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 
 pub(crate) struct Node {
     /// The URL as given (with credentials): only for connecting (and, without its

@@ -8,15 +8,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::handle::Inner;
-use crate::client::scripts;
+use crate::client::inner::Inner;
+use crate::client::lock_scripts;
 use crate::error::{Result, Vote};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
 use crate::hold::owner::Owner;
-use crate::quorum::backend::QuorumInner;
 use crate::quorum::in_flight::{Call, Pending};
+use crate::quorum::inner::QuorumInner;
 use crate::quorum::lock::{Failure, Outcome, QuorumLock, TimedReply};
 use crate::quorum::node::pinned;
 use crate::quorum::race::{drift, race, race_keeping_late};
@@ -296,7 +296,7 @@ async fn vote_on(
     // trip later. Bounded apart from the vote (normally immediate).
     let _ = tokio::time::timeout(limit, releases.handed()).await;
     let vote = |args: Vec<String>| {
-        let call = scripts::ACQUIRE.run_tracked::<Vec<i64>>(
+        let call = lock_scripts::ACQUIRE.run_tracked::<Vec<i64>>(
             pinned(&conn, &keys.lock),
             vec![keys.lock.clone(), keys.token.clone()],
             args,

@@ -22,8 +22,8 @@ use fred::interfaces::HashesInterface;
 
 use crate::client::hold_watch::{MAX_WATCHED, SETTLE};
 use crate::hold::holds::Hold;
-use crate::quorum::backend::QuorumInner;
 use crate::quorum::channel::QUORUM_CHANNEL;
+use crate::quorum::inner::QuorumInner;
 
 /// Watches `hold` (of `q`) until it ends: see the module.
 pub(crate) fn watch(q: &Arc<QuorumInner>, hold: &Arc<Hold>) {

@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
 use crate::coordination::election::record::{
     names, read_snapshot, Leader, Snapshot, ELECTION_BEGIN, ELECTION_LEADER,
 };

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::coordination::election::handle::Election;
 use crate::coordination::election::leaderships::Leaderships;
 use crate::coordination::election::record::{resign_record, Led};

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use crate::client::handle::{Inner, KindState, Round};
+use crate::client::inner::{Inner, KindState, Round};
 use crate::coordination::election::record::{resign_record, Led, ELECTION_RENEW};
 use crate::hold::backend::BoxFuture;
 

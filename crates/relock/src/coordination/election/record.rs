@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::error::Result;
 
 crate::client::scripts::scripts! {

@@ -4,7 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::client::scripts;
 use crate::exclusive::attempt::{read_grant, AcquireCall, Reply};
 use crate::exclusive::fair::channel::FAIR_CHANNEL;

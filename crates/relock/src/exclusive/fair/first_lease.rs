@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::hold::holds::Hold;
 
 crate::client::scripts::scripts! {

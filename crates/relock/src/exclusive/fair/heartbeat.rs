@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use tokio::sync::watch;
 use tracing::Instrument;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::exclusive::fair::line::{Line, QueueEntry};
 use crate::exclusive::fair::settings::heartbeat;
 

@@ -26,7 +26,7 @@ impl HoldKind for Fair {
             keys: QueueKeys::of(&keys.lock).group(keys).to_vec(),
             args: vec![
                 field.to_string(),
-                crate::exclusive::hash_hold::release_mode(all).into(),
+                crate::exclusive::hash_field_holds::release_mode(all).into(),
                 ctx.publish.into(),
                 ctx.grace_ms.to_string(),
                 keys.channel.clone(),
@@ -37,11 +37,11 @@ impl HoldKind for Fair {
     }
 
     fn renewal_group(&self) -> &'static str {
-        crate::exclusive::hash_hold::LOCK_HOLDS
+        crate::exclusive::hash_field_holds::LOCK_HOLDS
     }
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
-        crate::exclusive::hash_hold::renew(batch, lease_ms)
+        crate::exclusive::hash_field_holds::renew(batch, lease_ms)
     }
 
     fn wake(&self) -> Format {

@@ -20,7 +20,7 @@ use tokio::time::Instant;
 
 use tracing::Instrument;
 
-use crate::client::handle::{Inner, KindState, Round};
+use crate::client::inner::{Inner, KindState, Round};
 use crate::error::Result;
 use crate::hold::keys::prefixed;
 use crate::hold::kind::LockKeys;

@@ -34,7 +34,8 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
 use crate::error::Result;
 use crate::exclusive::attempt::Fresh;
 use crate::exclusive::fair::kind::FAIR;

@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use crate::client::builder::ClientBuilder;
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::client::settings::{KindSetting, MAX_LEASE};
 use crate::error::{Error, Result};
 

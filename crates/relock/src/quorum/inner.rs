@@ -1,6 +1,6 @@
 //! `QuorumInner`: one connection set per independent master, the restart quarantine, release
 //! everywhere, and the reconnect and uptime tasks. The quorum's `Backend` (a guard's release,
-//! the renewal) is in `renewal`; the acquire algorithm in `lock` and `vote`.
+//! the renewal) is in `inner_backend`; the acquire algorithm in `lock` and `vote`.
 //!
 //! Each node is an ordinary single-server client (its pool and subscriber), sharing one
 //! client id so that an owner's field is the same on every node. Every command of one lock on
@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::client::builder::ClientBuilder;
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::error::{Error, Result};
 use crate::hold::holds::FieldMaker;
 use crate::hold::kind::LockKeys;

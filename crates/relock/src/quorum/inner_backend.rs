@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::error::{Error, Result, Vote};
 use crate::hold::holds::Hold;
-use crate::quorum::backend::QuorumInner;
+use crate::quorum::inner::QuorumInner;
 use crate::quorum::node::{pin_index, pinned, Eligibility};
 use crate::quorum::race::{drift, race};
 

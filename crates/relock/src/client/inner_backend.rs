@@ -8,7 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::error::{Error, Result};
 use crate::hold::backend::{Backend, BoxFuture};
 use crate::hold::holds::Hold;

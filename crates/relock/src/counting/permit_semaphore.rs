@@ -1,19 +1,23 @@
 //! [`PermitSemaphore`]: a semaphore whose permits each have an id and a lease, wire-compatible
 //! with Redisson's `RPermitExpirableSemaphore`. Its wait is the counting kinds' shared one
-//! (`counting::common`); a granted permit becomes a `PermitGuard` (`permit_guard`).
+//! (`counting::wait`); a granted permit becomes a `PermitGuard` (`permit_guard`).
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
 use crate::client::settings::validate_lease;
+use crate::counting::add::{read_add, SEMAPHORE_ADD};
 use crate::counting::channel::COUNT_CHANNEL;
-use crate::counting::common::{unexpected, validate_count, wait_until, Check, Names, MAX_COUNT};
+use crate::counting::counts::{unexpected, validate_count, MAX_COUNT};
+use crate::counting::names::Names;
 use crate::counting::permit_guard::{release_retrying, retry_give_back, PermitGuard};
 use crate::counting::permit_leases::{Leases, Permit, PermitKeys};
-use crate::counting::semaphore_permits::read_add;
+use crate::counting::request::retrying;
+use crate::counting::wait::{wait_until, Check};
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, suffixed, validate_name};
 
@@ -256,7 +260,7 @@ impl PermitSemaphore {
         self.acquire_within(Some(wait), lease).await
     }
 
-    /// The counting kinds' wait (`common::wait_until`) with one permit attempt per check.
+    /// The counting kinds' wait (`wait::wait_until`) with one permit attempt per check.
     async fn acquire_within(
         &self,
         wait: Option<Duration>,
@@ -431,7 +435,7 @@ impl PermitSemaphore {
         let timeouts = [keys.timeouts.as_str()];
         let script = &crate::counting::permit_leases::PERMITS_COUNT;
         // Read again after a transient error: giving back expired permits twice is harmless.
-        let reply: Vec<i64> = crate::counting::common::retrying(&self.inner, || {
+        let reply: Vec<i64> = retrying(&self.inner, || {
             names.run_publishing(
                 &self.inner,
                 (script, "permits count"),
@@ -573,7 +577,7 @@ impl PermitSemaphore {
         self.inner.check_running()?;
         let (names, _) = self.keys()?;
         validate_count("n", n.unsigned_abs(), "permits")?;
-        let script = &crate::counting::semaphore_permits::SEMAPHORE_ADD;
+        let script = &SEMAPHORE_ADD;
         let reply: Vec<i64> = names
             .run_publishing(
                 &self.inner,
