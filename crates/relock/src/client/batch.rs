@@ -29,9 +29,11 @@ use fred::types::{FromValue, Value};
 // tokio's counting primitive, here the batcher's slots for calls in flight.
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit as Slot, Semaphore as Slots};
 
+use crate::hold::detach;
 use crate::hold::kind::Coalescible;
 #[cfg(doc)]
 use crate::hold::kind::Coalescing;
+use crate::hold::meter;
 use crate::script::Script;
 
 /// Most operations in one call: bounds the script's run time (a few µs each) and the reply.
@@ -82,7 +84,7 @@ impl Batcher {
     pub(crate) fn spawn(
         pool: Pool,
         in_flight: usize,
-        in_place: Arc<crate::hold::detach::Registry>,
+        in_place: Arc<detach::Registry>,
         tracker: tokio_util::task::TaskTracker,
     ) -> Batcher {
         let (tx, rx) = mpsc::unbounded_channel();
@@ -196,7 +198,7 @@ async fn send_group(conn: &fred::clients::Client, ops: Vec<Queued>) {
         let _ = reply.send(alone(conn, op).await);
         return;
     }
-    crate::hold::meter::step("call");
+    meter::step("call");
     let via = ops[0].op.how.via;
     let mut keys = Vec::with_capacity(ops.len() * 2);
     let mut args = Vec::with_capacity(ops.len() * 5);
@@ -237,6 +239,6 @@ async fn send_group(conn: &fred::clients::Client, ops: Vec<Queued>) {
 
 /// One operation, sent as its own script.
 async fn alone(conn: &fred::clients::Client, op: Op) -> Result<Value, FredError> {
-    crate::hold::meter::step("call");
+    meter::step("call");
     op.script.run::<Value>(conn, op.keys, op.args).await
 }

@@ -12,11 +12,14 @@ use crate::client::connect::{
     describe, fred_builder, fred_command_settings, fred_url, sentinel_credentials, start,
 };
 use crate::client::handle::Client;
+use crate::client::identity;
+use crate::client::redact;
 use crate::client::refusal::connection_error;
 use crate::client::settings::{
     deployment, validate_lease, ClusterPubSub, Deployment, KindSetting, Settings, COUNTER_GRACE,
     RENEW_BATCH,
 };
+use crate::client::tls;
 use crate::client::tls::TlsSettings;
 use crate::error::{Error, Result};
 use crate::hold::reentry::Reentrancy;
@@ -271,7 +274,7 @@ impl ClientBuilder {
                 "tls",
                 format!(
                     "TLS options were set but `{}` is not a TLS URL: use rediss://, rediss-cluster:// or rediss-sentinel://",
-                    crate::client::redact::url(&self.settings.url)
+                    redact::url(&self.settings.url)
                 ),
             ));
         }
@@ -279,11 +282,11 @@ impl ClientBuilder {
             let raw = &self.settings.url;
             Error::invalid(
                 "url",
-                crate::client::redact::in_text(&format!("`{}`: {}", raw, e.details()), raw),
+                redact::in_text(&format!("`{}`: {}", raw, e.details()), raw),
             )
         })?;
         if tls {
-            fred_config.tls = Some(crate::client::tls::config(&self.settings.tls)?);
+            fred_config.tls = Some(tls::config(&self.settings.tls)?);
         }
         sentinel_credentials(&mut fred_config, &url);
         Ok(fred_config)
@@ -348,7 +351,7 @@ impl ClientBuilder {
     fn validate(&self) -> Result<()> {
         let s = &self.settings;
         if let Some(name) = &s.client_name {
-            crate::client::identity::validate(name)?;
+            identity::validate(name)?;
             // The client id goes into the connection name too, which Redis takes only as
             // printable ASCII without spaces.
             if !s.client_id.bytes().all(|b| b.is_ascii_graphic()) {

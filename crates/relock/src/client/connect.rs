@@ -12,12 +12,16 @@ use fred::types::config::{Config as FredConfig, ReconnectPolicy};
 use fred::types::Builder;
 use tokio::sync::watch;
 
+use crate::client::batch;
 use crate::client::handle::Client;
+use crate::client::identity;
 use crate::client::inner::Inner;
 use crate::client::pubsub::PubSub;
+use crate::client::redact;
 use crate::client::refusal::{connect_error, connection_error};
 use crate::client::settings::{ClusterPubSub, Settings, SUBSCRIBER_KEEPALIVE};
 use crate::error::{Error, Result};
+use crate::hold::backend;
 use crate::hold::holds::FieldMaker;
 use crate::hold::reentry;
 use crate::hold::watchdog;
@@ -154,8 +158,8 @@ pub(crate) async fn start(
     // exactly the channels in use, and confirms each, on every reconnect (`PubSub`).
     let (shutdown_tx, shutdown_rx) = watch::channel(false);
     if let Some(name) = &s.client_name {
-        let name = crate::client::identity::connection_name(&s.client_id, name);
-        crate::client::identity::name_connections(&pool, name, shutdown_rx.clone()).await;
+        let name = identity::connection_name(&s.client_id, name);
+        identity::name_connections(&pool, name, shutdown_rx.clone()).await;
     }
     let sharded = cluster && s.cluster_pubsub == ClusterPubSub::Sharded;
     let pubsub = PubSub::new(subscriber, sharded, cluster);
@@ -167,9 +171,9 @@ pub(crate) async fn start(
         stopping.subscribe(),
     );
     pubsub.spawn_topology_watch(&pool, shutdown_rx.clone());
-    let shared = crate::hold::backend::Shared::new(reentry::next_client_id());
+    let shared = backend::Shared::new(reentry::next_client_id());
     let batcher = (s.coalesce && !cluster && s.sync_replicas.is_none()).then(|| {
-        crate::client::batch::Batcher::spawn(
+        batch::Batcher::spawn(
             pool.clone(),
             pool.size(),
             shared.in_place.clone(),
@@ -232,7 +236,7 @@ pub(crate) fn sentinel_credentials(config: &mut FredConfig, url: &str) {
 /// Checks the scheme, and turns the comma-separated node lists we accept
 /// (`redis-cluster://h1:p1,h2:p2`) into fred's form (`redis-cluster://h1:p1?node=h2:p2`).
 pub(crate) fn fred_url(url: &str) -> Result<String> {
-    let shown = crate::client::redact::url(url);
+    let shown = redact::url(url);
     let bad = |why: &str| {
         Error::invalid(
             "url",

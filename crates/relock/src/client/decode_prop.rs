@@ -8,7 +8,9 @@ use fred::error::{Error as Fred, ErrorKind};
 use fred::types::{Map, Value};
 use proptest::prelude::*;
 
+use crate::client::guarded;
 use crate::client::pubsub::payload;
+use crate::client::scripts;
 use crate::error::Error;
 
 /// A number as a script sends it, or as a broken server might: small ones (every shape's
@@ -135,7 +137,7 @@ proptest! {
         reply in prop::collection::vec(number(), 0..40),
         items in prop_oneof![0usize..40, Just(usize::MAX)],
     ) {
-        match crate::client::scripts::one_each(reply.clone(), items) {
+        match scripts::one_each(reply.clone(), items) {
             Ok(answers) => prop_assert!(answers.len() == items && answers == reply),
             Err(cause) => {
                 prop_assert!(reply.len() != items);
@@ -150,7 +152,7 @@ fn check_guarded(v: Value) -> std::result::Result<(), TestCaseError> {
         Value::Array(parts) => Some((parts.first().and_then(Value::as_i64), parts.len())),
         _ => None,
     };
-    match crate::client::guarded::read_reply(v, "g".into(), unexpected) {
+    match guarded::read_reply(v, "g".into(), unexpected) {
         Ok(replies) => prop_assert_eq!(sent, Some((Some(1), replies.len() + 1))),
         Err(Error::LockLost { name }) => {
             prop_assert_eq!(name, "g");
@@ -166,11 +168,11 @@ fn check_guarded(v: Value) -> std::result::Result<(), TestCaseError> {
 fn a_huge_batch_reply_is_read_once() {
     let reply = vec![i64::MIN; 1 << 20];
     assert_eq!(
-        crate::client::scripts::one_each(reply.clone(), 3),
+        scripts::one_each(reply.clone(), 3),
         Err("unexpected reply of 1048576 items".into())
     );
     assert_eq!(
-        crate::client::scripts::one_each(reply, 1 << 20).map(|r| r.len()),
+        scripts::one_each(reply, 1 << 20).map(|r| r.len()),
         Ok(1 << 20)
     );
 }

@@ -6,11 +6,12 @@ use std::sync::Arc;
 use fred::types::Value;
 
 use crate::client::inner::Inner;
+use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::hold::commands::Commands;
 use crate::hold::holds::Hold;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// A batch of commands run only while a hold is on its lock.
     GUARDED = writes "guarded.lua" [];
     /// The same, flagged no-writes: a batch that only reads.

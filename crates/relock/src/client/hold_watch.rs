@@ -26,6 +26,7 @@ use tokio::time::Instant;
 use fred::interfaces::HashesInterface;
 
 use crate::client::pubsub::PubSub;
+use crate::hold::backend;
 use crate::hold::holds::Hold;
 use crate::hold::wake::Format;
 
@@ -146,10 +147,7 @@ pub(crate) trait Watched: Send + Sync + 'static {
     /// Resolves once it is released, lost or past its deadline: the watch ends.
     fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_;
     /// Whether it is still on the server (one read).
-    fn check(
-        &self,
-        pool: &fred::clients::Pool,
-    ) -> crate::hold::backend::BoxFuture<FredResult<bool>>;
+    fn check(&self, pool: &fred::clients::Pool) -> backend::BoxFuture<FredResult<bool>>;
     /// Found gone on the server: marks it lost if it is still live (not being released).
     fn found_gone(&self);
 }
@@ -163,10 +161,7 @@ impl Watched for Hold {
     fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
         Hold::ended(self)
     }
-    fn check(
-        &self,
-        pool: &fred::clients::Pool,
-    ) -> crate::hold::backend::BoxFuture<FredResult<bool>> {
+    fn check(&self, pool: &fred::clients::Pool) -> backend::BoxFuture<FredResult<bool>> {
         let (client, lock, field) = (
             pool.next().clone(),
             self.keys.lock.clone(),

@@ -8,6 +8,7 @@ use fred::interfaces::{ClientLike, ClusterInterface, EventInterface};
 use fred::types::{ClusterHash, CustomCommand, Value};
 use tokio::sync::watch;
 
+use crate::client::inner;
 use crate::error::{Error, Result};
 
 /// Who a lock's owner field belongs to, as its client named itself on the server.
@@ -160,7 +161,7 @@ pub(crate) fn find(list: &str, field_of_owner: &str) -> Option<OwnerInfo> {
 
 /// The owner of `field` on the lock `lock` (its key), from the server that holds the key.
 pub(crate) async fn describe(
-    inner: &crate::client::inner::Inner,
+    inner: &inner::Inner,
     lock: &str,
     field: &str,
 ) -> Result<Option<OwnerInfo>> {

@@ -10,13 +10,21 @@ use fred::clients::Pool;
 use fred::interfaces::ClientLike;
 use tokio::sync::watch;
 
+use crate::client::batch;
+use crate::client::hold_watch;
+use crate::client::lock_scripts;
 use crate::client::pubsub::PubSub;
+use crate::client::redact;
 use crate::client::refusal::{not_a_lock_found, refusal};
 use crate::client::settings::{Settings, SUBSCRIBER_DOWN_RECHECK};
 use crate::error::{Error, Result};
+use crate::hold::backend;
 use crate::hold::backend::BoxFuture;
+use crate::hold::holds;
 use crate::hold::holds::FieldMaker;
+use crate::hold::kind;
 use crate::hold::kind::LockKeys;
+use crate::hold::meter;
 
 #[derive(Debug)]
 pub(crate) struct Inner {
@@ -24,9 +32,9 @@ pub(crate) struct Inner {
     /// reconnect by themselves (a quorum node): the set must be replaced.
     pub(crate) pool_failed: watch::Receiver<bool>,
     /// Coalesces plain acquires and releases (none on a cluster, or when turned off).
-    pub(crate) batcher: Option<crate::client::batch::Batcher>,
+    pub(crate) batcher: Option<batch::Batcher>,
     /// Its id, its holds and its background work.
-    pub(crate) shared: crate::hold::backend::Shared,
+    pub(crate) shared: backend::Shared,
     /// Makes every hold's own field.
     pub(crate) fields: FieldMaker,
     pub(crate) settings: Settings,
@@ -39,7 +47,7 @@ pub(crate) struct Inner {
     /// which may end sooner.
     pub(crate) runtime: tokio::runtime::Handle,
     /// Holds waiting for their watch (`hold_watch`).
-    pub(crate) watches: Arc<crate::client::hold_watch::Watches>,
+    pub(crate) watches: Arc<hold_watch::Watches>,
     /// Whether the pool is ours to close (not one given to `build_with_pool`).
     pub(crate) owns_pool: bool,
     /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.
@@ -175,7 +183,7 @@ impl Inner {
         let parked = Parked(&self.parked);
         let woke = tokio::time::timeout(sleep, woken).await.is_ok();
         if woke {
-            crate::hold::meter::step("woken");
+            meter::step("woken");
         }
         drop(parked);
         self.check_running()?;
@@ -200,10 +208,10 @@ impl Inner {
         all: bool,
     ) -> std::result::Result<Option<i64>, fred::error::Error> {
         let call = keys.kind.release(keys, field, all, &self.call_context());
-        crate::hold::meter::step("release.sent");
+        meter::step("release.sent");
         let r = match (&self.batcher, call.coalesce) {
             (Some(b), Some(how)) => {
-                let op = crate::client::batch::Op {
+                let op = batch::Op {
                     script: call.script,
                     keys: call.keys,
                     args: call.args,
@@ -217,13 +225,13 @@ impl Inner {
                     .await
             }
         };
-        crate::hold::meter::step("release.replied");
+        meter::step("release.replied");
         r
     }
 
     /// What a kind's call needs from this client.
-    pub(crate) fn call_context(&self) -> crate::hold::kind::CallContext {
-        crate::hold::kind::CallContext {
+    pub(crate) fn call_context(&self) -> kind::CallContext {
+        kind::CallContext {
             publish: self.publish_cmd(),
             grace_ms: self.grace_ms(),
         }
@@ -282,7 +290,7 @@ impl Inner {
 
     /// The server's URL without credentials, for messages.
     pub(crate) fn server(&self) -> String {
-        crate::client::redact::url(&self.settings.url)
+        redact::url(&self.settings.url)
     }
 
     /// Reconnects every connection (once at a time), so that a Sentinel client finds the
@@ -313,9 +321,9 @@ impl Inner {
     }
 
     /// Queues `hold` for its watch (`hold_watch`), if this client watches holds.
-    pub(crate) fn watch_hold(&self, hold: &Arc<crate::hold::holds::Hold>) {
+    pub(crate) fn watch_hold(&self, hold: &Arc<holds::Hold>) {
         if self.settings.watch_holds {
-            crate::client::hold_watch::watch(
+            hold_watch::watch(
                 &self.watches,
                 &self.pubsub,
                 &self.pool,
@@ -340,7 +348,7 @@ impl Inner {
         lock: &str,
         field: String,
     ) -> Result<(bool, Option<String>, i64)> {
-        let (exists, value, pttl): (i64, Option<String>, i64) = crate::client::lock_scripts::CHECK
+        let (exists, value, pttl): (i64, Option<String>, i64) = lock_scripts::CHECK
             .run_read_only(self.pool.next(), vec![lock.to_string()], vec![field])
             .await
             .map_err(|e| self.error("check", lock, e))?;
@@ -364,7 +372,7 @@ impl Inner {
             ErrorKind::IO | ErrorKind::Canceled => {
                 return Error::Connection {
                     url: self.server(),
-                    cause: crate::client::redact::in_text(
+                    cause: redact::in_text(
                         &format!("during `{operation}`: {}", e.details()),
                         &self.settings.url,
                     ),

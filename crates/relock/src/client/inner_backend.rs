@@ -8,14 +8,21 @@ use std::time::Duration;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::client::guarded;
 use crate::client::inner::Inner;
+use crate::client::retry;
+use crate::client::scripts;
 use crate::error::{Error, Result};
+use crate::hold::backend;
 use crate::hold::backend::{Backend, BoxFuture};
+use crate::hold::commands;
 use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
+use crate::hold::lease;
+use crate::hold::meter;
 
 impl Backend for Inner {
-    fn shared(&self) -> &crate::hold::backend::Shared {
+    fn shared(&self) -> &backend::Shared {
         &self.shared
     }
 
@@ -72,10 +79,10 @@ impl Backend for Inner {
     fn guarded(
         self: Arc<Self>,
         hold: Arc<Hold>,
-        commands: Arc<crate::hold::commands::Commands>,
+        commands: Arc<commands::Commands>,
         read: bool,
     ) -> BoxFuture<Result<Vec<fred::types::Value>>> {
-        Box::pin(crate::client::guarded::run(self, hold, commands, read))
+        Box::pin(guarded::run(self, hold, commands, read))
     }
 }
 
@@ -104,7 +111,7 @@ async fn extend(inner: Arc<Inner>, hold: Arc<Hold>, lease: Duration) -> Result<(
         .await
         .map_err(|e| inner.error("extend", &hold.keys.lock, e))?;
     match reply.as_slice() {
-        [1] if hold.renewed(sent, lease) == crate::hold::lease::Renewal::Extended => Ok(()),
+        [1] if hold.renewed(sent, lease) == lease::Renewal::Extended => Ok(()),
         [1] => Err(lost()),
         _ => {
             hold.mark_lost(
@@ -137,7 +144,7 @@ pub(crate) async fn release(
         match &r {
             Ok(()) => "released",
             Err(Error::LockLost { .. }) => "lost",
-            Err(e) => crate::hold::meter::cause(e),
+            Err(e) => meter::cause(e),
         },
     );
     r
@@ -149,7 +156,7 @@ async fn release_hold(
     remaining: u32,
     lost: bool,
 ) -> Result<()> {
-    crate::hold::meter::step("release.begin");
+    meter::step("release.begin");
     let lost_error = || Error::LockLost {
         name: hold.keys.lock.clone(),
     };
@@ -197,7 +204,7 @@ async fn release_hold(
         }
     };
     inner.shared.holds.remove(&hold);
-    crate::hold::meter::released(hold.keys.kind.label(), hold.granted_at.elapsed());
+    meter::released(hold.keys.kind.label(), hold.granted_at.elapsed());
     result
 }
 
@@ -212,7 +219,7 @@ pub(crate) async fn retry_release(
     field: String,
     until: Instant,
 ) {
-    crate::client::retry::until_done(&inner, until, "release", &keys.lock, || {
+    retry::until_done(&inner, until, "release", &keys.lock, || {
         inner.run_release(&keys, &field, true)
     })
     .await;
@@ -236,7 +243,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
         .script
         .run::<Vec<i64>>(inner.pool.next(), call.keys, call.args);
     let outcome = match tokio::time::timeout(limit, call).await {
-        Ok(Ok(reply)) => crate::client::scripts::one_each(reply, batch.len()),
+        Ok(Ok(reply)) => scripts::one_each(reply, batch.len()),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no reply within {}", crate::error::Human(limit))),
     };
@@ -247,7 +254,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
             tracing::Span::current().record("lost", results.len() - renewed);
             for (h, r) in batch.iter().zip(results) {
                 if r == 1 {
-                    crate::hold::meter::renewed(h.keys.kind.label(), 1);
+                    meter::renewed(h.keys.kind.label(), 1);
                     h.renewed(sent, lease);
                 } else {
                     h.mark_lost("the watchdog found the hold gone (expired, deleted, force-unlocked, or Redis restarted empty)");
@@ -258,7 +265,7 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Hold>]) -> bool {
         Err(cause) => {
             tracing::warn!(%cause, locks = batch.len(), "renewal failed; retrying while the lease lasts");
             for h in batch {
-                crate::hold::meter::renewal_failed(h.keys.kind.label(), 1);
+                meter::renewal_failed(h.keys.kind.label(), 1);
             }
             let now = Instant::now();
             for h in batch {

@@ -6,6 +6,8 @@
 use proptest::prelude::*;
 
 use crate::client::{identity, redact};
+use crate::hold::commands;
+use crate::hold::keys;
 
 /// A password with a marker no generated host, user or query carries (they are lowercase).
 fn password() -> impl Strategy<Value = String> {
@@ -66,14 +68,14 @@ proptest! {
 
     #[test]
     fn a_lock_name_is_accepted_only_if_its_keys_share_a_slot(name in ".{0,40}") {
-        match crate::hold::keys::validate_name(&name) {
+        match keys::validate_name(&name) {
             Ok(()) => {
-                prop_assert!(!name.is_empty() && name.len() <= crate::hold::keys::MAX_NAME_LEN);
+                prop_assert!(!name.is_empty() && name.len() <= keys::MAX_NAME_LEN);
                 // Every key relock derives from it hashes to the name's slot.
                 let slot = |k: &str| fred::util::redis_keyslot(k.as_bytes());
                 for k in [
-                    crate::hold::keys::prefixed("redisson_lock_token", &name),
-                    crate::hold::keys::suffixed(&name, "x"),
+                    keys::prefixed("redisson_lock_token", &name),
+                    keys::suffixed(&name, "x"),
                 ] {
                     prop_assert_eq!(slot(&k), slot(&name), "{}", k);
                 }
@@ -114,7 +116,7 @@ proptest! {
         lock in "[a-z]{1,6}(\\{[a-z0-9]{1,4}\\})?[a-z:]{0,6}",
         keys in proptest::collection::vec("(\\{[a-z0-9]{0,4}\\})?[a-z:{}]{0,10}", 1..6),
     ) {
-        let mut batch = crate::hold::commands::Commands::new();
+        let mut batch = commands::Commands::new();
         for k in &keys {
             batch = batch.cmd("SET").key(k.as_str()).arg("v");
         }

@@ -18,6 +18,7 @@ use fred::clients::SubscriberClient;
 use fred::interfaces::{EventInterface, PubsubInterface};
 use tokio::sync::{broadcast::error::RecvError, watch, Mutex as AsyncMutex, Notify};
 
+use crate::hold::meter;
 use crate::hold::wake::{Format, Waiters, Waking};
 
 /// Shared state of the dispatcher.
@@ -101,7 +102,7 @@ impl PubSub {
                 tokio::select! {
                     msg = messages.recv() => match msg {
                         Ok(msg) => {
-                            crate::hold::meter::step("message");
+                            meter::step("message");
                             let Some(this) = this.upgrade() else { break };
                             let chan = msg.channel.to_string();
                             let _span = tracing::trace_span!("wake", channel = %chan).entered();
@@ -220,7 +221,7 @@ impl PubSub {
                 .clone();
             debug_assert_eq!(c.format, format, "channel `{name}` used by two formats");
             *c.refs.lock().unwrap() += 1;
-            crate::hold::meter::subscriptions(map.len());
+            meter::subscriptions(map.len());
             c
         };
         let sub = Subscription {
@@ -306,7 +307,7 @@ impl PubSub {
         if unused() && map.get(&name).is_some_and(|c| Arc::ptr_eq(c, &channel)) {
             map.remove(&name);
         }
-        crate::hold::meter::subscriptions(map.len());
+        meter::subscriptions(map.len());
     }
 }
 
@@ -321,8 +322,8 @@ impl Channel {
 impl Waiters for Channel {
     fn one(&self) {
         *self.held_until.lock().unwrap() = None;
-        crate::hold::meter::wakeup();
-        crate::hold::meter::step("deliver");
+        meter::wakeup();
+        meter::step("deliver");
         self.notify.notify_one();
     }
 
@@ -330,21 +331,21 @@ impl Waiters for Channel {
         if released {
             *self.held_until.lock().unwrap() = None;
         }
-        crate::hold::meter::wakeup();
+        meter::wakeup();
         self.notify.notify_waiters();
     }
 
     fn up_to(&self, n: u64) {
         let users = *self.refs.lock().unwrap() as u64;
         for _ in 0..n.min(users) {
-            crate::hold::meter::wakeup();
+            meter::wakeup();
             self.notify.notify_one();
         }
     }
 
     fn woke_own(&self) {
-        crate::hold::meter::wakeup();
-        crate::hold::meter::step("deliver");
+        meter::wakeup();
+        meter::step("deliver");
     }
 }
 

@@ -10,6 +10,7 @@ use fred::interfaces::{ClusterInterface, EventInterface};
 use tokio::sync::{broadcast::error::RecvError, watch};
 
 use crate::client::pubsub::{Channel, PubSub, SubState};
+use crate::hold::every;
 
 impl PubSub {
     /// On a cluster: when any connection sees the topology change (a failover, a reshard),
@@ -143,7 +144,7 @@ impl PubSub {
         stopping: watch::Receiver<bool>,
     ) {
         let stop = stopping.clone();
-        tokio::spawn(crate::hold::every::every(
+        tokio::spawn(every::every(
             Arc::downgrade(self),
             stop,
             period,

@@ -2,6 +2,7 @@
 //! (credentials, grants, configuration) as their own `Error` variants, a key that is not a
 //! lock, and connection errors told in words (TLS hints, tidied I/O errors, no credentials).
 
+use crate::client::redact;
 use crate::client::settings::Settings;
 use crate::error::Error;
 
@@ -17,7 +18,7 @@ pub(crate) fn not_a_lock_found(details: &str) -> String {
 /// setting are not connection trouble (they are not transient); anything else is
 /// [`connection_error`].
 pub(crate) fn connect_error(s: &Settings, e: fred::error::Error) -> Error {
-    if let Some(typed) = refusal(&crate::client::redact::url(&s.url), "connect", "", &e) {
+    if let Some(typed) = refusal(&redact::url(&s.url), "connect", "", &e) {
         return typed;
     }
     connection_error(s, e.to_string())
@@ -91,7 +92,7 @@ pub(crate) fn tidy_io(text: &str) -> String {
 /// A connection error naming the server without credentials, with a hint for TLS trouble.
 pub(crate) fn connection_error(s: &Settings, cause: String) -> Error {
     let cause = tidy_io(&cause);
-    let mut cause = crate::client::redact::in_text(&cause, &s.url);
+    let mut cause = redact::in_text(&cause, &s.url);
     let tls = s.url.starts_with("rediss");
     if !tls
         && (cause.contains("reset by peer")
@@ -132,7 +133,7 @@ pub(crate) fn connection_error(s: &Settings, cause: String) -> Error {
         );
     }
     Error::Connection {
-        url: crate::client::redact::url(&s.url),
+        url: redact::url(&s.url),
         cause,
     }
 }

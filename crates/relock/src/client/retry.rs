@@ -8,6 +8,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::inner::Inner;
+use crate::client::redact;
 
 /// Sends `call` again, backing off from 50 ms to 1 s ([`Backoff`]), until it succeeds or `until` passes (the
 /// lease of whatever it undoes has ended on the local clock: the server has dropped it by
@@ -111,7 +112,7 @@ where
             Err(_) => ("no reply before shutdown's wait ended".to_string(), false),
         };
         if !again || Instant::now() + Duration::from_millis(50) >= last {
-            let error = crate::client::redact::in_text(&error, &inner.settings.url);
+            let error = redact::in_text(&error, &inner.settings.url);
             tracing::warn!(%name, %error, "{what} at shutdown failed; the lease will expire");
             return false;
         }

@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::hold::any::AsAny;
 use crate::hold::reentry::Reentrancy;
 
+use crate::client::redact;
 pub(crate) use crate::hold::acquire::{validate_lease, MAX_LEASE};
 
 /// How long a fencing counter lives once seeded from the server clock (or raised by a quorum
@@ -79,7 +80,7 @@ pub enum ClusterPubSub {
 impl std::fmt::Debug for Settings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Settings")
-            .field("url", &crate::client::redact::url(&self.url))
+            .field("url", &redact::url(&self.url))
             .field("client_id", &self.client_id)
             .field("watchdog_lease", &self.watchdog_lease)
             .field("connect_timeout", &self.connect_timeout)

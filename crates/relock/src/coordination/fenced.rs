@@ -9,9 +9,10 @@ use fred::types::Value;
 
 use crate::client::handle::Client;
 use crate::client::inner::Inner;
+use crate::client::scripts;
 use crate::error::{Error, Result};
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// A fenced key's write, refused under a lower token than one accepted.
     FENCED_SET = writes "fenced_set.lua" [];
     /// A fenced key's value and token.

@@ -15,11 +15,15 @@ use tokio::time::Instant;
 
 use crate::client::handle::Client;
 use crate::client::inner::Inner;
+use crate::client::scripts;
 use crate::error::{Error, Result};
 use crate::exclusive::lock::Lock;
+use crate::hold::detach;
+use crate::hold::guard;
 use crate::hold::guard::{KeepOutcome, LockGuard};
+use crate::hold::lease;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// A finished job's lock kept for what is left of its at-least time.
     JOB_KEEP = writes "job_keep.lua" [];
 }
@@ -130,7 +134,7 @@ impl Job {
         };
         let name = guard.name().to_string();
         let out = {
-            let body = crate::hold::guard::catch_unwind(guard.scope(f(&guard)));
+            let body = guard::catch_unwind(guard.scope(f(&guard)));
             tokio::select! {
                 // A loss seen at the same poll as the body's end wins: the output may have
                 // been made after the exclusion ended.
@@ -204,7 +208,7 @@ impl Job {
     }
 
     fn validate(&self) -> Result<()> {
-        crate::hold::lease::validate_lease("at_most_for", self.at_most_for)?;
+        lease::validate_lease("at_most_for", self.at_most_for)?;
         if self.at_least_for > self.at_most_for {
             return Err(Error::invalid(
                 "at_least_for",
@@ -280,7 +284,7 @@ impl Drop for JobGuard {
                     }
                 }
             };
-            crate::hold::detach::spawn(&self.inner.shared.tracker, self.runtime.as_ref(), work);
+            detach::spawn(&self.inner.shared.tracker, self.runtime.as_ref(), work);
         }
     }
 }

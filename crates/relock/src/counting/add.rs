@@ -2,11 +2,12 @@
 //! `add_permits`): it adds to the count and publishes the new one; and how its reply reads.
 
 use crate::client::inner::Inner;
+use crate::client::scripts;
 use crate::counting::counts::unexpected;
 use crate::counting::names::Names;
 use crate::error::{Error, Result};
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Semaphore: add n permits (a release) and publish the new count.
     SEMAPHORE_ADD = writes "semaphore_add.lua" [];
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::client::handle::Client;
 use crate::client::inner::Inner;
+use crate::client::scripts;
 use crate::counting::channel::LATCH_CHANNEL;
 use crate::counting::counts::validate_count;
 use crate::counting::names::Names;
@@ -13,7 +14,7 @@ use crate::counting::wait::{wait_until, Check};
 use crate::error::{Error, Result};
 use crate::hold::keys::validate_name;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Count-down latch: set the count if the latch has none.
     LATCH_SET = writes "latch_set.lua" [];
     /// Count-down latch: one count down; open it (and publish) at 0.

@@ -8,10 +8,14 @@ use std::sync::Arc;
 use tokio::time::Instant;
 use tracing::Instrument;
 
+use crate::client::hold_watch;
 use crate::client::inner::Inner;
+use crate::client::retry;
+use crate::counting::permit_leases;
 use crate::counting::permit_leases::{Leases, Permit, PermitKeys};
 use crate::counting::request::Request;
 use crate::error::{Error, Result};
+use crate::hold::detach;
 
 /// One permit of a [`PermitSemaphore`](crate::PermitSemaphore), given back when the guard is released or dropped, or
 /// by itself when its lease ends.
@@ -68,8 +72,8 @@ impl PermitGuard {
         leases.insert(lease.clone());
         if inner.settings.watch_holds {
             // From SETTLE after its grant, as a hold's watch starts.
-            let settle = crate::client::hold_watch::SETTLE;
-            crate::client::hold_watch::spawn_watch(
+            let settle = hold_watch::SETTLE;
+            hold_watch::spawn_watch(
                 &inner.pubsub,
                 &inner.pool,
                 &inner.runtime,
@@ -200,7 +204,7 @@ impl Drop for PermitGuard {
         };
         // If the client's runtime is gone, the permit comes back when its lease ends.
         let inner = &self.inner;
-        crate::hold::detach::spawn(&inner.shared.tracker, Some(&inner.runtime), work);
+        detach::spawn(&inner.shared.tracker, Some(&inner.runtime), work);
     }
 }
 
@@ -262,7 +266,7 @@ pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Permit>) {
     let key = lease.keys.request_of(&lease.id);
     let limit = inner.settings.command_timeout;
     let call = || async {
-        let call = crate::counting::permit_leases::release(
+        let call = permit_leases::release(
             inner.pool.next(),
             &lease.keys,
             &lease.id,
@@ -275,7 +279,7 @@ pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Permit>) {
         }
     };
     let (until, name) = (lease.lease.valid_until(), &lease.keys.count);
-    crate::client::retry::until_done(&inner, until, "permit give-back", name, call).await;
+    retry::until_done(&inner, until, "permit give-back", name, call).await;
 }
 
 /// [`crate::counting::permit_leases::release`] on the client's pool under a request id of its own, sent again
@@ -292,7 +296,7 @@ pub(crate) async fn release_retrying(
     let call = || async {
         let publish = inner.publish_cmd();
         let once = Some((request.key.as_str(), request.ttl_ms.as_str(), false));
-        crate::counting::permit_leases::release(inner.pool.next(), keys, id, publish, once)
+        permit_leases::release(inner.pool.next(), keys, id, publish, once)
             .await
             .map_err(|e| inner.error("permits release", &keys.count, e))
     };

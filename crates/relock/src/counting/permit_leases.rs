@@ -9,11 +9,17 @@ use tokio::time::Instant;
 
 use crate::client::hold_watch::{FredResult, Watched};
 use crate::client::inner::{Inner, KindState, Round};
+use crate::client::redact;
+use crate::client::retry;
+use crate::client::scripts;
 use crate::counting::channel::COUNT_CHANNEL;
+use crate::hold::backend;
 use crate::hold::backend::BoxFuture;
+use crate::hold::keys;
 use crate::hold::lease::Lease;
+use crate::hold::wake;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Permit-expirable semaphore: give back expired permits, then take one under an id.
     PERMITS_ACQUIRE = writes "permits_acquire.lua" ["permits", "reclaim"];
     /// Permit-expirable semaphore: give back one permit by its id, and publish the new count.
@@ -39,10 +45,7 @@ impl PermitKeys {
     /// The request key of permit `id`: a give-back after an acquire of `id` whose reply never
     /// came records itself there, and a copy of that acquire landing later finds it.
     pub(crate) fn request_of(&self, id: &str) -> String {
-        format!(
-            "{}:{id}",
-            crate::hold::keys::prefixed("relock_request", &self.count)
-        )
+        format!("{}:{id}", keys::prefixed("relock_request", &self.count))
     }
 
     /// KEYS of `permits_release` (the channel goes with the arguments).
@@ -157,16 +160,13 @@ pub(crate) async fn release(
 /// its id is still among the semaphore's timeouts. Each release on the channel costs one
 /// `ZSCORE` per watched local permit of that semaphore.
 impl Watched for Permit {
-    fn channel(&self) -> (&str, crate::hold::wake::Format) {
+    fn channel(&self) -> (&str, wake::Format) {
         (&self.keys.channel, COUNT_CHANNEL)
     }
     fn ended(&self) -> impl std::future::Future<Output = ()> + Send + '_ {
         self.lease.ended()
     }
-    fn check(
-        &self,
-        pool: &fred::clients::Pool,
-    ) -> crate::hold::backend::BoxFuture<FredResult<bool>> {
+    fn check(&self, pool: &fred::clients::Pool) -> backend::BoxFuture<FredResult<bool>> {
         use fred::interfaces::SortedSetsInterface;
         // The id as the scripts store it: the 16 bytes its hex digits spell.
         let member: Vec<u8> = (0..self.id.len() / 2)
@@ -202,19 +202,12 @@ impl KindState for Leases {
                 let last = Instant::now() + inner.settings.command_timeout;
                 let release = || {
                     let publish = inner.publish_cmd();
-                    crate::counting::permit_leases::release(
-                        inner.pool.next(),
-                        &lease.keys,
-                        &lease.id,
-                        publish,
-                        None,
-                    )
+                    release(inner.pool.next(), &lease.keys, &lease.id, publish, None)
                 };
                 let name = format!("{} (permit {})", lease.keys.count, lease.id);
                 let what = "giving back a permit (it comes back when its lease ends)";
                 let transient = crate::error::redis_transient;
-                crate::client::retry::try_until(&inner, last, what, &name, release, transient)
-                    .await;
+                retry::try_until(&inner, last, what, &name, release, transient).await;
                 inner.state::<Leases>().remove(&lease);
             });
         }
@@ -248,17 +241,10 @@ async fn renew_batch(inner: &Inner, batch: &[Arc<Permit>]) -> bool {
         .collect();
     let limit = inner.settings.command_timeout.min(lease / 3);
     let sent = Instant::now();
-    let call = crate::counting::permit_leases::PERMITS_RENEW.run::<Vec<i64>>(
-        inner.pool.next(),
-        keys,
-        args,
-    );
+    let call = PERMITS_RENEW.run::<Vec<i64>>(inner.pool.next(), keys, args);
     let outcome = match tokio::time::timeout(limit, call).await {
-        Ok(Ok(reply)) => crate::client::scripts::one_each(reply, batch.len()),
-        Ok(Err(e)) => Err(crate::client::redact::in_text(
-            &e.to_string(),
-            &inner.settings.url,
-        )),
+        Ok(Ok(reply)) => scripts::one_each(reply, batch.len()),
+        Ok(Err(e)) => Err(redact::in_text(&e.to_string(), &inner.settings.url)),
         Err(_) => Err(format!("no reply within {}", crate::error::Human(limit))),
     };
     let replies = match outcome {

@@ -15,11 +15,14 @@ use crate::counting::channel::COUNT_CHANNEL;
 use crate::counting::counts::{unexpected, validate_count, MAX_COUNT};
 use crate::counting::names::Names;
 use crate::counting::permit_guard::{release_retrying, retry_give_back, PermitGuard};
+use crate::counting::permit_leases;
 use crate::counting::permit_leases::{Leases, Permit, PermitKeys};
 use crate::counting::request::retrying;
+use crate::counting::semaphore;
 use crate::counting::wait::{wait_until, Check};
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, suffixed, validate_name};
+use crate::hold::meter;
 
 /// A semaphore whose permits each have an id and a lease, shared by every process on the same
 /// Redis, wire-compatible with Redisson's `RPermitExpirableSemaphore`.
@@ -296,7 +299,7 @@ impl PermitSemaphore {
     ) -> Result<Check> {
         let attempt = self.attempt(names, keys, lease, renewed).await?;
         if woken && !matches!(attempt, Attempt::Granted(_)) {
-            crate::hold::meter::wasted_wakeup();
+            meter::wasted_wakeup();
         }
         Ok(match attempt {
             Attempt::Granted(guard) => {
@@ -327,7 +330,7 @@ impl PermitSemaphore {
             let args = vec![id.clone(), lease.as_millis().to_string()];
             let gone = keys.request_of(&id);
             let timeouts = [keys.timeouts.as_str(), gone.as_str()];
-            let script = &crate::counting::permit_leases::PERMITS_ACQUIRE;
+            let script = &permit_leases::PERMITS_ACQUIRE;
             let reply = names
                 .run_publishing::<Vec<i64>>(
                     &inner,
@@ -433,7 +436,7 @@ impl PermitSemaphore {
         self.inner.check_running()?;
         let (names, keys) = self.keys()?;
         let timeouts = [keys.timeouts.as_str()];
-        let script = &crate::counting::permit_leases::PERMITS_COUNT;
+        let script = &permit_leases::PERMITS_COUNT;
         // Read again after a transient error: giving back expired permits twice is harmless.
         let reply: Vec<i64> = retrying(&self.inner, || {
             names.run_publishing(
@@ -535,7 +538,7 @@ impl PermitSemaphore {
         if n > MAX_COUNT {
             validate_count("n", n, "permits")?;
         }
-        let script = &crate::counting::semaphore::SEMAPHORE_SET;
+        let script = &semaphore::SEMAPHORE_SET;
         let set: i64 = names
             .run_publishing(
                 &self.inner,

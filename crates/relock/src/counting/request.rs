@@ -10,6 +10,7 @@ use tokio::time::Instant;
 
 use crate::client::inner::Inner;
 use crate::error::Result;
+use crate::hold::keys;
 
 /// A call that must take effect once however often it reaches the server: its reply lost and
 /// the call tried again (a waiter retries), or a pool that resends after a reconnect
@@ -38,7 +39,7 @@ impl Request {
         Request {
             key: format!(
                 "{}:{}",
-                crate::hold::keys::prefixed("relock_request", count_key),
+                keys::prefixed("relock_request", count_key),
                 uuid::Uuid::new_v4().simple()
             ),
             ttl_ms: ttl.as_millis().to_string(),

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use crate::client::handle::Client;
 use crate::client::inner::Inner;
+use crate::client::scripts;
 use crate::counting::add::add;
 use crate::counting::channel::COUNT_CHANNEL;
 use crate::counting::counts::{unexpected, validate_count, MAX_COUNT};
@@ -18,8 +19,9 @@ use crate::counting::semaphore_request::{
 use crate::counting::wait::{wait_until, Check};
 use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
+use crate::hold::meter;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Semaphore: create it with n permits if it does not exist.
     SEMAPHORE_SET = writes "semaphore_set.lua" [];
     /// Semaphore: take every available permit.
@@ -304,7 +306,7 @@ impl Semaphore {
         Ok(match self.attempt(names, request, n).await? {
             Attempt::Taken => Check::Done,
             Attempt::TooFew(available) if woken => {
-                crate::hold::meter::wasted_wakeup();
+                meter::wasted_wakeup();
                 if available > 0 {
                     Check::PassOn
                 } else {

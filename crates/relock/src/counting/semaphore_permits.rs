@@ -11,6 +11,7 @@ use crate::counting::add::{add, SEMAPHORE_ADD};
 use crate::counting::names::Names;
 use crate::counting::request::Request;
 use crate::error::{Error, Result};
+use crate::hold::detach;
 
 /// `n` permits of a [`Semaphore`](crate::Semaphore), taken by [`acquire`](crate::Semaphore::acquire) (or a `try_`
 /// form): given back when the guard is dropped (in the background), or by
@@ -198,7 +199,7 @@ impl Drop for SemaphorePermits {
         // If the client's runtime is gone, `work` is dropped unrun and `GiveBack` says the
         // permits are lost.
         let inner = &self.inner;
-        crate::hold::detach::spawn(&inner.shared.tracker, Some(&inner.runtime), work);
+        detach::spawn(&inner.shared.tracker, Some(&inner.runtime), work);
     }
 }
 

@@ -10,11 +10,12 @@ use dashmap::DashMap;
 
 use crate::client::inner::{Inner, KindState, Round};
 use crate::client::retry::try_until;
+use crate::client::scripts;
 use crate::counting::names::Names;
 use crate::counting::request::Request;
 use crate::counting::semaphore_permits::Outstanding;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Semaphore: take n permits if that many are available (or give back what a request
     /// took).
     SEMAPHORE_ACQUIRE = writes "semaphore_acquire.lua" [];

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::client::handle::Client;
 use crate::client::inner::Inner;
+use crate::client::scripts;
 use crate::counting::counts::{unexpected, validate_count};
 use crate::counting::names::Names;
 use crate::counting::wait::{wait_until, Check};
@@ -17,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::hold::keys::{prefixed, validate_name};
 use crate::hold::wake::{Format, Waiters, Waking};
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Toy rate limiter: take one of the window's permits, or say when the window ends.
     TOY_RATE_TAKE = writes "toy_rate_take.lua" [];
 }

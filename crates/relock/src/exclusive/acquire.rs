@@ -16,6 +16,7 @@ use crate::exclusive::attempt::{reenter, Fresh};
 use crate::hold::guard::LockGuard;
 use crate::hold::kind::LockKeys;
 
+use crate::hold::acquire;
 pub(crate) use crate::hold::acquire::{acquire_spans, Plan, Spans};
 
 /// One exclusive kind's lock, as seen by [`acquire_exclusive`].
@@ -49,7 +50,7 @@ where
         lease,
         spans,
     } = lock;
-    let shared = crate::hold::acquire::SharedAcquire {
+    let shared = acquire::SharedAcquire {
         running: inner.check_running(),
         keys,
         lease,
@@ -64,5 +65,5 @@ where
             (r, attempts.load(Ordering::Relaxed))
         }
     };
-    crate::hold::acquire::acquire_shared(shared, wait_for, plan, reenter, fresh).await
+    acquire::acquire_shared(shared, wait_for, plan, reenter, fresh).await
 }

@@ -15,16 +15,21 @@ use std::time::Duration;
 use tokio::sync::OwnedMutexGuard;
 use tokio::time::Instant;
 
+use crate::client::batch;
 use crate::client::inner::Inner;
 use crate::client::lock_scripts;
 use crate::client::scripts;
 use crate::error::{Error, Result};
+use crate::exclusive::channel;
 use crate::exclusive::clean_up::{clean_up_refused_grant, clean_up_unknown_outcome, CleanUps};
 use crate::hold::guard::LockGuard;
+use crate::hold::holds;
 use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
 use crate::hold::kind::{Coalescible, HoldKind};
+use crate::hold::meter;
 use crate::hold::owner::Owner;
+use crate::hold::wake;
 
 /// How long a waiter sleeps when the holder's key has no TTL (a foreign holder), between
 /// checks. Release messages still wake it at once.
@@ -87,8 +92,8 @@ pub(crate) trait AcquireCall: Clone + Send + Sync + 'static {
         true
     }
     /// How the messages on the lock's channel read.
-    fn wake(&self) -> crate::hold::wake::Format {
-        crate::exclusive::channel::LOCK_CHANNEL
+    fn wake(&self) -> wake::Format {
+        channel::LOCK_CHANNEL
     }
 }
 
@@ -101,7 +106,7 @@ pub(crate) struct Fresh {
     pub(crate) field: String,
     pub(crate) owner: Option<Owner>,
     /// The task that called `lock()` (the attempt runs in a task of its own).
-    pub(crate) task: crate::hold::holds::Caller,
+    pub(crate) task: holds::Caller,
     /// When `lock()` was called, for the wait-time metric.
     pub(crate) started: Instant,
     /// Acquire script calls made so far, for the `acquire` span.
@@ -129,7 +134,7 @@ impl Fresh {
         Fresh {
             field: kind.field(inner.fields.next()),
             owner,
-            task: crate::hold::holds::Caller::current(),
+            task: holds::Caller::current(),
             started: Instant::now(),
             attempts: Arc::default(),
             last_try: Default::default(),
@@ -142,14 +147,14 @@ impl Fresh {
 
     /// Counts an attempt that did not grant, by cause.
     pub(crate) fn refused(&self, cause: &'static str) {
-        crate::hold::meter::failed_attempt(self.kind.label(), cause);
+        meter::failed_attempt(self.kind.label(), cause);
     }
 
     /// After a failed attempt: retires the field, then waits a backoff and returns `Ok` to
     /// try again, or returns the error once retrying is pointless or the budget (one command
     /// timeout from the first error in a row) is spent.
     pub(crate) async fn after_error(&mut self, inner: &Inner, e: Error) -> Result<()> {
-        crate::hold::meter::failed_attempt(self.kind.label(), crate::hold::meter::cause(&e));
+        meter::failed_attempt(self.kind.label(), meter::cause(&e));
         self.field = self.kind.field(inner.fields.next());
         let tried = Duration::from_micros(self.last_try.load(Ordering::Relaxed));
         self.retry.after(inner, e, self.started + tried).await
@@ -313,7 +318,7 @@ struct AttemptArgs<M> {
     keys: Arc<LockKeys>,
     field: String,
     owner: Option<Owner>,
-    task: crate::hold::holds::Caller,
+    task: holds::Caller,
     clean_ups: Arc<CleanUps>,
     started: Instant,
     fixed_lease: Option<Duration>,
@@ -389,8 +394,8 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt<M::Ou
     // one is released (and reported lost) too if the client is shutting down.
     inner.shared.holds.insert(hold.clone());
     inner.watch_hold(&hold);
-    crate::hold::meter::acquired(keys.kind.label(), started.elapsed());
-    crate::hold::meter::step("granted");
+    meter::acquired(keys.kind.label(), started.elapsed());
+    meter::step("granted");
     mode.granted(&inner, &hold, handed, watchdog);
     Ok(Attempt::Acquired(LockGuard::new(
         inner.clone(),
@@ -415,10 +420,10 @@ async fn send<M: AcquireCall>(
         inner.grace_ms().to_string(),
     ];
     let (script, script_keys) = mode.call(inner, keys, field, &mut args);
-    crate::hold::meter::step("attempt.sent");
+    meter::step("attempt.sent");
     let reply = match (&inner.batcher, mode.coalesced()) {
         (Some(b), Some(how)) => {
-            let op = crate::client::batch::Op {
+            let op = batch::Op {
                 script,
                 keys: script_keys,
                 args,
@@ -428,7 +433,7 @@ async fn send<M: AcquireCall>(
         }
         _ => script.run::<Vec<i64>>(conn, script_keys, args).await,
     };
-    crate::hold::meter::step("attempt.replied");
+    meter::step("attempt.replied");
     reply
 }
 

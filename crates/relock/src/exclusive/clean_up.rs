@@ -10,6 +10,8 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::inner::Inner;
+use crate::client::inner_backend;
+use crate::client::retry;
 use crate::hold::kind::LockKeys;
 
 /// An acquire whose reply never came may have been granted: remove that hold now rather than
@@ -90,10 +92,7 @@ async fn drain(inner: Arc<Inner>, keys: Arc<LockKeys>, clean_ups: Arc<CleanUps>)
             for f in fields {
                 let release = || inner.run_release(&keys, &f, true);
                 let transient = crate::error::redis_transient;
-                crate::client::retry::try_until(
-                    &inner, last, "clean-up", &keys.lock, release, transient,
-                )
-                .await;
+                retry::try_until(&inner, last, "clean-up", &keys.lock, release, transient).await;
             }
             clean_ups.running.store(false, Ordering::SeqCst);
             return;
@@ -131,14 +130,11 @@ pub(crate) async fn clean_up_refused_grant(
     let until = Instant::now() + lease.max(inner.settings.command_timeout);
     if let Err(e) = inner.run_release(keys, field, true).await {
         tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; retrying in the background");
-        inner
-            .shared
-            .tracker
-            .spawn(crate::client::inner_backend::retry_release(
-                inner.clone(),
-                keys.clone(),
-                field.to_string(),
-                until,
-            ));
+        inner.shared.tracker.spawn(inner_backend::retry_release(
+            inner.clone(),
+            keys.clone(),
+            field.to_string(),
+            until,
+        ));
     }
 }

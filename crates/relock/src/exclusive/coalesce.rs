@@ -5,9 +5,10 @@
 use fred::error::{Error as FredError, ErrorKind};
 use fred::types::Value;
 
+use crate::client::scripts;
 use crate::hold::kind::{Coalescible, Coalescing};
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Several plain acquires and releases in one call (coalesced by the client).
     BATCH = writes "batch.lua" ["mint", "shape", "acquire", "release"];
 }

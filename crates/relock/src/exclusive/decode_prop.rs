@@ -10,7 +10,9 @@ use proptest::prelude::*;
 use crate::client::decode_prop::{convert_all, message, number, numbers, text, value};
 use crate::exclusive::attempt::{read_grant, Reply};
 use crate::exclusive::channel::{read as read_message, Message};
+use crate::exclusive::coalesce;
 use crate::exclusive::fair::call::{read_reply, ticket_in_line, FairOutcome};
+use crate::exclusive::fair::channel;
 use crate::exclusive::fair::channel::{read as read_fair_message, Message as FairMessage};
 use crate::exclusive::fair::heartbeat::beat;
 
@@ -50,7 +52,7 @@ fn any_reply() -> impl Strategy<Value = Vec<i64>> {
 proptest! {
     #[test]
     fn any_part_of_a_coalesced_batch_is_a_reply_or_an_error(v in value()) {
-        if let Ok(r) = crate::exclusive::coalesce::part(v.clone()) {
+        if let Ok(r) = coalesce::part(v.clone()) {
             convert_all(&r);
         }
         convert_all(&v);
@@ -64,7 +66,7 @@ proptest! {
         let len = rest.len();
         let mut parts = vec![Value::String(tag.clone().into())];
         parts.extend(rest.clone());
-        let r = crate::exclusive::coalesce::part(Value::Array(parts));
+        let r = coalesce::part(Value::Array(parts));
         // Compared as text: a double that is NaN is not equal to itself.
         let shown = |v: Option<Value>| format!("{v:?}");
         match (tag.as_str(), len) {
@@ -78,7 +80,7 @@ proptest! {
 
     #[test]
     fn a_channel_message_names_a_grant_only_with_a_positive_token(payload in ".{0,60}") {
-        let (field, token) = crate::exclusive::fair::channel::parse_named(&payload);
+        let (field, token) = channel::parse_named(&payload);
         match token {
             Some(t) => {
                 prop_assert!(t > 0);

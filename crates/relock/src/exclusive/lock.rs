@@ -7,7 +7,9 @@ use fred::interfaces::SortedSetsInterface;
 
 use futures_util::future::BoxFuture;
 
+use crate::client::guarded;
 use crate::client::handle::Client;
+use crate::client::identity;
 use crate::client::inner::Inner;
 use crate::client::lock_scripts;
 use crate::client::scripts;
@@ -15,7 +17,11 @@ use crate::error::Result;
 use crate::exclusive::acquire::{acquire_exclusive, acquire_spans, ExclusiveAcquire, Plan};
 use crate::exclusive::attempt::{AcquireCall, Fresh};
 use crate::exclusive::channel::LOCK_CHANNEL;
+use crate::exclusive::coalesce;
+use crate::exclusive::hash_field_holds;
+use crate::exclusive::queries;
 use crate::exclusive::wait;
+use crate::hold::distributed_lock;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::kind::{CallContext, Coalescible, HoldKind, LockKeys, ScriptCall};
@@ -147,20 +153,20 @@ impl HoldKind for Plain {
             keys: vec![keys.lock.clone()],
             args: vec![
                 field.to_string(),
-                crate::exclusive::hash_field_holds::release_mode(all).into(),
+                hash_field_holds::release_mode(all).into(),
                 ctx.publish.into(),
                 keys.channel.clone(),
             ],
-            coalesce: Some(crate::exclusive::coalesce::RELEASE),
+            coalesce: Some(coalesce::RELEASE),
         }
     }
 
     fn renewal_group(&self) -> &'static str {
-        crate::exclusive::hash_field_holds::LOCK_HOLDS
+        hash_field_holds::LOCK_HOLDS
     }
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
-        crate::exclusive::hash_field_holds::renew(batch, lease_ms)
+        hash_field_holds::renew(batch, lease_ms)
     }
 
     fn wake(&self) -> Format {
@@ -209,7 +215,7 @@ impl Lock {
     /// Cancel safe (read only).
     pub async fn describe_owner(&self, field: &str) -> Result<Option<crate::OwnerInfo>> {
         let keys = self.keys()?;
-        crate::client::identity::describe(&self.inner, &keys.lock, field).await
+        identity::describe(&self.inner, &keys.lock, field).await
     }
 
     /// A guarded write ([`LockGuard::write`]) on behalf of the hold whose owner field is
@@ -236,7 +242,7 @@ impl Lock {
                 "empty: pass the hold's owner field (relock run gives it as RELOCK_OWNER)",
             ));
         }
-        crate::client::guarded::send(
+        guarded::send(
             &self.inner,
             vec![keys.lock.clone()],
             owner,
@@ -256,7 +262,7 @@ impl Lock {
 
     /// Where the lock's data lives and its name (see [`DistributedLock::resource`](crate::DistributedLock::resource)).
     fn resource(&self) -> String {
-        crate::exclusive::queries::resource(&self.inner, &self.name)
+        queries::resource(&self.inner, &self.name)
     }
 
     fn resources(&self) -> Vec<String> {
@@ -277,12 +283,12 @@ impl Lock {
     fn force_unlock_call(&self, keys: &LockKeys, ctx: &CallContext) -> ScriptCall {
         match self.variant {
             Some(v) => v.force_unlock(keys, ctx),
-            None => crate::exclusive::queries::delete_and_publish(keys, ctx, false),
+            None => queries::delete_and_publish(keys, ctx, false),
         }
     }
 
     pub(crate) fn keys(&self) -> Result<Arc<LockKeys>> {
-        crate::exclusive::queries::keys(&self.keys, || lock_keys(&self.name, self.variant))
+        queries::keys(&self.keys, || lock_keys(&self.name, self.variant))
     }
 
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
@@ -331,7 +337,7 @@ impl Lock {
         ) {
             return Some(h);
         }
-        let caller = crate::hold::reentry::Caller::current();
+        let caller = reentry::Caller::current();
         inner.shared.holds.find(&keys.lock, |h| {
             h.task == caller && h.is_live() && h.keys.kind.shared_reentry()
         })
@@ -347,7 +353,7 @@ impl Lock {
     /// # Cancel safety
     /// Cancel safe (read only).
     pub async fn is_locked(&self) -> Result<bool> {
-        crate::exclusive::queries::is_locked(&self.inner, &*self.keys()?).await
+        queries::is_locked(&self.inner, &*self.keys()?).await
     }
 
     /// One read of whether the lock is held and of `field`'s hold count (see
@@ -475,11 +481,11 @@ impl Lock {
     /// If dropped after the command was sent, the lock may or may not have been deleted.
     pub async fn force_unlock(&self) -> Result<bool> {
         let call = |keys: &LockKeys, ctx: &CallContext| self.force_unlock_call(keys, ctx);
-        crate::exclusive::queries::force_unlock(&self.inner, self.keys(), call).await
+        queries::force_unlock(&self.inner, self.keys(), call).await
     }
 }
 
-crate::hold::distributed_lock::lock_methods!(
+distributed_lock::lock_methods!(
     Lock,
     errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) or [`Error::NotALock`](crate::Error::NotALock) if the key holds something else (at once: nothing is changed or waited on), connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold that has ended. While Redis does not answer (an outage, a restart), `lock` keeps trying (about once a second, with one warning) until it answers or the client shuts down; `try_lock_for` until its bound, then returns the transient error; `try_lock` for one command timeout. An attempt whose reply was lost never becomes a hold of the caller: it is released in the background (`Error::Timeout` says the call holds nothing).",
     cancel: "Cancel safe: if the future is dropped, any acquisition that was already granted is released, and its subscription is dropped. Like `tokio::sync::Mutex::lock`, you lose your chance at the lock.",
@@ -507,6 +513,6 @@ impl AcquireCall for PlainCall {
         )
     }
     fn coalesced(&self) -> Option<Coalescible> {
-        Some(crate::exclusive::coalesce::ACQUIRE)
+        Some(coalesce::ACQUIRE)
     }
 }

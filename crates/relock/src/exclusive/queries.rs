@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use crate::client::inner::Inner;
 use crate::client::lock_scripts;
+use crate::client::redact;
 use crate::error::Result;
 use crate::hold::kind::{CallContext, LockKeys, ScriptCall};
 
@@ -66,8 +67,5 @@ pub(crate) fn delete_and_publish(keys: &LockKeys, ctx: &CallContext, wake_all: b
 
 /// Where the lock `name`'s data lives: the server (credentials never shown) and the name.
 pub(crate) fn resource(inner: &Inner, name: &str) -> String {
-    format!(
-        "{} {name}",
-        crate::client::redact::identity(&inner.settings.url)
-    )
+    format!("{} {name}", redact::identity(&inner.settings.url))
 }

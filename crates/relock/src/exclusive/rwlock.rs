@@ -19,7 +19,10 @@ use crate::error::{Error, Result};
 use crate::exclusive::acquire::{acquire_exclusive, acquire_spans, ExclusiveAcquire, Plan};
 use crate::exclusive::attempt::AcquireCall;
 use crate::exclusive::channel::LOCK_CHANNEL;
+use crate::exclusive::hash_field_holds;
+use crate::exclusive::queries;
 use crate::exclusive::wait;
+use crate::hold::distributed_lock;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
@@ -27,7 +30,7 @@ use crate::hold::kind::{CallContext, HoldKind, ScriptCall};
 use crate::hold::reentry;
 use crate::hold::wake::Format;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Read-write lock: a fresh read hold (shared; a write holder may take one).
     RW_READ_ACQUIRE = writes "rw_read_acquire.lua" ["mint", "shape"];
     /// Read-write lock: a fresh write hold (exclusive).
@@ -231,7 +234,7 @@ fn release_side(
         keys: script_keys,
         args: vec![
             field.to_string(),
-            crate::exclusive::hash_field_holds::release_mode(all).into(),
+            hash_field_holds::release_mode(all).into(),
             ctx.publish.into(),
             hold_prefix(&keys.lock),
             keys.channel.clone(),
@@ -299,11 +302,11 @@ impl HoldKind for Write {
     }
 
     fn renewal_group(&self) -> &'static str {
-        crate::exclusive::hash_field_holds::LOCK_HOLDS
+        hash_field_holds::LOCK_HOLDS
     }
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
-        crate::exclusive::hash_field_holds::renew(batch, lease_ms)
+        hash_field_holds::renew(batch, lease_ms)
     }
 
     fn wake(&self) -> Format {
@@ -407,10 +410,9 @@ impl Half {
 
     /// Deletes the whole lock (both sides) and wakes every waiter.
     async fn force_unlock(&self) -> Result<bool> {
-        let call = |keys: &LockKeys, ctx: &CallContext| {
-            crate::exclusive::queries::delete_and_publish(keys, ctx, true)
-        };
-        crate::exclusive::queries::force_unlock(&self.inner, self.keys(), call).await
+        let call =
+            |keys: &LockKeys, ctx: &CallContext| queries::delete_and_publish(keys, ctx, true);
+        queries::force_unlock(&self.inner, self.keys(), call).await
     }
 }
 
@@ -468,7 +470,7 @@ macro_rules! side_methods {
 
             /// Both sides share one hash: one resource.
             fn resource(&self) -> String {
-                crate::exclusive::queries::resource(&self.0.inner, &self.0.name)
+                queries::resource(&self.0.inner, &self.0.name)
             }
 
             fn resources(&self) -> Vec<String> {
@@ -481,14 +483,14 @@ macro_rules! side_methods {
 side_methods!(ReadLock, "reading");
 side_methods!(WriteLock, "writing");
 
-crate::hold::distributed_lock::lock_methods!(
+distributed_lock::lock_methods!(
     ReadLock,
     errors: "[`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name or lease, [`Error::WrongType`](crate::Error::WrongType) or [`Error::NotALock`](crate::Error::NotALock) if the key holds something else (at once: nothing is changed or waited on), connection errors, [`Error::Shutdown`](crate::Error::Shutdown), and [`Error::LockLost`](crate::Error::LockLost) when called inside the scope of a hold of this lock that has ended. While Redis does not answer (an outage, a restart), `lock` keeps trying (about once a second, with one warning) until it answers or the client shuts down; `try_lock_for` until its bound, then returns the transient error; `try_lock` for one command timeout. An attempt whose reply was lost never becomes a hold of the caller: it is released in the background (`Error::Timeout` says the call holds nothing).",
     cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped.",
     doc_make: "let client = relock::Client::connect(&url).await?; let make = |name: &str| client.read_write_lock(name).read_lock();"
 );
 
-crate::hold::distributed_lock::lock_methods!(
+distributed_lock::lock_methods!(
     WriteLock,
     errors: "As for [`ReadLock::lock`]; and [`Error::UpgradeRefused`](crate::Error::UpgradeRefused) when the caller holds a read hold of this lock (in its scope, or as its owner).",
     cancel: "Cancel safe: if the future is dropped, a hold that was already granted is released, and its subscription is dropped.",

@@ -16,19 +16,21 @@ use std::time::Duration;
 use crate::client::handle::Client;
 use crate::client::inner::Inner;
 use crate::client::pubsub::Subscription;
+use crate::client::scripts;
 use crate::client::scripts::Script;
 use crate::error::Result;
 use crate::exclusive::acquire::{acquire_exclusive, acquire_spans, ExclusiveAcquire, Plan};
 use crate::exclusive::attempt::{attempt, read_grant, AcquireCall, Attempt, Fresh, Reply};
 use crate::exclusive::wait::{self, Start};
 use crate::exclusive::{hash_field_holds, queries};
+use crate::hold::distributed_lock;
 use crate::hold::guard::LockGuard;
 use crate::hold::keys::prefixed;
 use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall};
 use crate::hold::reentry::{self, Target};
 use crate::hold::wake::{Format, Waiters, Waking};
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Toy ticket lock: take the lock if free and first in line, else join (or keep) the line.
     TOY_TICKET_ACQUIRE = writes "toy_ticket_acquire.lua" ["mint", "shape"];
     /// Toy ticket lock: drop a hold; on the last count, tell the waiters.
@@ -394,7 +396,7 @@ impl TicketLock {
     }
 }
 
-crate::hold::distributed_lock::lock_methods!(
+distributed_lock::lock_methods!(
     TicketLock,
     errors: "As [`Lock::lock`](crate::Lock::lock).",
     cancel: "As [`Lock::lock`](crate::Lock::lock); a waiter that gives up leaves the line.",

@@ -12,6 +12,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::inner::Inner;
+use crate::client::pubsub;
 use crate::client::pubsub::Subscription;
 use crate::error::Result;
 use crate::exclusive::attempt::{
@@ -19,6 +20,7 @@ use crate::exclusive::attempt::{
 };
 use crate::hold::guard::LockGuard;
 use crate::hold::kind::LockKeys;
+use crate::hold::meter;
 use crate::hold::reentry;
 
 /// How a wait started.
@@ -63,7 +65,7 @@ pub(crate) async fn start<M: AcquireCall>(
     let mut joining =
         first.exclusive() && wait != Some(Duration::ZERO) && inner.pubsub.is_subscribed(&keys.wake);
     // Joining an existing subscription costs no round trip.
-    let channel = crate::client::pubsub::mutated_channel(&keys.wake);
+    let channel = pubsub::mutated_channel(&keys.wake);
     let kind = first.wake();
     let sub = loop {
         if !joining {
@@ -167,7 +169,7 @@ pub(crate) async fn lease_bounded(
                     fresh.succeeded();
                     fresh.refused("held");
                     if std::mem::take(&mut woken_by_message) {
-                        crate::hold::meter::wasted_wakeup();
+                        meter::wasted_wakeup();
                     }
                     let held_for = Duration::from_millis(p as u64 + 1);
                     if exclusive {

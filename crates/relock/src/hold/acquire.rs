@@ -17,6 +17,7 @@ use crate::hold::kind::LockKeys;
 use crate::hold::owner::Owner;
 
 pub(crate) use crate::hold::lease::{validate_lease, MAX_LEASE};
+use crate::hold::meter;
 
 /// What a `lock()` does, as the kind decides it: re-enter `hold`, or acquire a fresh hold
 /// for `owner`, with whatever else the kind's wait needs (`with`).
@@ -138,7 +139,7 @@ fn record_acquire(
             span.record("outcome", "timed_out");
         }
         Err(e) => {
-            span.record("outcome", crate::hold::meter::cause(e));
+            span.record("outcome", meter::cause(e));
         }
     }
 }

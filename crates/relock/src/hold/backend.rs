@@ -10,6 +10,8 @@ use std::time::Duration;
 use tokio_util::task::TaskTracker;
 
 use crate::error::Result;
+use crate::hold::commands;
+use crate::hold::detach;
 use crate::hold::holds::{Hold, Holds};
 
 /// A boxed, sendable future: what the trait's async operations return (the trait is used as
@@ -28,7 +30,7 @@ pub(crate) struct Shared {
     pub(crate) tracker: TaskTracker,
     /// Attempts and re-entries running in their callers' tasks: moved to the tracker when
     /// their futures are dropped, or when shutdown begins (`detach`).
-    pub(crate) in_place: Arc<crate::hold::detach::Registry>,
+    pub(crate) in_place: Arc<detach::Registry>,
 }
 
 impl Shared {
@@ -44,7 +46,7 @@ impl Shared {
     /// Runs `work` to its end: in the caller's task while the caller polls it, on the tracker
     /// once its future is dropped or shutdown has begun. Errs with `Shutdown` only if the
     /// runtime dropped the work unfinished.
-    pub(crate) fn run<T, F>(&self, work: F) -> crate::hold::detach::Detachable<T>
+    pub(crate) fn run<T, F>(&self, work: F) -> detach::Detachable<T>
     where
         T: Send + 'static,
         F: Future<Output = T> + Send + 'static,
@@ -95,7 +97,7 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug + 'static {
     fn guarded(
         self: Arc<Self>,
         hold: Arc<Hold>,
-        commands: Arc<crate::hold::commands::Commands>,
+        commands: Arc<commands::Commands>,
         read: bool,
     ) -> BoxFuture<Result<Vec<fred::types::Value>>> {
         let _ = (commands, read);

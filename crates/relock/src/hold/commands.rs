@@ -2,6 +2,7 @@
 //! before it is sent (its keys in the lock's slot, its size).
 
 use crate::error::{Error, Result};
+use crate::hold::keys;
 
 /// The most words one command of a batch may have: the script passes a command's words to
 /// `redis.call` at once, and Lua takes at most about 8,000 values that way.
@@ -165,18 +166,17 @@ impl Commands {
 /// …), or a read hold's timeout key (`{orders:42}:<field>:rwlock_timeout:<n>`). A batch that
 /// wrote one could free the lock or break its fencing tokens.
 fn lock_owned(lock: &str, key: &str) -> bool {
-    let derived = crate::hold::keys::prefixed("", lock);
+    let derived = keys::prefixed("", lock);
     key == lock
         || ((key.starts_with("redisson_") || key.starts_with("relock_"))
             && key.ends_with(derived.as_str()))
-        || (key.starts_with(crate::hold::keys::suffixed(lock, "").as_str())
-            && key.contains(":rwlock_timeout:"))
+        || (key.starts_with(keys::suffixed(lock, "").as_str()) && key.contains(":rwlock_timeout:"))
 }
 
 /// `key` under `lock`'s hash tag, by Redisson's `suffixName` rule: `{orders:42}:key` for the
 /// lock `orders:42`, `orders:{42}:key` for the lock `orders:{42}`.
 fn tagged_like(lock: &str, key: &str) -> String {
-    crate::hold::keys::suffixed(lock, &key.replace(['{', '}'], ""))
+    keys::suffixed(lock, &key.replace(['{', '}'], ""))
 }
 
 #[cfg(test)]

@@ -9,7 +9,11 @@ use tokio::time::Instant;
 
 use crate::error::{Error, Result};
 use crate::hold::backend::Backend;
+use crate::hold::detach;
 use crate::hold::holds::Hold;
+use crate::hold::lease;
+use crate::hold::meter;
+use crate::hold::reentry;
 
 /// One hold of a distributed lock. The lock is released when the guard is unlocked or dropped
 /// (and, for a re-entered hold, when the last guard of the hold goes).
@@ -160,7 +164,7 @@ impl LockGuard {
     /// The extension runs in its own task: dropping this future does not stop it (it may
     /// still lengthen the lease, on the server and here).
     pub async fn extend(&self, lease: Duration) -> Result<()> {
-        crate::hold::lease::validate_lease("lease", lease)?;
+        lease::validate_lease("lease", lease)?;
         let work = self.backend.clone().extend(self.hold.clone(), lease);
         // In a task of its own, run to its end: a quorum's round holds the hold's gate until
         // its put-backs are answered, and a release must not overtake them (an extension
@@ -198,7 +202,7 @@ impl LockGuard {
     /// # Cancel safety
     /// Dropping the returned future drops `future`; nothing else happens.
     pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
-        crate::hold::reentry::scope(self.backend.shared().id, self.hold.clone(), future)
+        reentry::scope(self.backend.shared().id, self.hold.clone(), future)
     }
 
     /// Releases this guard's count of the hold (the whole hold if it is the last) and reports
@@ -212,7 +216,7 @@ impl LockGuard {
     /// # Cancel safety
     /// The release runs in its own task, so dropping this future does not stop it.
     pub async fn unlock(mut self) -> Result<()> {
-        crate::hold::meter::step("unlock");
+        meter::step("unlock");
         self.released = true;
         let (remaining, lost) = self.hold.remove_guard(self.watchdog);
         self.release_removed(remaining, lost).await
@@ -312,7 +316,7 @@ impl Drop for LockGuard {
         if self.released {
             return;
         }
-        crate::hold::meter::step("unlock");
+        meter::step("unlock");
         // Stop counting at once: from here on no `lock()` can re-enter a hold whose last guard
         // is gone, even before the release below has run.
         let (remaining, lost) = self.hold.remove_guard(self.watchdog);
@@ -342,7 +346,7 @@ impl Drop for LockGuard {
             }
         };
         // Without a runtime to run it, `work` is dropped unrun: `forget` forgets the hold.
-        crate::hold::detach::spawn(&self.backend.shared().tracker, self.runtime.as_ref(), work);
+        detach::spawn(&self.backend.shared().tracker, self.runtime.as_ref(), work);
         spawning.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }

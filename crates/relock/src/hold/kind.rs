@@ -9,6 +9,7 @@
 
 use crate::error::Result;
 use crate::hold::keys::{prefixed, validate_name};
+use crate::hold::wake;
 use crate::script::Script;
 
 /// How a lock kind's holds are released and renewed, how its channel's messages wake waiters,
@@ -42,7 +43,7 @@ pub(crate) trait HoldKind: Send + Sync + std::fmt::Debug + 'static {
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, ctx: &CallContext) -> ScriptCall;
 
     /// How a message on its channel wakes its waiters and its holders' watch.
-    fn wake(&self) -> crate::hold::wake::Format;
+    fn wake(&self) -> wake::Format;
 
     /// Whether its holds share the lock with others (a read-write lock's readers): such a
     /// hold's guard may read under the hold's check, not write (`LockGuard::write`).

@@ -13,6 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::hold::backend::{Backend, BoxFuture};
+use crate::hold::every;
 use crate::hold::holds::Hold;
 
 /// Starts the watchdog of `backend`: a round (`renew_all`) every renewal period, after a
@@ -22,7 +23,7 @@ pub(crate) fn spawn<B: Backend>(backend: Weak<B>, shutdown: watch::Receiver<bool
     let Some(period) = backend.upgrade().map(|b| b.renew_period()) else {
         return;
     };
-    tokio::spawn(crate::hold::every::every(
+    tokio::spawn(every::every(
         backend,
         shutdown,
         period,

@@ -10,10 +10,14 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::client::builder::ClientBuilder;
+use crate::client::redact;
+use crate::client::settings;
 use crate::client::settings::validate_lease;
 use crate::error::{Error, Result};
+use crate::hold::backend;
 use crate::hold::holds::FieldMaker;
 use crate::hold::reentry::{self, Reentrancy};
+use crate::hold::watchdog;
 use crate::quorum::client::QuorumClient;
 use crate::quorum::inner::{
     spawn_connection_watch, spawn_reconnect, spawn_uptime_checks, QuorumInner,
@@ -48,11 +52,7 @@ pub struct QuorumClientBuilder {
 
 impl std::fmt::Debug for QuorumClientBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let urls: Vec<String> = self
-            .urls
-            .iter()
-            .map(|u| crate::client::redact::url(u))
-            .collect();
+        let urls: Vec<String> = self.urls.iter().map(|u| redact::url(u)).collect();
         f.debug_struct("QuorumClientBuilder")
             .field("urls", &urls)
             .field("client_id", &self.client_id)
@@ -208,7 +208,7 @@ impl QuorumClientBuilder {
                 "urls",
                 format!(
                     "`{}` is listed twice; each node must be a different master",
-                    crate::client::redact::url(dup)
+                    redact::url(dup)
                 ),
             ));
         }
@@ -245,14 +245,12 @@ impl QuorumClientBuilder {
     /// builder accepts.
     fn check_urls(&self, builder: &ClientBuilder) -> Result<()> {
         for url in &self.urls {
-            if crate::client::settings::deployment(url)
-                != crate::client::settings::Deployment::Single
-            {
+            if settings::deployment(url) != settings::Deployment::Single {
                 return Err(Error::invalid(
                     "urls",
                     format!(
                         "`{}`: each quorum node must be one independent master (redis://host:port)",
-                        crate::client::redact::url(url)
+                        redact::url(url)
                     ),
                 ));
             }
@@ -276,7 +274,7 @@ impl QuorumClientBuilder {
             .map(|u| Node {
                 reconnecting: Mutex::new(None),
                 url: u.clone(),
-                name: crate::client::redact::url(u),
+                name: redact::url(u),
                 conn: RwLock::new(None),
                 state: Mutex::new(NodeState::default()),
             })
@@ -296,7 +294,7 @@ impl QuorumClientBuilder {
                 url: self
                     .urls
                     .iter()
-                    .map(|u| crate::client::redact::url(u))
+                    .map(|u| redact::url(u))
                     .collect::<Vec<_>>()
                     .join(","),
                 cause: format!(
@@ -306,10 +304,7 @@ impl QuorumClientBuilder {
                     quorum,
                     failures
                         .iter()
-                        .map(|(i, e)| format!(
-                            "{}: {e}",
-                            crate::client::redact::url(&self.urls[*i])
-                        ))
+                        .map(|(i, e)| format!("{}: {e}", redact::url(&self.urls[*i])))
                         .collect::<Vec<_>>()
                         .join("; ")
                 ),
@@ -328,7 +323,7 @@ impl QuorumClientBuilder {
     ) -> QuorumInner {
         let quorum = nodes.len() / 2 + 1;
         QuorumInner {
-            shared: crate::hold::backend::Shared::new(reentry::next_client_id()),
+            shared: backend::Shared::new(reentry::next_client_id()),
             fields: FieldMaker::new(&self.client_id),
             reentrancy: self.reentrancy,
             nodes,
@@ -390,7 +385,7 @@ fn start_tasks(inner: &Arc<QuorumInner>, unreachable: Vec<usize>, shutdown: watc
         );
     }
     spawn_uptime_checks(Arc::downgrade(inner), shutdown.clone());
-    crate::hold::watchdog::spawn(Arc::downgrade(inner), shutdown);
+    watchdog::spawn(Arc::downgrade(inner), shutdown);
 }
 
 // The client's constructors live beside its builder, so that the quorum (a lower layer) does

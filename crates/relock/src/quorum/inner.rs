@@ -18,12 +18,17 @@ use tokio::time::Instant;
 
 use crate::client::builder::ClientBuilder;
 use crate::client::inner::Inner;
+use crate::client::retry;
 use crate::error::{Error, Result};
+use crate::hold::backend;
+use crate::hold::every;
 use crate::hold::holds::FieldMaker;
 use crate::hold::kind::LockKeys;
 use crate::hold::reentry::Reentrancy;
+use crate::quorum::in_flight;
 use crate::quorum::in_flight::Call;
 use crate::quorum::node::{pinned, Eligibility, Node};
+use crate::quorum::scripts;
 
 /// How often every node's uptime is checked for a restart.
 const UPTIME_CHECK: Duration = Duration::from_millis(250);
@@ -31,7 +36,7 @@ const UPTIME_CHECK: Duration = Duration::from_millis(250);
 #[derive(Debug)]
 pub(crate) struct QuorumInner {
     /// Its id, its holds and its background work (every node's part of a release too).
-    pub(crate) shared: crate::hold::backend::Shared,
+    pub(crate) shared: backend::Shared,
     /// Makes every hold's own field.
     pub(crate) fields: FieldMaker,
     pub(crate) reentrancy: Reentrancy,
@@ -51,7 +56,7 @@ pub(crate) struct QuorumInner {
     pub(crate) closing_at: Mutex<Option<Instant>>,
     /// Votes and re-entries still running, which a release of their field on their node
     /// waits for (see `in_flight`).
-    pub(crate) in_flight: crate::quorum::in_flight::InFlight,
+    pub(crate) in_flight: in_flight::InFlight,
     /// Releases on their way, by lock name and node, until each has its first answer (or
     /// none in time). A vote of a later attempt on that node is handed to fred only after
     /// them, so it is queued behind them on the lock's pinned connection: otherwise it could
@@ -59,7 +64,7 @@ pub(crate) struct QuorumInner {
     /// the hold just released. A vote that was still overtaken (the release met NOSCRIPT and
     /// its body followed a round trip later) and was answered "held" is sent once more once
     /// those releases have answered.
-    pub(crate) releasing: crate::quorum::in_flight::InFlight,
+    pub(crate) releasing: in_flight::InFlight,
     /// Whether holds are watched (`quorum_watch`), and how many are now.
     pub(crate) watch_holds: bool,
     pub(crate) watched: std::sync::atomic::AtomicUsize,
@@ -374,12 +379,12 @@ impl ReleaseCall {
         let call = async {
             match &tracked {
                 Some(t) => {
-                    crate::quorum::scripts::QUORUM_RELEASE
+                    scripts::QUORUM_RELEASE
                         .run_tracked::<Option<i64>>(client, keys, args, t)
                         .await
                 }
                 None => {
-                    crate::quorum::scripts::QUORUM_RELEASE
+                    scripts::QUORUM_RELEASE
                         .run::<Option<i64>>(client, keys, args)
                         .await
                 }
@@ -483,9 +488,9 @@ pub(crate) fn spawn_reconnect(
     delay: Duration,
 ) {
     // At once, then less and less often: a blip costs a reconnect, not a second.
-    let mut backoff = crate::client::retry::Backoff::default();
+    let mut backoff = retry::Backoff::default();
     let stop = shutdown.clone();
-    tokio::spawn(crate::hold::every::every(q, stop, delay, move |inner| {
+    tokio::spawn(every::every(q, stop, delay, move |inner| {
         let mut shutdown = shutdown.clone();
         let next = backoff.next_wait();
         async move {
@@ -555,7 +560,7 @@ pub(crate) fn spawn_connection_watch(q: &Arc<QuorumInner>, i: usize, conn: &Arc<
 }
 
 pub(crate) fn spawn_uptime_checks(q: Weak<QuorumInner>, shutdown: watch::Receiver<bool>) {
-    tokio::spawn(crate::hold::every::every(
+    tokio::spawn(every::every(
         q,
         shutdown,
         UPTIME_CHECK,

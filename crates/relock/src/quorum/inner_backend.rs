@@ -8,19 +8,23 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::inner::Inner;
+use crate::client::scripts;
 use crate::error::{Error, Result, Vote};
+use crate::hold::backend;
 use crate::hold::holds::Hold;
+use crate::hold::meter;
 use crate::quorum::inner::QuorumInner;
 use crate::quorum::node::{pin_index, pinned, Eligibility};
 use crate::quorum::race::{drift, race};
+use crate::quorum::scripts::{QUORUM_PUTBACK, QUORUM_RENEW};
 
 /// Locks per renewal script call, per node.
 pub(crate) const RENEW_BATCH: usize = 100;
 
 /// A quorum's holds are released and renewed on every node (see [`release`] and the renewal
 /// rounds below); the watchdog itself is the shared one.
-impl crate::hold::backend::Backend for QuorumInner {
-    fn shared(&self) -> &crate::hold::backend::Shared {
+impl backend::Backend for QuorumInner {
+    fn shared(&self) -> &backend::Shared {
         &self.shared
     }
 
@@ -29,7 +33,7 @@ impl crate::hold::backend::Backend for QuorumInner {
         hold: Arc<Hold>,
         remaining: u32,
         lost: bool,
-    ) -> crate::hold::backend::BoxFuture<Result<()>> {
+    ) -> backend::BoxFuture<Result<()>> {
         Box::pin(release(self, hold, remaining, lost))
     }
 
@@ -41,18 +45,11 @@ impl crate::hold::backend::Backend for QuorumInner {
         renewal_batches(self, holds)
     }
 
-    fn renew_batch(
-        self: Arc<Self>,
-        batch: Vec<Arc<Hold>>,
-    ) -> crate::hold::backend::BoxFuture<bool> {
+    fn renew_batch(self: Arc<Self>, batch: Vec<Arc<Hold>>) -> backend::BoxFuture<bool> {
         Box::pin(async move { renew_batch(&self, batch).await })
     }
 
-    fn extend(
-        self: Arc<Self>,
-        hold: Arc<Hold>,
-        lease: Duration,
-    ) -> crate::hold::backend::BoxFuture<Result<()>> {
+    fn extend(self: Arc<Self>, hold: Arc<Hold>, lease: Duration) -> backend::BoxFuture<Result<()>> {
         Box::pin(extend(self, hold, lease))
     }
 }
@@ -112,7 +109,7 @@ pub(crate) async fn release(
         .await;
     if remaining == 0 {
         q.shared.holds.remove(&hold);
-        crate::hold::meter::released(hold.keys.kind.label(), hold.granted_at.elapsed());
+        meter::released(hold.keys.kind.label(), hold.granted_at.elapsed());
     }
     let held = replies.iter().filter(|r| matches!(r, Ok(Some(_)))).count();
     if lost {
@@ -267,11 +264,7 @@ fn ask_every_node(
         let (keys, args, limit) = (keys.clone(), args.clone(), q.node_timeout);
         let name = holds[0].keys.lock.clone();
         calls.push(Box::pin(async move {
-            let call = crate::quorum::scripts::QUORUM_RENEW.run::<Vec<i64>>(
-                pinned(&conn, &name),
-                keys,
-                args,
-            );
+            let call = QUORUM_RENEW.run::<Vec<i64>>(pinned(&conn, &name), keys, args);
             let reply = tokio::time::timeout(limit, call)
                 .await
                 .ok()
@@ -307,7 +300,7 @@ impl Round {
     /// Counts node `i`'s reply (one answer per hold, or none).
     fn count(&mut self, q: &QuorumInner, i: usize, conn: Arc<Inner>, reply: Option<Vec<i64>>) {
         let items = self.renewed.len();
-        match reply.and_then(|r| crate::client::scripts::one_each(r, items).ok()) {
+        match reply.and_then(|r| scripts::one_each(r, items).ok()) {
             Some(r) => {
                 for (h, v) in r.into_iter().enumerate() {
                     self.votes[h][i] = match v {
@@ -355,7 +348,7 @@ fn settle(
         let n = round.renewed[idx];
         if n >= q.quorum && now < h.valid_until() {
             if watchdog {
-                crate::hold::meter::renewed(h.keys.kind.label(), 1);
+                meter::renewed(h.keys.kind.label(), 1);
             }
             h.renewed(sent, lease.saturating_sub(drift(lease)));
             for (node, conn) in round.free_on[idx].drain(..) {
@@ -367,7 +360,7 @@ fn settle(
             }
         } else {
             if watchdog {
-                crate::hold::meter::renewal_failed(h.keys.kind.label(), 1);
+                meter::renewal_failed(h.keys.kind.label(), 1);
                 tracing::warn!(lock = %h.keys.lock, renewed = n, needed = q.quorum, "quorum renewal failed");
             }
             if round.not_here[idx] > q.nodes.len() - q.quorum || now >= h.valid_until() {
@@ -392,11 +385,7 @@ async fn put_back_where_free(
         let (keys, args) = batch_call(q, &hs, lease);
         let (name, limit) = (hs[0].keys.lock.clone(), q.node_timeout);
         repairs.push(Box::pin(async move {
-            let call = crate::quorum::scripts::QUORUM_PUTBACK.run::<Vec<i64>>(
-                pinned(&conn, &name),
-                keys,
-                args,
-            );
+            let call = QUORUM_PUTBACK.run::<Vec<i64>>(pinned(&conn, &name), keys, args);
             let _ = tokio::time::timeout(limit, call).await;
         }));
     }

@@ -13,17 +13,24 @@ use tokio::time::Instant;
 
 use crate::client::lock_scripts;
 use crate::client::pubsub::Subscription;
+use crate::client::redact;
 use crate::error::{Error, NodeVote, Result, Vote};
+use crate::hold::acquire;
 use crate::hold::acquire::Plan;
+use crate::hold::distributed_lock;
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall};
+use crate::hold::meter;
+use crate::hold::owner;
 use crate::hold::reentry::{self, Target};
 use crate::hold::wake::Format;
 use crate::quorum::channel::QUORUM_CHANNEL;
 use crate::quorum::inner::QuorumInner;
+use crate::quorum::node;
 use crate::quorum::node::pinned;
 use crate::quorum::race::{drift, race};
+use crate::quorum::scripts;
 
 /// A node's reply to a call bounded by the node timeout.
 pub(crate) type TimedReply<T> =
@@ -117,7 +124,7 @@ impl HoldKind for Quorum {
 
     fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
         ScriptCall {
-            script: &crate::quorum::scripts::QUORUM_RELEASE,
+            script: &scripts::QUORUM_RELEASE,
             keys: vec![keys.lock.clone(), keys.token.clone()],
             args: vec![
                 field.to_string(),
@@ -137,7 +144,7 @@ impl HoldKind for Quorum {
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, ctx: &CallContext) -> ScriptCall {
         ScriptCall {
-            script: &crate::quorum::scripts::QUORUM_RENEW,
+            script: &scripts::QUORUM_RENEW,
             keys: batch
                 .iter()
                 .flat_map(|(k, _)| [k.lock.clone(), k.token.clone()])
@@ -180,7 +187,7 @@ impl QuorumLock {
             .q
             .nodes
             .iter()
-            .map(|n| format!("{} {}", crate::client::redact::identity(n.url()), self.name))
+            .map(|n| format!("{} {}", redact::identity(n.url()), self.name))
             .collect();
         places.sort();
         places
@@ -202,11 +209,11 @@ impl QuorumLock {
     async fn acquire(&self, wait: Option<Duration>) -> Result<Option<LockGuard>> {
         let q = &self.q;
         let name = &*self.name;
-        let lock = crate::hold::acquire::SharedAcquire {
+        let lock = acquire::SharedAcquire {
             running: q.check_running(),
             keys: self.keys(),
             lease: self.lease,
-            spans: crate::hold::acquire::acquire_spans!(name),
+            spans: acquire::acquire_spans!(name),
         };
         let plan = |keys: &Arc<LockKeys>| {
             let target = reentry::resolve(q.shared.id, q.reentrancy, &q.shared.holds, &keys.lock)?;
@@ -226,7 +233,7 @@ impl QuorumLock {
             let r = self.fresh(keys, owner, lease, wait, &mut attempts).await;
             (r, attempts)
         };
-        crate::hold::acquire::acquire_shared(lock, wait, plan, reenter, fresh).await
+        acquire::acquire_shared(lock, wait, plan, reenter, fresh).await
     }
 
     /// A fresh acquisition's wait: attempts (each a Redlock round under a field of its own,
@@ -235,7 +242,7 @@ impl QuorumLock {
     async fn fresh(
         &self,
         keys: Arc<LockKeys>,
-        owner: Option<crate::hold::owner::Owner>,
+        owner: Option<owner::Owner>,
         lease: Duration,
         wait: Option<Duration>,
         attempts: &mut u32,
@@ -254,12 +261,12 @@ impl QuorumLock {
             let attempt = self.spawn_attempt(&keys, &owner, lease);
             let failure = match attempt.await.map_err(|_| Error::Shutdown)?? {
                 Outcome::Acquired(g) => {
-                    crate::hold::meter::acquired(QUORUM.label(), started.elapsed());
+                    meter::acquired(QUORUM.label(), started.elapsed());
                     return Ok(Some(g));
                 }
                 Outcome::Failed(f) => f,
             };
-            crate::hold::meter::failed_attempt(
+            meter::failed_attempt(
                 QUORUM.label(),
                 if failure.held > 0 {
                     "held"
@@ -311,12 +318,12 @@ impl QuorumLock {
     fn spawn_attempt(
         &self,
         keys: &Arc<LockKeys>,
-        owner: &Option<crate::hold::owner::Owner>,
+        owner: &Option<owner::Owner>,
         lease: Duration,
     ) -> tokio::task::JoinHandle<Result<Outcome>> {
         let field = self.q.fields.next();
         let (this, keys, owner) = (self.clone(), keys.clone(), owner.clone());
-        let task = crate::hold::reentry::Caller::current();
+        let task = reentry::Caller::current();
         self.q
             .shared
             .tracker
@@ -333,7 +340,7 @@ impl QuorumLock {
                 .q
                 .nodes
                 .iter()
-                .filter(|n| matches!(n.eligibility(), crate::quorum::node::Eligibility::Yes(_)))
+                .filter(|n| matches!(n.eligibility(), node::Eligibility::Yes(_)))
                 .count()
                 >= self.q.quorum;
         let now = Instant::now();
@@ -582,7 +589,7 @@ impl QuorumLock {
         {
             return Some(h);
         }
-        let caller = crate::hold::reentry::Caller::current();
+        let caller = reentry::Caller::current();
         q.shared
             .holds
             .find(&keys.lock, |h| h.task == caller && h.is_live())
@@ -686,7 +693,7 @@ async fn any_notified(subs: &[Subscription]) {
     .await
 }
 
-crate::hold::distributed_lock::lock_methods!(
+distributed_lock::lock_methods!(
     QuorumLock,
     errors: "[`Error::QuorumNotReached`](crate::Error::QuorumNotReached) (naming every node and its answer) when too many nodes are down or in restart quarantine for a majority to be possible, or (from `try_lock` and `try_lock_for`) when the votes split or the budget ran out without any owner holding a majority; [`Error::InvalidArgument`](crate::Error::InvalidArgument); [`Error::Shutdown`](crate::Error::Shutdown).",
     cancel: "Cancel safe: every vote runs in its own task, and an attempt that is abandoned releases on every node (or, if it had succeeded, becomes a guard that is dropped and released).",

@@ -1,7 +1,9 @@
 //! The quorum lock's scripts: its vote's fence, its release and renewal on one node, and the
 //! put-back of a hold on a node of a minority that lost it.
 
-crate::client::scripts::scripts! {
+use crate::client::scripts;
+
+scripts::scripts! {
     /// Quorum lock: raise a node's fencing counter to the acquisition's token.
     QUORUM_FENCE = writes "quorum_fence.lua" ["fence"];
     /// Quorum lock: release on one node, raising its fencing counter to the hold's token.

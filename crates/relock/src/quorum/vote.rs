@@ -15,11 +15,14 @@ use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
 use crate::hold::owner::Owner;
+use crate::hold::reentry;
 use crate::quorum::in_flight::{Call, Pending};
 use crate::quorum::inner::QuorumInner;
 use crate::quorum::lock::{Failure, Outcome, QuorumLock, TimedReply};
 use crate::quorum::node::pinned;
 use crate::quorum::race::{drift, race, race_keeping_late};
+use crate::quorum::scripts;
+use crate::quorum::watch;
 
 impl QuorumLock {
     /// One Redlock attempt for a fresh hold under `field`: votes from every node at once,
@@ -28,7 +31,7 @@ impl QuorumLock {
         &self,
         keys: &Arc<LockKeys>,
         field: String,
-        (owner, task): (Option<Owner>, crate::hold::reentry::Caller),
+        (owner, task): (Option<Owner>, reentry::Caller),
         lease: Duration,
     ) -> Result<Outcome> {
         let q = &self.q;
@@ -181,7 +184,7 @@ impl QuorumLock {
     fn grant(
         &self,
         keys: &Arc<LockKeys>,
-        (field, token, owner, task): (&str, u64, Option<Owner>, crate::hold::reentry::Caller),
+        (field, token, owner, task): (&str, u64, Option<Owner>, reentry::Caller),
         start: Instant,
         lease: Duration,
     ) -> Option<LockGuard> {
@@ -201,7 +204,7 @@ impl QuorumLock {
             return None;
         }
         q.shared.holds.insert(hold.clone());
-        crate::quorum::watch::watch(q, &hold);
+        watch::watch(q, &hold);
         Some(LockGuard::new(q.clone(), hold, watchdog))
     }
 
@@ -225,7 +228,7 @@ impl QuorumLock {
                 q.node_timeout,
             );
             calls.push(Box::pin(async move {
-                let call = crate::quorum::scripts::QUORUM_FENCE.run::<i64>(
+                let call = scripts::QUORUM_FENCE.run::<i64>(
                     pinned(&conn, &name),
                     vec![counter],
                     vec![token.to_string(), ttl],
@@ -268,7 +271,7 @@ impl QuorumLock {
                     continue;
                 }
                 // On the connection the vote came on: it lands after that vote.
-                let call = crate::quorum::scripts::QUORUM_FENCE.run::<i64>(
+                let call = scripts::QUORUM_FENCE.run::<i64>(
                     pinned(conn, &keys.lock),
                     vec![keys.token.clone()],
                     vec![token.to_string(), ttl.clone()],

@@ -9,7 +9,9 @@ use crate::coordination::election::handle::Election;
 use crate::coordination::election::leaderships::Leaderships;
 use crate::coordination::election::record::{resign_record, Led};
 use crate::error::{Error, Result};
+use crate::hold::detach;
 use crate::hold::guard::LockGuard;
+use crate::hold::reentry;
 
 impl Election {
     /// Waits until this client leads, then states `value` as the leader's: the leadership,
@@ -71,14 +73,14 @@ impl Election {
     /// would end the first's record while it still leads.
     fn not_leading(&self) -> Result<()> {
         let name = self.lock.name();
-        let target = crate::hold::reentry::resolve(
+        let target = reentry::resolve(
             self.inner.shared.id,
             self.inner.settings.reentrancy,
             &self.inner.shared.holds,
             name,
         );
         match target {
-            Ok(crate::hold::reentry::Target::Reenter(hold)) => Err(Error::invalid(
+            Ok(reentry::Target::Reenter(hold)) => Err(Error::invalid(
                 "campaign",
                 format!(
                     "this caller already leads `{name}` (term {}): a campaign never re-enters a leadership; resign it first, or campaign from another task or owner",
@@ -224,7 +226,7 @@ impl Drop for Leadership {
                     }
                 }
             };
-            crate::hold::detach::spawn(
+            detach::spawn(
                 &self.election.inner.shared.tracker,
                 self.runtime.as_ref(),
                 work,

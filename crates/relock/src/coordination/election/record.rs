@@ -6,9 +6,10 @@
 use std::time::Duration;
 
 use crate::client::inner::Inner;
+use crate::client::scripts;
 use crate::error::Result;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// A leader states its value (at the start of its term, or a proclaim).
     ELECTION_BEGIN = writes "election_begin.lua" [];
     /// A leader's record renewed with its lock.

@@ -9,6 +9,7 @@ use crate::client::scripts;
 use crate::exclusive::attempt::{read_grant, AcquireCall, Reply};
 use crate::exclusive::fair::channel::FAIR_CHANNEL;
 use crate::exclusive::fair::first_lease::renew_first_lease;
+use crate::exclusive::fair::line;
 use crate::exclusive::fair::line::{QueueEntry, QueueKeys};
 use crate::exclusive::fair::settings::heartbeat;
 use crate::hold::holds::Hold;
@@ -84,7 +85,7 @@ impl AcquireCall for FairCall {
             }
         }
         (
-            &crate::exclusive::fair::line::FAIR_ACQUIRE,
+            &line::FAIR_ACQUIRE,
             vec![lock, token, queue, alive, seq, handoff],
         )
     }

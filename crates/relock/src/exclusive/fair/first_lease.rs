@@ -7,9 +7,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::inner::Inner;
+use crate::client::scripts;
 use crate::hold::holds::Hold;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// A handed-over hold brought to its own watchdog lease.
     SETTLE = writes "settle.lua" [];
 }

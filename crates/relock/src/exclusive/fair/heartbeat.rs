@@ -8,8 +8,12 @@ use tokio::sync::watch;
 use tracing::Instrument;
 
 use crate::client::inner::Inner;
+use crate::client::scripts;
+use crate::exclusive::fair::line;
 use crate::exclusive::fair::line::{Line, QueueEntry};
 use crate::exclusive::fair::settings::heartbeat;
+use crate::hold::every;
+use crate::hold::watchdog;
 
 /// Starts the client's heartbeat scheduler: every heartbeat deadline / 5 it refreshes the
 /// deadline of each queued waiter (100 per script call), which also evicts dead waiters and
@@ -21,7 +25,7 @@ pub(crate) fn spawn_heartbeats(inner: Weak<Inner>, shutdown: watch::Receiver<boo
     else {
         return;
     };
-    runtime.spawn(crate::hold::every::every(
+    runtime.spawn(every::every(
         inner,
         shutdown,
         period,
@@ -52,7 +56,7 @@ async fn beat_all(inner: &Arc<Inner>) {
     // The first batch alone, then the rest at once (see `all_succeed`: one NOSCRIPT, not one
     // per batch in flight, on a server that lacks the script).
     let period = heartbeat(inner) / 5;
-    crate::hold::watchdog::all_succeed(calls, crate::hold::watchdog::first_alone(period)).await;
+    watchdog::all_succeed(calls, watchdog::first_alone(period)).await;
 }
 
 async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
@@ -69,10 +73,9 @@ async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
     }
     let limit = inner.settings.command_timeout.min(hb / 5);
     let sent = tokio::time::Instant::now();
-    let call =
-        crate::exclusive::fair::line::FAIR_HEARTBEAT.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    let call = line::FAIR_HEARTBEAT.run::<Vec<i64>>(inner.pool.next(), keys, args);
     let outcome = match tokio::time::timeout(limit, call).await {
-        Ok(Ok(reply)) => crate::client::scripts::one_each(reply, batch.len()),
+        Ok(Ok(reply)) => scripts::one_each(reply, batch.len()),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err(format!("no reply within {}", crate::error::Human(limit))),
     };

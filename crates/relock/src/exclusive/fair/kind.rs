@@ -2,7 +2,9 @@
 //! released by `fair_release.lua`, which hands the lock to the first in line.
 
 use crate::exclusive::channel::LOCK_CHANNEL;
+use crate::exclusive::fair::line;
 use crate::exclusive::fair::line::QueueKeys;
+use crate::exclusive::hash_field_holds;
 use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall};
 use crate::hold::wake::Format;
 
@@ -22,11 +24,11 @@ impl HoldKind for Fair {
     fn release(&self, keys: &LockKeys, field: &str, all: bool, ctx: &CallContext) -> ScriptCall {
         // It may hand the lock on, minting the next holder's token: the whole queue group.
         ScriptCall {
-            script: &crate::exclusive::fair::line::FAIR_RELEASE,
+            script: &line::FAIR_RELEASE,
             keys: QueueKeys::of(&keys.lock).group(keys).to_vec(),
             args: vec![
                 field.to_string(),
-                crate::exclusive::hash_field_holds::release_mode(all).into(),
+                hash_field_holds::release_mode(all).into(),
                 ctx.publish.into(),
                 ctx.grace_ms.to_string(),
                 keys.channel.clone(),
@@ -37,11 +39,11 @@ impl HoldKind for Fair {
     }
 
     fn renewal_group(&self) -> &'static str {
-        crate::exclusive::hash_field_holds::LOCK_HOLDS
+        hash_field_holds::LOCK_HOLDS
     }
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
-        crate::exclusive::hash_field_holds::renew(batch, lease_ms)
+        hash_field_holds::renew(batch, lease_ms)
     }
 
     fn wake(&self) -> Format {

@@ -21,11 +21,13 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::client::inner::{Inner, KindState, Round};
+use crate::client::redact;
+use crate::client::scripts;
 use crate::error::Result;
 use crate::hold::keys::prefixed;
 use crate::hold::kind::LockKeys;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Drop one count of a fair lock's hold (or the whole hold) and hand the lock to the next in
     /// line (or tell it).
     FAIR_RELEASE = writes "fair_release.lua" ["release", "mint", "queue", "handoff"];
@@ -249,7 +251,7 @@ pub(crate) struct Waiting {
 
 /// Runs `fair_leave.lua` for `entry`, bounded by the command timeout.
 pub(crate) async fn leave_queue(inner: &Inner, entry: &QueueEntry) -> Result<()> {
-    let call = crate::exclusive::fair::line::leave(
+    let call = leave(
         inner.pool.next(),
         entry,
         inner.publish_cmd(),
@@ -290,7 +292,7 @@ impl KindState for Line {
                 if entry.queued.swap(false, Ordering::SeqCst) {
                     // Not `leave_queue`: once shutdown has begun, the client's errors all read
                     // "shut down", and this warning must say why the leave failed.
-                    let leave = crate::exclusive::fair::line::leave(
+                    let leave = leave(
                         inner.pool.next(),
                         &entry,
                         inner.publish_cmd(),
@@ -298,7 +300,7 @@ impl KindState for Line {
                     );
                     let error = match tokio::time::timeout(limit, leave).await {
                         Ok(Ok(())) => None,
-                        Ok(Err(e)) => Some(crate::client::redact::in_text(&e.to_string(), &inner.settings.url)),
+                        Ok(Err(e)) => Some(redact::in_text(&e.to_string(), &inner.settings.url)),
                         Err(_) => Some(format!("no reply within {}", crate::error::Human(limit))),
                     };
                     if let Some(error) = error {

@@ -10,10 +10,13 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::inner::Inner;
+use crate::client::pubsub;
 use crate::client::pubsub::Subscription;
 use crate::error::Result;
+use crate::exclusive::attempt;
 use crate::exclusive::attempt::{attempt, Attempt, Fresh, NO_TTL_RECHECK};
 use crate::exclusive::fair::call::{FairCall, FairOutcome};
+use crate::exclusive::fair::channel;
 use crate::exclusive::fair::channel::Named;
 use crate::exclusive::fair::first_lease::renew_first_lease;
 use crate::exclusive::fair::heartbeat::spawn_heartbeats;
@@ -23,6 +26,7 @@ use crate::exclusive::wait::{self, Start};
 use crate::hold::guard::LockGuard;
 use crate::hold::holds::Hold;
 use crate::hold::kind::LockKeys;
+use crate::hold::meter;
 use crate::hold::reentry;
 
 /// First re-check when the lock is free but another waiter is first; doubled each time.
@@ -183,7 +187,7 @@ fn rejoin(
     inner: &Arc<Inner>,
     keys: &Arc<LockKeys>,
     fresh: &Fresh,
-    sub: &crate::client::pubsub::Subscription,
+    sub: &pubsub::Subscription,
     waiting: &Waiting,
     first_lease: Option<Duration>,
 ) -> (Waiting, Named) {
@@ -201,9 +205,9 @@ fn rejoin(
 }
 
 /// Routes messages naming `waiting`'s field to it.
-fn name(sub: &crate::client::pubsub::Subscription, waiting: &Waiting) -> Named {
+fn name(sub: &pubsub::Subscription, waiting: &Waiting) -> Named {
     let e = &waiting.entry;
-    crate::exclusive::fair::channel::name_waiter(sub, &e.field, e.wake.clone(), e.granted.clone())
+    channel::name_waiter(sub, &e.field, e.wake.clone(), e.granted.clone())
 }
 
 /// The first lease a waiter asks for if a release hands it the lock, or `None` (it is told
@@ -264,7 +268,7 @@ async fn take_handoff(
     let hold = Arc::new(Hold::new(
         keys.clone(),
         entry.field.clone(),
-        crate::exclusive::attempt::mutated_token(token),
+        attempt::mutated_token(token),
         fresh.owner.clone(),
         fresh.task,
         valid_until,
@@ -276,8 +280,8 @@ async fn take_handoff(
     }
     inner.shared.holds.insert(hold.clone());
     inner.watch_hold(&hold);
-    crate::hold::meter::acquired(fresh.kind.label(), fresh.started.elapsed());
-    crate::hold::meter::step("granted");
+    meter::acquired(fresh.kind.label(), fresh.started.elapsed());
+    meter::step("granted");
     if watchdog {
         renew_first_lease(inner, hold.clone());
     }
