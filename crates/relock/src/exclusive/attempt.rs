@@ -95,6 +95,12 @@ pub(crate) trait AcquireCall: Clone + Send + Sync + 'static {
     fn wake(&self) -> wake::Format {
         channel::LOCK_CHANNEL
     }
+    /// Whether its holds get the hold watch (`client::hold_watch`: a subscription to the
+    /// lock's channel, so that a force-unlock fires `lost()` at once). A kind that never
+    /// subscribes says no: its holders learn of a deletion at their next renewal.
+    fn watched(&self) -> bool {
+        true
+    }
 }
 
 /// A fresh acquisition in progress: the field it asks for, and who will own the hold.
@@ -393,7 +399,9 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt<M::Ou
     // Shutdown waits for this task before it releases every recorded hold, so this
     // one is released (and reported lost) too if the client is shutting down.
     inner.shared.holds.insert(hold.clone());
-    inner.watch_hold(&hold);
+    if mode.watched() {
+        inner.watch_hold(&hold);
+    }
     meter::acquired(keys.kind.label(), started.elapsed());
     meter::step("granted");
     mode.granted(&inner, &hold, handed, watchdog);
