@@ -323,6 +323,7 @@ const KIND_WORDS: &[&str] = &[
     "election",
     "job",
     "rwlock",
+    "spin",
 ];
 
 /// The words of an identifier, lower case: `fair_heartbeat` and `FairHeartbeat` are both

@@ -1,6 +1,6 @@
 //! Scenarios for the exclusive kinds on one redis-server (`crates/relock/src/exclusive`, the fair
-//! lock apart: `tests/fair`): the reentrant lock (`t*`), the read-write lock (`r*`) and the
-//! multi-lock (`m*`), one per file, each named as a sentence.
+//! lock apart: `tests/fair`): the reentrant lock (`t*`), the spin lock (`sp*`), the read-write
+//! lock (`r*`) and the multi-lock (`m*`), one per file, each named as a sentence.
 
 mod m10_overlapping_multi_locks_in_any_order_never_deadlock_and_exclude_per_part;
 mod m20_a_multi_lock_that_cannot_get_one_part_holds_none_and_lost_fires_for_any_part;
@@ -19,6 +19,15 @@ mod r94_a_plain_lock_inside_a_read_hold_scope_is_not_granted_while_other_readers
 mod r96_status_shows_a_read_write_locks_mode_and_every_holder;
 mod r97_on_a_cluster_readers_share_writers_exclude_and_a_write_release_wakes_readers;
 mod r98_a_read_acquire_cut_off_during_shutdown_leaves_no_read_hold_behind;
+mod sp1_two_clients_spinning_with_eight_tasks_each_count_exactly;
+mod sp2_a_spin_lock_reenters_three_deep_in_its_scope_and_excludes_other_tasks;
+mod sp3_the_watchdog_keeps_a_spin_lock_past_three_leases_and_a_force_unlock_is_heard_at_the_next_renewal;
+mod sp4_a_spin_try_lock_for_gives_up_within_its_bound_after_polling_more_than_once;
+mod sp5_a_spin_lock_never_subscribes_and_its_release_publishes_nothing;
+mod sp6_a_spin_waiters_back_off_grows_to_its_cap_and_stays_there;
+mod sp7_a_spin_lock_and_redissons_rspinlock_scripts_exclude_each_other_both_ways;
+mod sp8_a_plain_waiter_is_not_woken_by_a_spin_release_and_takes_the_lock_when_the_lease_it_read_ends;
+mod sp9_a_user_without_any_channel_or_pub_sub_grant_runs_spin_locks;
 mod t100_a_node_redisson_hold_excludes_relock_and_its_release_wakes_relocks_waiter;
 mod t101_job_waiters_get_the_lock_when_the_kept_time_ends_not_at_the_lease_they_read;
 mod t102_a_guarded_write_that_arrives_after_the_lease_ended_writes_nothing_and_the_next_holders_data_stands;

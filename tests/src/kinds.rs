@@ -51,6 +51,9 @@ pub const KINDS: &[Kind] = &[
     kind("fair", exports!(Lock, LockGuard), |c, n| {
         Handle::Lock(c.fair_lock(n))
     }),
+    kind("spin", exports!(Lock, LockGuard, SpinBackoff), |c, n| {
+        Handle::Spin(c.spin_lock(n))
+    }),
     kind(
         "read",
         exports!(ReadWriteLock, ReadLock, LockGuard),
@@ -128,6 +131,8 @@ pub const NOT_KINDS: &[(&str, &str)] = &[
 pub enum Handle {
     /// A plain or fair lock.
     Lock(relock::Lock),
+    /// A spin lock.
+    Spin(relock::Lock),
     /// A read-write lock, held for reading.
     Read(relock::ReadWriteLock),
     /// A read-write lock, held for writing.
@@ -143,7 +148,7 @@ impl Handle {
     /// A lock kind's handle, as a [`DistributedLock`]; `None` for the other kinds.
     pub fn as_lock(&self) -> Option<Box<dyn DistributedLock>> {
         match self {
-            Handle::Lock(l) => Some(Box::new(l.clone())),
+            Handle::Lock(l) | Handle::Spin(l) => Some(Box::new(l.clone())),
             Handle::Read(rw) => Some(Box::new(rw.read_lock())),
             Handle::Write(rw) => Some(Box::new(rw.write_lock())),
             _ => None,
@@ -156,6 +161,7 @@ impl Handle {
         match self {
             Handle::Lock(l) if l.is_fair() => Some(Box::new(c.fair_lock(l.name()))),
             Handle::Lock(l) => Some(Box::new(c.lock(l.name()))),
+            Handle::Spin(l) => Some(Box::new(c.spin_lock(l.name()))),
             Handle::Read(rw) => Some(Box::new(c.read_write_lock(rw.name()).write_lock())),
             Handle::Write(rw) => Some(Box::new(c.read_write_lock(rw.name()).read_lock())),
             _ => None,
@@ -163,7 +169,8 @@ impl Handle {
     }
 
     /// For a lock kind: the channel its holders listen on (Redisson's, where a release or a
-    /// force-unlock is announced).
+    /// force-unlock is announced). A spin lock's holders listen nowhere: they learn of a
+    /// force-unlock at their next renewal.
     pub fn hold_channel(&self) -> Option<String> {
         match self {
             Handle::Lock(l) => Some(format!("redisson_lock__channel:{{{}}}", l.name())),
@@ -177,7 +184,7 @@ impl Handle {
     /// For a lock kind: its status.
     pub async fn status(&self) -> Option<relock::Result<LockStatus>> {
         match self {
-            Handle::Lock(l) => Some(l.status().await),
+            Handle::Lock(l) | Handle::Spin(l) => Some(l.status().await),
             Handle::Read(rw) | Handle::Write(rw) => Some(rw.status().await),
             _ => None,
         }
@@ -205,7 +212,9 @@ impl Handle {
             }
             Handle::Election(e) => Taken::Leadership(e.campaign("taken").await?),
             Handle::Job(j) => Taken::Run(j.start().await?),
-            Handle::Lock(_) | Handle::Read(_) | Handle::Write(_) => unreachable!("a lock kind"),
+            Handle::Lock(_) | Handle::Spin(_) | Handle::Read(_) | Handle::Write(_) => {
+                unreachable!("a lock kind")
+            }
         })
     }
 }

@@ -38,6 +38,10 @@
 //! - A fair lock (`client.fair_lock(name)`, the same [`Lock`] type and guard): first come,
 //!   first served across all clients; each release wakes only the next in line, and a waiter
 //!   that dies stops holding up the line after its heartbeat deadline (5 s).
+//! - A spin lock (`client.spin_lock(name)`, the same [`Lock`] type and guard): the plain lock
+//!   without pub/sub (Redisson's `RSpinLock`): waiters poll with back-off ([`SpinBackoff`])
+//!   and a release publishes nothing; for fleets where release messages cost too much, or
+//!   servers without pub/sub. A waiter learns of a release at its next poll.
 //! - [`QuorumLock`] ([`QuorumClient`]`::lock(name)`): Redlock over N independent masters, held
 //!   while a majority granted it; survives a minority of masters down. Same guard.
 //! - [`ReadWriteLock`] (`client.read_write_lock(name)`): many readers or one writer
@@ -79,7 +83,7 @@
 //   clone shares), fred's start, errors and redaction, scripts, pub/sub, coalescing, the
 //   one-server backend (`inner_backend`), the hold watch. Kinds keep their per-client state
 //   through `Inner::state` and register their own shutdown step.
-// - `exclusive`: `Lock` (plain and fair), `ReadWriteLock`, `MultiLock`, status.
+// - `exclusive`: `Lock` (plain, fair and spin), `ReadWriteLock`, `MultiLock`, status.
 // - `counting`: `Semaphore`, `PermitSemaphore`, `CountDownLatch`.
 // - `quorum`: `QuorumClient` and `QuorumLock`.
 // - `coordination`: kinds built on the exclusive ones: `Job` (run-at-most-once jobs),
@@ -135,6 +139,7 @@ pub mod lua {
     pub use crate::exclusive::fair::first_lease::lua::*;
     pub use crate::exclusive::fair::line::lua::*;
     pub use crate::exclusive::rwlock::lua::*;
+    pub use crate::exclusive::spin::kind::lua::*;
     pub use crate::quorum::scripts::lua::*;
 }
 
@@ -159,6 +164,7 @@ pub use error::{Error, NodeVote, Result, Vote};
 pub use exclusive::lock::Lock;
 pub use exclusive::multilock::{MultiGuard, MultiLock};
 pub use exclusive::rwlock::{ReadLock, ReadWriteLock, WriteLock};
+pub use exclusive::spin::backoff::SpinBackoff;
 pub use exclusive::status::{Holder, KeyNames, LockStatus, OwnerLayout, Waiter};
 pub use hold::commands::{Commands, MAX_COMMAND_WORDS};
 pub use hold::distributed_lock::DistributedLock;

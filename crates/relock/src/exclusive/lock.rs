@@ -30,8 +30,9 @@ use crate::hold::wake::Format;
 
 /// A distributed lock, wire-compatible with Redisson's `RLock`.
 ///
-/// A cheap handle (`Clone + Send + Sync`) made by [`Client::lock`](crate::Client::lock) or
-/// [`Client::fair_lock`](crate::Client::fair_lock). Compared with `tokio::sync::Mutex`:
+/// A cheap handle (`Clone + Send + Sync`) made by [`Client::lock`](crate::Client::lock),
+/// [`Client::fair_lock`](crate::Client::fair_lock) or
+/// [`Client::spin_lock`](crate::Client::spin_lock). Compared with `tokio::sync::Mutex`:
 /// - **Exclusion.** The same: every `lock()` waits until no one else holds the lock, also
 ///   when the other holder is a future of the same task (a branch of `join!` or `select!`).
 /// - **Re-entry** is explicit: inside [`LockGuard::scope`] (or [`Lock::with`]) a `lock()` of
@@ -43,7 +44,8 @@ use crate::hold::wake::Format;
 ///   simply expires after it. Either way a crashed holder frees the lock after its lease.
 /// - **Waiting.** Waiters sleep until a release message (pub/sub) or until the holder's lease
 ///   ends, whichever is first. Not fair: any waiter may win (a fair lock serves arrival
-///   order). No polling.
+///   order). No polling (a spin lock, [`Client::spin_lock`](crate::Client::spin_lock), polls
+///   instead, and uses no pub/sub).
 /// - **Loss.** A hold can be lost (lease ran out, key deleted, Redis restarted empty);
 ///   [`LockGuard::lost`] resolves then, no later than [`LockGuard::valid_until`]. Fence your
 ///   writes with [`LockGuard::fencing_token`].

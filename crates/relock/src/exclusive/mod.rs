@@ -9,6 +9,8 @@
 //!   (`PLAIN`).
 //! - `fair/`: the fair lock, a [`Lock`](crate::Lock) variant in a folder of its own (its
 //!   keys, attempt and reply, wait loop, channel format, line, heartbeats and setting).
+//! - `spin/`: the spin lock, a [`Lock`](crate::Lock) variant in a folder of its own (its
+//!   hold kind, whose release publishes nothing; its polling wait; its back-off setting).
 //! - `rwlock`: [`ReadWriteLock`](crate::ReadWriteLock), its two sides and their kinds.
 //! - `channel`: the lock channel's message format (`0` one waiter, `1` all), shared by the
 //!   kinds here that listen on a lock's channel (the fair lock's waiters have their own).
@@ -42,6 +44,7 @@ pub(crate) mod lock;
 pub(crate) mod multilock;
 pub(crate) mod queries;
 pub(crate) mod rwlock;
+pub(crate) mod spin;
 pub(crate) mod status;
 #[cfg(test)]
 mod toy_ticket;

@@ -1,0 +1,14 @@
+-- spin_release: drop one count of a spin lock's hold (or the whole hold), and publish nothing:
+-- the spin lock's waiters poll, and a release message on every unlock is what its users want
+-- to spare their servers (Redisson's RSpinLock unlock publishes nothing either). Acts only on
+-- the named hold's field, so a release that arrives late can never touch a later hold.
+--
+-- KEYS[1]  the lock hash (the same hash as a plain lock's, Redisson's RLock and RSpinLock)
+-- ARGV[1]  the hold's field, <client_id>:<n>
+-- ARGV[2]  "1": drop one count (a nested guard); "all": drop the hold whatever its count (its
+--          last guard, or the clean-up of an acquisition whose reply was lost)
+-- The fencing counter is not touched: it expires by itself (lib/mint.lua).
+--
+-- Returns 1 (released: the lock is free), 0 (the hold is still there, count decremented) or
+-- nil (this hold is not here: its lease ran out, it was deleted or released).
+return drop_hold(KEYS[1], ARGV[1], ARGV[2])
