@@ -41,8 +41,8 @@ pub(crate) enum OnLost {
   relock run --wait 30s --shell 'migrate up && echo done' db-migrations
   relock run --quorum redis://a:6379,redis://b:6379,redis://c:6379 backup -- ./backup.sh
 
-The command sees RELOCK_NAME, RELOCK_KIND (lock, fair, read, write, quorum, permit, job or
-leader), RELOCK_TOKEN (the fencing token: pass it with every write to the resource it
+The command sees RELOCK_NAME, RELOCK_KIND (lock, fair, spin, read, write, quorum, permit,
+job or leader), RELOCK_TOKEN (the fencing token: pass it with every write to the resource it
 protects) and RELOCK_OWNER (for `relock write`). If relock is killed (SIGKILL, a crash), the
 command and its process group are killed too. Exit codes: the command's own; 75 (or
 --conflict-exit-code) when the lock could not be had in time; 76 when the lock was lost while
@@ -72,9 +72,15 @@ pub(crate) struct Args {
     /// Use the fair lock (first come, first served).
     #[arg(long, conflicts_with = "quorum")]
     fair: bool,
+    /// Use the spin lock (Redisson's RSpinLock): the plain lock's keys, so it excludes plain
+    /// runs and Java RLocks of NAME, but it waits by polling (from 1 ms, doubling, at most
+    /// 128 ms) and uses no pub/sub at all; its release wakes no plain waiter (they take the
+    /// lock when the lease they read ends). For servers or proxies without pub/sub.
+    #[arg(long, conflicts_with_all = ["fair", "quorum"])]
+    spin: bool,
     /// Hold the read-write lock NAME's shared side (as `flock -s`): any number of shared
     /// holders together, none beside an `--exclusive` one (Redisson's RReadWriteLock read lock).
-    #[arg(long, short = 's', conflicts_with_all = ["fair", "quorum", "exclusive"])]
+    #[arg(long, short = 's', conflicts_with_all = ["fair", "spin", "quorum", "exclusive"])]
     shared: bool,
     /// Hold one of N permits of the semaphore NAME instead of a lock (as `consul lock -n N`):
     /// up to N commands run at once. N sets the count when the semaphore does not exist yet
@@ -84,12 +90,12 @@ pub(crate) struct Args {
         long,
         value_name = "N",
         value_parser = clap::value_parser!(u64).range(1..),
-        conflicts_with_all = ["fair", "quorum", "shared", "exclusive"]
+        conflicts_with_all = ["fair", "spin", "quorum", "shared", "exclusive"]
     )]
     permits: Option<u64>,
     /// Hold the read-write lock NAME's exclusive side (as `flock -x`): alone, with no
     /// `--shared` holder. Runs that share a name use `-s`/`-x` all of them, or none.
-    #[arg(long, short = 'x', conflicts_with_all = ["fair", "quorum"])]
+    #[arg(long, short = 'x', conflicts_with_all = ["fair", "spin", "quorum"])]
     exclusive: bool,
     /// Lock on a majority of these independent masters (Redlock, at least 3) instead of one
     /// Redis: one argument, the URLs separated by commas.
@@ -109,7 +115,7 @@ pub(crate) struct Args {
         long,
         value_name = "DURATION",
         value_parser = relock_cli::shared::parse_duration,
-        conflicts_with_all = ["fair", "quorum", "shared", "exclusive", "permits", "lease"]
+        conflicts_with_all = ["fair", "spin", "quorum", "shared", "exclusive", "permits", "lease"]
     )]
     at_least: Option<Duration>,
     /// With --at-least: the longest a run may hold the lock (ShedLock's lockAtMostFor,
@@ -240,6 +246,7 @@ impl ElectArgs {
             lease: None,
             watchdog_lease: self.watchdog_lease,
             fair: false,
+            spin: false,
             shared: false,
             permits: None,
             exclusive: false,
@@ -336,7 +343,8 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
 }
 
 /// What `run` holds on one server: a permit (`--permits`), a side of the read-write lock
-/// (`-s`, `-x`), or the plain or fair lock (whose status names its holder in a conflict).
+/// (`-s`, `-x`), or the plain, fair or spin lock (whose status names its holder in a
+/// conflict).
 async fn one_server_target(args: &Args, client: &relock::Client) -> Result<Target, CliError> {
     if let Some(value) = &args.election {
         return Ok(Target::Election(client.election(&args.name), value.clone()));
@@ -363,6 +371,8 @@ async fn one_server_target(args: &Args, client: &relock::Client) -> Result<Targe
     }
     let lock = if args.fair {
         client.fair_lock(&args.name)
+    } else if args.spin {
+        client.spin_lock(&args.name)
     } else {
         client.lock(&args.name)
     };
@@ -389,7 +399,7 @@ impl Shutdown {
 
 /// What `run` holds while the command runs: a lock, or a permit of a semaphore.
 enum Target {
-    /// The lock, and the plain or fair lock's handle for its status.
+    /// The lock, and the plain, fair or spin lock's handle for its status.
     Lock(Box<dyn DistributedLock>, Option<relock::Lock>),
     Permits(relock::PermitSemaphore),
     /// A run-at-most-once job (`--at-least`).
@@ -674,6 +684,8 @@ fn kind_of(args: &Args) -> &'static str {
         "write"
     } else if args.fair {
         "fair"
+    } else if args.spin {
+        "spin"
     } else {
         "lock"
     }

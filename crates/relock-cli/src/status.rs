@@ -33,7 +33,7 @@ With --quorum each master is read on its own: the lock is held when one owner fi
 majority of them, free when no field can reach a majority even counting the masters that did
 not answer, and unknown (exit 2) otherwise.
 
-A fair lock's line is shown too. An owner field is labelled relock or redisson by its shape
+A fair lock's line is shown too; a spin lock is shown as a plain lock (the same keys). An owner field is labelled relock or redisson by its shape
 (<client id>:<n> with a large n, or <uuid>:<thread id>).")]
 pub(crate) struct StatusArgs {
     /// The locks' names.
