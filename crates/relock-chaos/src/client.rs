@@ -68,6 +68,7 @@ impl Locks {
     fn lock(&self, name: &str, read: bool) -> Box<dyn DistributedLock> {
         match self {
             Locks::Single(c, Kind::Fair) => Box::new(c.fair_lock(name)),
+            Locks::Single(c, Kind::Spin) => Box::new(c.spin_lock(name)),
             Locks::Single(c, Kind::Rw) if read => Box::new(c.read_write_lock(name).read_lock()),
             Locks::Single(c, Kind::Rw) => Box::new(c.read_write_lock(name).write_lock()),
             Locks::Single(c, _) => Box::new(c.lock(name)),

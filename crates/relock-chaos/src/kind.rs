@@ -10,6 +10,9 @@ pub enum Kind {
     Plain,
     /// `client.fair_lock(name)` on one server.
     Fair,
+    /// `client.spin_lock(name)` on one server: the plain lock's keys, its waiters polling with
+    /// the default back-off (no pub/sub).
+    Spin,
     /// `client.read_write_lock(name)` on one server: the write side in 70% of the cycles (a
     /// fenced read-modify-write), the read side otherwise (a fenced read).
     Rw,
@@ -39,6 +42,7 @@ impl Kind {
         match self {
             Kind::Plain => "plain",
             Kind::Fair => "fair",
+            Kind::Spin => "spin",
             Kind::Rw => "rw",
             Kind::Sem => "sem",
             Kind::Quorum => "quorum",
@@ -69,8 +73,19 @@ impl Kind {
     pub fn guarded(self) -> bool {
         matches!(
             self,
-            Kind::Plain | Kind::Fair | Kind::Rw | Kind::Election | Kind::Job
+            Kind::Plain | Kind::Fair | Kind::Spin | Kind::Rw | Kind::Election | Kind::Job
         )
+    }
+
+    /// The longest the median handoff to a waiting client may be, away from faults: a round
+    /// trip or two for the kinds whose waiters a release wakes; for the spin lock, whose
+    /// waiters poll, its longest sleep (128 ms and up to 4 ms of jitter by default) and a
+    /// margin.
+    pub fn median_handoff(self) -> std::time::Duration {
+        match self {
+            Kind::Spin => std::time::Duration::from_millis(150),
+            _ => std::time::Duration::from_millis(20),
+        }
     }
 }
 

@@ -208,6 +208,7 @@ fn judge_again(args: &JudgeArgs) -> i32 {
             capacity: kind_of.map_or(1, Kind::capacity),
             fenced: kind_of.is_none_or(Kind::fenced),
             guarded: kind_of.is_some_and(Kind::guarded),
+            median_handoff: kind_of.unwrap_or(Kind::Plain).median_handoff().as_nanos() as i64,
         };
         let check::Verdicts {
             holds,
@@ -245,7 +246,7 @@ fn judge_again(args: &JudgeArgs) -> i32 {
 }
 
 /// The kinds a mutant run exercises: the semaphore for a semaphore mutant, else the fair and
-/// the plain lock.
+/// the plain lock (`--kind spin` runs a lock mutant on the spin lock).
 fn mutant_kinds(name: &str) -> Vec<Kind> {
     #[cfg(feature = "chaos-mutants")]
     if mutant::Mutant::from_name(name).is_some_and(|m| m.breaks_semaphore()) {
@@ -288,6 +289,16 @@ fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
             ProxyFreeze,
             ProxyDrop,
             ProxyOneWay,
+        ],
+        // Not in the CI profile's kinds (`--kind spin` runs it): the plain lock's waits with
+        // polling, so the faults that touch a waiter's attempts and its holder's renewals.
+        Kind::Spin => vec![
+            PauseClient,
+            PauseMidSection,
+            KillRestart,
+            ClientKill,
+            ProxyFreeze,
+            ClockJump,
         ],
         Kind::Rw => vec![PauseClient, KillRestart],
         Kind::Sem => vec![PauseClient, ClientKill],

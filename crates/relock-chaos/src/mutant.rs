@@ -14,7 +14,8 @@ use std::borrow::Cow;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Mutant {
-    /// The release script deletes the lock whoever holds it (no owner check).
+    /// The release script deletes the lock whoever holds it (no owner check): the plain, fair
+    /// and quorum releases, and the spin lock's (`--kind spin`).
     ReleaseWithoutOwnerCheck,
     /// A waiter sleeps for the holder's remaining lease without subscribing to the release
     /// channel: a release wakes nobody.
@@ -128,7 +129,7 @@ fn broken_lua(active: Mutant, name: &str, lua: &'static str) -> Cow<'static, str
     const KEEP: &str = "local count = redis.call('hget', KEYS[1], ARGV[1])";
     const HOLD_CHECK: &str = "if ARGV[1] == 'mode' or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then\n  return {0}\nend";
     match name {
-        "release" | "fair_release" | "batch" | "quorum_release"
+        "release" | "fair_release" | "spin_release" | "batch" | "quorum_release"
             if is(Mutant::ReleaseWithoutOwnerCheck) =>
         {
             assert!(

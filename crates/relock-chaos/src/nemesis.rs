@@ -72,7 +72,9 @@ impl Nemesis {
     pub fn applies_to(self, kind: Kind) -> bool {
         use Nemesis::*;
         match kind {
-            Kind::Plain | Kind::Fair | Kind::Rw | Kind::Election | Kind::Job => self != Failover,
+            Kind::Plain | Kind::Fair | Kind::Spin | Kind::Rw | Kind::Election | Kind::Job => {
+                self != Failover
+            }
             // A permit has no section to pause in (no read, no write).
             // A semaphore's permits have no lease: a holder killed for good, or a server
             // restarted empty, loses them, and an acquire or release that fails after a

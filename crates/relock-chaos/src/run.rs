@@ -534,6 +534,7 @@ fn judge(
         capacity: seg.kind.capacity(),
         fenced: seg.kind.fenced(),
         guarded: seg.kind.guarded(),
+        median_handoff: seg.kind.median_handoff().as_nanos() as i64,
     };
     let check::Verdicts {
         holds,

@@ -36,7 +36,13 @@ impl Topology {
             move |err: relock_testkit::Error| format!("{what}: {err}")
         };
         Ok(match kind {
-            Kind::Plain | Kind::Fair | Kind::Rw | Kind::Sem | Kind::Election | Kind::Job => {
+            Kind::Plain
+            | Kind::Fair
+            | Kind::Spin
+            | Kind::Rw
+            | Kind::Sem
+            | Kind::Election
+            | Kind::Job => {
                 let (server, clock) = crate::clock::start_server(dir).map_err(e("redis-server"))?;
                 let proxy = FaultProxy::start(&server.addr()).map_err(e("fault proxy"))?;
                 Topology::Single {

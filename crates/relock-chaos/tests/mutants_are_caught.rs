@@ -132,6 +132,24 @@ fn terms_from_the_client_clock_are_caught_on_the_election_kind() {
     );
 }
 
+/// The spin lock's release (its own script, which publishes nothing) without the owner check:
+/// a paused holder's late release deletes its successor's hold, and a third client takes the
+/// lock beside it.
+#[test]
+fn a_spin_lock_release_without_the_owner_check_is_caught() {
+    let (code, out) = run_mutant_with("release-without-owner-check", &["--kind", "spin"]);
+    assert!(
+        out.contains("mutant release-without-owner-check was caught"),
+        "not caught on the spin kind:\n{out}"
+    );
+    assert_eq!(code, 0);
+    assert!(
+        out.lines().any(|l| l.starts_with("spin")
+            && (l.contains("exclusion FAIL") || l.contains("liveness FAIL"))),
+        "{out}"
+    );
+}
+
 /// The table names every mutant relock has, once; a new mutant fails here until it has a row
 /// (and a test above that calls `caught` with it).
 #[test]
