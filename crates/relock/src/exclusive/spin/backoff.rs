@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use crate::client::builder::ClientBuilder;
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
 use crate::client::settings::KindSetting;
 use crate::error::{Error, Human, Result};
 

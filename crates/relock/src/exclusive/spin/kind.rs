@@ -1,11 +1,13 @@
 //! The spin lock's holds ([`HoldKind`]): fields of the lock's hash like a plain lock's (renewed
 //! with them), released by `spin_release.lua`, which publishes nothing.
 
+use crate::client::scripts;
 use crate::exclusive::channel::LOCK_CHANNEL;
+use crate::exclusive::hash_field_holds;
 use crate::hold::kind::{CallContext, HoldKind, LockKeys, ScriptCall};
 use crate::hold::wake::Format;
 
-crate::client::scripts::scripts! {
+scripts::scripts! {
     /// Drop one count of a spin lock's hold (or the whole hold); publishes nothing.
     SPIN_RELEASE = writes "spin_release.lua" ["release"];
 }
@@ -29,19 +31,19 @@ impl HoldKind for Spin {
             keys: vec![keys.lock.clone()],
             args: vec![
                 field.to_string(),
-                crate::exclusive::hash_hold::release_mode(all).into(),
+                hash_field_holds::release_mode(all).into(),
             ],
             // The client's batch script publishes each release it runs.
-            coalesce: false,
+            coalesce: None,
         }
     }
 
     fn renewal_group(&self) -> &'static str {
-        crate::exclusive::hash_hold::LOCK_HOLDS
+        hash_field_holds::LOCK_HOLDS
     }
 
     fn renew(&self, batch: &[(&LockKeys, &str)], lease_ms: u64, _: &CallContext) -> ScriptCall {
-        crate::exclusive::hash_hold::renew(batch, lease_ms)
+        hash_field_holds::renew(batch, lease_ms)
     }
 
     /// The lock channel's: nothing of the spin lock listens there, but a force-unlock of the

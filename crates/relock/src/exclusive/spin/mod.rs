@@ -27,13 +27,15 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
-use crate::client::handle::{Client, Inner};
+use crate::client::handle::Client;
+use crate::client::inner::Inner;
 use crate::error::Result;
 use crate::exclusive::attempt::Fresh;
 use crate::exclusive::lock::{LineKeys, Lock, Variant};
+use crate::exclusive::queries;
 use crate::exclusive::spin::kind::SPIN;
 use crate::hold::guard::LockGuard;
-use crate::hold::kind::LockKeys;
+use crate::hold::kind::{CallContext, LockKeys, ScriptCall};
 
 /// The spin lock, as a [`Lock`] carries it.
 #[derive(Debug)]
@@ -67,8 +69,10 @@ impl Variant for SpinLock {
         None
     }
 
-    fn release_keys(&self, keys: &LockKeys) -> Vec<String> {
-        vec![keys.lock.clone()]
+    /// The plain lock's: a force-unlock of the name announces itself on the lock channel, to
+    /// plain waiters and holders of the name (a spin waiter finds it free at its next attempt).
+    fn force_unlock(&self, keys: &LockKeys, ctx: &CallContext) -> ScriptCall {
+        queries::delete_and_publish(keys, ctx, false)
     }
 
     fn local_waiters(&self, _: &Inner, _: &str) -> Vec<String> {

@@ -7,13 +7,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::client::handle::Inner;
+use crate::client::inner::Inner;
+use crate::client::lock_scripts;
 use crate::client::scripts;
 use crate::error::Result;
 use crate::exclusive::attempt::{attempt, await_local_release, AcquireCall, Attempt, Fresh};
+use crate::exclusive::coalesce;
 use crate::exclusive::spin::backoff::backoff;
 use crate::hold::guard::LockGuard;
-use crate::hold::kind::LockKeys;
+use crate::hold::kind::{Coalescible, LockKeys};
 use crate::hold::reentry;
 
 /// The spin lock's attempt: the plain lock's `acquire.lua` (coalesced with others when the
@@ -32,13 +34,13 @@ impl AcquireCall for SpinCall {
         _: &mut Vec<String>,
     ) -> (&'static scripts::Script, Vec<String>) {
         (
-            &scripts::ACQUIRE,
+            &lock_scripts::ACQUIRE,
             vec![keys.lock.clone(), keys.token.clone()],
         )
     }
 
-    fn coalesced(&self) -> bool {
-        true
+    fn coalesced(&self) -> Option<Coalescible> {
+        Some(coalesce::ACQUIRE)
     }
 
     fn watched(&self) -> bool {
