@@ -30,34 +30,95 @@ use crate::hold::meter;
 pub(crate) struct Inner {
     /// Becomes true when a command connection fails, for a client whose connections do not
     /// reconnect by themselves (a quorum node): the set must be replaced.
-    pub(crate) pool_failed: watch::Receiver<bool>,
+    pub(super) pool_failed: watch::Receiver<bool>,
     /// Coalesces plain acquires and releases (none on a cluster, or when turned off).
-    pub(crate) batcher: Option<batch::Batcher>,
+    pub(super) batcher: Option<batch::Batcher>,
     /// Its id, its holds and its background work.
-    pub(crate) shared: backend::Shared,
+    pub(super) shared: backend::Shared,
     /// Makes every hold's own field.
-    pub(crate) fields: FieldMaker,
-    pub(crate) settings: Settings,
-    pub(crate) pool: Pool,
-    pub(crate) pubsub: Arc<PubSub>,
+    pub(super) fields: FieldMaker,
+    pub(super) settings: Settings,
+    pub(super) pool: Pool,
+    pub(super) pubsub: Arc<PubSub>,
     /// What each kind keeps per client (created on its first use), and their shutdown steps.
-    pub(crate) kinds: KindStates,
+    pub(super) kinds: KindStates,
     /// The runtime the client was built on, where its background tasks run: a task started
     /// later (the fair heartbeat) runs there too, not on the runtime of whatever called it,
     /// which may end sooner.
-    pub(crate) runtime: tokio::runtime::Handle,
+    pub(super) runtime: tokio::runtime::Handle,
     /// Holds waiting for their watch (`hold_watch`).
-    pub(crate) watches: Arc<hold_watch::Watches>,
+    pub(super) watches: Arc<hold_watch::Watches>,
     /// Whether the pool is ours to close (not one given to `build_with_pool`).
-    pub(crate) owns_pool: bool,
+    pub(super) owns_pool: bool,
     /// Acquire calls of this client asleep right now, waiting for a wake-up or a timer.
-    pub(crate) parked: AtomicUsize,
+    pub(super) parked: AtomicUsize,
     /// A reconnect to find the current master is under way.
-    pub(crate) rediscovering: Arc<AtomicBool>,
-    pub(crate) shutting_down: AtomicBool,
+    pub(super) rediscovering: Arc<AtomicBool>,
+    pub(super) shutting_down: AtomicBool,
     /// Turns true when `shutdown()` begins (work in flight makes its last attempts).
-    pub(crate) stopping: watch::Sender<bool>,
-    pub(crate) shutdown: watch::Sender<bool>,
+    pub(super) stopping: watch::Sender<bool>,
+    pub(super) shutdown: watch::Sender<bool>,
+}
+
+/// What the kinds reach a client through: its fields are the client room's own. A command
+/// connection, the subscriber, the settings, the record of holds, a new hold's field, the
+/// runtime and the coalescer; and, further below, the running checks, the error mapping, the
+/// release call and the kinds' per-client state.
+impl Inner {
+    /// A command connection: the pool's next.
+    pub(crate) fn conn(&self) -> &fred::clients::Client {
+        self.pool.next()
+    }
+
+    /// The command connections (for what a kind sends on more than one, or closes).
+    pub(crate) fn pool(&self) -> &Pool {
+        &self.pool
+    }
+
+    /// The client's subscriber.
+    pub(crate) fn pubsub(&self) -> &Arc<PubSub> {
+        &self.pubsub
+    }
+
+    /// Its id, its holds and its background work.
+    pub(crate) fn shared(&self) -> &backend::Shared {
+        &self.shared
+    }
+
+    pub(crate) fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// A new hold's own field (`<client_id>:<n>`, never reused).
+    pub(crate) fn new_field(&self) -> String {
+        self.fields.next()
+    }
+
+    /// The runtime the client was built on, where its background tasks run.
+    pub(crate) fn runtime(&self) -> &tokio::runtime::Handle {
+        &self.runtime
+    }
+
+    /// The coalescer (none on a cluster, with `sync_replicas`, or when turned off).
+    pub(crate) fn batcher(&self) -> Option<&batch::Batcher> {
+        self.batcher.as_ref()
+    }
+
+    /// Turns true when `shutdown()` begins (work in flight makes its last attempts).
+    pub(crate) fn stopping(&self) -> watch::Receiver<bool> {
+        self.stopping.subscribe()
+    }
+
+    /// Turns true once `shutdown()` has released everything: background work ends.
+    pub(crate) fn on_shutdown(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    /// A failed command connection (for a client whose connections do not reconnect by
+    /// themselves).
+    pub(crate) fn pool_failed(&self) -> watch::Receiver<bool> {
+        self.pool_failed.clone()
+    }
 }
 
 /// State that a kind keeps per client beside the client's own (a fair lock's line of waiters,

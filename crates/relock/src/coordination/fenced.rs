@@ -91,7 +91,7 @@ impl FencedKey {
         self.inner.check_running()?;
         let reply: Vec<Value> = FENCED_SET
             .run(
-                self.inner.pool.next(),
+                self.inner.conn(),
                 vec![self.key.clone()],
                 vec![token.to_string(), value.into()],
             )
@@ -116,7 +116,7 @@ impl FencedKey {
     pub async fn get(&self) -> Result<Option<(String, u64)>> {
         self.inner.check_running()?;
         let reply: Vec<Value> = FENCED_GET
-            .run_read_only(self.inner.pool.next(), vec![self.key.clone()], vec![])
+            .run_read_only(self.inner.conn(), vec![self.key.clone()], vec![])
             .await
             .map_err(|e| self.inner.error("fenced get", &self.key, e))?;
         read_get(&reply, &self.key, || self.unexpected("fenced get"))

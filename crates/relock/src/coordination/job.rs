@@ -266,7 +266,7 @@ impl JobGuard {
     pub async fn finish(mut self) -> Result<()> {
         let guard = self.guard.take().expect("finished once");
         let work = finish(self.inner.clone(), guard, self.kept_for());
-        match self.inner.shared.tracker.spawn(work).await {
+        match self.inner.shared().tracker.spawn(work).await {
             Ok(r) => r,
             Err(_) => Err(Error::Shutdown),
         }
@@ -284,7 +284,7 @@ impl Drop for JobGuard {
                     }
                 }
             };
-            detach::spawn(&self.inner.shared.tracker, self.runtime.as_ref(), work);
+            detach::spawn(&self.inner.shared().tracker, self.runtime.as_ref(), work);
         }
     }
 }
@@ -304,12 +304,12 @@ async fn finish(inner: Arc<Inner>, guard: LockGuard, keep: Duration) -> Result<(
         .unlock_or_keep(|field| async move {
             let kept = JOB_KEEP
                 .run::<i64>(
-                    inner.pool.next(),
+                    inner.conn(),
                     vec![name.clone()],
                     vec![
                         field,
                         keep_ms.to_string(),
-                        inner.fields.next(),
+                        inner.new_field(),
                         inner.publish_cmd().to_string(),
                         channel,
                     ],

@@ -82,7 +82,7 @@ impl Client {
     /// ```
     pub fn count_down_latch(&self, name: impl Into<String>) -> CountDownLatch {
         let name: String = self.inner.named(name.into());
-        let names = names(&name, self.inner.pubsub.cluster);
+        let names = names(&name, self.inner.pubsub().cluster);
         CountDownLatch {
             inner: self.inner.clone(),
             name: name.into(),

@@ -56,7 +56,7 @@ impl Names {
         args.push(self.channel.clone());
         let once = || async {
             script
-                .run(inner.pool.next(), keys.clone(), args.clone())
+                .run(inner.conn(), keys.clone(), args.clone())
                 .await
                 .map_err(|e| inner.error(operation, &self.key, e))
         };
@@ -75,7 +75,7 @@ impl Names {
     pub(crate) async fn read(&self, inner: &Inner) -> Result<u64> {
         let value: Option<String> = retrying(inner, || async {
             inner
-                .pool
+                .pool()
                 .next()
                 .get(self.key.as_str())
                 .await

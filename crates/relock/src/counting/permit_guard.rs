@@ -70,13 +70,13 @@ impl PermitGuard {
         let lease = Arc::new(Permit::new(keys, id, renewed, until));
         let leases = inner.state::<Leases>();
         leases.insert(lease.clone());
-        if inner.settings.watch_holds {
+        if inner.settings().watch_holds {
             // From SETTLE after its grant, as a hold's watch starts.
             let settle = hold_watch::SETTLE;
             hold_watch::spawn_watch(
-                &inner.pubsub,
-                &inner.pool,
-                &inner.runtime,
+                inner.pubsub(),
+                inner.pool(),
+                inner.runtime(),
                 lease.clone(),
                 settle,
             );
@@ -182,7 +182,7 @@ impl PermitGuard {
     pub async fn release(mut self) -> Result<()> {
         self.released = true;
         let task = give_back(self.inner.clone(), self.lease.clone());
-        match self.inner.shared.tracker.spawn(task).await {
+        match self.inner.shared().tracker.spawn(task).await {
             Ok(r) => r,
             Err(_) => Err(Error::Shutdown),
         }
@@ -204,7 +204,7 @@ impl Drop for PermitGuard {
         };
         // If the client's runtime is gone, the permit comes back when its lease ends.
         let inner = &self.inner;
-        detach::spawn(&inner.shared.tracker, Some(&inner.runtime), work);
+        detach::spawn(&inner.shared().tracker, Some(inner.runtime()), work);
     }
 }
 
@@ -224,7 +224,7 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Permit>) -> Result<()> {
     }
     let span =
         tracing::debug_span!("permit release", semaphore = %lease.keys.count, id = %lease.id);
-    let limit = inner.settings.command_timeout;
+    let limit = inner.settings().command_timeout;
     match release_retrying(&inner, &lease.keys, &lease.id)
         .instrument(span)
         .await
@@ -245,7 +245,7 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Permit>) -> Result<()> {
             };
             if err.is_transient() {
                 inner
-                    .shared
+                    .shared()
                     .tracker
                     .spawn(retry_give_back(inner.clone(), lease.clone()));
             }
@@ -264,10 +264,10 @@ async fn give_back(inner: Arc<Inner>, lease: Arc<Permit>) -> Result<()> {
 pub(crate) async fn retry_give_back(inner: Arc<Inner>, lease: Arc<Permit>) {
     let request = Request::new(&inner, &lease.keys.count);
     let key = lease.keys.request_of(&lease.id);
-    let limit = inner.settings.command_timeout;
+    let limit = inner.settings().command_timeout;
     let call = || async {
         let call = permit_leases::release(
-            inner.pool.next(),
+            inner.conn(),
             &lease.keys,
             &lease.id,
             inner.publish_cmd(),
@@ -296,11 +296,11 @@ pub(crate) async fn release_retrying(
     let call = || async {
         let publish = inner.publish_cmd();
         let once = Some((request.key.as_str(), request.ttl_ms.as_str(), false));
-        permit_leases::release(inner.pool.next(), keys, id, publish, once)
+        permit_leases::release(inner.conn(), keys, id, publish, once)
             .await
             .map_err(|e| inner.error("permits release", &keys.count, e))
     };
-    let limit = inner.settings.command_timeout;
+    let limit = inner.settings().command_timeout;
     let r = tokio::time::timeout(limit, request.send(inner, call)).await;
     if r.is_err() {
         // A copy may still be on its way: the request key must outlive it.

@@ -199,10 +199,10 @@ impl KindState for Leases {
                 // Tried again until shutdown's wait ends while the errors are transient
                 // (releasing an id twice is harmless): one try sent while a connection is
                 // being replaced fails at once. An error reply is final.
-                let last = Instant::now() + inner.settings.command_timeout;
+                let last = Instant::now() + inner.settings().command_timeout;
                 let release = || {
                     let publish = inner.publish_cmd();
-                    release(inner.pool.next(), &lease.keys, &lease.id, publish, None)
+                    release(inner.conn(), &lease.keys, &lease.id, publish, None)
                 };
                 let name = format!("{} (permit {})", lease.keys.count, lease.id);
                 let what = "giving back a permit (it comes back when its lease ends)";
@@ -233,18 +233,18 @@ impl KindState for Leases {
 /// found gone are marked lost. False if the call failed (the loop retries sooner; a permit
 /// whose local deadline passes meanwhile is lost).
 async fn renew_batch(inner: &Inner, batch: &[Arc<Permit>]) -> bool {
-    let lease = inner.settings.watchdog_lease;
+    let lease = inner.settings().watchdog_lease;
     let keys = batch.iter().map(|l| l.keys.timeouts.clone()).collect();
     let ids = batch.iter().map(|l| l.id.clone());
     let args = std::iter::once(lease.as_millis().to_string())
         .chain(ids)
         .collect();
-    let limit = inner.settings.command_timeout.min(lease / 3);
+    let limit = inner.settings().command_timeout.min(lease / 3);
     let sent = Instant::now();
-    let call = PERMITS_RENEW.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    let call = PERMITS_RENEW.run::<Vec<i64>>(inner.conn(), keys, args);
     let outcome = match tokio::time::timeout(limit, call).await {
         Ok(Ok(reply)) => scripts::one_each(reply, batch.len()),
-        Ok(Err(e)) => Err(redact::in_text(&e.to_string(), &inner.settings.url)),
+        Ok(Err(e)) => Err(redact::in_text(&e.to_string(), &inner.settings().url)),
         Err(_) => Err(format!("no reply within {}", crate::error::Human(limit))),
     };
     let replies = match outcome {

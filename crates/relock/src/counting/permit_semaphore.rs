@@ -276,7 +276,7 @@ impl PermitSemaphore {
                 validate_lease("lease", lease)?;
                 (lease, false)
             }
-            None => (self.inner.settings.watchdog_lease, true),
+            None => (self.inner.settings().watchdog_lease, true),
         };
         let granted = Mutex::new(None);
         let check = |woken: bool| self.check(&names, &keys, lease, renewed, woken, &granted);
@@ -324,7 +324,7 @@ impl PermitSemaphore {
         // Nothing new is sent once shutdown has begun.
         self.inner.check_running()?;
         let (inner, names, keys) = (self.inner.clone(), names.clone(), keys.clone());
-        let task = self.inner.shared.tracker.spawn(async move {
+        let task = self.inner.shared().tracker.spawn(async move {
             let id = uuid::Uuid::new_v4().simple().to_string();
             let sent = Instant::now();
             let args = vec![id.clone(), lease.as_millis().to_string()];
@@ -350,7 +350,7 @@ impl PermitSemaphore {
                     if e.is_transient() || matches!(e, Error::Shutdown) {
                         let lease = Arc::new(Permit::new(keys, id, false, sent + lease));
                         let retry = retry_give_back(inner.clone(), lease);
-                        inner.shared.tracker.spawn(retry);
+                        inner.shared().tracker.spawn(retry);
                     }
                     return Err(e);
                 }
@@ -417,14 +417,14 @@ impl PermitSemaphore {
         let (_, keys) = self.keys()?;
         validate_id(id)?;
         let (inner, id) = (self.inner.clone(), id.to_string());
-        let released = self.inner.shared.tracker.spawn(async move {
+        let released = self.inner.shared().tracker.spawn(async move {
             release_retrying(&inner, &keys, &id)
                 .await
                 .unwrap_or_else(|| {
                     Err(Error::Timeout {
                         operation: "permits release",
                         server: inner.server(),
-                        timeout: inner.settings.command_timeout,
+                        timeout: inner.settings().command_timeout,
                     })
                 })
         });

@@ -26,7 +26,7 @@ impl Client {
         let sem = self.permit_expirable_semaphore(name);
         let (_, keys) = sem.keys()?;
         let inner = &sem.inner;
-        let pool = &inner.pool;
+        let pool = &inner.pool();
         let err = |key: &str, e| inner.error("inspect", key, e);
         let kind: String = pool
             .r#type(keys.count.as_str())

@@ -30,7 +30,7 @@ pub(crate) struct Request {
 
 impl Request {
     pub(crate) fn new(inner: &Inner, count_key: &str) -> Self {
-        let s = &inner.settings;
+        let s = &inner.settings();
         // A key is deleted as soon as a reply shows that no copy of its call is on its way;
         // only a call that got no reply keeps it for its TTL. A copy of that call may still
         // be in the network: TCP goes on retransmitting bytes written before a close for up
@@ -117,8 +117,8 @@ impl Request {
     /// resend only follows a lost reply): the key is deleted in the background rather than
     /// left for its TTL.
     pub(crate) fn done(&self, inner: &Inner) {
-        let (pool, key) = (inner.pool.clone(), self.key.clone());
-        inner.shared.tracker.spawn(async move {
+        let (pool, key) = (inner.pool().clone(), self.key.clone());
+        inner.shared().tracker.spawn(async move {
             let _: std::result::Result<i64, _> = pool.next().del(key).await;
         });
     }
@@ -142,7 +142,7 @@ where
         match call().await {
             Err(e)
                 if e.is_transient()
-                    && started.elapsed() + pause < inner.settings.command_timeout
+                    && started.elapsed() + pause < inner.settings().command_timeout
                     && inner.check_running().is_ok() =>
             {
                 tracing::debug!(error = %e, "sent again after a transient error");

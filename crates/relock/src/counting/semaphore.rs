@@ -327,7 +327,7 @@ impl Semaphore {
         let work = async move {
             let reply: Vec<i64> = SEMAPHORE_ACQUIRE
                 .run(
-                    inner.pool.next(),
+                    inner.conn(),
                     vec![names.key.clone(), request.key.clone()],
                     vec![n.to_string(), request.ttl_ms.clone()],
                 )
@@ -377,9 +377,9 @@ impl Semaphore {
         // permits it took with it.
         let task = self
             .inner
-            .shared
+            .shared()
             .tracker
-            .spawn_on(work, &self.inner.runtime);
+            .spawn_on(work, self.inner.runtime());
         match task.await {
             Ok(Ok(Ok(taken))) => {
                 taken.claim();
@@ -462,7 +462,7 @@ impl Semaphore {
         let names = self.names()?;
         let inner = self.inner.clone();
         self.inner
-            .shared
+            .shared()
             .tracker
             .spawn(async move { add(&inner, &names, n).await })
             .await

@@ -77,7 +77,7 @@ impl KindState for Outstanding {
             };
             let inner = inner.clone();
             work.spawn(async move {
-                let limit = inner.settings.command_timeout;
+                let limit = inner.settings().command_timeout;
                 let error = match tokio::time::timeout(limit, add(&inner, &names, n as i64)).await {
                     Ok(Ok(_)) => return,
                     Ok(Err(e)) => e.to_string(),
@@ -175,7 +175,7 @@ impl SemaphorePermits {
         }
         // A tracked task: shutdown waits for it, and a dropped future does not stop it. No
         // running check: permits taken before shutdown are given back during it too.
-        let tracker = inner.shared.tracker.clone();
+        let tracker = inner.shared().tracker.clone();
         tracker
             .spawn(async move { add(&inner, &names, n as i64).await.map(drop) })
             .await
@@ -199,7 +199,7 @@ impl Drop for SemaphorePermits {
         // If the client's runtime is gone, `work` is dropped unrun and `GiveBack` says the
         // permits are lost.
         let inner = &self.inner;
-        detach::spawn(&inner.shared.tracker, Some(&inner.runtime), work);
+        detach::spawn(&inner.shared().tracker, Some(inner.runtime()), work);
     }
 }
 
@@ -266,9 +266,9 @@ fn give_back_at_exit(
     use fred::interfaces::ClientLike;
     // One deadline for every give-back of the process's exit: they run one after another
     // (each blocks its dropping thread), so N of them must not take N timeouts.
-    let limit = exit_budget(inner.settings.connect_timeout + inner.settings.command_timeout)
+    let limit = exit_budget(inner.settings().connect_timeout + inner.settings().command_timeout)
         .ok_or_else(|| "the exit's time for give-backs ran out".to_string())?;
-    let config = inner.pool.next().client_config();
+    let config = inner.conn().client_config();
     let keys = vec![names.key.clone(), request.key.clone()];
     let args = vec![
         n.to_string(),

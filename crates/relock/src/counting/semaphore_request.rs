@@ -91,7 +91,7 @@ pub(crate) fn spawn_give_back(
         work.await;
         unfinished.end();
     };
-    drop(inner.shared.tracker.spawn_on(work, &inner.runtime));
+    drop(inner.shared().tracker.spawn_on(work, inner.runtime()));
 }
 
 impl KindState for Unsettled {
@@ -130,7 +130,7 @@ pub(crate) async fn give_back_request(
     ];
     let call = || async {
         SEMAPHORE_ACQUIRE
-            .run::<Vec<i64>>(inner.pool.next(), keys.clone(), args.clone())
+            .run::<Vec<i64>>(inner.conn(), keys.clone(), args.clone())
             .await
             .map_err(|e| inner.error("semaphore give back", &names.key, e))
     };
@@ -141,9 +141,8 @@ pub(crate) async fn give_back_request(
         // again through every error (a connection being replaced fails a call at once, with
         // one error or another) until one command timeout from now; shutdown waits for
         // tracked work that long. Safe to repeat: the request key makes it give back once.
-        let raw =
-            || SEMAPHORE_ACQUIRE.run::<Vec<i64>>(inner.pool.next(), keys.clone(), args.clone());
-        let last = tokio::time::Instant::now() + inner.settings.command_timeout;
+        let raw = || SEMAPHORE_ACQUIRE.run::<Vec<i64>>(inner.conn(), keys.clone(), args.clone());
+        let last = tokio::time::Instant::now() + inner.settings().command_timeout;
         let name = &names.key;
         if try_until(&inner, last, "semaphore give-back", name, raw, |_| true).await {
             r = Ok(Vec::new());

@@ -106,7 +106,7 @@ impl RateLimiter {
     async fn take(&self, names: &Names) -> Result<Take> {
         let reply: Vec<i64> = TOY_RATE_TAKE
             .run(
-                self.inner.pool.next(),
+                self.inner.conn(),
                 vec![names.key.clone()],
                 vec![
                     self.limit.to_string(),

@@ -62,7 +62,7 @@ impl Transient {
             return Err(e);
         }
         let since = *self.since.get_or_insert_with(Instant::now);
-        if since.elapsed() >= inner.settings.command_timeout {
+        if since.elapsed() >= inner.settings().command_timeout {
             return Err(e);
         }
         tracing::debug!(error = %e, "a waiter's call failed; retrying after its next sleep");
@@ -135,7 +135,7 @@ where
     // wakes us (Redisson #1763).
     // A subscription cut off with its connection is a transient error like any other.
     let sub = loop {
-        let subscribe = inner.pubsub.subscribe(channel, kind);
+        let subscribe = inner.pubsub().subscribe(channel, kind);
         let r = match deadline {
             Some(d) => match tokio::time::timeout_at(d, subscribe).await {
                 Ok(r) => r,

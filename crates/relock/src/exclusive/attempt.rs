@@ -138,7 +138,7 @@ impl Fresh {
         lease: Option<Duration>,
     ) -> Self {
         Fresh {
-            field: kind.field(inner.fields.next()),
+            field: kind.field(inner.new_field()),
             owner,
             task: holds::Caller::current(),
             started: Instant::now(),
@@ -161,7 +161,7 @@ impl Fresh {
     /// timeout from the first error in a row) is spent.
     pub(crate) async fn after_error(&mut self, inner: &Inner, e: Error) -> Result<()> {
         meter::failed_attempt(self.kind.label(), meter::cause(&e));
-        self.field = self.kind.field(inner.fields.next());
+        self.field = self.kind.field(inner.new_field());
         let tried = Duration::from_micros(self.last_try.load(Ordering::Relaxed));
         self.retry.after(inner, e, self.started + tried).await
     }
@@ -169,7 +169,7 @@ impl Fresh {
     /// Replaces the field without an error (a fair waiter out of line rejoins under a new
     /// field: see `fair_acquire.lua`).
     pub(crate) fn retire(&mut self, inner: &Inner) {
-        self.field = self.kind.field(inner.fields.next());
+        self.field = self.kind.field(inner.new_field());
     }
 
     /// An attempt got a reply: the run of errors (its budget, backoff, warning) is over.
@@ -241,7 +241,7 @@ impl Retry {
         let now = Instant::now();
         let budget = *self
             .give_up
-            .get_or_insert(tried + inner.settings.command_timeout);
+            .get_or_insert(tried + inner.settings().command_timeout);
         let (give_up, cap) = match self.patience {
             Patience::OneTimeout => (Some(budget), Duration::from_millis(200)),
             // Past one command timeout this is an outage, not a blip: try once a second.
@@ -297,7 +297,7 @@ pub(crate) async fn attempt<M: AcquireCall>(
         mode,
         _gate: gate,
     });
-    inner.shared.run(task).await?
+    inner.shared().run(task).await?
 }
 
 /// Waits (bounded by the command timeout) while a release of this lock by this client is in
@@ -305,13 +305,13 @@ pub(crate) async fn attempt<M: AcquireCall>(
 /// a round trip and a wake-up. (Not needed for safety: a fresh acquisition has its own field,
 /// which no release of an older hold can touch.)
 pub(crate) async fn await_local_release(inner: &Inner, lock: &str, deadline: Option<Instant>) {
-    let Some(hold) = inner.shared.holds.find(lock, |h| h.is_releasing()) else {
+    let Some(hold) = inner.shared().holds.find(lock, |h| h.is_releasing()) else {
         return;
     };
     let mut gone = pin!(hold.gone.notified());
     gone.as_mut().enable();
-    if inner.shared.holds.contains(&hold) {
-        let mut until = Instant::now() + inner.settings.command_timeout;
+    if inner.shared().holds.contains(&hold) {
+        let mut until = Instant::now() + inner.settings().command_timeout;
         if let Some(d) = deadline {
             until = until.min(d);
         }
@@ -346,8 +346,8 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt<M::Ou
         _gate,
     } = a;
     let watchdog = fixed_lease.is_none();
-    let lease = fixed_lease.unwrap_or(inner.settings.watchdog_lease);
-    let conn = inner.pool.next();
+    let lease = fixed_lease.unwrap_or(inner.settings().watchdog_lease);
+    let conn = inner.conn();
     let sent = Instant::now();
     let reply = match send(&inner, conn, &keys, &field, lease, &mode).await {
         Ok(r) => r,
@@ -374,7 +374,7 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt<M::Ou
         Ok(grant) => grant,
         Err(not_granted) => return Ok(not_granted),
     };
-    if let Some((wanted, timeout)) = inner.settings.sync_replicas {
+    if let Some((wanted, timeout)) = inner.settings().sync_replicas {
         on_replicas(&inner, conn, &keys, &field, lease, wanted, timeout).await?;
     }
     let hold = Arc::new(Hold::new(
@@ -398,7 +398,7 @@ async fn attempt_task<M: AcquireCall>(a: AttemptArgs<M>) -> Result<Attempt<M::Ou
     }
     // Shutdown waits for this task before it releases every recorded hold, so this
     // one is released (and reported lost) too if the client is shutting down.
-    inner.shared.holds.insert(hold.clone());
+    inner.shared().holds.insert(hold.clone());
     if mode.watched() {
         inner.watch_hold(&hold);
     }
@@ -429,7 +429,7 @@ async fn send<M: AcquireCall>(
     ];
     let (script, script_keys) = mode.call(inner, keys, field, &mut args);
     meter::step("attempt.sent");
-    let reply = match (&inner.batcher, mode.coalesced()) {
+    let reply = match (&inner.batcher(), mode.coalesced()) {
         (Some(b), Some(how)) => {
             let op = batch::Op {
                 script,
@@ -594,10 +594,10 @@ pub(crate) async fn reenter(
     lease: Option<Duration>,
 ) -> Result<LockGuard> {
     let work = inner.clone();
-    let task = inner.shared.run(async move {
+    let task = inner.shared().run(async move {
         let inner = work;
         let watchdog = lease.is_none();
-        let lease = lease.unwrap_or(inner.settings.watchdog_lease);
+        let lease = lease.unwrap_or(inner.settings().watchdog_lease);
         // One lease-setting call of this hold at a time (see `renew_first_lease`).
         let gated = hold.clone();
         let _gate = gated.gate.lock().await;
@@ -606,7 +606,7 @@ pub(crate) async fn reenter(
         let script_keys = keys.kind.lease_keys(&keys, &hold.field);
         let reply: Option<i64> = lock_scripts::REENTER
             .run(
-                inner.pool.next(),
+                inner.conn(),
                 script_keys,
                 vec![lease.as_millis().to_string(), hold.field.clone()],
             )

@@ -34,14 +34,14 @@ pub(crate) fn clean_up_unknown_outcome(
     lease: Duration,
 ) {
     // A grant that landed by now has expired by then.
-    let until = Instant::now() + lease.max(inner.settings.command_timeout);
+    let until = Instant::now() + lease.max(inner.settings().command_timeout);
     clean_ups
         .pending
         .lock()
         .unwrap()
         .push((field.to_string(), until));
     if !clean_ups.running.swap(true, Ordering::SeqCst) {
-        let tracker = inner.shared.tracker.clone();
+        let tracker = inner.shared().tracker.clone();
         tracker.spawn(drain(inner.clone(), keys.clone(), clean_ups.clone()));
     }
 }
@@ -60,7 +60,7 @@ pub(crate) struct CleanUps {
 /// are dropped. When shutdown begins, every pending field gets one more try (shutdown waits
 /// about one command timeout for this task).
 async fn drain(inner: Arc<Inner>, keys: Arc<LockKeys>, clean_ups: Arc<CleanUps>) {
-    let mut stopping = inner.stopping.subscribe();
+    let mut stopping = inner.stopping();
     let mut backoff = Duration::from_millis(50);
     loop {
         let next = {
@@ -88,7 +88,7 @@ async fn drain(inner: Arc<Inner>, keys: Arc<LockKeys>, clean_ups: Arc<CleanUps>)
             // every 50 ms until it gets a reply or one command timeout has passed. One try
             // was not enough: a try sent while a connection was being replaced failed at
             // once, and the grant it undid stayed for its whole lease (r98, under load).
-            let last = Instant::now() + inner.settings.command_timeout;
+            let last = Instant::now() + inner.settings().command_timeout;
             for f in fields {
                 let release = || inner.run_release(&keys, &f, true);
                 let transient = crate::error::redis_transient;
@@ -127,10 +127,10 @@ pub(crate) async fn clean_up_refused_grant(
     field: &str,
     lease: Duration,
 ) {
-    let until = Instant::now() + lease.max(inner.settings.command_timeout);
+    let until = Instant::now() + lease.max(inner.settings().command_timeout);
     if let Err(e) = inner.run_release(keys, field, true).await {
         tracing::debug!(lock = %keys.lock, error = %e, "could not clean up after a failed acquire; retrying in the background");
-        inner.shared.tracker.spawn(inner_backend::retry_release(
+        inner.shared().tracker.spawn(inner_backend::retry_release(
             inner.clone(),
             keys.clone(),
             field.to_string(),

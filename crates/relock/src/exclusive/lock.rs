@@ -304,9 +304,9 @@ impl Lock {
         };
         let plan = |keys: &Arc<LockKeys>| {
             let target = reentry::resolve(
-                inner.shared.id,
-                inner.settings.reentrancy,
-                &inner.shared.holds,
+                inner.shared().id,
+                inner.settings().reentrancy,
+                &inner.shared().holds,
                 &keys.lock,
             )?;
             Ok(match target {
@@ -328,19 +328,19 @@ impl Lock {
     /// (or per-task) owner's, else a live hold taken by the current task.
     fn current_hold(&self, keys: &LockKeys) -> Option<Arc<Hold>> {
         let inner = &self.inner;
-        if let Some(h) = reentry::scoped_hold(inner.shared.id, &keys.lock) {
+        if let Some(h) = reentry::scoped_hold(inner.shared().id, &keys.lock) {
             return Some(h);
         }
         if let Ok(Target::Reenter(h)) = reentry::resolve(
-            inner.shared.id,
-            inner.settings.reentrancy,
-            &inner.shared.holds,
+            inner.shared().id,
+            inner.settings().reentrancy,
+            &inner.shared().holds,
             &keys.lock,
         ) {
             return Some(h);
         }
         let caller = reentry::Caller::current();
-        inner.shared.holds.find(&keys.lock, |h| {
+        inner.shared().holds.find(&keys.lock, |h| {
             h.task == caller && h.is_live() && h.keys.kind.shared_reentry()
         })
     }
@@ -426,7 +426,7 @@ impl Lock {
         };
         let n: usize = self
             .inner
-            .pool
+            .pool()
             .next()
             .zcard(q.queue.as_str())
             .await
@@ -459,7 +459,7 @@ impl Lock {
         for field in fields {
             let rank: Option<usize> = self
                 .inner
-                .pool
+                .pool()
                 .next()
                 .zrank(q.queue.as_str(), field.as_str(), false)
                 .await

@@ -41,10 +41,10 @@ pub(crate) async fn force_unlock(
     let call = call(&keys, &inner.call_context());
     let r: i64 = call
         .script
-        .run(inner.pool.next(), call.keys, call.args)
+        .run(inner.conn(), call.keys, call.args)
         .await
         .map_err(|e| inner.error("force_unlock", &keys.lock, e))?;
-    for h in inner.shared.holds.of_lock(&keys.lock) {
+    for h in inner.shared().holds.of_lock(&keys.lock) {
         h.mark_lost("force-unlocked by this client");
     }
     Ok(r == 1)
@@ -67,5 +67,5 @@ pub(crate) fn delete_and_publish(keys: &LockKeys, ctx: &CallContext, wake_all: b
 
 /// Where the lock `name`'s data lives: the server (credentials never shown) and the name.
 pub(crate) fn resource(inner: &Inner, name: &str) -> String {
-    format!("{} {name}", redact::identity(&inner.settings.url))
+    format!("{} {name}", redact::identity(&inner.settings().url))
 }

@@ -333,11 +333,11 @@ impl Half {
     /// the scopes around the caller (innermost first) or, outside them, its owner's.
     fn plan(&self, keys: &LockKeys) -> Result<Plan<SideCall>> {
         let inner = &self.inner;
-        let owner = reentry::owner(inner.settings.reentrancy);
-        let mut mine = reentry::scoped_holds(inner.shared.id, &keys.lock);
+        let owner = reentry::owner(inner.settings().reentrancy);
+        let mut mine = reentry::scoped_holds(inner.shared().id, &keys.lock);
         if mine.is_empty() {
             if let Some(o) = &owner {
-                mine = inner.shared.holds.of_lock(&keys.lock);
+                mine = inner.shared().holds.of_lock(&keys.lock);
                 mine.retain(|h| h.owner.as_ref() == Some(o) && h.is_live() && side_of(h).is_some());
             }
         }

@@ -171,7 +171,7 @@ impl Lock {
         // One script, so that the holders, lease, counter and line are of one moment (a watch
         // that reads them apart sees a holder still there beside a line it has already left).
         let reply: Value = lock_scripts::STATUS
-            .run_read_only(inner.pool.next(), script_keys, vec!["0".into()])
+            .run_read_only(inner.conn(), script_keys, vec!["0".into()])
             .await
             .map_err(|e| inner.error("status", &keys.lock, e))?;
         decode(reply, &keys.lock)

@@ -228,13 +228,13 @@ impl Drop for InLine {
             self.keys.clone(),
             std::mem::take(&mut self.fields),
         );
-        let tracker = inner.shared.tracker.clone();
+        let tracker = inner.shared().tracker.clone();
         tracker.spawn(async move {
             let [line, alive] = line_keys(&keys.lock);
             for field in fields {
                 let _: std::result::Result<i64, _> = TOY_TICKET_LEAVE
                     .run(
-                        inner.pool.next(),
+                        inner.conn(),
                         vec![keys.lock.clone(), line.clone(), alive.clone()],
                         vec![field, inner.publish_cmd().into(), keys.channel.clone()],
                     )
@@ -295,7 +295,7 @@ async fn ticket_wait(
         };
         fresh.succeeded();
         fresh.refused("held");
-        reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);
+        reentry::warn_if_waiting_on_own_task(&inner.shared().holds, &keys.lock, &mut warned);
         match inner.park(sleep, deadline, woken).await? {
             None => return Ok(None),
             Some(w) => woken_by_message = w,
@@ -346,9 +346,9 @@ impl TicketLock {
         let plan = |keys: &Arc<LockKeys>| {
             Ok(
                 match reentry::resolve(
-                    inner.shared.id,
-                    inner.settings.reentrancy,
-                    &inner.shared.holds,
+                    inner.shared().id,
+                    inner.settings().reentrancy,
+                    &inner.shared().holds,
                     &keys.lock,
                 )? {
                     Target::Reenter(hold) => Plan::Reenter(hold),
@@ -380,7 +380,7 @@ impl TicketLock {
         use fred::interfaces::SortedSetsInterface;
         let [line, _] = line_keys(&self.keys()?.lock);
         self.inner
-            .pool
+            .pool()
             .next()
             .zcard(line.as_str())
             .await
@@ -459,7 +459,7 @@ mod tests {
         let channel = "toy_ticket__channel:{toy:ticket}";
         let heard = listener
             .inner
-            .pubsub
+            .pubsub()
             .subscribe(channel, RECORDER)
             .await
             .unwrap();

@@ -62,8 +62,9 @@ pub(crate) async fn start<M: AcquireCall>(
         await_local_release(inner, &keys.lock, bound).await;
     }
     // A waiter that may share with holders (a reader) never skips its attempt.
-    let mut joining =
-        first.exclusive() && wait != Some(Duration::ZERO) && inner.pubsub.is_subscribed(&keys.wake);
+    let mut joining = first.exclusive()
+        && wait != Some(Duration::ZERO)
+        && inner.pubsub().is_subscribed(&keys.wake);
     // Joining an existing subscription costs no round trip.
     let channel = pubsub::mutated_channel(&keys.wake);
     let kind = first.wake();
@@ -86,7 +87,7 @@ pub(crate) async fn start<M: AcquireCall>(
             }
         }
         // Boxed: a subscription's future holds fred's (several KB), and only waiters need it.
-        let subscribe = Box::pin(inner.pubsub.subscribe(&channel, kind));
+        let subscribe = Box::pin(inner.pubsub().subscribe(&channel, kind));
         let r = match deadline {
             Some(d) => match tokio::time::timeout_at(d, subscribe).await {
                 Ok(r) => r,
@@ -182,7 +183,7 @@ pub(crate) async fn lease_bounded(
                 Ok(Attempt::Kind(none)) => match none {},
             },
         };
-        reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);
+        reentry::warn_if_waiting_on_own_task(&inner.shared().holds, &keys.lock, &mut warned);
         match inner.park(sleep, deadline, woken).await? {
             None => return Ok(None),
             Some(w) => woken_by_message = w,

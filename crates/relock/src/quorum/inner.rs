@@ -177,9 +177,9 @@ impl QuorumInner {
     ) -> Option<Vec<(u64, String)>> {
         let node = &self.nodes[i];
         let asked: Vec<&fred::clients::Client> = if every_connection {
-            conn.pool.clients().iter().collect()
+            conn.pool().clients().iter().collect()
         } else {
-            vec![conn.pool.next()]
+            vec![conn.conn()]
         };
         let mut answers = Vec::with_capacity(asked.len());
         for c in asked {
@@ -451,9 +451,9 @@ async fn resend_on_a_new_set(
 /// Whether the set a release was sent on broke. fred notices a dead connection within its
 /// command timeout; a set that stays up runs the release in its turn (false).
 async fn set_broke(q: &Weak<QuorumInner>, sent_on: &Inner) -> bool {
-    let notice = Instant::now() + sent_on.settings.command_timeout + Duration::from_secs(1);
+    let notice = Instant::now() + sent_on.settings().command_timeout + Duration::from_secs(1);
     loop {
-        if *sent_on.pool_failed.borrow() {
+        if *sent_on.pool_failed().borrow() {
             return true;
         }
         // In short steps. Shutdown waits for this task (its settle time) before it closes the
@@ -540,8 +540,8 @@ pub(crate) fn spawn_reconnect(
 pub(crate) fn spawn_connection_watch(q: &Arc<QuorumInner>, i: usize, conn: &Arc<Inner>) {
     let (weak, conn) = (Arc::downgrade(q), conn.clone());
     let mut shutdown = q.shutdown.subscribe();
-    let mut failed = conn.pool_failed.clone();
-    let mut stopping = conn.stopping.subscribe();
+    let mut failed = conn.pool_failed();
+    let mut stopping = conn.stopping();
     tokio::spawn(async move {
         tokio::select! {
             r = failed.wait_for(|f| *f) => {

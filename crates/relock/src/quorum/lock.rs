@@ -477,7 +477,7 @@ impl QuorumLock {
             let Some(conn) = node.conn() else { continue };
             let (channel, limit) = (keys.channel.clone(), self.q.node_timeout);
             set.spawn(async move {
-                tokio::time::timeout(limit * 4, conn.pubsub.subscribe(&channel, QUORUM_CHANNEL))
+                tokio::time::timeout(limit * 4, conn.pubsub().subscribe(&channel, QUORUM_CHANNEL))
                     .await
                     .ok()
                     .and_then(|r| r.ok())

@@ -63,7 +63,7 @@ impl Node {
             .unwrap()
             .is_some_and(|since| since.elapsed() < AT_MOST)
             // Failed, and about to be replaced.
-            || self.conn().is_some_and(|c| *c.pool_failed.borrow())
+            || self.conn().is_some_and(|c| *c.pool_failed().borrow())
     }
 
     /// The node's set broke (or is being replaced): see `reconnecting`.
@@ -153,7 +153,7 @@ impl Node {
 
 /// The connection a lock uses on a node: always the same one for one lock name.
 pub(crate) fn pinned<'a>(conn: &'a Inner, name: &str) -> &'a fred::clients::Client {
-    let clients = conn.pool.clients();
+    let clients = conn.pool().clients();
     &clients[pin_index(name, clients.len())]
 }
 

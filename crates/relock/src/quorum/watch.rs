@@ -50,7 +50,7 @@ pub(crate) fn watch(q: &Arc<QuorumInner>, hold: &Arc<Hold>) {
         let subscribed = futures_util::future::join_all(conns.iter().map(|c| {
             let channel = channel.clone();
             async move {
-                let sub = c.pubsub.subscribe(&channel, QUORUM_CHANNEL);
+                let sub = c.pubsub().subscribe(&channel, QUORUM_CHANNEL);
                 tokio::time::timeout(limit * 4, sub).await.ok()?.ok()
             }
         }));
@@ -77,7 +77,7 @@ pub(crate) fn watch(q: &Arc<QuorumInner>, hold: &Arc<Hold>) {
                 async move {
                     // Not the lock's pinned connection: a check never queues in front of a
                     // release or vote of this lock (they keep their order among themselves).
-                    let call = c.pool.next().hexists::<bool, _, _>(lock, field);
+                    let call = c.conn().hexists::<bool, _, _>(lock, field);
                     matches!(tokio::time::timeout(limit, call).await, Ok(Ok(false)))
                 }
             }));

@@ -75,7 +75,7 @@ impl Election {
     pub(super) async fn state(&self, guard: &LockGuard, value: &str, kind: &str) -> Result<bool> {
         let kept = ELECTION_BEGIN
             .run::<i64>(
-                self.inner.pool.next(),
+                self.inner.conn(),
                 vec![self.lock.name().to_string(), self.record.to_string()],
                 vec![
                     guard.owner().to_string(),
@@ -84,7 +84,7 @@ impl Election {
                     self.inner.publish_cmd().to_string(),
                     self.channel.to_string(),
                     kind.to_string(),
-                    self.inner.settings.watchdog_lease.as_millis().to_string(),
+                    self.inner.settings().watchdog_lease.as_millis().to_string(),
                 ],
             )
             .await
@@ -108,7 +108,7 @@ impl Election {
         self.inner.check_running()?;
         let r: Vec<String> = ELECTION_LEADER
             .run_read_only(
-                self.inner.pool.next(),
+                self.inner.conn(),
                 vec![self.lock.name().to_string(), self.record.to_string()],
                 vec![],
             )

@@ -74,9 +74,9 @@ impl Election {
     fn not_leading(&self) -> Result<()> {
         let name = self.lock.name();
         let target = reentry::resolve(
-            self.inner.shared.id,
-            self.inner.settings.reentrancy,
-            &self.inner.shared.holds,
+            self.inner.shared().id,
+            self.inner.settings().reentrancy,
+            &self.inner.shared().holds,
             name,
         );
         match target {
@@ -208,7 +208,7 @@ impl Leadership {
     pub async fn resign(mut self) -> Result<()> {
         let guard = self.guard.take().expect("resigned once");
         let work = resign(self.election.inner.clone(), (*self.state).clone(), guard);
-        match self.election.inner.shared.tracker.spawn(work).await {
+        match self.election.inner.shared().tracker.spawn(work).await {
             Ok(r) => r,
             Err(_) => Err(Error::Shutdown),
         }
@@ -227,7 +227,7 @@ impl Drop for Leadership {
                 }
             };
             detach::spawn(
-                &self.election.inner.shared.tracker,
+                &self.election.inner.shared().tracker,
                 self.runtime.as_ref(),
                 work,
             );

@@ -46,7 +46,7 @@ impl KindState for Leaderships {
     /// Each live leadership's record, lengthened to the watchdog lease if its lock is still
     /// its own: one call each (a client leads few elections).
     fn renewals(&self, inner: &Arc<Inner>) -> Vec<BoxFuture<bool>> {
-        let lease = inner.settings.watchdog_lease.as_millis().to_string();
+        let lease = inner.settings().watchdog_lease.as_millis().to_string();
         self.live()
             .into_iter()
             .map(|led| {
@@ -54,7 +54,7 @@ impl KindState for Leaderships {
                 Box::pin(async move {
                     let r = ELECTION_RENEW
                         .run::<i64>(
-                            inner.pool.next(),
+                            inner.conn(),
                             vec![led.lock.clone(), led.record.clone()],
                             vec![lease, led.field.clone()],
                         )

@@ -55,7 +55,7 @@ impl Election {
         let (tx, rx) = mpsc::channel(64);
         let this = self.clone();
         self.inner
-            .shared
+            .shared()
             .tracker
             .spawn(async move { this.observe_into(tx).await });
         Observation { rx }
@@ -66,7 +66,7 @@ impl Election {
         // handoff, a force-unlock: a leader deposed without a word on the election's channel).
         let subscribe = async {
             let lock_channel = self.lock.key_names()?.channel;
-            let pubsub = &self.inner.pubsub;
+            let pubsub = &self.inner.pubsub();
             let err = |e| self.inner.error("observe", self.lock.name(), e);
             let own = pubsub
                 .subscribe(&self.channel, ELECTION_CHANNEL)
@@ -86,7 +86,7 @@ impl Election {
             }
         };
         // `stopping` is set when shutdown begins (shutdown waits for this task).
-        let mut shutdown = self.inner.stopping.subscribe();
+        let mut shutdown = self.inner.stopping();
         let mut last: Option<Leader> = None;
         // After a failed read: when to read again (a failed command connection brings no
         // message or reconnect of the subscriber).

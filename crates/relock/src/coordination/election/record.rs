@@ -92,7 +92,7 @@ pub(super) struct Led {
 pub(super) async fn resign_record(inner: &Inner, led: &Led) -> Result<()> {
     ELECTION_RESIGN
         .run::<i64>(
-            inner.pool.next(),
+            inner.conn(),
             vec![led.record.clone()],
             vec![
                 led.field.clone(),
@@ -101,7 +101,7 @@ pub(super) async fn resign_record(inner: &Inner, led: &Led) -> Result<()> {
                 led.channel.clone(),
                 // The resignation's mark, for observers that read after it: as long as a
                 // leader's lease (nothing of an election outlives that).
-                inner.settings.watchdog_lease.as_millis().to_string(),
+                inner.settings().watchdog_lease.as_millis().to_string(),
             ],
         )
         .await

@@ -25,8 +25,8 @@ scripts::scripts! {
 pub(crate) fn renew_first_lease(inner: &Arc<Inner>, hold: Arc<Hold>) {
     use crate::hold::backend::Backend;
     use crate::hold::every::every;
-    let stop = inner.shutdown.subscribe();
-    let lease = inner.settings.watchdog_lease;
+    let stop = inner.on_shutdown();
+    let lease = inner.settings().watchdog_lease;
     let first_until = hold.valid_until();
     let owner = Arc::downgrade(inner);
     if first_until.saturating_duration_since(Instant::now()) > lease {
@@ -82,7 +82,7 @@ async fn settle(inner: &Inner, hold: &Hold, first_until: Instant, lease: Duratio
     let sent = Instant::now();
     let settled = SETTLE
         .run::<i64>(
-            inner.pool.next(),
+            inner.conn(),
             hold.keys.kind.lease_keys(&hold.keys, &hold.field),
             vec![lease.as_millis().to_string(), hold.field.clone()],
         )

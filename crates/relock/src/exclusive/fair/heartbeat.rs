@@ -21,7 +21,7 @@ use crate::hold::watchdog;
 pub(crate) fn spawn_heartbeats(inner: Weak<Inner>, shutdown: watch::Receiver<bool>) {
     let Some((runtime, period)) = inner
         .upgrade()
-        .map(|i| (i.runtime.clone(), heartbeat(&i) / 5))
+        .map(|i| (i.runtime().clone(), heartbeat(&i) / 5))
     else {
         return;
     };
@@ -71,9 +71,9 @@ async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
         args.push(e.field.clone());
         args.push(e.keys.wake.clone());
     }
-    let limit = inner.settings.command_timeout.min(hb / 5);
+    let limit = inner.settings().command_timeout.min(hb / 5);
     let sent = tokio::time::Instant::now();
-    let call = line::FAIR_HEARTBEAT.run::<Vec<i64>>(inner.pool.next(), keys, args);
+    let call = line::FAIR_HEARTBEAT.run::<Vec<i64>>(inner.conn(), keys, args);
     let outcome = match tokio::time::timeout(limit, call).await {
         Ok(Ok(reply)) => scripts::one_each(reply, batch.len()),
         Ok(Err(e)) => Err(e.to_string()),

@@ -251,19 +251,14 @@ pub(crate) struct Waiting {
 
 /// Runs `fair_leave.lua` for `entry`, bounded by the command timeout.
 pub(crate) async fn leave_queue(inner: &Inner, entry: &QueueEntry) -> Result<()> {
-    let call = leave(
-        inner.pool.next(),
-        entry,
-        inner.publish_cmd(),
-        inner.grace_ms(),
-    );
-    match tokio::time::timeout(inner.settings.command_timeout, call).await {
+    let call = leave(inner.conn(), entry, inner.publish_cmd(), inner.grace_ms());
+    match tokio::time::timeout(inner.settings().command_timeout, call).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(inner.error("fair_leave", &entry.keys.lock, e)),
         Err(_) => Err(crate::Error::Timeout {
             operation: "fair_leave",
             server: inner.server(),
-            timeout: inner.settings.command_timeout,
+            timeout: inner.settings().command_timeout,
         }),
     }
 }
@@ -281,7 +276,7 @@ impl KindState for Line {
             }
             let inner = inner.clone();
             work.spawn(async move {
-                let limit = inner.settings.command_timeout;
+                let limit = inner.settings().command_timeout;
                 let _gate = match round {
                     Round::First => entry.gate.lock().await,
                     Round::Late => match tokio::time::timeout(limit, entry.gate.lock()).await {
@@ -293,14 +288,14 @@ impl KindState for Line {
                     // Not `leave_queue`: once shutdown has begun, the client's errors all read
                     // "shut down", and this warning must say why the leave failed.
                     let leave = leave(
-                        inner.pool.next(),
+                        inner.conn(),
                         &entry,
                         inner.publish_cmd(),
                         inner.grace_ms(),
                     );
                     let error = match tokio::time::timeout(limit, leave).await {
                         Ok(Ok(())) => None,
-                        Ok(Err(e)) => Some(redact::in_text(&e.to_string(), &inner.settings.url)),
+                        Ok(Err(e)) => Some(redact::in_text(&e.to_string(), &inner.settings().url)),
                         Err(_) => Some(format!("no reply within {}", crate::error::Human(limit))),
                     };
                     if let Some(error) = error {
@@ -328,7 +323,7 @@ impl Drop for Waiting {
         }
         .instrument(span);
         if tokio::runtime::Handle::try_current().is_ok() {
-            self.inner.shared.tracker.spawn(leave);
+            self.inner.shared().tracker.spawn(leave);
         } else {
             // No runtime: the heartbeat stops, and the deadline evicts us.
             let entry = &self.entry;

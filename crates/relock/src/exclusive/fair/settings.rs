@@ -52,5 +52,5 @@ impl ClientBuilder {
 
 /// The client's fair heartbeat deadline.
 pub(crate) fn heartbeat(inner: &Inner) -> Duration {
-    inner.settings.kind::<FairSettings>().heartbeat
+    inner.settings().kind::<FairSettings>().heartbeat
 }

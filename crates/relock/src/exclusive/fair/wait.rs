@@ -46,7 +46,7 @@ pub(crate) fn join_queue(
 ) -> Waiting {
     let line = inner.state::<Line>();
     line.heartbeats
-        .get_or_init(|| spawn_heartbeats(Arc::downgrade(inner), inner.shutdown.subscribe()));
+        .get_or_init(|| spawn_heartbeats(Arc::downgrade(inner), inner.on_shutdown()));
     let entry = Arc::new(QueueEntry::new(keys, field, ticket, first_lease, replaces));
     line.insert(entry.clone());
     Waiting {
@@ -124,7 +124,7 @@ pub(crate) async fn acquire_fair(
             }
             Ok(Attempt::Held(_) | Attempt::Kind(FairOutcome::Behind(_))) => continue,
         };
-        reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);
+        reentry::warn_if_waiting_on_own_task(&inner.shared().holds, &keys.lock, &mut warned);
         if inner.park(sleep, deadline, woken).await?.is_none() {
             // A handoff that came just as the deadline passed is still ours to take; one
             // not taken is given back by the leave (dropping `waiting`).
@@ -217,7 +217,7 @@ fn name(sub: &pubsub::Subscription, waiting: &Waiting) -> Named {
 /// fixed lease (a renewal would move its end), nor with `sync_replicas` (the grant must be
 /// seen on replicas before anyone relies on it: the waiter's own acquire sends the `WAIT`).
 fn first_lease(inner: &Inner, lease: Option<Duration>) -> Option<Duration> {
-    if inner.settings.sync_replicas.is_some() {
+    if inner.settings().sync_replicas.is_some() {
         return None;
     }
     let heartbeat = heartbeat(inner);
@@ -278,7 +278,7 @@ async fn take_handoff(
         entry.queued.store(true, Ordering::SeqCst);
         return Ok(None);
     }
-    inner.shared.holds.insert(hold.clone());
+    inner.shared().holds.insert(hold.clone());
     inner.watch_hold(&hold);
     meter::acquired(fresh.kind.label(), fresh.started.elapsed());
     meter::step("granted");

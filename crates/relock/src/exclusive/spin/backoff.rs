@@ -220,7 +220,7 @@ impl ClientBuilder {
 
 /// The client's spin back-off.
 pub(crate) fn backoff(inner: &Inner) -> SpinBackoff {
-    inner.settings.kind::<SpinSettings>().backoff
+    inner.settings().kind::<SpinSettings>().backoff
 }
 
 #[cfg(test)]

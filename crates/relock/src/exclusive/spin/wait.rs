@@ -92,7 +92,7 @@ pub(crate) async fn spin(
         if !waits {
             return Ok(None);
         }
-        reentry::warn_if_waiting_on_own_task(&inner.shared.holds, &keys.lock, &mut warned);
+        reentry::warn_if_waiting_on_own_task(&inner.shared().holds, &keys.lock, &mut warned);
         // Nothing wakes a spin waiter but its own timer.
         let never = std::future::pending::<()>();
         if inner.park(sleep, deadline, never).await?.is_none() {
