@@ -2,6 +2,7 @@
 //! (`e*`), run-at-most-once jobs (`t*`) and what is under a name (`i*`), on real redis-servers,
 //! one per file, each named as a sentence.
 
+mod e10_a_leadership_recorded_while_its_client_shuts_down_is_reported_resigned;
 mod e1_an_election_hands_leadership_to_the_first_standby_on_resign_and_observers_see_every_change_in_order;
 mod e2_a_crashed_leader_is_replaced_within_its_lease_and_an_observer_sees_it_across_a_reconnect;
 mod e3_a_standby_handed_the_leadership_keeps_its_record_past_the_handoffs_first_lease;
