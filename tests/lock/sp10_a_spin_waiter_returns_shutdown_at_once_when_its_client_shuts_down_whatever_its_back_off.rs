@@ -9,7 +9,6 @@ use relock::SpinBackoff;
 use relock_tests::*;
 
 #[tokio::test]
-#[ignore = "reproduces a bug"]
 async fn a_spin_waiter_returns_shutdown_at_once_when_its_client_shuts_down_whatever_its_back_off() {
     let server = server();
     let holder = client(&server).await;

@@ -242,7 +242,13 @@ impl Inner {
         };
         self.parked.fetch_add(1, Ordering::SeqCst);
         let parked = Parked(&self.parked);
-        let woke = tokio::time::timeout(sleep, woken).await.is_ok();
+        // Shutdown ends every park at once, whatever wakes it otherwise (a kind that waits
+        // with no message, as a polling waiter, has nothing else to end its sleep early).
+        let mut stopping = self.stopping.subscribe();
+        let woke = tokio::select! {
+            r = tokio::time::timeout(sleep, woken) => r.is_ok(),
+            _ = stopping.wait_for(|s| *s) => false,
+        };
         if woke {
             meter::step("woken");
         }
