@@ -18,7 +18,6 @@ async fn next(obs: &mut relock::Observation) -> LeaderEvent {
 }
 
 #[tokio::test]
-#[ignore = "reproduces a bug"]
 async fn a_leadership_recorded_while_its_client_shuts_down_is_reported_resigned() {
     let server = server();
     let (proxy, a) = client_behind_proxy(&server, Duration::from_secs(3)).await;

@@ -106,16 +106,21 @@ impl Election {
             runtime: tokio::runtime::Handle::try_current().ok(),
             guard: Some(guard),
         };
-        // From here a dropped future resigns (the leadership's drop).
+        // From here a dropped future resigns (the leadership's drop). Recorded before its
+        // record is written: a shutdown that begins while the write is on its way resigns it
+        // (resigning a record that is not, or no longer, this leader's changes nothing).
+        self.inner
+            .state::<Leaderships>()
+            .add(Arc::downgrade(&leadership.state));
         let guard = leadership.guard();
         if !self.state(guard, &value, "elected").await? {
             return Err(Error::LockLost {
                 name: self.lock.name().to_string(),
             });
         }
-        self.inner
-            .state::<Leaderships>()
-            .add(Arc::downgrade(&leadership.state));
+        // Shut down meanwhile: its record is resigned (by shutdown, or by this drop), and the
+        // caller must not lead on a client that has stopped.
+        self.inner.check_running()?;
         Ok(leadership)
     }
 }

@@ -29,10 +29,11 @@ impl KindState for Leaderships {
     /// Each live leadership resigns its record (observers see `Resigned`), beside the release
     /// of its hold with the client's others: if the first standby's begin gets there first,
     /// the record is already its own and is left alone (observers then see `Expired`).
-    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round) {
-        if round != Round::First {
-            return;
-        }
+    ///
+    /// Both rounds: a campaign whose record was being written as shutdown began is resigned
+    /// in the late round if its reply came meanwhile (the first round's resignation may have
+    /// reached the server before the write); a record resigned already is left as it is.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, _: Round) {
         for led in self.live() {
             let inner = inner.clone();
             work.spawn(async move {
