@@ -615,6 +615,95 @@ pub(crate) async fn uncontended(
     })
 }
 
+/// U's floor: the same two script calls relock makes for an uncontended pair (`acquire.lua`,
+/// then `release.lua`, with the same keys and arguments, `EVALSHA` each) from a bare fred pool
+/// of as many connections as relock's (`connections`, else relock's default of 4), `tasks`
+/// tasks on keys of their own for `secs`. What is left above it in relock's client CPU per
+/// pair is relock's own work.
+pub(crate) async fn uncontended_floor(
+    url: &str,
+    tasks: usize,
+    connections: Option<usize>,
+    secs: Duration,
+) -> Result<Uncontended, CliError> {
+    let config =
+        fred::types::config::Config::from_url(url).map_err(|e| CliError::Failed(e.to_string()))?;
+    let pool = fred::types::Builder::from_config(config)
+        .build_pool(connections.unwrap_or(4))
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    pool.init()
+        .await
+        .map_err(|e| CliError::Failed(format!("{}: {e}", relock::redacted_url(url))))?;
+    let failed = |e: fred::error::Error| CliError::Failed(format!("the U floor: {e}"));
+    let acquire: String = pool
+        .next()
+        .script_load(relock::lua::ACQUIRE)
+        .await
+        .map_err(failed)?;
+    let release: String = pool
+        .next()
+        .script_load(relock::lua::RELEASE)
+        .await
+        .map_err(failed)?;
+    let (client_cpu, server_cpu) = (crate::watchdog_bench::cpu_time(), server_cpu(url).await);
+    let start = Instant::now();
+    let p = pool.clone();
+    let pairs = pairs_per_s(tasks, secs, "U floor (bare fred)", move |i| {
+        let (pool, acquire, release) = (p.clone(), acquire.clone(), release.clone());
+        let lock = format!("bench:uf:{i}");
+        let token = format!("redisson_lock_token:{{{lock}}}");
+        let channel = format!("redisson_lock__channel:{{{lock}}}");
+        let mut n = 0u64;
+        move || {
+            n += 1;
+            // A field of relock's shape (`<client id>:<n>`), new for every pair.
+            let field = format!("0123456789abcdef0123456789abcdef:{i}-{n}");
+            let (pool, acquire, release) = (pool.clone(), acquire.clone(), release.clone());
+            let (lock, token, channel) = (lock.clone(), token.clone(), channel.clone());
+            async move {
+                let unexpected = |source| relock::Error::Redis {
+                    operation: "the U floor",
+                    server: String::new(),
+                    source,
+                };
+                let _: Vec<i64> = pool
+                    .next()
+                    .evalsha(
+                        &acquire,
+                        vec![lock.as_str(), token.as_str()],
+                        vec!["30000", field.as_str(), "1000"],
+                    )
+                    .await
+                    .map_err(unexpected)?;
+                let _: Option<i64> = pool
+                    .next()
+                    .evalsha(
+                        &release,
+                        vec![lock.as_str()],
+                        vec![field.as_str(), "all", "publish", channel.as_str()],
+                    )
+                    .await
+                    .map_err(unexpected)?;
+                Ok(())
+            }
+        }
+    })
+    .await?;
+    let n = pairs * start.elapsed().as_secs_f64();
+    let per_pair = |before: Option<Duration>, after: Option<Duration>| match (before, after) {
+        (Some(b), Some(a)) if n > 0.0 => Some(a.saturating_sub(b).as_secs_f64() * 1e6 / n),
+        _ => None,
+    };
+    let client_cpu_us = per_pair(client_cpu, crate::watchdog_bench::cpu_time());
+    let server_cpu_us = per_pair(server_cpu, server_cpu_after(url).await);
+    let _ = pool.quit().await;
+    Ok(Uncontended {
+        pairs,
+        client_cpu_us,
+        server_cpu_us,
+    })
+}
+
 /// What U measured: pairs/s, and the CPU time each pair cost this process (every thread of
 /// it: the benchmark's tasks are a small share) and the redis-server (`INFO cpu`). CPU per
 /// pair moves far less between runs than pairs/s on a shared 2-core machine.
@@ -707,6 +796,8 @@ pub(crate) enum Subject {
     Plain,
     /// A fair lock.
     Fair,
+    /// A spin lock (waiters poll with back-off; no pub/sub).
+    Spin,
     /// The write side of a read-write lock.
     Write,
     /// The one permit of a semaphore.
@@ -720,6 +811,7 @@ impl Subject {
         match self {
             Subject::Plain => "contended plain",
             Subject::Fair => "contended fair",
+            Subject::Spin => "contended spin",
             Subject::Write => "contended write",
             Subject::Permit => "contended permit",
             Subject::Election => "contended election",
@@ -730,6 +822,7 @@ impl Subject {
         match self {
             Subject::Plain => Handle::Lock(client.lock("bench:h")),
             Subject::Fair => Handle::Lock(client.fair_lock("bench:f")),
+            Subject::Spin => Handle::Lock(client.spin_lock("bench:s")),
             Subject::Write => Handle::Write(client.read_write_lock("bench:w").write_lock()),
             Subject::Permit => Handle::Permit(client.semaphore("bench:p")),
             Subject::Election => Handle::Election(client.election("bench:e")),

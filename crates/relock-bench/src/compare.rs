@@ -139,6 +139,25 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         "U relock: {relock_u:.0} pairs/s, {per_pair:.2} server calls per pair (INFO commandstats); {}",
         u.cpu_text()
     );
+    // U's floor: relock's two script calls per pair from a bare fred pool, same run.
+    let u_floor = crate::bench::uncontended_floor(&url, args.tasks, args.connections, secs).await?;
+    println!(
+        "U floor (bare fred: acquire.lua and release.lua per pair, no relock): {:.0} pairs/s; {}",
+        u_floor.pairs,
+        u_floor.cpu_text()
+    );
+    if let (Some(theirs), Some(ours)) = (u_floor.client_cpu_us, u.client_cpu_us) {
+        rows.push(Row {
+            scenario:
+                "U: client CPU per pair ÷ a bare fred client making the same two script calls"
+                    .into(),
+            relock: format!("{ours:.1} µs"),
+            baseline: format!("bare fred {theirs:.1} µs"),
+            ratio: ours / theirs.max(1e-9),
+            target: "≤ 1.15 ×".into(),
+            met: Some(ours <= theirs * 1.15),
+        });
+    }
     let mut best: Option<(String, f64)> = None;
     // redis-lock's client CPU per pair, the client CPU target's baseline (issue 25).
     let mut redis_lock_cpu: Option<f64> = None;

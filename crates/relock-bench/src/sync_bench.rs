@@ -3,7 +3,7 @@
 //! with a permit per task) and H-wait handoff latency (plain lock, write lock, a semaphore's
 //! one permit).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::bench::{contended, pairs_per_s, uncontended, Subject};
 use crate::report::{outln, JsonTo, Text};
@@ -60,9 +60,82 @@ struct Report {
     hold_ms: u64,
     uncontended: Vec<Rate>,
     handoff: Vec<Handoff>,
+    spinning_waiters: Vec<Spinning>,
     takeover_p50_ms: f64,
     takeover_max_ms: f64,
     takeover_lease_ms: u64,
+}
+
+/// What N spinning waiters cost the server.
+#[derive(serde::Serialize)]
+struct Spinning {
+    waiters: usize,
+    server_commands_per_s: f64,
+    acquire_calls_per_s: f64,
+}
+
+/// Every command the server ran so far, and its `EVALSHA` calls (`INFO commandstats`).
+async fn command_counts(url: &str) -> Result<(u64, u64), CliError> {
+    use fred::interfaces::ClientLike;
+    let client = crate::bench::fred_client(url).await?;
+    let info: String = client
+        .info(Some(fred::types::InfoKind::CommandStats))
+        .await
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let _ = client.quit().await;
+    let (mut all, mut evalsha) = (0, 0);
+    for line in info.lines() {
+        let Some((name, rest)) = line.split_once(":calls=") else {
+            continue;
+        };
+        let calls: u64 = rest
+            .split(',')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        all += calls;
+        if name == "cmdstat_evalsha" {
+            evalsha += calls;
+        }
+    }
+    Ok((all, evalsha))
+}
+
+/// `n` spin waiters (one client) on a spin lock another client holds: the server's commands
+/// per second and `EVALSHA` calls per second over `secs`, measured after their first second
+/// (the back-off's climb to its cap).
+async fn spinning_waiters(url: &str, n: usize, secs: Duration) -> Result<(f64, f64), CliError> {
+    let holder = relock::Client::connect(url).await?;
+    let waiters = relock::Client::connect(url).await?;
+    relock_cli::shared::signals::register(&holder);
+    relock_cli::shared::signals::register(&waiters);
+    let name = format!("bench:spinning:{n}");
+    let guard = holder.spin_lock(name.as_str()).lock().await?;
+    let mut tasks = Vec::new();
+    for _ in 0..n {
+        let lock = waiters.spin_lock(name.as_str());
+        tasks.push(tokio::spawn(async move {
+            if let Ok(Some(g)) = lock.try_lock_for(Duration::from_secs(3600)).await {
+                let _ = g.unlock().await;
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let (all0, eval0, t0) = {
+        let (a, e) = command_counts(url).await?;
+        (a, e, Instant::now())
+    };
+    tokio::time::sleep(secs).await;
+    let (all1, eval1) = command_counts(url).await?;
+    let took = t0.elapsed().as_secs_f64();
+    for t in &tasks {
+        t.abort();
+    }
+    guard.unlock().await?;
+    waiters.shutdown().await;
+    holder.shutdown().await;
+    // The two INFO calls themselves are in the count: negligible beside the polls.
+    Ok(((all1 - all0) as f64 / took, (eval1 - eval0) as f64 / took))
 }
 
 /// The watchdog lease of the takeover runs (short, so that a run takes about a second).
@@ -166,6 +239,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         ("semaphore permit", Subject::Permit),
         ("fair lock", Subject::Fair),
         ("election", Subject::Election),
+        ("spin lock", Subject::Spin),
     ] {
         let hold = Duration::from_millis(args.hold_ms);
         let h = contended(&target.url, args.workers, hold, secs, subject).await?;
@@ -204,6 +278,25 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             e / f.max(1e-6)
         );
     }
+    outln!(
+        text,
+        "\nspinning waiters: one client holds a spin lock, N tasks of another wait for it (back-off: the default, 1 ms doubling to 128 ms, up to 4 ms of jitter); what their polls cost the server (INFO commandstats, every command, over {} s after the first second)",
+        args.seconds
+    );
+    let mut spinning = Vec::new();
+    for n in [1usize, 16, 256] {
+        let (per_s, evalsha_per_s) = spinning_waiters(&target.url, n, secs).await?;
+        outln!(
+            text,
+            "  {n:>3} waiters: {per_s:>7.0} server commands/s ({evalsha_per_s:.0} acquire calls/s, {:.1} per waiter per second; no target)",
+            evalsha_per_s / n as f64
+        );
+        spinning.push(Spinning {
+            waiters: n,
+            server_commands_per_s: per_s,
+            acquire_calls_per_s: evalsha_per_s,
+        });
+    }
     let takeover = takeover(&target.url).await?;
     outln!(
         text,
@@ -223,6 +316,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             hold_ms: args.hold_ms,
             uncontended: rates,
             handoff: handoffs,
+            spinning_waiters: spinning,
             takeover_p50_ms: as_ms(takeover.percentile(50.0)),
             takeover_max_ms: as_ms(takeover.percentile(100.0)),
             takeover_lease_ms: TAKEOVER_LEASE.as_millis() as u64,
