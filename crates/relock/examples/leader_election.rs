@@ -17,6 +17,11 @@ async fn main() -> relock::Result<()> {
     let client = relock::Client::connect(url).await?;
     let election = client.election("example:scheduler");
 
+    // The observation starts with the current leader, then reports each change: the first
+    // leader works until the observer has reported it (an observation starts in the
+    // background, and a term that ends before its first read would not be reported).
+    let (reported, _) = tokio::sync::watch::channel(false);
+    let first_seen = reported.clone();
     let mut changes = election.observe();
     let watcher = tokio::spawn(async move {
         let mut seen = Vec::new();
@@ -27,6 +32,7 @@ async fn main() -> relock::Result<()> {
                 other => println!("{other:?}"),
             }
             seen.push(event);
+            first_seen.send_replace(true);
             if seen.len() == 6 {
                 break; // three terms: elected and resigned each
             }
@@ -37,9 +43,11 @@ async fn main() -> relock::Result<()> {
     let mut replicas = Vec::new();
     for replica in ["replica-a", "replica-b", "replica-c"] {
         let election = election.clone();
+        let mut reported = reported.subscribe();
         replicas.push(tokio::spawn(async move {
             let leader = election.campaign(replica).await?;
             let term = leader.term();
+            let _ = tokio::time::timeout(Duration::from_secs(10), reported.wait_for(|r| *r)).await;
             // The term's work: every write carries the term, so that a resource can refuse a
             // deposed leader's. Stop at once if leadership is lost.
             tokio::select! {
