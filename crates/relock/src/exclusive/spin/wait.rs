@@ -8,11 +8,10 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use crate::client::inner::Inner;
-use crate::client::lock_scripts;
 use crate::client::scripts;
 use crate::error::Result;
 use crate::exclusive::attempt::{attempt, await_local_release, AcquireCall, Attempt, Fresh};
-use crate::exclusive::coalesce;
+use crate::exclusive::lock::PlainCall;
 use crate::exclusive::spin::backoff::backoff;
 use crate::hold::guard::LockGuard;
 use crate::hold::kind::{Coalescible, LockKeys};
@@ -26,21 +25,19 @@ pub(crate) struct SpinCall;
 impl AcquireCall for SpinCall {
     type Outcome = std::convert::Infallible;
 
+    /// The plain lock's call: the same script, keys and batching.
     fn call(
         &self,
-        _: &Inner,
+        inner: &Inner,
         keys: &LockKeys,
-        _: &str,
-        _: &mut Vec<String>,
+        field: &str,
+        args: &mut Vec<String>,
     ) -> (&'static scripts::Script, Vec<String>) {
-        (
-            &lock_scripts::ACQUIRE,
-            vec![keys.lock.clone(), keys.token.clone()],
-        )
+        PlainCall.call(inner, keys, field, args)
     }
 
     fn coalesced(&self) -> Option<Coalescible> {
-        Some(coalesce::ACQUIRE)
+        PlainCall.coalesced()
     }
 
     fn watched(&self) -> bool {
