@@ -51,7 +51,7 @@ pub(crate) struct Spans<F, R> {
 /// a macro, so that the spans are made where it is written and their target is the kind's
 /// module.
 macro_rules! acquire_spans {
-    ($name:expr $(, $side:ident)?) => {
+    ($name:expr_2021 $(, $side:ident)?) => {
         $crate::hold::acquire::Spans {
             fresh: || {
                 tracing::debug_span!(

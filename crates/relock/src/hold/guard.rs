@@ -201,7 +201,7 @@ impl LockGuard {
     ///
     /// # Cancel safety
     /// Dropping the returned future drops `future`; nothing else happens.
-    pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> {
+    pub fn scope<F: Future>(&self, future: F) -> impl Future<Output = F::Output> + use<F> {
         reentry::scope(self.backend.shared().id, self.hold.clone(), future)
     }
 

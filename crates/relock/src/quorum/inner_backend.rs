@@ -241,8 +241,11 @@ fn ask_every_node(
     holds: &[Arc<Hold>],
     lease: Duration,
     votes: &mut [Vec<Vote>],
-) -> Vec<std::pin::Pin<Box<impl std::future::Future<Output = (usize, Arc<Inner>, Option<Vec<i64>>)>>>>
-{
+) -> Vec<
+    std::pin::Pin<
+        Box<impl std::future::Future<Output = (usize, Arc<Inner>, Option<Vec<i64>>)> + use<>>,
+    >,
+> {
     let (keys, args) = batch_call(q, holds, lease);
     let mut calls = Vec::new();
     for (i, node) in q.nodes.iter().enumerate() {

@@ -124,7 +124,7 @@ impl QuorumLock {
         lease: Duration,
         voters: Vec<(usize, Arc<Inner>)>,
     ) -> (
-        Vec<std::pin::Pin<Box<impl Future<Output = (usize, TimedReply<Vec<i64>>)> + Send>>>,
+        Vec<std::pin::Pin<Box<impl Future<Output = (usize, TimedReply<Vec<i64>>)> + Send + use<>>>>,
         Vec<Option<Arc<Inner>>>,
     ) {
         let q = &self.q;
