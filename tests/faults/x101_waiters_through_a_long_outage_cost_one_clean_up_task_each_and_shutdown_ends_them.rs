@@ -41,13 +41,15 @@ async fn waiters_through_a_long_outage_cost_one_clean_up_task_each_and_shutdown_
     // one command timeout (1 s); then each waiter fails an attempt about once a second. Each
     // waiter's one clean-up task starts at its first failure, which a loaded machine delays
     // (sampled at 2.5 s, a fresh-clone run saw four of them start after it): the first sample
-    // waits 5.5 s. A task per failed attempt would still add about 30 in the 3 s after it.
+    // waits 5.5 s. A task per failed attempt would still add about 30 in the 3 s after it;
+    // a loaded machine may start each waiter's one clean-up task later still (a run beside two
+    // builds saw four start in those 3 s), so up to one per waiter is allowed.
     tokio::time::sleep(Duration::from_millis(5500)).await;
     let early = alive();
     tokio::time::sleep(Duration::from_millis(3000)).await;
     let late = alive();
     assert!(
-        late <= early + 3,
+        late <= early + 10,
         "tasks grew from {early} to {late} in 3 s of outage: a task per failed attempt"
     );
     assert!(
