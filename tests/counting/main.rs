@@ -1,6 +1,6 @@
 //! Scenarios for the counting kinds (`crates/relock/src/counting`): the semaphore (`s*`), the
-//! permit-expirable semaphore (`p*`) and the count-down latch (`l*`), on real redis-servers, one
-//! per file, each named as a sentence.
+//! permit-expirable semaphore (`p*`), the count-down latch (`l*`) and the rate limiter (`rl*`),
+//! on real redis-servers, one per file, each named as a sentence.
 
 mod l10_waiters_on_two_clients_open_when_the_count_reaches_zero;
 mod l20_wait_for_times_out_and_try_set_count_sets_only_if_absent;
@@ -23,6 +23,14 @@ mod p94_a_permit_acquire_that_lands_after_its_give_back_takes_nothing;
 mod p95_a_permit_acquire_cut_off_during_shutdown_gives_back_the_permit_it_took;
 mod p96_a_permit_released_by_id_elsewhere_is_reported_lost_at_once_and_others_releases_are_not_a_loss;
 mod p97_a_failed_give_back_at_shutdown_names_its_semaphore_and_an_error_reply_is_not_retried;
+mod rl10_a_limit_of_r_gives_exactly_r_of_more_immediate_acquires_across_two_clients;
+mod rl20_permits_come_back_after_the_interval_and_waits_sleep_until_the_oldest_record_expires;
+mod rl30_try_set_rate_sets_only_if_absent_set_rate_starts_afresh_and_keep_alive_expires_the_keys;
+mod rl40_per_client_limits_give_each_client_the_whole_rate_under_its_own_keys;
+mod rl50_bad_input_uninitialised_limiters_and_keys_of_another_type_get_typed_errors_and_write_nothing;
+mod rl60_records_are_scored_by_the_servers_clock_and_no_call_sends_a_time;
+mod rl70_a_limit_is_shared_exactly_with_redissons_own_scripts_both_ways;
+mod rl80_a_limiter_works_on_three_cluster_masters_with_its_keys_in_one_slot;
 mod s100_semaphore_permits_dropped_as_main_returns_come_back;
 mod s101_a_give_back_whose_reply_died_with_the_runtime_is_not_given_back_twice;
 mod s102_an_acquire_dropped_on_a_thread_without_a_runtime_gives_back_the_permit_its_attempt_took;

@@ -227,8 +227,8 @@ pub async fn exercise(
 /// Every kind of [`KINDS`] on a one-server, Cluster or Sentinel client under the user (names
 /// `orders:<kind>`): a guarded write and a fenced key, the lock kinds as [`exercise`] (each
 /// against the lock its hold keeps out), the counting kinds (a waiter on the other client woken
-/// by a release, a permit renewed past three leases, a latch opened by a count-down), an
-/// election and a job. Leaves nothing behind but the semaphores' counts: returns their keys.
+/// by a release, a permit renewed past three leases, a latch opened by a count-down, a rate
+/// limiter's waiter given its permit when the oldest record expires), an election and a job. Leaves nothing behind but the semaphores' counts: returns their keys.
 pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) -> Vec<String> {
     // A guarded write and read, and a fenced key: the line covers them as written (data keys
     // tagged with the lock's name, the batch's commands among those granted).
@@ -273,6 +273,9 @@ pub async fn exercise_every_kind(c: &relock::Client, other: &relock::Client) -> 
             }
             (Handle::Latch(latch), Handle::Latch(theirs)) => {
                 count_down_latch(other, latch, theirs).await
+            }
+            (Handle::RateLimiter(mine), Handle::RateLimiter(theirs)) => {
+                rate_limiter(mine, theirs).await
             }
             (Handle::Election(mine), Handle::Election(theirs)) => {
                 election(other, mine, theirs).await
@@ -350,6 +353,32 @@ async fn count_down_latch(
         .await
         .unwrap()
         .unwrap();
+}
+
+/// A limit shared by both clients: a waiter on the other client gets its permit when the
+/// oldest record expires; a release, the config, a per-client limit, and a delete.
+async fn rate_limiter(mine: relock::RateLimiter, theirs: relock::RateLimiter) {
+    use relock::RateType;
+    let interval = Duration::from_millis(300);
+    assert!(mine
+        .try_set_rate(RateType::Overall, 2, interval)
+        .await
+        .unwrap());
+    assert!(mine.try_acquire(2).await.unwrap());
+    assert_eq!(theirs.available_permits().await.unwrap(), 0);
+    assert!(theirs
+        .try_acquire_for(1, Duration::from_secs(3))
+        .await
+        .unwrap());
+    theirs.release(1).await.unwrap();
+    assert_eq!(mine.config().await.unwrap().unwrap().rate(), 2);
+    mine.set_rate(RateType::PerClient, 1, interval)
+        .await
+        .unwrap();
+    assert!(mine.try_acquire(1).await.unwrap());
+    assert!(theirs.try_acquire(1).await.unwrap());
+    assert!(mine.delete().await.unwrap());
+    assert!(theirs.delete().await.unwrap());
 }
 
 /// A leader, a standby on the other client that leads when it resigns, and an observer that

@@ -76,6 +76,11 @@ pub const KINDS: &[Kind] = &[
         Handle::Latch(c.count_down_latch(n))
     }),
     kind(
+        "rate",
+        exports!(RateLimiter, RateConfig, RateType),
+        |c, n| Handle::RateLimiter(c.rate_limiter(n)),
+    ),
+    kind(
         "election",
         exports!(Election, Leadership, Observation, Leader, LeaderEvent),
         |c, n| Handle::Election(c.election(n)),
@@ -140,6 +145,7 @@ pub enum Handle {
     Semaphore(relock::Semaphore),
     Permits(relock::PermitSemaphore),
     Latch(relock::CountDownLatch),
+    RateLimiter(relock::RateLimiter),
     Election(relock::Election),
     Job(relock::Job),
 }
@@ -191,7 +197,8 @@ impl Handle {
     }
 
     /// Takes what the kind gives: a lock kind's hold, a semaphore's permit (set to one permit
-    /// first), a latch's count (set to one), a leadership, a job's run. Each stays until
+    /// first), a latch's count (set to one), a rate limiter's permit (set to one a minute), a
+    /// leadership, a job's run. Each stays until
     /// [`Taken::give_back`].
     pub async fn take(&self) -> relock::Result<Taken> {
         if let Some(lock) = self.as_lock() {
@@ -210,6 +217,12 @@ impl Handle {
                 l.try_set_count(1).await?;
                 Taken::Count(l.clone())
             }
+            Handle::RateLimiter(l) => {
+                l.try_set_rate(relock::RateType::Overall, 1, Duration::from_secs(60))
+                    .await?;
+                l.acquire(1).await?;
+                Taken::Rate(l.clone())
+            }
             Handle::Election(e) => Taken::Leadership(e.campaign("taken").await?),
             Handle::Job(j) => Taken::Run(j.start().await?),
             Handle::Lock(_) | Handle::Spin(_) | Handle::Read(_) | Handle::Write(_) => {
@@ -227,18 +240,21 @@ pub enum Taken {
     Permit(relock::PermitGuard),
     /// A latch counted to one.
     Count(relock::CountDownLatch),
+    /// A rate limiter's permit.
+    Rate(relock::RateLimiter),
     Leadership(relock::Leadership),
     Run(relock::JobGuard),
 }
 
 impl Taken {
-    /// Gives back what was taken (a latch: counts it down).
+    /// Gives back what was taken (a latch: counts it down; a rate limiter: releases it).
     pub async fn give_back(self) -> relock::Result<()> {
         match self {
             Taken::Hold(g) => g.unlock().await,
             Taken::Permits(p) => p.release().await,
             Taken::Permit(p) => p.release().await,
             Taken::Count(l) => l.count_down().await,
+            Taken::Rate(l) => l.release(1).await,
             Taken::Leadership(l) => l.resign().await,
             Taken::Run(j) => j.finish().await,
         }

@@ -8,7 +8,8 @@ use std::time::Duration;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An argument was rejected before anything was sent to Redis.
+    /// An argument was rejected before anything was sent to Redis (or, for a bound kept in
+    /// Redis, such as a rate limiter's rate, by the script before it wrote anything).
     #[error("invalid argument `{name}`: {reason}")]
     InvalidArgument {
         /// Which argument.
@@ -132,9 +133,10 @@ pub enum Error {
         /// The permit's id.
         id: String,
     },
-    /// A key of the lock (its hash, fencing counter or fair line), or of a semaphore or latch
-    /// (its count, a permit semaphore's timeouts), holds something relock does not keep there.
-    #[error("key `{key}` exists but does not hold what relock keeps there (a lock hash of hold counts, its fencing counter, or its fair line; a semaphore's or latch's integer count, or a permit semaphore's sorted set of timeouts); pick another name or delete the key")]
+    /// A key of the lock (its hash, fencing counter or fair line), of a semaphore or latch
+    /// (its count, a permit semaphore's timeouts), or of a rate limiter (its config hash, its
+    /// value, its permit records), holds something relock does not keep there.
+    #[error("key `{key}` exists but does not hold what relock keeps there (a lock hash of hold counts, its fencing counter, or its fair line; a semaphore's or latch's integer count, or a permit semaphore's sorted set of timeouts; a rate limiter's config hash, value or permit records); pick another name or delete the key")]
     WrongType {
         /// The key.
         key: String,
@@ -168,6 +170,16 @@ pub enum Error {
         server: String,
         /// The limit that ran out.
         timeout: Duration,
+    },
+    /// A [`RateLimiter`](crate::RateLimiter) has no rate: nothing set one
+    /// ([`try_set_rate`](crate::RateLimiter::try_set_rate) or
+    /// [`set_rate`](crate::RateLimiter::set_rate)), or it was deleted or its keep-alive ran
+    /// out. Nothing was taken or written. Redisson's message for it is "RateLimiter is not
+    /// initialized".
+    #[error("rate limiter `{}` has no rate (not initialized): set one with try_set_rate or set_rate first; nothing was taken", short(.name))]
+    RateNotSet {
+        /// The limiter's name.
+        name: String,
     },
     /// The [`Client`](crate::Client) was shut down.
     #[error("the relock client has been shut down")]

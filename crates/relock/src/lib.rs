@@ -48,6 +48,8 @@
 //!   (Redisson's `RReadWriteLock`); a writer may downgrade, a reader cannot upgrade.
 //! - [`Semaphore`] (`client.semaphore(name)`) and [`CountDownLatch`]
 //!   (`client.count_down_latch(name)`): Redisson's `RSemaphore` and `RCountDownLatch`.
+//! - [`RateLimiter`] (`client.rate_limiter(name)`): at most a rate of permits in any interval,
+//!   across every client or per client (Redisson's `RRateLimiter`), on the server's clock.
 //! - [`MultiLock`]: all or nothing over several locks of any kinds and clients, in one global
 //!   order (no deadlock), with one guard.
 //! - A lease-based lock cannot promise mutual exclusion through process pauses or clock jumps;
@@ -84,7 +86,7 @@
 //   one-server backend (`inner_backend`), the hold watch. Kinds keep their per-client state
 //   through `Inner::state` and register their own shutdown step.
 // - `exclusive`: `Lock` (plain, fair and spin), `ReadWriteLock`, `MultiLock`, status.
-// - `counting`: `Semaphore`, `PermitSemaphore`, `CountDownLatch`.
+// - `counting`: `Semaphore`, `PermitSemaphore`, `CountDownLatch`, `RateLimiter`.
 // - `quorum`: `QuorumClient` and `QuorumLock`.
 // - `coordination`: kinds built on the exclusive ones: `Job` (run-at-most-once jobs),
 //   `Election` (leader election); `Client::inspect` (what is under a name, any kind).
@@ -133,6 +135,7 @@ pub mod lua {
     pub use crate::counting::add::lua::*;
     pub use crate::counting::latch::lua::*;
     pub use crate::counting::permit_leases::lua::*;
+    pub use crate::counting::rate_limiter::lua::*;
     pub use crate::counting::semaphore::lua::*;
     pub use crate::counting::semaphore_request::lua::*;
     pub use crate::exclusive::coalesce::lua::*;
@@ -158,6 +161,7 @@ pub use coordination::job::{Job, JobGuard};
 pub use counting::latch::CountDownLatch;
 pub use counting::permit_guard::PermitGuard;
 pub use counting::permit_semaphore::PermitSemaphore;
+pub use counting::rate_limiter::{RateConfig, RateLimiter, RateType};
 pub use counting::semaphore::{DistributedSemaphore, Semaphore};
 pub use counting::semaphore_permits::SemaphorePermits;
 pub use error::{Error, NodeVote, Result, Vote};

@@ -1,4 +1,4 @@
-//! **The counting kinds: Redisson's semaphores and latch.**
+//! **The counting kinds: Redisson's semaphores, latch and rate limiter.**
 //!
 //! - `semaphore` and `semaphore_permits`: [`Semaphore`](crate::Semaphore) (`RSemaphore`) and
 //!   [`SemaphorePermits`](crate::SemaphorePermits), the permits one acquire took, given back
@@ -10,6 +10,8 @@
 //!   (release, renewal) and the permits a client's guards hold (`Leases`, their per-client
 //!   state, with its shutdown step: give them back).
 //! - `latch`: [`CountDownLatch`](crate::CountDownLatch) (`RCountDownLatch`).
+//! - `rate_limiter`: [`RateLimiter`](crate::RateLimiter) (`RRateLimiter`), on the server's
+//!   clock; it publishes nothing and waits by sleeping the delay its script returns.
 //! - `reading`: the count under a name, read only (for `Client::inspect`).
 //!
 //! What they share, one file per job:
@@ -34,6 +36,7 @@ pub(crate) mod names;
 pub(crate) mod permit_guard;
 pub(crate) mod permit_leases;
 pub(crate) mod permit_semaphore;
+pub(crate) mod rate_limiter;
 pub(crate) mod reading;
 pub(crate) mod request;
 pub(crate) mod semaphore;

@@ -1,0 +1,88 @@
+-- The rate limiter's shared functions (rate_*.lua): Redisson's RRateLimiter layout.
+-- KEYS are always the five of Redisson's scripts, in its order:
+--   [1] the config hash `name`: rate, interval (ms), type (0 overall, 1 per client),
+--       keepAliveTime (ms, 0: none)
+--   [2] `{name}:value`, [3] `{name}:value:<client id>`: the permits left (a string integer)
+--   [4] `{name}:permits`, [5] `{name}:permits:<client id>`: the permit records, a sorted set
+--       scored by the ms the permits were taken at; a member is Redisson's
+--       struct.pack('Bc0I', #id, id, permits): a length byte, a 16-byte random id and the
+--       permit count as 4 bytes.
+
+-- The server's clock in ms. (Redisson sends its client's clock instead: see docs/data-layout.md.)
+local function rate_now()
+  local t = redis.call('time')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- The index of the first key that holds something the limiter never keeps there, or nil:
+-- the config a hash of Redisson's four fields only, a value a string, the records a sorted
+-- set. Checked before anything is written, so a refused call leaves every key as it was.
+local function rate_foreign_key(keys)
+  local want = {'hash', 'string', 'string', 'zset', 'zset'}
+  for i = 1, #keys do
+    local found = redis.call('type', keys[i])['ok']
+    if found ~= 'none' and found ~= want[i] then
+      return i
+    end
+  end
+  if redis.call('exists', keys[1]) == 1 then
+    local known = 0
+    for _, field in ipairs({'rate', 'interval', 'type', 'keepAliveTime'}) do
+      known = known + redis.call('hexists', keys[1], field)
+    end
+    if redis.call('hlen', keys[1]) ~= known then
+      return 1
+    end
+  end
+  return nil
+end
+
+-- The config: rate, interval (ms), type ('0' or '1') and keep-alive (ms, 0: none); nil when
+-- the limiter has none (Redisson: "RateLimiter is not initialized").
+local function rate_config(config)
+  local c = redis.call('hmget', config, 'rate', 'interval', 'type', 'keepAliveTime')
+  if not c[1] or not c[2] or not c[3] then
+    return nil
+  end
+  return tonumber(c[1]), tonumber(c[2]), c[3], tonumber(c[4] or '0') or 0
+end
+
+-- The value and records keys of the config's type: the shared ones, or this client's.
+local function rate_state(keys, kind)
+  if kind == '1' then
+    return keys[3], keys[5]
+  end
+  return keys[2], keys[4]
+end
+
+-- The permits of a list of records.
+local function rate_sum(records)
+  local sum = 0
+  for _, v in ipairs(records) do
+    local _, permits = struct.unpack('Bc0I', v)
+    sum = sum + permits
+  end
+  return sum
+end
+
+-- A ms time as an integer string (a Lua number prints as 1.7e+12 past 14 digits).
+local function rate_ms(ms)
+  return string.format('%.0f', ms)
+end
+
+-- Redisson's keep-alive: with one, the config, value and records live that long from this
+-- call; without, the value and records live as long as the config (when it has a TTL).
+local function rate_keep_alive(config, value, permits)
+  local keep = redis.call('hget', config, 'keepAliveTime')
+  if keep ~= false and tonumber(keep) > 0 then
+    redis.call('pexpire', config, keep)
+    redis.call('pexpire', value, keep)
+    redis.call('pexpire', permits, keep)
+  else
+    local ttl = redis.call('pttl', config)
+    if ttl > 0 then
+      redis.call('pexpire', value, ttl)
+      redis.call('pexpire', permits, ttl)
+    end
+  end
+end

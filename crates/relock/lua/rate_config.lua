@@ -1,0 +1,18 @@
+-- rate_config: the limiter's config (Redisson's getConfig), read only.
+--
+-- KEYS[1]  the config hash `name` (lib/rate.lua)
+-- ARGV[1]  unused
+--
+-- Returns
+--   {1, rate, interval, type, keepAliveTime, pttl}  the config (keepAliveTime 0: none) and
+--                                                   the config's time to live (-1: none)
+--   {-1}      the limiter has no rate
+--   {-3, 1}   the key holds something the limiter never keeps there
+if rate_foreign_key({KEYS[1]}) then
+  return {-3, 1}
+end
+local rate, interval, kind, keep = rate_config(KEYS[1])
+if rate == nil then
+  return {-1}
+end
+return {1, rate, interval, tonumber(kind), keep, redis.call('pttl', KEYS[1])}

@@ -1,0 +1,27 @@
+-- rate_set: set the limiter's rate whatever it had (Redisson's setRate): the config is
+-- overwritten, and the state of the new type (its value and records) deleted, so the limit
+-- starts afresh.
+--
+-- KEYS[1]  the config hash `name`; KEYS[2..5] the value and records keys (lib/rate.lua)
+-- ARGV[1]  the rate: permits per interval
+-- ARGV[2]  the interval in ms
+-- ARGV[3]  the type: 0 overall, 1 per client
+-- ARGV[4]  the keep-alive in ms (0: none)
+--
+-- Returns
+--   {1}      set
+--   {-3, i}  KEYS[i] holds something the limiter never keeps there: nothing written
+local foreign = rate_foreign_key(KEYS)
+if foreign then
+  return {-3, foreign}
+end
+local value, permits = rate_state(KEYS, ARGV[3])
+redis.call('hset', KEYS[1], 'rate', ARGV[1])
+redis.call('hset', KEYS[1], 'interval', ARGV[2])
+redis.call('hset', KEYS[1], 'type', ARGV[3])
+redis.call('hset', KEYS[1], 'keepAliveTime', ARGV[4])
+if tonumber(ARGV[4]) > 0 then
+  redis.call('pexpire', KEYS[1], ARGV[4])
+end
+redis.call('del', value, permits)
+return {1}
