@@ -33,7 +33,9 @@ With --quorum each master is read on its own: the lock is held when one owner fi
 majority of them, free when no field can reach a majority even counting the masters that did
 not answer, and unknown (exit 2) otherwise.
 
-A fair lock's line is shown too; a spin lock is shown as a plain lock (the same keys). An owner field is labelled relock or redisson by its shape
+A fair lock's line is shown too; a spin lock is shown as a plain lock (the same keys); a
+semaphore's or latch's count, a permit semaphore's permits and a rate limiter's config and
+available permits are shown for their names. An owner field is labelled relock or redisson by its shape
 (<client id>:<n> with a large n, or <uuid>:<thread id>).")]
 pub(crate) struct StatusArgs {
     /// The locks' names.
@@ -212,6 +214,25 @@ struct Count {
     permits_held: Option<u64>,
 }
 
+/// A rate limiter's config and permits, for `--json`.
+#[derive(serde::Serialize)]
+struct Rate {
+    name: String,
+    /// `rate_limiter`.
+    kind: &'static str,
+    /// `overall` or `per_client`.
+    #[serde(rename = "type")]
+    rate_type: &'static str,
+    rate: u64,
+    interval_ms: u128,
+    /// Absent without a keep-alive.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keep_alive_ms: Option<u128>,
+    /// The permits available now; absent for a per-client limit (each client has its own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    available: Option<u64>,
+}
+
 /// An election's leader, beside its lock's status.
 #[derive(serde::Serialize)]
 struct JsonLeader {
@@ -233,6 +254,7 @@ enum Found {
     /// Nothing under the name: a free lock.
     Free(String),
     Count(Count),
+    Rate(Rate),
     /// What went wrong for this name (it is not a lock, or could not be read).
     Failed(String, String),
 }
@@ -280,6 +302,18 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
                 count: available,
                 permits_held: Some(held),
             }),
+            Ok(relock::Inspection::RateLimiter { config, available }) => Found::Rate(Rate {
+                name: name.clone(),
+                kind: "rate_limiter",
+                rate_type: match config.rate_type() {
+                    relock::RateType::PerClient => "per_client",
+                    _ => "overall",
+                },
+                rate: config.rate(),
+                interval_ms: config.interval().as_millis(),
+                keep_alive_ms: config.keep_alive().map(|k| k.as_millis()),
+                available,
+            }),
             // Neither a lock nor a count.
             Ok(_) => Found::Failed(
                 name.clone(),
@@ -315,6 +349,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
                 }),
                 Found::Free(name) => serde_json::to_value(free(name)),
                 Found::Count(c) => serde_json::to_value(c),
+                Found::Rate(r) => serde_json::to_value(r),
                 Found::Failed(name, error) => {
                     Ok(serde_json::json!({ "name": name, "error": error }))
                 }
@@ -349,6 +384,22 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
                         c.name, c.count
                     ),
                 },
+                Found::Rate(r) => {
+                    let keep = r
+                        .keep_alive_ms
+                        .map(|k| format!(", keep-alive {k} ms"))
+                        .unwrap_or_default();
+                    match r.available {
+                        Some(n) => println!(
+                            "{}: a rate limiter, {n} of {} permits available per {} ms (overall{keep})",
+                            r.name, r.rate, r.interval_ms
+                        ),
+                        None => println!(
+                            "{}: a rate limiter, {} permits per {} ms for each client (per client{keep})",
+                            r.name, r.rate, r.interval_ms
+                        ),
+                    }
+                }
                 Found::Failed(name, error) => say(format_args!("{name}: {error}")),
             }
         }

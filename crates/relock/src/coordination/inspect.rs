@@ -1,6 +1,7 @@
 //! [`Client::inspect`]: what kind of thing, and what count, is under a name, for operators
 //! (`relock status`). Each layout is read by the room that owns it: a lock's by
-//! [`Lock::status`](crate::Lock::status), a count's by `counting::reading`.
+//! [`Lock::status`](crate::Lock::status), a count's by `counting::reading`, a rate limiter's
+//! by `counting::rate_limiter`.
 
 use crate::client::handle::Client;
 use crate::counting::reading::Counted;
@@ -29,6 +30,16 @@ pub enum Inspection {
         /// The permits whose lease has not ended.
         held: u64,
     },
+    /// A [`RateLimiter`](crate::RateLimiter)'s config hash (Redisson's `RRateLimiter`
+    /// layout).
+    RateLimiter {
+        /// Its settings.
+        config: crate::RateConfig,
+        /// The permits available now, as
+        /// [`RateLimiter::available_permits`](crate::RateLimiter::available_permits) reads
+        /// them; `None` for a per-client limit (each client has its own).
+        available: Option<u64>,
+    },
     /// Nothing under the name: no lock, no fencing counter, no line, no count.
     Nothing,
     /// A key of another type, or a string that is not an integer: nothing relock keeps.
@@ -37,7 +48,8 @@ pub enum Inspection {
 
 impl Client {
     /// What is under `name`: a lock and its status, a semaphore's or latch's count, a permit
-    /// semaphore's available and held permits, nothing, or something else. For operators and
+    /// semaphore's available and held permits, a rate limiter's config and available permits,
+    /// nothing, or something else. For operators and
     /// tooling (`relock status`): it only reads, and it names the kind from the layout it finds
     /// (the same layout as Redisson's, so it sees Redisson's locks and counts too).
     ///
@@ -89,6 +101,16 @@ impl Client {
                     }
                     None => Inspection::Other,
                 })
+            }
+            // A hash that is no lock's: maybe a rate limiter's config.
+            Err(Error::NotALock { key, found }) if key == lock.name() => {
+                match self.read_rate(&key).await {
+                    Ok(Some((config, available))) => {
+                        Ok(Inspection::RateLimiter { config, available })
+                    }
+                    Ok(None) | Err(Error::WrongType { .. }) => Err(Error::NotALock { key, found }),
+                    Err(e) => Err(e),
+                }
             }
             Err(e) => Err(e),
         }

@@ -299,6 +299,25 @@ impl Client {
             keys,
         }
     }
+
+    /// The config and the available permits (for [`RateType::Overall`]) of the rate limiter
+    /// at `name` (already prefixed); `None` if no limiter's config is there. For
+    /// `Client::inspect`.
+    pub(crate) async fn read_rate(&self, name: &str) -> Result<Option<(RateConfig, Option<u64>)>> {
+        let limiter = RateLimiter {
+            inner: self.inner.clone(),
+            name: name.into(),
+            keys: Ok(Arc::new(RateKeys::new(name, self.client_id()))),
+        };
+        let Some(config) = limiter.config().await? else {
+            return Ok(None);
+        };
+        let available = match config.rate_type() {
+            RateType::Overall => Some(limiter.available_permits().await?),
+            RateType::PerClient => None,
+        };
+        Ok(Some((config, available)))
+    }
 }
 
 /// Rejects a permit count of 0 or above what a permit record holds.
