@@ -100,8 +100,10 @@ async fn try_set_rate_sets_only_if_absent_set_rate_starts_afresh_and_keep_alive_
     let config_ttl = pttl(&server, "rl30");
     for key in ["{rl30}:value", "{rl30}:permits"] {
         let t = pttl(&server, key);
+        // The script copies the config's PTTL, counted in whole ms: the copy may end up to
+        // a ms after the config.
         assert!(
-            t > 58000 && t <= config_ttl,
+            t > 58000 && t <= config_ttl + 1,
             "{key}: {t} (config {config_ttl})"
         );
     }
