@@ -79,6 +79,9 @@ pub(crate) struct Failure {
     pub(crate) held: usize,
     /// The smallest remaining lease a holding node reported.
     pub(crate) min_pttl: Option<Duration>,
+    /// Set when a quorum of votes was granted but came back too late: how long the votes
+    /// took, and the lease whose validity (less the clock-drift allowance) they outlasted.
+    pub(crate) too_late: Option<(Duration, Duration)>,
 }
 
 impl Failure {
@@ -458,6 +461,15 @@ impl QuorumLock {
                 crate::error::Human(self.q.quarantine()),
                 if self.q.quarantine_is_default() { ", the longest lease in use" } else { "" }
             )
+        });
+        let hint = hint.or_else(|| {
+            f.too_late.map(|(took, lease)| {
+                format!(
+                    "the votes were granted but took {}, which left nothing of the lease's {} once the clock-drift allowance is taken off, so the lock was released again: use a longer lease (with_lease, or the client's watchdog lease), or look at the nodes' latency",
+                    crate::error::Human(took),
+                    crate::error::Human(lease)
+                )
+            })
         });
         Error::QuorumNotReached {
             name: self.name.to_string(),

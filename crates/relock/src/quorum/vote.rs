@@ -77,7 +77,11 @@ impl QuorumLock {
         if ok || tally.granted > 0 || tally.clean_up || pending > tally.granted + tally.held {
             q.release_everywhere(keys, field, true, 0).await;
         }
-        Ok(Outcome::Failed(tally.failure(q)))
+        let mut failure = tally.failure(q);
+        if failure.granted >= q.quorum && validity(Instant::now()).is_zero() {
+            failure.too_late = Some((start.elapsed(), lease));
+        }
+        Ok(Outcome::Failed(failure))
     }
 
     /// A release of this lock by this client is in flight: the lock is about to be free, so
@@ -419,6 +423,7 @@ impl Tally {
             granted: self.granted,
             held: self.held,
             min_pttl: self.min_pttl,
+            too_late: None,
         }
     }
 }
