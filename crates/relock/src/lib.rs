@@ -135,7 +135,7 @@ pub mod lua {
     pub use crate::counting::add::lua::*;
     pub use crate::counting::latch::lua::*;
     pub use crate::counting::permit_leases::lua::*;
-    pub use crate::counting::rate_limiter::lua::*;
+    pub use crate::counting::rate_limiter::calls::lua::*;
     pub use crate::counting::semaphore::lua::*;
     pub use crate::counting::semaphore_request::lua::*;
     pub use crate::exclusive::coalesce::lua::*;

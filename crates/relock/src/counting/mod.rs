@@ -10,8 +10,9 @@
 //!   (release, renewal) and the permits a client's guards hold (`Leases`, their per-client
 //!   state, with its shutdown step: give them back).
 //! - `latch`: [`CountDownLatch`](crate::CountDownLatch) (`RCountDownLatch`).
-//! - `rate_limiter`: [`RateLimiter`](crate::RateLimiter) (`RRateLimiter`), on the server's
-//!   clock; it publishes nothing and waits by sleeping the delay its script returns.
+//! - `rate_limiter` (a folder: its settings, its calls, its wait):
+//!   [`RateLimiter`](crate::RateLimiter) (`RRateLimiter`), on the server's clock; it
+//!   publishes nothing and waits by sleeping the delay its script returns.
 //! - `reading`: the count under a name, read only (for `Client::inspect`).
 //!
 //! What they share, one file per job:

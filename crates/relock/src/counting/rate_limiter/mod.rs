@@ -1,225 +1,46 @@
 //! [`RateLimiter`]: a rate limiter on Redisson's `RRateLimiter` layout, on the server's clock.
 //! It publishes nothing and subscribes to nothing: a waiter sleeps for the delay the script
 //! returns (the oldest permit record's expiry) and asks again.
+//!
+//! # Using it
+//! - Make a handle with [`Client::rate_limiter`], and give the limiter its rate once:
+//!   [`try_set_rate`](RateLimiter::try_set_rate) at every process's start-up (only the first
+//!   call sets it), or [`set_rate`](RateLimiter::set_rate) to change it (the limit starts
+//!   afresh). [`RateConfig`] carries every setting, the keep-alive included.
+//! - Take permits before each call the limit guards: [`try_acquire`](RateLimiter::try_acquire)
+//!   never waits, [`try_acquire_for`](RateLimiter::try_acquire_for) waits at most a bound,
+//!   [`acquire`](RateLimiter::acquire) as long as it takes. A grant counts against the rate
+//!   for one interval after it; nothing is held, and [`release`](RateLimiter::release) gives
+//!   permits back early.
+//! - [`RateType::Overall`] shares one limit among every client (Java's Redisson clients
+//!   included); [`RateType::PerClient`] gives each client the whole rate under keys of its
+//!   own.
+//! - "Now" is the Redis server's clock, never a client's: skewed or stepped client clocks do
+//!   not change the limit ([`guide::safety`](crate::guide::safety) says what a step of the
+//!   server's clock or a failover does).
+//!
+//! # Parts
+//! - `config`: [`RateType`] and [`RateConfig`], their checks, and the permit count's.
+//! - `calls`: the scripts, the keys (`RateKeys`) and each call with its
+//!   reply read into a result or a typed refusal.
+//! - `wait`: the wait of `try_acquire_for` and `acquire` (sleep the delay the script returns,
+//!   never past a deadline).
+
+pub(crate) mod calls;
+pub(crate) mod config;
+pub(crate) mod wait;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::time::Instant;
-
 use crate::client::handle::Client;
 use crate::client::inner::Inner;
-use crate::client::scripts::{self, Script};
-use crate::counting::counts::{unexpected, MAX_COUNT};
+use crate::counting::rate_limiter::calls::{Calls, RateKeys};
+use crate::counting::rate_limiter::config::validate_n;
+pub use crate::counting::rate_limiter::config::{RateConfig, RateType};
+use crate::counting::rate_limiter::wait::acquire_within;
 use crate::error::{Error, Result};
-use crate::hold::keys::{suffixed, validate_name};
-
-scripts::scripts! {
-    /// Rate limiter: set the rate if the limiter has none (Redisson's `trySetRate`).
-    RATE_TRY_SET = writes "rate_try_set.lua" ["rate"];
-    /// Rate limiter: set the rate, starting the limit afresh (Redisson's `setRate`).
-    RATE_SET = writes "rate_set.lua" ["rate"];
-    /// Rate limiter: take permits, or say when the oldest record expires (`tryAcquire`).
-    RATE_ACQUIRE = writes "rate_acquire.lua" ["rate"];
-    /// Rate limiter: give permits back before their records expire (`release`).
-    RATE_RELEASE = writes "rate_release.lua" ["rate"];
-    /// Rate limiter: the permits available now (`availablePermits`), read only.
-    RATE_AVAILABLE = read_only "rate_available.lua" ["rate"];
-    /// Rate limiter: its config (`getConfig`), read only.
-    RATE_CONFIG = read_only "rate_config.lua" ["rate"];
-    /// Rate limiter: delete its config and state (`delete`).
-    RATE_DELETE = writes "rate_delete.lua" [];
-}
-
-/// Whom a [`RateLimiter`]'s rate is shared by (Redisson's `RateType`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RateType {
-    /// One limit for every client (Redisson's `OVERALL`, stored as `0`).
-    Overall,
-    /// A limit of its own for each client, keyed by [`Client::client_id`] (Redisson's
-    /// `PER_CLIENT`, stored as `1`, keyed by a Redisson instance's id).
-    PerClient,
-}
-
-impl RateType {
-    /// Redisson's ordinal, as its config hash stores it.
-    fn ordinal(self) -> u8 {
-        match self {
-            RateType::Overall => 0,
-            RateType::PerClient => 1,
-        }
-    }
-}
-
-/// A rate limiter's settings: at most [`rate`](RateConfig::rate) permits in any
-/// [`interval`](RateConfig::interval), for everyone or per client, and how long the
-/// limiter's keys live unused ([`keep_alive`](RateConfig::keep_alive)).
-///
-/// ```
-/// use std::time::Duration;
-/// use relock::{RateConfig, RateType};
-/// let config = RateConfig::new(RateType::Overall, 100, Duration::from_secs(1))
-///     .with_keep_alive(Duration::from_secs(3600));
-/// assert_eq!(config.keep_alive(), Some(Duration::from_secs(3600)));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateConfig {
-    rate_type: RateType,
-    rate: u64,
-    interval: Duration,
-    keep_alive: Option<Duration>,
-}
-
-impl RateConfig {
-    /// `rate` permits per `interval` (whole milliseconds: Redisson's unit), shared as
-    /// `rate_type` says, without a keep-alive. Checked when it is sent.
-    pub fn new(rate_type: RateType, rate: u64, interval: Duration) -> Self {
-        RateConfig {
-            rate_type,
-            rate,
-            interval,
-            keep_alive: None,
-        }
-    }
-
-    /// With a keep-alive (Redisson's `keepAliveTime`): setting the rate gives the config this
-    /// time to live, and every acquire and release sets it again on the config, the value and
-    /// the records, so a limiter unused for this long disappears. It must be at least the
-    /// interval. `Duration::ZERO` means none (the keys live until deleted).
-    pub fn with_keep_alive(mut self, keep_alive: Duration) -> Self {
-        self.keep_alive = (!keep_alive.is_zero()).then_some(keep_alive);
-        self
-    }
-
-    /// Whom the rate is shared by.
-    pub fn rate_type(&self) -> RateType {
-        self.rate_type
-    }
-
-    /// The most permits granted in any interval.
-    pub fn rate(&self) -> u64 {
-        self.rate
-    }
-
-    /// The interval (a sliding window: each grant counts for this long after it).
-    pub fn interval(&self) -> Duration {
-        self.interval
-    }
-
-    /// The keep-alive, if any.
-    pub fn keep_alive(&self) -> Option<Duration> {
-        self.keep_alive
-    }
-
-    /// The script's arguments (rate, interval ms, type, keep-alive ms), or the argument that
-    /// is refused.
-    fn args(&self) -> Result<Vec<String>> {
-        if self.rate == 0 {
-            return Err(Error::invalid(
-                "rate",
-                "a rate of 0 permits per interval grants nothing; pass at least 1",
-            ));
-        }
-        if self.rate > u64::from(u32::MAX) {
-            return Err(Error::invalid(
-                "rate",
-                format!(
-                    "{} permits per interval is more than a permit record can count (Redisson \
-                     stores a grant's permits in 4 bytes); pass at most {}",
-                    self.rate,
-                    u32::MAX
-                ),
-            ));
-        }
-        let interval = self.interval.as_millis();
-        if interval == 0 {
-            return Err(Error::invalid(
-                "interval",
-                format!(
-                    "{:?} is below 1 ms, the limiter's unit (Redisson's too); pass at least 1 ms",
-                    self.interval
-                ),
-            ));
-        }
-        if interval > u128::from(MAX_COUNT) {
-            return Err(Error::invalid(
-                "interval",
-                format!(
-                    "{:?} is more than the 10^15 ms the scripts count exactly",
-                    self.interval
-                ),
-            ));
-        }
-        let keep_alive = self.keep_alive.map_or(0, |k| k.as_millis());
-        if self.keep_alive.is_some() && keep_alive < interval {
-            return Err(Error::invalid(
-                "keep_alive",
-                format!(
-                    "{:?} is shorter than the interval {:?}: the limiter's records would expire \
-                     before their window ends; pass at least the interval (or none)",
-                    self.keep_alive.unwrap_or_default(),
-                    self.interval
-                ),
-            ));
-        }
-        if keep_alive > u128::from(MAX_COUNT) {
-            return Err(Error::invalid(
-                "keep_alive",
-                "more than the 10^15 ms the scripts count exactly",
-            ));
-        }
-        Ok(vec![
-            self.rate.to_string(),
-            interval.to_string(),
-            self.rate_type.ordinal().to_string(),
-            keep_alive.to_string(),
-        ])
-    }
-}
-
-/// The five keys of Redisson's rate-limiter scripts, in their order.
-#[derive(Debug)]
-pub(crate) struct RateKeys {
-    /// The config hash, the name itself.
-    pub(crate) config: String,
-    keys: [String; 5],
-}
-
-impl RateKeys {
-    /// `name`'s keys (name already prefixed), with `client_id`'s own for `PerClient`: the
-    /// config hash `name`, `{name}:value`, `{name}:value:<client>`, `{name}:permits`,
-    /// `{name}:permits:<client>` (Redisson's `suffixName`: a name with its own `{tag}` keeps
-    /// it, so every key is in the name's cluster slot).
-    pub(crate) fn new(name: &str, client_id: &str) -> Self {
-        let value = suffixed(name, "value");
-        let permits = suffixed(name, "permits");
-        let client_value = format!("{value}:{client_id}");
-        let client_permits = format!("{permits}:{client_id}");
-        RateKeys {
-            config: name.to_string(),
-            keys: [
-                name.to_string(),
-                value,
-                client_value,
-                permits,
-                client_permits,
-            ],
-        }
-    }
-
-    fn all(&self) -> Vec<String> {
-        self.keys.to_vec()
-    }
-}
-
-/// What one acquire script call found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Grant {
-    /// Taken.
-    Taken,
-    /// Not enough permits: the oldest record expires within this long.
-    Wait(Duration),
-}
+use crate::hold::keys::validate_name;
 
 /// A rate limiter shared by every process on the same Redis, wire-compatible with Redisson's
 /// `RRateLimiter`: at most [`rate`](RateConfig::rate) permits are granted in any
@@ -320,26 +141,6 @@ impl Client {
     }
 }
 
-/// Rejects a permit count of 0 or above what a permit record holds.
-fn validate_n(n: u64) -> Result<()> {
-    if n == 0 {
-        return Err(Error::invalid(
-            "n",
-            "0 permits takes or gives back nothing; pass at least 1",
-        ));
-    }
-    if n > u64::from(u32::MAX) {
-        return Err(Error::invalid(
-            "n",
-            format!(
-                "{n} permits is more than a permit record can count (4 bytes, Redisson's \
-                 encoding), and more than any rate; pass at most the rate"
-            ),
-        ));
-    }
-    Ok(())
-}
-
 impl RateLimiter {
     /// The limiter's name (also its config hash's key).
     pub fn name(&self) -> &str {
@@ -352,45 +153,12 @@ impl RateLimiter {
             .map_err(|reason| Error::invalid("name", reason))
     }
 
-    /// Runs `script` on the limiter's keys (all five, or the config's alone).
-    async fn run(
-        &self,
-        (script, operation): (&Script, &'static str),
-        keys: &RateKeys,
-        config_only: bool,
-        args: Vec<String>,
-    ) -> Result<Vec<i64>> {
-        let names = if config_only {
-            vec![keys.config.clone()]
-        } else {
-            keys.all()
-        };
-        let reply = if script.lua.starts_with("#!lua flags=no-writes") {
-            script.run_read_only(self.inner.conn(), names, args).await
-        } else {
-            script.run(self.inner.conn(), names, args).await
-        };
-        reply.map_err(|e| self.inner.error(operation, &keys.config, e))
-    }
-
-    /// The typed error of a refusal reply (`{-1}`, `{-2, rate}`, `{-3, key}`), else a
-    /// protocol error naming the reply.
-    fn refused(&self, operation: &'static str, keys: &RateKeys, n: u64, reply: &[i64]) -> Error {
-        match *reply {
-            [-1, ..] => Error::RateNotSet {
-                name: self.name.to_string(),
-            },
-            [-2, rate] => Error::invalid(
-                "n",
-                format!(
-                    "{n} permits requested, but the rate is {rate}: requested permits amount \
-                     cannot exceed defined rate"
-                ),
-            ),
-            [-3, i] if (1..=5).contains(&i) => Error::WrongType {
-                key: keys.keys[i as usize - 1].clone(),
-            },
-            _ => unexpected(operation, &self.inner, reply),
+    /// The script calls on `keys` (this limiter's).
+    fn calls<'a>(&'a self, keys: &'a RateKeys) -> Calls<'a> {
+        Calls {
+            inner: &self.inner,
+            name: &self.name,
+            keys,
         }
     }
 
@@ -442,14 +210,7 @@ impl RateLimiter {
     pub async fn try_set(&self, config: RateConfig) -> Result<bool> {
         self.inner.check_running()?;
         let keys = self.keys()?;
-        let args = config.args()?;
-        let reply = self
-            .run((&RATE_TRY_SET, "rate try set"), &keys, true, args)
-            .await?;
-        match *reply {
-            [set @ (0 | 1)] => Ok(set == 1),
-            _ => Err(self.refused("rate try set", &keys, 0, &reply)),
-        }
+        self.calls(&keys).try_set(config).await
     }
 
     /// Sets the rate whatever the limiter had (Redisson's `setRate`), and starts the limit
@@ -493,14 +254,7 @@ impl RateLimiter {
     pub async fn set(&self, config: RateConfig) -> Result<()> {
         self.inner.check_running()?;
         let keys = self.keys()?;
-        let args = config.args()?;
-        let reply = self
-            .run((&RATE_SET, "rate set"), &keys, false, args)
-            .await?;
-        match *reply {
-            [1] => Ok(()),
-            _ => Err(self.refused("rate set", &keys, 0, &reply)),
-        }
+        self.calls(&keys).set(config).await
     }
 
     /// Takes `n` permits if the limit allows it now; never waits. Returns whether they were
@@ -607,42 +361,7 @@ impl RateLimiter {
         self.inner.check_running()?;
         let keys = self.keys()?;
         validate_n(n)?;
-        let deadline = wait.and_then(|w| Instant::now().checked_add(w));
-        loop {
-            let delay = match self.attempt(&keys, n).await? {
-                Grant::Taken => return Ok(true),
-                Grant::Wait(delay) => delay,
-            };
-            if wait == Some(Duration::ZERO) {
-                return Ok(false);
-            }
-            // Nothing wakes a waiter but its own timer (and shutdown).
-            let never = std::future::pending::<()>();
-            if self.inner.park(delay, deadline, never).await?.is_none() {
-                return Ok(false);
-            }
-        }
-    }
-
-    /// One acquire script call.
-    async fn attempt(&self, keys: &RateKeys, n: u64) -> Result<Grant> {
-        self.inner.check_running()?;
-        // The record's id: 16 random bytes, as Redisson's, sent as hex (the script decodes
-        // them) so that the record's bytes are Redisson's.
-        let id = uuid::Uuid::new_v4().simple().to_string();
-        let reply = self
-            .run(
-                (&RATE_ACQUIRE, "rate acquire"),
-                keys,
-                false,
-                vec![n.to_string(), id],
-            )
-            .await?;
-        match *reply {
-            [1, _now] => Ok(Grant::Taken),
-            [0, delay] => Ok(Grant::Wait(Duration::from_millis(delay.max(1) as u64))),
-            _ => Err(self.refused("rate acquire", keys, n, &reply)),
-        }
+        acquire_within(self.calls(&keys), n, wait).await
     }
 
     /// Gives `n` permits back before their records expire (Redisson's `release`): the oldest
@@ -674,18 +393,7 @@ impl RateLimiter {
         self.inner.check_running()?;
         let keys = self.keys()?;
         validate_n(n)?;
-        let reply = self
-            .run(
-                (&RATE_RELEASE, "rate release"),
-                &keys,
-                false,
-                vec![n.to_string()],
-            )
-            .await?;
-        match *reply {
-            [1, _] => Ok(()),
-            _ => Err(self.refused("rate release", &keys, n, &reply)),
-        }
+        self.calls(&keys).release(n).await
     }
 
     /// The permits that could be taken now (Redisson's `availablePermits`): the rate less the
@@ -713,13 +421,7 @@ impl RateLimiter {
     /// ```
     pub async fn available_permits(&self) -> Result<u64> {
         let keys = self.keys()?;
-        let reply = self
-            .run((&RATE_AVAILABLE, "rate available"), &keys, false, vec![])
-            .await?;
-        match *reply {
-            [1, n] if n >= 0 => Ok(n as u64),
-            _ => Err(self.refused("rate available", &keys, 0, &reply)),
-        }
+        self.calls(&keys).available().await
     }
 
     /// The limiter's settings (Redisson's `getConfig`), `None` if it has no rate.
@@ -747,27 +449,7 @@ impl RateLimiter {
     /// ```
     pub async fn config(&self) -> Result<Option<RateConfig>> {
         let keys = self.keys()?;
-        let reply = self
-            .run((&RATE_CONFIG, "rate config"), &keys, true, vec![])
-            .await?;
-        match *reply {
-            [-1] => Ok(None),
-            [1, rate, interval, kind @ (0 | 1), keep, _pttl] if rate >= 0 && interval >= 0 => {
-                let rate_type = if kind == 1 {
-                    RateType::PerClient
-                } else {
-                    RateType::Overall
-                };
-                let config = RateConfig::new(
-                    rate_type,
-                    rate as u64,
-                    Duration::from_millis(interval as u64),
-                )
-                .with_keep_alive(Duration::from_millis(keep.max(0) as u64));
-                Ok(Some(config))
-            }
-            _ => Err(self.refused("rate config", &keys, 0, &reply)),
-        }
+        self.calls(&keys).config().await
     }
 
     /// Deletes the limiter: its config and the state of both types, this client's per-client
@@ -795,84 +477,6 @@ impl RateLimiter {
     pub async fn delete(&self) -> Result<bool> {
         self.inner.check_running()?;
         let keys = self.keys()?;
-        let reply: i64 = RATE_DELETE
-            .run(self.inner.conn(), keys.all(), vec![])
-            .await
-            .map_err(|e| self.inner.error("rate delete", &keys.config, e))?;
-        Ok(reply > 0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn keys_are_redissons_and_share_the_names_slot() {
-        let k = RateKeys::new("api", "c1");
-        assert_eq!(
-            k.all(),
-            [
-                "api",
-                "{api}:value",
-                "{api}:value:c1",
-                "{api}:permits",
-                "{api}:permits:c1"
-            ]
-        );
-        let tagged = RateKeys::new("a{b}c", "c1");
-        assert_eq!(tagged.keys[1], "a{b}c:value");
-        assert_eq!(tagged.keys[4], "a{b}c:permits:c1");
-        for k in [&k, &tagged] {
-            let slot = fred::util::redis_keyslot(k.config.as_bytes());
-            for key in k.all() {
-                assert_eq!(fred::util::redis_keyslot(key.as_bytes()), slot, "{key}");
-            }
-        }
-    }
-
-    #[test]
-    fn settings_are_checked_naming_the_argument() {
-        let ms = Duration::from_millis;
-        let bad = |c: RateConfig, arg: &str| match c.args() {
-            Err(Error::InvalidArgument { name, .. }) => assert_eq!(name, arg),
-            other => panic!("{other:?}"),
-        };
-        bad(RateConfig::new(RateType::Overall, 0, ms(1)), "rate");
-        bad(
-            RateConfig::new(RateType::Overall, u64::from(u32::MAX) + 1, ms(1)),
-            "rate",
-        );
-        bad(
-            RateConfig::new(RateType::Overall, 1, Duration::ZERO),
-            "interval",
-        );
-        bad(
-            RateConfig::new(RateType::Overall, 1, Duration::from_micros(999)),
-            "interval",
-        );
-        bad(
-            RateConfig::new(RateType::Overall, 1, ms(10)).with_keep_alive(ms(9)),
-            "keep_alive",
-        );
-        assert_eq!(
-            RateConfig::new(RateType::PerClient, 3, ms(10))
-                .with_keep_alive(ms(10))
-                .args()
-                .unwrap(),
-            ["3", "10", "1", "10"]
-        );
-        assert_eq!(
-            RateConfig::new(RateType::Overall, 3, ms(10))
-                .with_keep_alive(Duration::ZERO)
-                .args()
-                .unwrap(),
-            ["3", "10", "0", "0"]
-        );
-        assert!(matches!(
-            validate_n(0),
-            Err(Error::InvalidArgument { name: "n", .. })
-        ));
-        assert!(validate_n(u64::from(u32::MAX)).is_ok());
+        self.calls(&keys).delete().await
     }
 }
