@@ -214,8 +214,41 @@ impl Inner {
     /// A waiter's sleep: until `woken`, or for `sleep`, and never past the caller's
     /// `deadline`; counted in [`Client::parked_waiters`]. Returns `None`, without sleeping,
     /// when the deadline has already passed (the caller gives up), else whether `woken`
-    /// fired; and [`Error::Shutdown`] if the client shut down meanwhile.
+    /// fired; and [`Error::Shutdown`] if the client shut down meanwhile. While the subscriber
+    /// is down, no message can wake it: the sleep is cut to a short re-check.
     pub(crate) async fn park<F: std::future::Future>(
+        &self,
+        sleep: Duration,
+        deadline: Option<tokio::time::Instant>,
+        woken: F,
+    ) -> Result<Option<bool>> {
+        // While the subscriber is down, no release message can wake us: look again soon
+        // rather than sleep for the holder's whole lease.
+        let sleep = if self.pubsub.is_connected() {
+            sleep
+        } else {
+            sleep.min(SUBSCRIBER_DOWN_RECHECK)
+        };
+        self.park_for(sleep, deadline, woken).await
+    }
+
+    /// The sleep of a waiter that no message wakes (one that polls): exactly `sleep`, never
+    /// past the caller's `deadline`, whatever the subscriber's state (it waits on none, so a
+    /// pub/sub outage must not make it poll faster); counted in
+    /// [`Client::parked_waiters`]. Returns false, without sleeping, when the deadline has
+    /// already passed (the caller gives up), else true; and [`Error::Shutdown`] if the client
+    /// shut down meanwhile.
+    pub(crate) async fn park_polling(
+        &self,
+        sleep: Duration,
+        deadline: Option<tokio::time::Instant>,
+    ) -> Result<bool> {
+        let never = std::future::pending::<()>();
+        Ok(self.park_for(sleep, deadline, never).await?.is_some())
+    }
+
+    /// [`park`](Self::park)'s sleep, for exactly `sleep` (cut to the deadline).
+    async fn park_for<F: std::future::Future>(
         &self,
         sleep: Duration,
         deadline: Option<tokio::time::Instant>,
@@ -228,13 +261,6 @@ impl Inner {
             }
         }
         let now = tokio::time::Instant::now();
-        // While the subscriber is down, no release message can wake us: look again soon
-        // rather than sleep for the holder's whole lease.
-        let sleep = if self.pubsub.is_connected() {
-            sleep
-        } else {
-            sleep.min(SUBSCRIBER_DOWN_RECHECK)
-        };
         let sleep = match deadline {
             Some(d) if now >= d => return Ok(None),
             Some(d) => sleep.min(d - now),
@@ -242,8 +268,8 @@ impl Inner {
         };
         self.parked.fetch_add(1, Ordering::SeqCst);
         let parked = Parked(&self.parked);
-        // Shutdown ends every park at once, whatever wakes it otherwise (a kind that waits
-        // with no message, as a polling waiter, has nothing else to end its sleep early).
+        // Shutdown ends every park at once, whatever wakes it otherwise (a waiter that polls
+        // has nothing else to end its sleep early).
         let mut stopping = self.stopping.subscribe();
         let woke = tokio::select! {
             r = tokio::time::timeout(sleep, woken) => r.is_ok(),

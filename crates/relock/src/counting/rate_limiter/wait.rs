@@ -25,9 +25,9 @@ pub(crate) async fn acquire_within(
         if wait == Some(Duration::ZERO) {
             return Ok(false);
         }
-        // Nothing wakes a waiter but its own timer (and shutdown).
-        let never = std::future::pending::<()>();
-        if calls.inner.park(delay, deadline, never).await?.is_none() {
+        // Nothing wakes a waiter but its own timer (and shutdown): it sleeps the whole delay,
+        // whatever the client's subscriber is doing.
+        if !calls.inner.park_polling(delay, deadline).await? {
             return Ok(false);
         }
     }

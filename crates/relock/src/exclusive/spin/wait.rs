@@ -90,9 +90,9 @@ pub(crate) async fn spin(
             return Ok(None);
         }
         reentry::warn_if_waiting_on_own_task(&inner.shared().holds, &keys.lock, &mut warned);
-        // Nothing wakes a spin waiter but its own timer.
-        let never = std::future::pending::<()>();
-        if inner.park(sleep, deadline, never).await?.is_none() {
+        // Nothing wakes a spin waiter but its own timer: it sleeps its whole back-off, whatever
+        // the client's subscriber is doing.
+        if !inner.park_polling(sleep, deadline).await? {
             return Ok(None);
         }
     }
