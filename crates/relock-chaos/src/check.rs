@@ -47,6 +47,9 @@ pub struct Params {
     /// trip or two where a release wakes a waiter (`MEDIAN_HANDOFF`), a polling interval
     /// where waiters poll by design (`Kind::median_handoff`).
     pub median_handoff: Nanos,
+    /// A rate limiter's (permits, interval): its grants are judged by the rate checker
+    /// (`rate::check`, reported as exclusion) instead of holds by exclusion.
+    pub rate: Option<(u64, Nanos)>,
 }
 
 /// One hold, as its client believed it: from the acquire's return to the earliest of the
@@ -151,13 +154,13 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    fn violation(&mut self, what: String) {
+    pub(crate) fn violation(&mut self, what: String) {
         self.violations += 1;
         if self.examples.len() < 5 {
             self.examples.push(what);
         }
     }
-    fn finish(mut self) -> Self {
+    pub(crate) fn finish(mut self) -> Self {
         self.ok = self.violations == 0;
         self
     }
@@ -418,7 +421,8 @@ pub fn liveness(events: &[Event], holds: &[Hold], windows: &[Window], p: &Params
         if matches!(e.op, Op::Acquire) && !names.contains(&e.n.as_str()) {
             names.push(&e.n);
         }
-        if matches!(e.op, Op::Acquired { .. }) {
+        // A rate limiter's grant is its acquisition.
+        if matches!(e.op, Op::Acquired { .. } | Op::Granted { .. }) {
             acquired.entry(&e.n).or_default().push(e.t);
         }
     }
@@ -633,7 +637,10 @@ pub fn all(
     let holds = holds(events);
     Verdicts {
         holds: holds.len(),
-        exclusion: exclusion(&holds, windows, p),
+        exclusion: match p.rate {
+            Some((permits, interval)) => crate::rate::check(events, windows, permits, interval),
+            None => exclusion(&holds, windows, p),
+        },
         fencing: if p.fenced {
             fencing(&holds, finals, events, p.guarded)
         } else {
@@ -743,6 +750,7 @@ mod tests {
             fenced: true,
             guarded: false,
             median_handoff: MEDIAN_HANDOFF,
+            rate: None,
         }
     }
 

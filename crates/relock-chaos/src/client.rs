@@ -104,6 +104,14 @@ impl Locks {
         }
     }
 
+    /// The rate limiter called `name` (the rate kind).
+    fn limiter(&self, name: &str) -> Option<relock::RateLimiter> {
+        match self {
+            Locks::Single(c, Kind::Rate) => Some(c.rate_limiter(name)),
+            _ => None,
+        }
+    }
+
     async fn shutdown(&self) {
         match self {
             Locks::Single(c, _) => c.shutdown().await,
@@ -177,6 +185,13 @@ async fn run(args: ClientArgs) -> i32 {
                 "relock-chaos client {}: set permits of {name}: {e}",
                 args.id
             );
+            return 3;
+        }
+    }
+    // The rate kind's limiters get their rate: only the first client's call sets it.
+    for name in args.names.iter().filter(|_| args.kind == Kind::Rate) {
+        if let Err(e) = set_rate(&locks, name).await {
+            eprintln!("relock-chaos client {}: set rate of {name}: {e}", args.id);
             return 3;
         }
     }
@@ -288,12 +303,36 @@ async fn set_permits(locks: &Locks, name: &str) -> relock::Result<()> {
     }
 }
 
+/// `try_set_rate` of the rate kind's limit on `name`, tried a few times (it only sets a
+/// missing rate, so a retry is harmless).
+async fn set_rate(locks: &Locks, name: &str) -> relock::Result<()> {
+    let limiter = locks.limiter(name).expect("the rate kind");
+    let (permits, interval) = Kind::Rate.rate().expect("the rate kind has a rate");
+    let mut tries = 0;
+    loop {
+        match limiter
+            .try_set_rate(relock::RateType::Overall, permits, interval)
+            .await
+        {
+            Ok(_) => return Ok(()),
+            Err(e) if tries >= 5 => return Err(e),
+            Err(_) => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
 /// Set by SIGUSR1 (the pause-mid-section nemesis): the next section stops this process with
 /// SIGSTOP right after its read, as a GC pause in the middle of the work would.
 static PAUSE_MID_SECTION: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The percentage of the rw kind's cycles that take the read side.
 const READ_PCT: u64 = 30;
+
+/// The percentage of the rate kind's cycles that wait for a permit (`try_acquire_for`).
+const RATE_WAIT_PCT: u64 = 30;
 
 struct Cycle<'a> {
     args: &'a ClientArgs,
@@ -328,6 +367,9 @@ impl Cycle<'_> {
         }
         if let Some(job) = self.locks.job(name, self.args.lease_ms) {
             return self.once_run(name, &job).await;
+        }
+        if let Some(limiter) = self.locks.limiter(name) {
+            return self.once_rate(name, &limiter).await;
         }
         // The rw kind takes the read side in 30% of its cycles, the write side otherwise.
         let read = self.args.kind == Kind::Rw && self.rng.lock().unwrap().u64(..100) < READ_PCT;
@@ -477,6 +519,56 @@ impl Cycle<'_> {
         let token = self.held(name, leader.lock_guard(), false).await;
         let r = leader.resign().await;
         self.released(name, token, r).await;
+    }
+
+    /// The rate kind's cycle: take one permit, recorded as granted with the times its call was
+    /// sent and its reply received (the server granted it in between). Most cycles ask once
+    /// and, refused, try again a few ms later, so that a grant's times are one round trip
+    /// apart; the others wait with `try_acquire_for` (whose grant may be at any of its
+    /// attempts). A limiter the server forgot (restarted empty) gets its rate again.
+    async fn once_rate(&self, name: &str, limiter: &relock::RateLimiter) {
+        let waits = self.rng.lock().unwrap().u64(..100) < RATE_WAIT_PCT;
+        self.record(name, Op::Acquire).await;
+        let sent = history::now();
+        let mut stop = self.stop.clone();
+        let acquire = async {
+            if waits {
+                limiter
+                    .try_acquire_for(1, Duration::from_millis(self.args.wait_ms))
+                    .await
+            } else {
+                limiter.try_acquire(1).await
+            }
+        };
+        let acquire = tokio::select! {
+            r = acquire => r,
+            _ = stop.wait_for(|s| *s) => {
+                let error = "stopped".to_owned();
+                self.record(name, Op::AcquireFailed { error }).await;
+                return;
+            }
+        };
+        let replied = history::now();
+        let error = match &acquire {
+            Ok(true) => {
+                let granted = Op::Granted { sent };
+                self.rec.lock().await.record_at(replied, name, granted);
+                return;
+            }
+            Ok(false) => "refused".to_owned(),
+            Err(e) => e.to_string(),
+        };
+        self.record(name, Op::AcquireFailed { error }).await;
+        if matches!(acquire, Err(relock::Error::RateNotSet { .. })) {
+            let _ = set_rate(self.locks, name).await;
+        }
+        // Ask again soon (or, on an error, do not spin on a server that is down).
+        let pause = if acquire.is_err() {
+            20
+        } else {
+            self.rng.lock().unwrap().u64(2..=10)
+        };
+        tokio::time::sleep(Duration::from_millis(pause)).await;
     }
 
     /// The sem kind's cycle: take one permit, work, give it back. A permit has no token and

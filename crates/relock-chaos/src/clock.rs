@@ -81,3 +81,22 @@ pub fn forget(pid: u32) {
         let _ = std::fs::remove_file(f);
     }
 }
+
+/// The clock file of the client whose history is `history` (`client-N.jsonl`: `client-N.clock`),
+/// for a client started with `FAKETIME_TIMESTAMP_FILE`: its offset from the real wall clock, in
+/// seconds (`+0.037`).
+pub fn client_clock(history: &Path) -> PathBuf {
+    history.with_extension("clock")
+}
+
+/// Moves a client's wall clock (its [`client_clock`] file) `secs` seconds further ahead. Its
+/// monotonic clock, and so its history's times, stay real.
+pub fn jump_client(file: &Path, secs: f64) -> std::io::Result<()> {
+    let now: f64 = std::fs::read_to_string(file)?
+        .trim()
+        .trim_start_matches('+')
+        .trim_end_matches('s')
+        .parse()
+        .unwrap_or(0.0);
+    std::fs::write(file, format!("{:+.3}\n", now + secs))
+}

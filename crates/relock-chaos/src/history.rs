@@ -65,6 +65,9 @@ pub enum Op {
     Released { token: u64 },
     /// The release failed (`LockLost`, or a connection error after which relock retries it).
     ReleaseFailed { token: u64, error: String },
+    /// A rate limiter granted one permit: the call was sent at `sent` and its reply received
+    /// at the event's time, so the server granted it in between.
+    Granted { sent: Nanos },
     /// A job's run finished early and its lock is kept until `until` (the run's acquire plus
     /// `at_least_for`): the occurrence stays taken, as if held, until then.
     Kept { token: u64, until: Nanos },

@@ -32,6 +32,11 @@ pub enum Kind {
     /// without waiting ([`JOB_AT_LEAST`] kept after an early finish): a run is the fenced
     /// read-modify-write; two runs closer than the at-least time overlap.
     Job,
+    /// `client.rate_limiter(name)` on one server: [`RATE_PERMITS`] per [`RATE_INTERVAL`] for
+    /// every client together; a cycle takes one permit (no section, no token). Its checker
+    /// (reported as exclusion) finds, from the grants' sent and replied times, any window of
+    /// the interval in which more permits than the rate were granted.
+    Rate,
 }
 
 /// The job kind's `at_least_for`.
@@ -50,6 +55,7 @@ impl Kind {
             Kind::Sentinel => "sentinel",
             Kind::Election => "election",
             Kind::Job => "job",
+            Kind::Rate => "rate",
         }
     }
 
@@ -62,9 +68,15 @@ impl Kind {
         }
     }
 
-    /// Whether holds carry a fencing token (the semaphore's do not: no fencing checks).
+    /// Whether holds carry a fencing token (the semaphore's do not, and a rate limiter has no
+    /// holds: no fencing checks).
     pub fn fenced(self) -> bool {
-        self != Kind::Sem
+        !matches!(self, Kind::Sem | Kind::Rate)
+    }
+
+    /// The rate kind's limit: (permits, interval).
+    pub fn rate(self) -> Option<(u64, std::time::Duration)> {
+        (self == Kind::Rate).then_some((RATE_PERMITS, RATE_INTERVAL))
     }
 
     /// Whether the sections' resource is a guarded counter on the lock's own server (the
@@ -91,3 +103,10 @@ impl Kind {
 
 /// The sem kind's permits per name (each client sets them at start; the first one wins).
 pub const SEM_PERMITS: u64 = 2;
+
+/// The rate kind's permits per [`RATE_INTERVAL`] (each client sets the rate at start, and again
+/// if the server forgot it; the first one wins).
+pub const RATE_PERMITS: u64 = 5;
+
+/// The rate kind's interval.
+pub const RATE_INTERVAL: std::time::Duration = std::time::Duration::from_millis(500);

@@ -11,7 +11,8 @@
 //!
 //! Layout: `client` (one client process), `history` (events on CLOCK_MONOTONIC), `resource`
 //! (the guarded or fenced counter), `topology` (servers per kind), `nemesis` (faults), `clock`
-//! (libfaketime), `run` (one segment), `check` (the verdicts), `report` (tables and JSON).
+//! (libfaketime), `run` (one segment), `check` (the verdicts), `rate` (the rate kind's
+//! checker), `report` (tables and JSON).
 #![forbid(unsafe_code)]
 #![warn(rust_2018_idioms)]
 
@@ -23,6 +24,7 @@ mod kind;
 #[cfg(feature = "chaos-mutants")]
 mod mutant;
 mod nemesis;
+mod rate;
 mod report;
 mod resource;
 mod run;
@@ -209,6 +211,9 @@ fn judge_again(args: &JudgeArgs) -> i32 {
             fenced: kind_of.is_none_or(Kind::fenced),
             guarded: kind_of.is_some_and(Kind::guarded),
             median_handoff: kind_of.unwrap_or(Kind::Plain).median_handoff().as_nanos() as i64,
+            rate: kind_of
+                .and_then(Kind::rate)
+                .map(|(r, i)| (r, i.as_nanos() as i64)),
         };
         let check::Verdicts {
             holds,
@@ -307,6 +312,18 @@ fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
         Kind::Sentinel => vec![Failover],
         Kind::Election => vec![PauseMidSection, ClientKill, KillRestart],
         Kind::Job => vec![PauseClient, ClientKill],
+        // Not in the CI profile's kinds (`--kind rate` runs it): the faults that stall or cut
+        // its calls, a server restarted empty and its clock stepped (both excused across the
+        // step: the server forgets or expires the records), and a client's clock stepped (which
+        // must change nothing: the limiter reads the server's clock).
+        Kind::Rate => vec![
+            PauseClient,
+            KillRestart,
+            PauseServer,
+            ProxyFreeze,
+            ClockJump,
+            ClientClockJump,
+        ],
     }
 }
 

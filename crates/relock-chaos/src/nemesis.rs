@@ -45,6 +45,9 @@ pub enum Nemesis {
     ProxyOneWay,
     /// Jump the server's wall clock ahead by twice the lease (libfaketime).
     ClockJump,
+    /// Jump one client's wall clock ahead by 2 s (libfaketime; the rate kind, whose clients
+    /// read their clock from a file): nothing relock computes may depend on it.
+    ClientClockJump,
     /// A failover: `CLUSTER FAILOVER` on a replica, or `SENTINEL FAILOVER`.
     Failover,
 }
@@ -64,6 +67,7 @@ impl Nemesis {
             Nemesis::ProxyDrop => "proxy-drop",
             Nemesis::ProxyOneWay => "proxy-one-way",
             Nemesis::ClockJump => "clock-jump",
+            Nemesis::ClientClockJump => "client-clock-jump",
             Nemesis::Failover => "failover",
         }
     }
@@ -73,15 +77,17 @@ impl Nemesis {
         use Nemesis::*;
         match kind {
             Kind::Plain | Kind::Fair | Kind::Spin | Kind::Rw | Kind::Election | Kind::Job => {
-                self != Failover
+                !matches!(self, Failover | ClientClockJump)
             }
+            // A limiter has no section to pause in; every other fault of one server applies.
+            Kind::Rate => !matches!(self, Failover | PauseMidSection),
             // A permit has no section to pause in (no read, no write).
             // A semaphore's permits have no lease: a holder killed for good, or a server
             // restarted empty, loses them, and an acquire or release that fails after a
             // command timeout (a server or link stalled for 1 s or more) may or may not have
             // taken effect. Only the faults after which the count must still be exact.
             Kind::Sem => matches!(self, PauseClient | ClientKill | ScriptFlush | ProxyDelay),
-            Kind::Quorum => !matches!(self, Failover | ClockJump),
+            Kind::Quorum => !matches!(self, Failover | ClockJump | ClientClockJump),
             Kind::Cluster => {
                 matches!(
                     self,
@@ -104,7 +110,9 @@ impl Nemesis {
     /// empty forgets its locks, a jumped clock expires them, and Sentinel's failover may lose
     /// acknowledged writes (replication is asynchronous): the lease cannot cover those, only
     /// fencing can. A quorum survives a minority restart (its quarantine), and a manual
-    /// cluster failover waits for the replica to catch up.
+    /// cluster failover waits for the replica to catch up. For the rate kind, "exclusion" is
+    /// its limit: a server restarted empty forgets the grants' records and a jumped server
+    /// clock expires them, but a client's clock must not matter.
     pub fn exclusion_required(self, kind: Kind) -> bool {
         match self {
             Nemesis::KillRestart => kind == Kind::Quorum,
@@ -278,6 +286,22 @@ pub fn apply(n: Nemesis, t: &mut Target<'_>) -> Result<Window, String> {
             damage = Some((jumped, now()));
             sleep(Duration::from_millis(500));
         }
+        Nemesis::ClientClockJump => {
+            if crate::clock::libfaketime().is_none() {
+                return Err(
+                    "client-clock-jump needs libfaketime (apt-get install libfaketime)".into(),
+                );
+            }
+            let i = t.rng.usize(..t.histories.len().max(1));
+            let file = t
+                .histories
+                .get(i)
+                .map(|h| crate::clock::client_clock(h))
+                .ok_or("client-clock-jump: no client")?;
+            crate::clock::jump_client(&file, 2.0)
+                .map_err(|e| format!("client-clock-jump: {}: {e}", file.display()))?;
+            sleep(Duration::from_millis(500));
+        }
         Nemesis::Failover => match topo {
             Topology::Cluster(c) => {
                 let m = c.master_of(t.name).map_err(err)?;
@@ -355,7 +379,9 @@ fn pause_mid_section(t: &mut Target<'_>) -> Result<Pid, String> {
 /// SIGSTOPs a client while it holds `t.name` (checked after the stop, since a hold lasts
 /// milliseconds); after 100 tries, any client.
 fn pause_a_holder(t: &mut Target<'_>) -> Result<Pid, String> {
-    for _ in 0..100 {
+    // A rate limiter's permits are not held: any client (most are waiting for one).
+    let tries = if t.kind == Kind::Rate { 0 } else { 100 };
+    for _ in 0..tries {
         let Some(pid) = holder(t) else {
             sleep(Duration::from_millis(5));
             continue;

@@ -117,12 +117,22 @@ impl Clients {
                 cmd.arg("--mutant").arg(m);
             }
             // Each client's wall clock is skewed a little, as on separate machines (only a
-            // broken token taken from the client's clock notices). Needs libfaketime.
+            // broken token taken from the client's clock notices). Needs libfaketime. The rate
+            // kind's clients read theirs from a file, which the client-clock-jump nemesis
+            // moves.
             if let Some(lib) = crate::clock::libfaketime() {
-                let skew_ms = (i64::from(id) * 37 % 150) - 75;
+                let skew = ((i64::from(id) * 37 % 150) - 75) as f64 / 1000.0;
                 cmd.env("LD_PRELOAD", lib)
-                    .env("FAKETIME", format!("{:+.3}", skew_ms as f64 / 1000.0))
                     .env("FAKETIME_DONT_FAKE_MONOTONIC", "1");
+                if seg.kind == Kind::Rate {
+                    let file = crate::clock::client_clock(&out);
+                    std::fs::write(&file, format!("{skew:+.3}\n"))
+                        .map_err(|e| format!("{}: {e}", file.display()))?;
+                    cmd.env("FAKETIME_TIMESTAMP_FILE", &file)
+                        .env("FAKETIME_NO_CACHE", "1");
+                } else {
+                    cmd.env("FAKETIME", format!("{skew:+.3}"));
+                }
             }
             let child = cmd
                 .spawn()
@@ -364,9 +374,23 @@ pub fn run(
     let servers = topo.lock_servers();
     let deadline = Instant::now() + seg.lease + Duration::from_secs(1);
     // The sem kind's semaphore keys stay (with their counts, checked below), and so do the
-    // guarded counters (judged below).
+    // guarded counters (judged below) and the rate kind's limiters (no keep-alive).
     let keep = if seg.kind == Kind::Sem {
         seg.names.clone()
+    } else {
+        Vec::new()
+    };
+    let limiters: Vec<String> = if seg.kind == Kind::Rate {
+        seg.names
+            .iter()
+            .flat_map(|n| {
+                [
+                    n.clone(),
+                    format!("{{{n}}}:value"),
+                    format!("{{{n}}}:permits"),
+                ]
+            })
+            .collect()
     } else {
         Vec::new()
     };
@@ -383,7 +407,7 @@ pub fn run(
     } else {
         Vec::new()
     };
-    let kept: Vec<String> = keep.iter().chain(&data).cloned().collect();
+    let kept: Vec<String> = keep.iter().chain(&data).chain(&limiters).cloned().collect();
     let (keys, channels) = loop {
         let (k, c) = topology::leftovers(&servers, &kept);
         if (k.is_empty() && c.is_empty()) || Instant::now() >= deadline {
@@ -421,12 +445,13 @@ pub fn run(
     };
     let mut out = judge(seg, &events, &windows, finals.as_ref(), leaks)?;
     out.interrupted = interrupted;
-    // A job's runs never wait (a taken occurrence is skipped), so no release wakes anyone: the
-    // strict wake-up bound has nothing to judge there.
+    // A job's runs never wait (a taken occurrence is skipped), and a rate limiter's waiters
+    // sleep until records expire, so no release wakes anyone: the strict wake-up bound has
+    // nothing to judge there.
     if out.liveness.strict_releases == 0
         && !interrupted
         && !windows.is_empty()
-        && seg.kind != Kind::Job
+        && !matches!(seg.kind, Kind::Job | Kind::Rate)
     {
         out.liveness.verdict.ok = false;
         out.liveness.verdict.violations += 1;
@@ -448,13 +473,14 @@ pub fn run(
 }
 
 /// Critical sections: fenced writes accepted; for the sem kind (no writes), permits given
-/// back.
+/// back; for the rate kind, permits granted.
 fn sections(kind: Kind, events: &[history::Event]) -> u64 {
     events
         .iter()
         .filter(|e| match e.op {
             Op::Write { accepted, .. } => accepted,
             Op::Released { .. } => !kind.fenced(),
+            Op::Granted { .. } => true,
             _ => false,
         })
         .count() as u64
@@ -535,6 +561,7 @@ fn judge(
         fenced: seg.kind.fenced(),
         guarded: seg.kind.guarded(),
         median_handoff: seg.kind.median_handoff().as_nanos() as i64,
+        rate: seg.kind.rate().map(|(r, i)| (r, i.as_nanos() as i64)),
     };
     let check::Verdicts {
         holds,

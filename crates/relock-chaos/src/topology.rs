@@ -13,7 +13,8 @@ pub const QUORUM_MASTERS: usize = 3;
 
 #[allow(clippy::large_enum_variant)] // one per run
 pub enum Topology {
-    /// One server behind a fault proxy (plain, fair and read-write locks, the semaphore). `clock` is the libfaketime
+    /// One server behind a fault proxy (plain, fair, spin and read-write locks, the semaphore,
+    /// elections, jobs, the rate limiter). `clock` is the libfaketime
     /// offset file the server reads its wall clock from, when libfaketime is installed.
     Single {
         server: RedisServer,
@@ -42,7 +43,8 @@ impl Topology {
             | Kind::Rw
             | Kind::Sem
             | Kind::Election
-            | Kind::Job => {
+            | Kind::Job
+            | Kind::Rate => {
                 let (server, clock) = crate::clock::start_server(dir).map_err(e("redis-server"))?;
                 let proxy = FaultProxy::start(&server.addr()).map_err(e("fault proxy"))?;
                 Topology::Single {
