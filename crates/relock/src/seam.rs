@@ -15,6 +15,11 @@ pub trait Seams: Send + Sync + 'static {
         let _ = name;
         Cow::Borrowed(lua)
     }
+    /// The arguments the script `name` is sent with, given relock's.
+    fn args(&self, name: &str, args: Vec<String>) -> Vec<String> {
+        let _ = name;
+        args
+    }
     /// The channel a waiter subscribes to for `channel`'s releases.
     fn channel(&self, channel: &str) -> String {
         channel.to_owned()
@@ -51,6 +56,16 @@ pub(crate) fn lua(name: &str, lua: &'static str) -> Cow<'static, str> {
     }
     let _ = name;
     Cow::Borrowed(lua)
+}
+
+/// The arguments the script `name` is sent with (every call of a script goes through here).
+pub(crate) fn args(name: &str, args: Vec<String>) -> Vec<String> {
+    #[cfg(feature = "chaos-seams")]
+    if let Some(s) = INSTALLED.get() {
+        return s.args(name, args);
+    }
+    let _ = name;
+    args
 }
 
 /// The channel a waiter subscribes to for `channel`'s releases.

@@ -89,6 +89,7 @@ impl Script {
         [by_sha, by_body]: [&'static str; 2],
         tracked: Option<&dyn Tracker>,
     ) -> Result<R, fred::error::Error> {
+        let args = crate::seam::args(self.name, args);
         let hash = keys.first().map_or(ClusterHash::Random, |k| {
             ClusterHash::Custom(fred::util::redis_keyslot(k.as_bytes()))
         });
