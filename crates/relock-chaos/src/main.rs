@@ -250,8 +250,9 @@ fn judge_again(args: &JudgeArgs) -> i32 {
     i32::from(failed)
 }
 
-/// The kinds a mutant run exercises: the semaphore for a semaphore mutant, else the fair and
-/// the plain lock (`--kind spin` runs a lock mutant on the spin lock).
+/// The kinds a mutant run exercises: the semaphore for a semaphore mutant, the job or the rate
+/// limiter for theirs, else the fair and the plain lock (`--kind spin` runs a lock mutant on
+/// the spin lock).
 fn mutant_kinds(name: &str) -> Vec<Kind> {
     #[cfg(feature = "chaos-mutants")]
     if mutant::Mutant::from_name(name).is_some_and(|m| m.breaks_semaphore()) {
@@ -260,6 +261,10 @@ fn mutant_kinds(name: &str) -> Vec<Kind> {
     #[cfg(feature = "chaos-mutants")]
     if mutant::Mutant::from_name(name).is_some_and(|m| m.breaks_jobs()) {
         return vec![Kind::Job];
+    }
+    #[cfg(feature = "chaos-mutants")]
+    if mutant::Mutant::from_name(name).is_some_and(|m| m.breaks_rate()) {
+        return vec![Kind::Rate];
     }
     let _ = name;
     vec![Kind::Fair, Kind::Plain]

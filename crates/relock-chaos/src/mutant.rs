@@ -34,11 +34,15 @@ pub enum Mutant {
     /// A guarded write runs its commands without checking that the hold is on the lock, and
     /// the client sends it even when it knows the hold is lost: a stale holder writes.
     GuardedWriteSkipsHoldCheck,
+    /// The rate limiter's scripts take "now" from the client's wall clock (sent as their last
+    /// argument, as Redisson's do) instead of the server's `TIME`: a client whose clock is
+    /// ahead finds the others' records expired and is granted more than the rate.
+    RateNowFromClientClock,
 }
 
 impl Mutant {
     /// Every mutant, with the name `relock-chaos --mutant` takes.
-    pub const ALL: [(&'static str, Mutant); 7] = [
+    pub const ALL: [(&'static str, Mutant); 8] = [
         (
             "release-without-owner-check",
             Mutant::ReleaseWithoutOwnerCheck,
@@ -61,6 +65,7 @@ impl Mutant {
             "guarded-write-skips-hold-check",
             Mutant::GuardedWriteSkipsHoldCheck,
         ),
+        ("rate-now-from-client-clock", Mutant::RateNowFromClientClock),
     ];
 
     /// Whether the mutant breaks the semaphore (`relock-chaos` then runs the `sem` kind), not
@@ -73,6 +78,11 @@ impl Mutant {
     /// kind).
     pub fn breaks_jobs(self) -> bool {
         matches!(self, Mutant::JobFinishReleasesInsteadOfKeeping)
+    }
+
+    /// Whether the mutant breaks the rate limiter (`relock-chaos` then runs the `rate` kind).
+    pub fn breaks_rate(self) -> bool {
+        matches!(self, Mutant::RateNowFromClientClock)
     }
 
     /// The mutant called `name` (see [`Mutant::ALL`]).
@@ -90,6 +100,16 @@ pub fn activate(mutant: Mutant) -> bool {
 impl relock::seam::Seams for Mutant {
     fn lua(&self, name: &str, lua: &'static str) -> Cow<'static, str> {
         broken_lua(*self, name, lua)
+    }
+
+    fn args(&self, name: &str, mut args: Vec<String>) -> Vec<String> {
+        if *self == Mutant::RateNowFromClientClock && RATE_CLOCK_SCRIPTS.contains(&name) {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            args.push(now.to_string());
+        }
+        args
     }
 
     fn channel(&self, channel: &str) -> String {
@@ -119,6 +139,9 @@ impl relock::seam::Seams for Mutant {
     }
 }
 
+/// The rate limiter's scripts that read "now".
+const RATE_CLOCK_SCRIPTS: [&str; 2] = ["rate_acquire", "rate_available"];
+
 /// The Lua body `name` runs as under `active`.
 fn broken_lua(active: Mutant, name: &str, lua: &'static str) -> Cow<'static, str> {
     let is = |m: Mutant| active == m;
@@ -128,6 +151,7 @@ fn broken_lua(active: Mutant, name: &str, lua: &'static str) -> Cow<'static, str
     const ADD: &str = "local available = redis.call('incrby', KEYS[1], ARGV[1])";
     const KEEP: &str = "local count = redis.call('hget', KEYS[1], ARGV[1])";
     const HOLD_CHECK: &str = "if ARGV[1] == 'mode' or redis.call('hexists', KEYS[1], ARGV[1]) == 0 then\n  return {0}\nend";
+    const SERVER_NOW: &str = "local t = redis.call('time')\n  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)";
     match name {
         "release" | "fair_release" | "spin_release" | "batch" | "quorum_release"
             if is(Mutant::ReleaseWithoutOwnerCheck) =>
@@ -179,6 +203,15 @@ fn broken_lua(active: Mutant, name: &str, lua: &'static str) -> Cow<'static, str
                 "guarded.lua changed: update the mutant"
             );
             lua.replace(HOLD_CHECK, "").into()
+        }
+        name if is(Mutant::RateNowFromClientClock) && RATE_CLOCK_SCRIPTS.contains(&name) => {
+            assert!(
+                lua.contains(SERVER_NOW),
+                "lib/rate.lua's rate_now changed: update the mutant"
+            );
+            // The client's clock, appended as the last argument (`args` above).
+            lua.replace(SERVER_NOW, "return tonumber(ARGV[#ARGV])")
+                .into()
         }
         _ => lua.into(),
     }

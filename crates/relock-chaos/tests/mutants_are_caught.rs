@@ -49,7 +49,7 @@ fn assert_caught(name: &str, verdicts: &[&str]) {
 }
 
 /// Each mutant and the checkers that can see it.
-const CAUGHT_BY: [(&str, &[&str]); 7] = [
+const CAUGHT_BY: [(&str, &[&str]); 8] = [
     ("release-without-owner-check", &["exclusion", "liveness"]),
     ("wait-without-subscribing", &["liveness"]),
     (
@@ -67,6 +67,10 @@ const CAUGHT_BY: [(&str, &[&str]); 7] = [
     // A paused holder's late write lands on the guarded counter: a token below the newest
     // accepted one, or an increment of a value already overwritten.
     ("guarded-write-skips-hold-check", &["fencing"]),
+    // More grants than the rate in one window (the rate kind's checker, reported as
+    // exclusion), once a client's clock is ahead of the others' (the client-clock-jump
+    // nemesis, or the clients' own small skews).
+    ("rate-now-from-client-clock", &["exclusion"]),
 ];
 
 fn caught(i: usize) {
@@ -113,6 +117,14 @@ fn a_job_finish_that_releases_instead_of_keeping_is_caught() {
 #[test]
 fn a_guarded_write_that_skips_the_hold_check_is_caught() {
     caught(6);
+}
+
+/// A rate limiter whose scripts take "now" from the client's clock: a client whose clock is
+/// ahead (2 s after the client-clock-jump nemesis) finds the other clients' records expired and
+/// takes the whole rate again within their window.
+#[test]
+fn a_rate_limiter_on_the_client_clock_is_caught() {
+    caught(7);
 }
 
 /// An election's terms are its fair lock's fencing tokens: a broken token is caught on the
