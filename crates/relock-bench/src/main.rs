@@ -18,6 +18,7 @@ mod guarded_bench;
 mod plot;
 mod progress;
 mod quorum_bench;
+mod rate_bench;
 mod report;
 mod shared;
 mod stats;

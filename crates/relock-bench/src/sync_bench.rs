@@ -1,7 +1,8 @@
 //! `relock-bench sync`: Redisson's other synchronizers beside the plain lock, in one run on one
 //! server: uncontended pairs/s (plain lock on own keys, read lock on one shared key, semaphore
 //! with a permit per task) and H-wait handoff latency (plain lock, write lock, a semaphore's
-//! one permit).
+//! one permit); the rate limiter's grants at the limit, its accuracy and its `try_acquire`
+//! beside a bare `EVALSHA` (`rate_bench`).
 
 use std::time::{Duration, Instant};
 
@@ -64,6 +65,7 @@ struct Report {
     takeover_p50_ms: f64,
     takeover_max_ms: f64,
     takeover_lease_ms: u64,
+    rate_limiter: crate::rate_bench::RateRows,
 }
 
 /// What N spinning waiters cost the server.
@@ -297,6 +299,29 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             acquire_calls_per_s: evalsha_per_s,
         });
     }
+    let limiter = crate::rate_bench::run(&target.url, args.workers, secs).await?;
+    outln!(
+        text,
+        "\nrate limiter: {} tasks acquire(1) in a loop at {} permits per {} ms ({:.0} per second): {:.0} grants/s ({:.2} x the limit); the most granted in any window of the interval, by the server's scores: {:.2} x the rate (must be <= 1.00; {} of {} grants' records seen)",
+        limiter.tasks,
+        limiter.rate,
+        limiter.interval_ms,
+        limiter.limit_per_s,
+        limiter.grants_per_s,
+        limiter.grants_per_s / limiter.limit_per_s,
+        limiter.accuracy,
+        limiter.grants_seen,
+        limiter.grants
+    );
+    outln!(
+        text,
+        "  try_acquire p50 {:.3} ms p99 {:.3} ms, a bare EVALSHA of `return 1` p50 {:.3} ms p99 {:.3} ms (one task each): p50 {:.2} x the bare EVALSHA",
+        limiter.try_acquire_p50_ms,
+        limiter.try_acquire_p99_ms,
+        limiter.evalsha_p50_ms,
+        limiter.evalsha_p99_ms,
+        limiter.p50_ratio_to_evalsha
+    );
     let takeover = takeover(&target.url).await?;
     outln!(
         text,
@@ -320,6 +345,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
             takeover_p50_ms: as_ms(takeover.percentile(50.0)),
             takeover_max_ms: as_ms(takeover.percentile(100.0)),
             takeover_lease_ms: TAKEOVER_LEASE.as_millis() as u64,
+            rate_limiter: limiter,
         })?;
     }
     Ok(())
