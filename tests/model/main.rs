@@ -16,6 +16,7 @@ mod shape;
 mod world;
 
 mod election;
+mod fair_before_after;
 mod fair_lock;
 mod fenced;
 mod guarded;

@@ -35,6 +35,12 @@ impl Scripts {
         }
     }
 
+    /// These scripts with `name`'s source replaced by `source` (an earlier version of it).
+    pub fn with(mut self, name: &'static str, source: &str) -> Scripts {
+        self.replaced.insert(name, source.to_owned());
+        self
+    }
+
     /// These scripts with `source`'s first `from` (which must be there) made `to`, as `name`.
     pub fn mutate(mut self, name: &'static str, source: &str, from: &str, to: &str) -> Scripts {
         assert!(

@@ -1,6 +1,7 @@
--- The fair lock's direct handoff (after lib/mint.lua and lib/queue.lua): a release (or a leave,
--- a heartbeat, an acquire that finds the lock free) grants the free lock to the first live
--- waiter itself, instead of telling it to come and take it.
+-- The fair lock's direct handoff (after lib/mint.lua and lib/queue.lua): a leave, a heartbeat or
+-- an acquire that finds the lock free grants it to the first live waiter itself, instead of
+-- telling it to come and take it. A release grants it the same way in fair_release.lua, which
+-- runs on every handoff and so reads and writes the handoff hash once instead.
 --
 -- If the first waiter asked for it (it has a first lease in q.handoff), it is granted as its
 -- own acquire would grant it: its token minted, its hold (count 1) written, out of the line.

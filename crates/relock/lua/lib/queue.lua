@@ -62,18 +62,20 @@ local function evict(q, now)
   return #dead
 end
 
--- The first waiter in line (false if none), and its heartbeat deadline. An entry with no
--- heartbeat (the keys were tampered with) cannot prove it lives, so it is dropped rather than
--- allowed to block.
+-- The first waiter in line (false if none), its heartbeat deadline, and whether it is alone in
+-- line (read in the same ZRANGE: a handoff to the last waiter drops the line with one DEL). An
+-- entry with no heartbeat (the keys were tampered with) cannot prove it lives, so it is
+-- dropped rather than allowed to block.
 local function head(q)
   while true do
-    local first = redis.call('zrange', q.queue, 0, 0)[1]
+    local two = redis.call('zrange', q.queue, 0, 1)
+    local first = two[1]
     if first == nil then
       return false
     end
     local alive = redis.call('zscore', q.alive, first)
     if alive then
-      return first, alive
+      return first, alive, two[2] == nil
     end
     dequeue(q, first)
   end

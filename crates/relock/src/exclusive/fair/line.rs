@@ -30,7 +30,7 @@ use crate::hold::kind::LockKeys;
 scripts::scripts! {
     /// Drop one count of a fair lock's hold (or the whole hold) and hand the lock to the next in
     /// line (or tell it).
-    FAIR_RELEASE = writes "fair_release.lua" ["release", "mint", "queue", "handoff"];
+    FAIR_RELEASE = writes "fair_release.lua" ["release", "mint", "queue"];
     /// Fair lock: take it when free and first in line, or join the queue.
     FAIR_ACQUIRE = writes "fair_acquire.lua" ["mint", "shape", "queue", "handoff"];
     /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
