@@ -186,9 +186,15 @@ impl Client {
         {
             tracing::warn!("shutdown: work in flight did not finish within {settle:?}; releasing what is held anyway");
         }
+        let mut work = tokio::task::JoinSet::new();
+        // What must land before a hold's lock is free (nothing, for most kinds: then this
+        // costs no round trip).
+        for step in inner.kinds.steps() {
+            step.before_releases(inner, &mut work);
+        }
+        while work.join_next().await.is_some() {}
         // Release every hold, and run every kind's shutdown step (leave lines, give back
         // permits), at once, not one round trip after another.
-        let mut work = tokio::task::JoinSet::new();
         let first = inner.shared.holds.all();
         for hold in first.iter().cloned() {
             hold.mark_ended();

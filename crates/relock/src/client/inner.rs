@@ -135,6 +135,14 @@ pub(crate) trait KindState: Default + std::fmt::Debug + Send + Sync + 'static {
     /// longer polled keeps what it holds).
     fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round);
 
+    /// What shutdown must have done before it releases the holds (a record that must say how
+    /// a hold ended before the hold's lock is free for the next), spawned on `work`; shutdown
+    /// waits for it (each call bounded by its command timeout) before the releases start.
+    /// Nothing by default.
+    fn before_releases(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+        let _ = (inner, work);
+    }
+
     /// What this kind renews in the client's watchdog round, beside the holds (a permit
     /// semaphore's leases): one call per batch, each true when it succeeded (a false one
     /// makes the round come again sooner). Nothing by default.
@@ -164,11 +172,15 @@ struct Registered {
 
 /// [`KindState`]'s hooks behind a `dyn`.
 pub(crate) trait ShutdownStep: std::fmt::Debug + Send + Sync {
+    fn before_releases(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>);
     fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round);
     fn renewals(&self, inner: &Arc<Inner>) -> Vec<BoxFuture<bool>>;
 }
 
 impl<T: KindState> ShutdownStep for T {
+    fn before_releases(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+        KindState::before_releases(self, inner, work)
+    }
     fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round) {
         KindState::at_shutdown(self, inner, work, round)
     }

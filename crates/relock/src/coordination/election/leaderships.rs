@@ -25,15 +25,8 @@ impl Leaderships {
     }
 }
 
-impl KindState for Leaderships {
-    /// Each live leadership resigns its record (observers see `Resigned`), beside the release
-    /// of its hold with the client's others: if the first standby's begin gets there first,
-    /// the record is already its own and is left alone (observers then see `Expired`).
-    ///
-    /// Both rounds: a campaign whose record was being written as shutdown began is resigned
-    /// in the late round if its reply came meanwhile (the first round's resignation may have
-    /// reached the server before the write); a record resigned already is left as it is.
-    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, _: Round) {
+impl Leaderships {
+    fn resign_all(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
         for led in self.live() {
             let inner = inner.clone();
             work.spawn(async move {
@@ -41,6 +34,24 @@ impl KindState for Leaderships {
                     tracing::debug!(error = %e, "resigning an election's record at shutdown failed");
                 }
             });
+        }
+    }
+}
+
+impl KindState for Leaderships {
+    /// Each live leadership resigns its record (observers see `Resigned`) before its lock is
+    /// released, as a leader's own resignation does: an observer woken by the release then
+    /// reads the resignation, not a record whose lock is free (which it reports as `Expired`).
+    fn before_releases(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>) {
+        self.resign_all(inner, work);
+    }
+
+    /// Again in the late round: a campaign whose record was being written as shutdown began
+    /// is resigned there if its reply came meanwhile (the first resignation may have reached
+    /// the server before the write); a record resigned already is left as it is.
+    fn at_shutdown(&self, inner: &Arc<Inner>, work: &mut tokio::task::JoinSet<()>, round: Round) {
+        if round == Round::Late {
+            self.resign_all(inner, work);
         }
     }
 
