@@ -1,0 +1,33 @@
+//! Review reproduction: `RateConfig::with_keep_alive(Duration::ZERO)` says "none (the keys
+//! live until deleted)". But `set` with no keep-alive, on a limiter that had one, leaves the
+//! config's old TTL: the limiter disappears and every call then fails with `RateNotSet`.
+
+use std::time::Duration;
+
+use relock::{RateConfig, RateType};
+use relock_tests::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "reproduces a bug: set without a keep-alive keeps the old config TTL"]
+async fn set_rate_without_a_keep_alive_after_one_with_a_keep_alive_keeps_the_limiter() {
+    let server = server();
+    let c = client(&server).await;
+    let l = c.rate_limiter("rl91");
+    let second = Duration::from_secs(1);
+    l.set(RateConfig::new(RateType::Overall, 5, second).with_keep_alive(second))
+        .await
+        .unwrap();
+    // The keep-alive is removed: the limiter should now live until deleted.
+    l.set_rate(RateType::Overall, 5, second).await.unwrap();
+    assert_eq!(l.config().await.unwrap().unwrap().keep_alive(), None);
+    assert!(l.try_acquire(1).await.unwrap());
+    let pttl = server.cmd(&["PTTL", "rl91"]).unwrap().as_int().unwrap();
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let r = l.try_acquire(1).await;
+    c.shutdown().await;
+    assert!(
+        matches!(r, Ok(true)),
+        "config PTTL after set_rate without a keep-alive: {pttl} ms; 1.3 s later try_acquire \
+         returned {r:?}"
+    );
+}

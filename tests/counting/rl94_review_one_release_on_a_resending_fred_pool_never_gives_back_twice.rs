@@ -1,0 +1,64 @@
+//! Review reproduction: `ClientBuilder::build_with_pool` says a pool that resends after a
+//! reconnect is safe because non-idempotent calls carry a request id (a semaphore's release,
+//! a latch's count-down). A rate limiter's `release` carries none: one `release(1)` whose
+//! reply is lost to a connection reset is resent by fred and gives back two permits, so one
+//! more than the rate is granted in the window.
+
+use std::time::Duration;
+
+use fred::interfaces::ClientLike;
+use relock::fred;
+use relock::RateType;
+use relock_testkit::{Direction, FaultProxy};
+use relock_tests::*;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "reproduces a bug: release carries no request id on a resending pool"]
+async fn one_release_on_a_resending_fred_pool_never_gives_back_twice() {
+    let server = server();
+    let proxy = FaultProxy::start(&server.addr()).unwrap();
+    let (pool, from_pool) = crate::resending_pool_client(&proxy).await;
+    let other = client(&server).await;
+    let minute = Duration::from_secs(60);
+    let limiter = other.rate_limiter("rl94");
+    limiter
+        .set_rate(RateType::Overall, 4, minute)
+        .await
+        .unwrap();
+    assert!(limiter.try_acquire(4).await.unwrap());
+    // Load the release script on the pool's connection.
+    let warm = from_pool.rate_limiter("rl94-warm");
+    warm.set_rate(RateType::Overall, 1, minute).await.unwrap();
+    warm.release(1).await.unwrap();
+
+    let frozen = proxy.freeze_existing(Direction::Down);
+    let releasing = {
+        let l = from_pool.rate_limiter("rl94");
+        tokio::spawn(async move { l.release(1).await })
+    };
+    wait_until(Duration::from_secs(3), "the release to run", || async {
+        crate::get(&server, "{rl94}:value").as_deref() == Some("1")
+    })
+    .await
+    .unwrap();
+    for id in frozen {
+        proxy.reset_conn(id);
+    }
+    let r = bounded(Duration::from_secs(10), "release", releasing)
+        .await
+        .unwrap();
+    // Give a resend time to land.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let mut granted = 0;
+    for _ in 0..3 {
+        granted += u64::from(limiter.try_acquire(1).await.unwrap());
+    }
+    from_pool.shutdown().await;
+    other.shutdown().await;
+    let _ = pool.quit().await;
+    assert_eq!(
+        granted, 1,
+        "one release(1) (it returned {r:?}) let {granted} more permits be granted in the window \
+         of a full rate of 4"
+    );
+}
