@@ -167,8 +167,37 @@ async fn bad_input_uninitialised_limiters_and_keys_of_another_type_get_typed_err
             .as_deref(),
         Some("1")
     );
-    for name in ["rl50", "rl50:data", "rl50:p", "rl50:str", "rl50:v"] {
-        assert!(c.rate_limiter(name).delete().await.unwrap());
+    // `delete` refuses a name whose keys hold something else too, and deletes nothing.
+    for (name, key) in [
+        ("rl50:data", "rl50:data"),
+        ("rl50:p", "{rl50:p}:permits"),
+        ("rl50:str", "rl50:str"),
+        ("rl50:v", "{rl50:v}:value"),
+    ] {
+        assert_wrong_type(c.rate_limiter(name).delete().await, key);
+    }
+    assert_eq!(
+        sorted_keys(&server),
+        [
+            "rl50",
+            "rl50:data",
+            "rl50:p",
+            "rl50:str",
+            "rl50:v",
+            "{rl50:p}:permits",
+            "{rl50:v}:value"
+        ]
+    );
+    assert!(c.rate_limiter("rl50").delete().await.unwrap());
+    for key in [
+        "rl50:data",
+        "rl50:p",
+        "rl50:str",
+        "rl50:v",
+        "{rl50:p}:permits",
+        "{rl50:v}:value",
+    ] {
+        server.cmd(&["DEL", key]).unwrap();
     }
     c.shutdown().await;
     assert_nothing_left(&server).await;

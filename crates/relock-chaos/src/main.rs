@@ -332,15 +332,17 @@ fn ci_nemeses(kind: Kind) -> Vec<Nemesis> {
         Kind::Sentinel => vec![Failover],
         Kind::Election => vec![PauseMidSection, ClientKill, KillRestart],
         Kind::Job => vec![PauseClient, ClientKill],
-        // The faults that stall or cut its calls, a server restarted empty and its clock
-        // stepped (both excused across the step: the server forgets or expires the records),
-        // and a client's clock stepped (which must change nothing: the limiter reads the
-        // server's clock; no other kind runs this one).
+        // The faults that stall or cut its calls (a client's connections killed included: a
+        // waiter retries, a release is given back once), a server restarted empty and its
+        // clock stepped (both excused across the step: the server forgets or expires the
+        // records), and a client's clock stepped (which must change nothing: the limiter
+        // reads the server's clock; no other kind runs this one).
         Kind::Rate => vec![
             PauseClient,
             KillRestart,
             PauseServer,
             ProxyFreeze,
+            ClientKill,
             ClockJump,
             ClientClockJump,
         ],

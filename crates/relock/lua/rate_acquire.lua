@@ -14,7 +14,9 @@
 --   {-2, rate}   n is above the rate (Redisson: "Requested permits amount cannot exceed
 --                defined rate")
 --   {-3, i}      KEYS[i] holds something the limiter never keeps there
--- Nothing is written but on a grant, on expiring records, and the keep-alive's expiries.
+-- Nothing is written but on a grant, on expiring records, on a value above the rate (the rate
+-- was lowered: it becomes the rate less the records' permits, at least 0), and the
+-- keep-alive's expiries (a refusal's keys live at least `delay` + 1000 ms).
 local foreign = rate_foreign_key(KEYS)
 if foreign then
   return {-3, foreign}
@@ -49,6 +51,10 @@ if value ~= false then
     end
     redis.call('set', value_key, value)
   end
+  if value > rate then
+    value = rate_clamp(rate, permits_key)
+    redis.call('set', value_key, value)
+  end
   if value < n then
     local first = redis.call('zrange', permits_key, 0, 0, 'withscores')
     if first[2] == nil then
@@ -71,5 +77,10 @@ else
   redis.call('decrby', value_key, n)
   result = {1, now}
 end
-rate_keep_alive(KEYS[1], value_key, permits_key)
+-- A refused caller sleeps `delay` and asks again: the keys outlive that sleep.
+local least = nil
+if result[1] == 0 then
+  least = result[2] + 1000
+end
+rate_keep_alive(KEYS[1], value_key, permits_key, least)
 return result

@@ -1,6 +1,7 @@
 -- rate_available: the permits that could be taken now (Redisson's availablePermits), read
--- only: records taken more than `interval` ago count as given back (the next acquire expires
--- them).
+-- only: records taken more than `interval` ago count as given back, and a value above the
+-- rate (the rate was lowered) as the rate less the records' permits (the next acquire writes
+-- both).
 --
 -- KEYS[1]  the config hash `name`; KEYS[2..5] the value and records keys (lib/rate.lua)
 -- ARGV[1]  unused (Redisson sends its client's clock here; relock reads the server's)
@@ -32,6 +33,11 @@ if released > 0 then
   else
     value = value + released
   end
+end
+if value > rate then
+  -- The rate was lowered since the value was written: what the next acquire computes.
+  local all = rate_sum(redis.call('zrange', permits_key, 0, -1))
+  value = rate - (all - released)
 end
 if value < 0 then
   value = 0

@@ -2,12 +2,19 @@
 -- oldest records lose n permits between them, and the value gains n, at most up to the rate.
 --
 -- KEYS[1]  the config hash `name`; KEYS[2..5] the value and records keys (lib/rate.lua)
+-- KEYS[6]  this call's request key, relock_request:{name}:<id>: a copy of the call that
+--          arrives again (a pool that resends after a reconnect, a retry after a lost reply)
+--          gives nothing back
 -- ARGV[1]  n, the permits to give back (at least 1)
+-- ARGV[2]  ms the request key lives
 --
 -- Returns
---   {1, 0}   given back
+--   {1, 0}   given back (or a copy of this call already did)
 --   {-1, 0}  the limiter has no rate
 --   {-3, i}  KEYS[i] holds something the limiter never keeps there
+if redis.call('exists', KEYS[6]) == 1 then
+  return {1, 0}
+end
 local foreign = rate_foreign_key(KEYS)
 if foreign then
   return {-3, foreign}
@@ -44,5 +51,6 @@ if value > rate then
   value = rate
 end
 redis.call('set', value_key, value)
+redis.call('set', KEYS[6], 1, 'px', ARGV[2])
 rate_keep_alive(KEYS[1], value_key, permits_key)
 return {1, 0}

@@ -1,6 +1,7 @@
 -- rate_set: set the limiter's rate whatever it had (Redisson's setRate): the config is
 -- overwritten, and the state of the new type (its value and records) deleted, so the limit
--- starts afresh.
+-- starts afresh. Without a keep-alive the config loses any TTL an earlier one gave it (the
+-- new state then lives as long as the config).
 --
 -- KEYS[1]  the config hash `name`; KEYS[2..5] the value and records keys (lib/rate.lua)
 -- ARGV[1]  the rate: permits per interval
@@ -22,6 +23,9 @@ redis.call('hset', KEYS[1], 'type', ARGV[3])
 redis.call('hset', KEYS[1], 'keepAliveTime', ARGV[4])
 if tonumber(ARGV[4]) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[4])
+else
+  -- No keep-alive: the keys live until deleted, whatever TTL an earlier one left.
+  redis.call('persist', KEYS[1])
 end
 redis.call('del', value, permits)
 return {1}

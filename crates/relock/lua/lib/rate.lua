@@ -19,7 +19,8 @@ end
 -- set. Checked before anything is written, so a refused call leaves every key as it was.
 local function rate_foreign_key(keys)
   local want = {'hash', 'string', 'string', 'zset', 'zset'}
-  for i = 1, #keys do
+  -- Only the limiter's own five: a script's further keys (a request key) are its own.
+  for i = 1, math.min(#keys, #want) do
     local found = redis.call('type', keys[i])['ok']
     if found ~= 'none' and found ~= want[i] then
       return i
@@ -65,19 +66,32 @@ local function rate_sum(records)
   return sum
 end
 
+-- The permits left of a value above the rate (the rate was lowered since it was written: by
+-- a set of another client's per-client limit, or a config set lower): the rate less the
+-- permits of the records still counting, at least 0 (Redisson's updateRate).
+local function rate_clamp(rate, permits_key)
+  return math.max(0, rate - rate_sum(redis.call('zrange', permits_key, 0, -1)))
+end
+
 -- A ms time as an integer string (a Lua number prints as 1.7e+12 past 14 digits).
 local function rate_ms(ms)
   return string.format('%.0f', ms)
 end
 
--- Redisson's keep-alive: with one, the config, value and records live that long from this
--- call; without, the value and records live as long as the config (when it has a TTL).
-local function rate_keep_alive(config, value, permits)
+-- Redisson's keep-alive: with one, the config, value and records live at least that long
+-- from this call, or at least `least` ms when that is longer (a refused acquire's waiter
+-- sleeps its delay and must not wake to keys that expired meanwhile); without, the value and records
+-- live as long as the config (when it has a TTL).
+local function rate_keep_alive(config, value, permits, least)
   local keep = redis.call('hget', config, 'keepAliveTime')
   if keep ~= false and tonumber(keep) > 0 then
-    redis.call('pexpire', config, keep)
-    redis.call('pexpire', value, keep)
-    redis.call('pexpire', permits, keep)
+    -- Never shortened: a grant right after a refusal must not cut the refused waiter's time.
+    local ttl = math.max(tonumber(keep), least or 0)
+    for _, key in ipairs({config, value, permits}) do
+      if redis.call('pttl', key) < ttl then
+        redis.call('pexpire', key, rate_ms(ttl))
+      end
+    end
   else
     local ttl = redis.call('pttl', config)
     if ttl > 0 then

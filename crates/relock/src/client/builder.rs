@@ -454,9 +454,10 @@ impl ClientBuilder {
     /// relock's own pools never resend a command after a reconnect; yours may (fred's
     /// `max_command_attempts`). That is safe, because every hold has its own field (a resent
     /// acquire is refused, a resent release or renewal is idempotent); a semaphore's
-    /// release and a latch's count-down carry a request id, so a resent copy counts nothing.
-    /// Still, a resent acquire whose first run succeeded leaves a hold that expires with its
-    /// lease: prefer
+    /// release, a latch's count-down and a rate limiter's release carry a request id, so a
+    /// resent copy counts nothing. Still, a resent acquire whose first run succeeded leaves a
+    /// hold that expires with its lease (a rate limiter's, permits that count until their
+    /// interval ends): prefer
     /// `max_command_attempts = 1` and a command timeout on the pool. The URL, connection count
     /// and TLS settings of this builder are not used.
     ///

@@ -7,6 +7,7 @@ use crate::client::inner::Inner;
 use crate::client::scripts::{self, Script};
 use crate::counting::counts::unexpected;
 use crate::counting::rate_limiter::config::{RateConfig, RateType};
+use crate::counting::request::Request;
 use crate::error::{Error, Result};
 use crate::hold::keys::suffixed;
 
@@ -24,7 +25,7 @@ scripts::scripts! {
     /// Rate limiter: its config (`getConfig`), read only.
     RATE_CONFIG = read_only "rate_config.lua" ["rate"];
     /// Rate limiter: delete its config and state (`delete`).
-    RATE_DELETE = writes "rate_delete.lua" [];
+    RATE_DELETE = writes "rate_delete.lua" ["rate"];
 }
 
 /// The five keys of Redisson's rate-limiter scripts, in their order.
@@ -164,10 +165,21 @@ impl Calls<'_> {
         }
     }
 
-    /// Gives `n` permits (checked) back.
+    /// Gives `n` permits (checked) back, once: under a request id of its own, so that a copy
+    /// of the call (sent again after a transient error, or resent by a pool after a
+    /// reconnect) gives nothing back a second time.
     pub(crate) async fn release(&self, n: u64) -> Result<()> {
-        let reply = self
-            .run((&RATE_RELEASE, "rate release"), false, vec![n.to_string()])
+        let request = Request::new(self.inner, &self.keys.config);
+        let mut names = self.keys.all();
+        names.push(request.key.clone());
+        let args = vec![n.to_string(), request.ttl_ms.clone()];
+        let reply: Vec<i64> = request
+            .send(self.inner, || async {
+                RATE_RELEASE
+                    .run(self.inner.conn(), names.clone(), args.clone())
+                    .await
+                    .map_err(|e| self.inner.error("rate release", &self.keys.config, e))
+            })
             .await?;
         match *reply {
             [1, _] => Ok(()),
@@ -211,13 +223,16 @@ impl Calls<'_> {
         }
     }
 
-    /// Deletes the config and the state of both types; whether there was anything.
+    /// Deletes the config and the state of both types; whether there was anything. Refused
+    /// (`WrongType`, nothing deleted) if a key holds something the limiter never keeps there.
     pub(crate) async fn delete(&self) -> Result<bool> {
-        let reply: i64 = RATE_DELETE
-            .run(self.inner.conn(), self.keys.all(), vec![])
-            .await
-            .map_err(|e| self.inner.error("rate delete", &self.keys.config, e))?;
-        Ok(reply > 0)
+        let reply = self
+            .run((&RATE_DELETE, "rate delete"), false, vec![])
+            .await?;
+        match *reply {
+            [1, deleted] => Ok(deleted > 0),
+            _ => Err(self.refused("rate delete", 0, &reply)),
+        }
     }
 }
 

@@ -60,8 +60,11 @@ impl RateConfig {
 
     /// With a keep-alive (Redisson's `keepAliveTime`): setting the rate gives the config this
     /// time to live, and every acquire and release sets it again on the config, the value and
-    /// the records, so a limiter unused for this long disappears. It must be at least the
-    /// interval. `Duration::ZERO` means none (the keys live until deleted).
+    /// the records, so a limiter unused for this long disappears. An acquire refused for now
+    /// makes them live at least until its waiter asks again (the delay it was told to sleep,
+    /// plus a second), so a waiter never wakes to a limiter that expired while it slept. It
+    /// must be at least the interval. `Duration::ZERO` means none (the keys live until
+    /// deleted: setting the rate without a keep-alive removes an earlier one's time to live).
     pub fn with_keep_alive(mut self, keep_alive: Duration) -> Self {
         self.keep_alive = (!keep_alive.is_zero()).then_some(keep_alive);
         self

@@ -296,13 +296,18 @@ impl RateLimiter {
     /// Takes `n` permits, waiting at most `wait` for the limit to allow them. It sleeps for
     /// the delay the server returns (until the oldest permit record expires), never past
     /// `wait`: the last sleep is cut to the deadline and one last attempt made there. Returns
-    /// whether they were taken.
+    /// whether they were taken. A transient error (a connection reset, a timeout) is retried
+    /// after a short sleep within `wait`, for up to one command timeout.
     ///
     /// # Errors
-    /// As [`try_acquire`](RateLimiter::try_acquire).
+    /// As [`try_acquire`](RateLimiter::try_acquire); a transient error only once its retries
+    /// have lasted a command timeout, or when the deadline passes while they go on.
     ///
     /// # Cancel safety
-    /// As [`try_acquire`](RateLimiter::try_acquire): a wait changes nothing on the server.
+    /// As [`try_acquire`](RateLimiter::try_acquire): a wait changes nothing on the server. An
+    /// attempt whose reply was lost (then retried) may have taken its permits: they count
+    /// against the rate until their interval ends, besides those the retry takes (the limiter
+    /// errs on the side of fewer grants).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
@@ -325,13 +330,16 @@ impl RateLimiter {
 
     /// Takes `n` permits, waiting as long as it takes: it sleeps for the delay the server
     /// returns (until the oldest permit record expires) and asks again, never more often.
-    /// Only [`Client::shutdown`] ends the wait early ([`Error::Shutdown`]).
+    /// Only [`Client::shutdown`] ends the wait early ([`Error::Shutdown`]); a transient error
+    /// (a connection reset, a timeout) is retried after a short sleep, for up to one command
+    /// timeout.
     ///
     /// # Errors
-    /// As [`try_acquire`](RateLimiter::try_acquire).
+    /// As [`try_acquire`](RateLimiter::try_acquire); a transient error only once its retries
+    /// have lasted a command timeout.
     ///
     /// # Cancel safety
-    /// As [`try_acquire`](RateLimiter::try_acquire).
+    /// As [`try_acquire_for`](RateLimiter::try_acquire_for).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
@@ -372,9 +380,13 @@ impl RateLimiter {
     /// [`Error::InvalidArgument`] for `n` = 0 or a bad name; [`Error::RateNotSet`];
     /// [`Error::WrongType`]; connection errors; [`Error::Shutdown`].
     ///
+    /// One call gives back once: it is sent again after a transient error, and may be resent
+    /// by a pool after a reconnect, under a request id of its own, and a copy that finds the
+    /// call done gives nothing back.
+    ///
     /// # Cancel safety
     /// If dropped after the command was sent, the permits may or may not have been given
-    /// back; releasing again may give back twice as many (at most to the rate).
+    /// back; releasing again (a new call) may give back twice as many (at most to the rate).
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
@@ -455,10 +467,12 @@ impl RateLimiter {
     /// Deletes the limiter: its config and the state of both types, this client's per-client
     /// keys included (Redisson's `delete`; other clients' per-client keys stay until their
     /// keep-alive ends). Returns whether there was anything to delete. A limiter then has no
-    /// rate. It deletes whatever the keys hold, as Redisson's does.
+    /// rate. Unlike Redisson's, it deletes nothing if one of the keys holds something a
+    /// limiter never keeps there (another kind's lock of the same name, say).
     ///
     /// # Errors
-    /// A bad name; connection errors; [`Error::Shutdown`].
+    /// [`Error::WrongType`] if one of the keys holds something else (nothing is deleted); a
+    /// bad name; connection errors; [`Error::Shutdown`].
     ///
     /// # Cancel safety
     /// If dropped after the command was sent, the limiter may or may not have been deleted;

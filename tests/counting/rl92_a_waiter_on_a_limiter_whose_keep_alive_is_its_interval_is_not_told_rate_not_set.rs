@@ -1,8 +1,7 @@
-//! Review reproduction: a keep-alive equal to the interval is allowed ("at least the
-//! interval"). A waiter that asks within 3 ms of the oldest grant is told to sleep
-//! `interval + 3 - age` ms, longer than the keep-alive its own call just set: it wakes to a
-//! limiter that expired meanwhile, and `acquire` (documented to end only by shutdown) fails
-//! with `RateNotSet`.
+//! A keep-alive equal to the interval is allowed. A waiter that asks right after the only
+//! grant is told to sleep `interval + 3 - age` ms, longer than the keep-alive: its refused
+//! acquire makes the keys outlive that sleep, so `acquire` (ended only by shutdown) takes the
+//! permit when it wakes instead of failing with `RateNotSet`.
 
 use std::time::Duration;
 
@@ -10,7 +9,6 @@ use relock::{RateConfig, RateType};
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces a bug: a waiter outsleeps a keep-alive equal to the interval"]
 async fn a_waiter_on_a_limiter_whose_keep_alive_is_its_interval_is_not_told_rate_not_set() {
     let server = server();
     let c = client(&server).await;

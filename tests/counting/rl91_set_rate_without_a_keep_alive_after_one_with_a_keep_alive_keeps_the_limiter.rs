@@ -1,6 +1,5 @@
-//! Review reproduction: `RateConfig::with_keep_alive(Duration::ZERO)` says "none (the keys
-//! live until deleted)". But `set` with no keep-alive, on a limiter that had one, leaves the
-//! config's old TTL: the limiter disappears and every call then fails with `RateNotSet`.
+//! `set_rate` without a keep-alive, on a limiter that had one, removes the keep-alive's time
+//! to live: the limiter lives until deleted, and outlives the old keep-alive.
 
 use std::time::Duration;
 
@@ -8,7 +7,6 @@ use relock::{RateConfig, RateType};
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces a bug: set without a keep-alive keeps the old config TTL"]
 async fn set_rate_without_a_keep_alive_after_one_with_a_keep_alive_keeps_the_limiter() {
     let server = server();
     let c = client(&server).await;
@@ -25,6 +23,10 @@ async fn set_rate_without_a_keep_alive_after_one_with_a_keep_alive_keeps_the_lim
     tokio::time::sleep(Duration::from_millis(1300)).await;
     let r = l.try_acquire(1).await;
     c.shutdown().await;
+    assert_eq!(
+        pttl, -1,
+        "the config keeps a TTL after set_rate without a keep-alive"
+    );
     assert!(
         matches!(r, Ok(true)),
         "config PTTL after set_rate without a keep-alive: {pttl} ms; 1.3 s later try_acquire \

@@ -1,7 +1,6 @@
-//! Review reproduction: `acquire` says only shutdown ends its wait early, and the semaphore's
-//! and latch's waits retry a transient error (s45). A rate limiter's waiter whose attempt
-//! meets a killed connection returns that error at once, though the attempt ran and took the
-//! permit (documented under cancel safety as a lost reply).
+//! A rate limiter's waiter whose attempt meets a reset connection retries, as the
+//! semaphore's and latch's waits do, and ends with the permit: `acquire` is ended early only
+//! by shutdown. (The lost attempt took a permit too: it counts until its interval ends.)
 
 use std::time::Duration;
 
@@ -10,7 +9,6 @@ use relock_testkit::Direction;
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces a bug: a rate waiter ends on one transient error"]
 async fn a_waiting_acquire_whose_attempt_loses_its_connection_keeps_waiting() {
     let server = server();
     let (proxy, c) = client_behind_proxy(&server, Duration::from_secs(3)).await;
