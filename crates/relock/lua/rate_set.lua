@@ -17,15 +17,18 @@ if foreign then
   return {-3, foreign}
 end
 local value, permits = rate_state(KEYS, ARGV[3])
+if tonumber(ARGV[4]) == 0 then
+  -- No keep-alive: the keys live until deleted, whatever TTL an earlier one left. The config
+  -- is written anew (it holds these four fields only) rather than PERSISTed: PERSIST is not
+  -- in the documented ACL line.
+  redis.call('del', KEYS[1])
+end
 redis.call('hset', KEYS[1], 'rate', ARGV[1])
 redis.call('hset', KEYS[1], 'interval', ARGV[2])
 redis.call('hset', KEYS[1], 'type', ARGV[3])
 redis.call('hset', KEYS[1], 'keepAliveTime', ARGV[4])
 if tonumber(ARGV[4]) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[4])
-else
-  -- No keep-alive: the keys live until deleted, whatever TTL an earlier one left.
-  redis.call('persist', KEYS[1])
 end
 redis.call('del', value, permits)
 return {1}
