@@ -14,9 +14,10 @@
 --   {-2, rate}   n is above the rate (Redisson: "Requested permits amount cannot exceed
 --                defined rate")
 --   {-3, i}      KEYS[i] holds something the limiter never keeps there
--- Nothing is written but on a grant, on expiring records, on a value above the rate (the rate
--- was lowered: it becomes the rate less the records' permits, at least 0), and the
--- keep-alive's expiries (a refusal's keys live at least `delay` + 1000 ms).
+-- Nothing is written but on a grant, on expiring records, on a value that changed (records
+-- expired; a shared value above a lowered rate becomes the rate less the records' permits; a
+-- per-client value is always that), and the expiries (lib/rate.lua's keep-alive; a refusal's
+-- keys live at least `delay` + 1000 ms).
 local foreign = rate_foreign_key(KEYS)
 if foreign then
   return {-3, foreign}
@@ -37,50 +38,50 @@ end)
 local record = struct.pack('Bc0I', string.len(id), id, n)
 
 local result
-local value = redis.call('get', value_key)
-if value ~= false then
-  value = tonumber(value)
-  local horizon = rate_ms(now - interval)
+local stored = redis.call('get', value_key)
+local value
+local horizon = rate_ms(now - interval)
+if kind == '1' then
+  -- A client's own value is derived from its records on every call: another client's set
+  -- (which starts only its own state afresh) changes the rate they count against, lowered or
+  -- raised.
+  redis.call('zremrangebyscore', permits_key, 0, horizon)
+  value = rate_clamp(rate, permits_key)
+elseif stored == false then
+  value = rate
+else
+  value = tonumber(stored)
   local released = rate_sum(redis.call('zrangebyscore', permits_key, 0, horizon))
   if released > 0 then
     redis.call('zremrangebyscore', permits_key, 0, horizon)
-    if value + released > rate then
-      value = rate - rate_sum(redis.call('zrange', permits_key, 0, -1))
-    else
-      value = value + released
-    end
-    redis.call('set', value_key, value)
+    value = value + released
   end
   if value > rate then
     value = rate_clamp(rate, permits_key)
-    redis.call('set', value_key, value)
   end
-  if value < n then
-    local first = redis.call('zrange', permits_key, 0, 0, 'withscores')
-    if first[2] == nil then
-      -- No record is left to wait for (they expired with a keep-alive the value outlived, or
-      -- were released): none of the rate is in use. (Redisson's script fails here.)
-      value = rate
-      redis.call('set', value_key, value)
-    else
-      result = {0, 3 + interval - (now - tonumber(first[2]))}
-    end
+end
+if value < n then
+  local first = redis.call('zrange', permits_key, 0, 0, 'withscores')
+  if first[2] == nil then
+    -- No record is left to wait for (they expired with a keep-alive the value outlived, or
+    -- were released): none of the rate is in use. (Redisson's script fails here.)
+    value = rate
+  else
+    result = {0, 3 + interval - (now - tonumber(first[2]))}
   end
-  if result == nil then
-    redis.call('zadd', permits_key, rate_ms(now), record)
-    redis.call('decrby', value_key, n)
-    result = {1, now}
-  end
-else
-  redis.call('set', value_key, rate)
+end
+if result == nil then
   redis.call('zadd', permits_key, rate_ms(now), record)
-  redis.call('decrby', value_key, n)
+  value = value - n
   result = {1, now}
+end
+if stored == false or tonumber(stored) ~= value then
+  redis.call('set', value_key, value)
 end
 -- A refused caller sleeps `delay` and asks again: the keys outlive that sleep.
 local least = nil
 if result[1] == 0 then
   least = result[2] + 1000
 end
-rate_keep_alive(KEYS[1], value_key, permits_key, least)
+rate_keep_alive(KEYS[1], value_key, permits_key, interval, least)
 return result

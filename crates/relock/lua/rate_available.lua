@@ -1,7 +1,7 @@
 -- rate_available: the permits that could be taken now (Redisson's availablePermits), read
 -- only: records taken more than `interval` ago count as given back, and a value above the
--- rate (the rate was lowered) as the rate less the records' permits (the next acquire writes
--- both).
+-- rate (the rate was lowered) as the rate less the records' permits; a per-client value is
+-- always the rate less its live records (the next acquire writes both).
 --
 -- KEYS[1]  the config hash `name`; KEYS[2..5] the value and records keys (lib/rate.lua)
 -- ARGV[1]  unused (Redisson sends its client's clock here; relock reads the server's)
@@ -19,21 +19,19 @@ if rate == nil then
   return {-1, 0}
 end
 local value_key, permits_key = rate_state(KEYS, kind)
+local horizon = rate_ms(rate_now() - interval)
+if kind == '1' then
+  -- A client's own value is what the next acquire derives: the rate less its live records.
+  local live = rate_sum(redis.call('zrangebyscore', permits_key, '(' .. horizon, '+inf'))
+  return {1, math.max(0, rate - live)}
+end
 local value = redis.call('get', value_key)
 if value == false then
   return {1, rate}
 end
 value = tonumber(value)
-local horizon = rate_ms(rate_now() - interval)
 local released = rate_sum(redis.call('zrangebyscore', permits_key, 0, horizon))
-if released > 0 then
-  if value + released > rate then
-    local all = rate_sum(redis.call('zrange', permits_key, 0, -1))
-    value = rate - (all - released)
-  else
-    value = value + released
-  end
-end
+value = value + released
 if value > rate then
   -- The rate was lowered since the value was written: what the next acquire computes.
   local all = rate_sum(redis.call('zrange', permits_key, 0, -1))

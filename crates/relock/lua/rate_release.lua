@@ -52,5 +52,5 @@ if value > rate then
 end
 redis.call('set', value_key, value)
 redis.call('set', KEYS[6], 1, 'px', ARGV[2])
-rate_keep_alive(KEYS[1], value_key, permits_key)
+rate_keep_alive(KEYS[1], value_key, permits_key, interval)
 return {1, 0}

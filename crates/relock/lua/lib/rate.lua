@@ -20,16 +20,20 @@ end
 local function rate_foreign_key(keys)
   local want = {'hash', 'string', 'string', 'zset', 'zset'}
   -- Only the limiter's own five: a script's further keys (a request key) are its own.
+  local config = nil
   for i = 1, math.min(#keys, #want) do
     local found = redis.call('type', keys[i])['ok']
     if found ~= 'none' and found ~= want[i] then
       return i
     end
+    config = config or found
   end
-  if redis.call('exists', keys[1]) == 1 then
+  if config == 'hash' then
     local known = 0
-    for _, field in ipairs({'rate', 'interval', 'type', 'keepAliveTime'}) do
-      known = known + redis.call('hexists', keys[1], field)
+    for _, v in ipairs(redis.call('hmget', keys[1], 'rate', 'interval', 'type', 'keepAliveTime')) do
+      if v then
+        known = known + 1
+      end
     end
     if redis.call('hlen', keys[1]) ~= known then
       return 1
@@ -66,9 +70,11 @@ local function rate_sum(records)
   return sum
 end
 
--- The permits left of a value above the rate (the rate was lowered since it was written: by
--- a set of another client's per-client limit, or a config set lower): the rate less the
--- permits of the records still counting, at least 0 (Redisson's updateRate).
+-- The rate less the permits of every record (call it once the expired ones are removed), at
+-- least 0: the permits left whatever rate the value was written under. A per-client value is
+-- this on every call (another client's set changes the rate it counts against and starts only
+-- its own state afresh); a shared value above the rate (a config set lower while the state
+-- lived) is cut to it (Redisson's updateRate).
 local function rate_clamp(rate, permits_key)
   return math.max(0, rate - rate_sum(redis.call('zrange', permits_key, 0, -1)))
 end
@@ -81,15 +87,23 @@ end
 -- Redisson's keep-alive: with one, the config, value and records live at least that long
 -- from this call, or at least `least` ms when that is longer (a refused acquire's waiter
 -- sleeps its delay and must not wake to keys that expired meanwhile); without, the value and records
--- live as long as the config (when it has a TTL).
-local function rate_keep_alive(config, value, permits, least)
+-- live as long as the config (when it has a TTL). Either way the value and records, when they
+-- have a TTL, live at least `interval` ms from this call: a record counts for an interval
+-- after its grant, and keys another client's set left with an old keep-alive's TTL (it
+-- starts only its own state afresh) must not expire inside that window.
+local function rate_keep_alive(config, value, permits, interval, least)
+  local floor = math.max(interval, least or 0)
   local keep = redis.call('hget', config, 'keepAliveTime')
   if keep ~= false and tonumber(keep) > 0 then
     -- Never shortened: a grant right after a refusal must not cut the refused waiter's time.
     local ttl = math.max(tonumber(keep), least or 0)
     for _, key in ipairs({config, value, permits}) do
-      if redis.call('pttl', key) < ttl then
-        redis.call('pexpire', key, rate_ms(ttl))
+      local want = ttl
+      if key ~= config then
+        want = math.max(ttl, floor)
+      end
+      if redis.call('pttl', key) < want then
+        redis.call('pexpire', key, rate_ms(want))
       end
     end
   else
@@ -97,6 +111,13 @@ local function rate_keep_alive(config, value, permits, least)
     if ttl > 0 then
       redis.call('pexpire', value, ttl)
       redis.call('pexpire', permits, ttl)
+    else
+      for _, key in ipairs({value, permits}) do
+        local left = redis.call('pttl', key)
+        if left > 0 and left < floor then
+          redis.call('pexpire', key, rate_ms(floor))
+        end
+      end
     end
   end
 end
