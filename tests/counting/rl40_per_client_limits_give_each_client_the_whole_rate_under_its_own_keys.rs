@@ -34,6 +34,8 @@ async fn per_client_limits_give_each_client_the_whole_rate_under_its_own_keys() 
     for id in [a.client_id(), b.client_id()] {
         expected.push(format!("{{rl40}}:permits:{id}"));
         expected.push(format!("{{rl40}}:value:{id}"));
+        // relock's own: the rate the client's value was written under.
+        expected.push(format!("{{rl40}}:rate:{id}"));
     }
     expected.sort();
     assert_eq!(keys, expected);

@@ -46,12 +46,12 @@ async fn records_are_scored_by_the_servers_clock_and_no_call_sends_a_time() {
         .collect();
     assert_eq!(calls.len(), 1, "{calls:?}");
     let args = &calls[0];
-    // EVALSHA sha 5 <five keys> n id
-    assert_eq!(args.len(), 2 + 1 + 5 + 2, "{args:?}");
-    assert_eq!(args[2], "5");
-    assert_eq!(args[8], "3");
+    // EVALSHA sha 6 <Redisson's five keys, relock's one> n id
+    assert_eq!(args.len(), 2 + 1 + 6 + 2, "{args:?}");
+    assert_eq!(args[2], "6");
+    assert_eq!(args[9], "3");
     assert!(
-        args[9].len() == 32 && args[9].bytes().all(|b| b.is_ascii_hexdigit()),
+        args[10].len() == 32 && args[10].bytes().all(|b| b.is_ascii_hexdigit()),
         "{args:?}"
     );
     // Nothing sent reads as a time in ms or s near the server's.

@@ -10,7 +10,6 @@ use relock::RateType;
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces a bug: release takes its permits off a record that already expired"]
 async fn a_release_after_the_oldest_grants_interval_ended_gives_the_permits_back() {
     let server = server();
     let c = client(&server).await;

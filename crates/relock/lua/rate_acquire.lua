@@ -2,12 +2,14 @@
 -- clock: records taken more than `interval` ago are expired and their permits counted back;
 -- a grant is one record scored now.
 --
--- KEYS[1]  the config hash `name`; KEYS[2..5] the value and records keys (lib/rate.lua)
+-- KEYS[1]  the config hash `name`; KEYS[2..6] the state keys (lib/rate.lua)
 -- ARGV[1]  n, the permits to take (at least 1)
 -- ARGV[2]  the record's random id, 16 bytes as 32 hex digits
 --
 -- Returns
---   {1, now}     taken; `now` is the server's time of the grant in ms (the record's score)
+--   {1, now}     taken; `now` is the server's time of the grant in ms (the record's score).
+--                A copy of this call that finds its record already there (a pool that resends
+--                after a reconnect) takes nothing more and answers the record's time.
 --   {0, delay}   not enough permits left: the oldest record expires in `delay` ms (Redisson's
 --                3 + interval - its age)
 --   {-1, 0}      the limiter has no rate (Redisson: "RateLimiter is not initialized")
@@ -15,14 +17,13 @@
 --                defined rate")
 --   {-3, i}      KEYS[i] holds something the limiter never keeps there
 -- Nothing is written but on a grant, on expiring records, on a value that changed (records
--- expired; a shared value above a lowered rate becomes the rate less the records' permits; a
--- per-client value is always that), and the expiries (lib/rate.lua's keep-alive; a refusal's
--- keys live at least `delay` + 1000 ms).
-local foreign = rate_foreign_key(KEYS)
+-- expired, or it was recomputed: lib/rate.lua's rate_current), and the expiries (lib/rate.lua's
+-- keep-alive; a refusal's keys live at least `delay` + 1000 ms).
+local foreign, fields = rate_foreign_key(KEYS)
 if foreign then
   return {-3, foreign}
 end
-local rate, interval, kind = rate_config(KEYS[1])
+local rate, interval, kind, keep = rate_config(fields)
 if rate == nil then
   return {-1, 0}
 end
@@ -30,36 +31,19 @@ local n = tonumber(ARGV[1])
 if n > rate then
   return {-2, rate}
 end
-local value_key, permits_key = rate_state(KEYS, kind)
-local now = rate_now()
+local value_key, permits_key, rate_key = rate_state(KEYS, kind)
 local id = string.gsub(ARGV[2], '%x%x', function(pair)
   return string.char(tonumber(pair, 16))
 end)
 local record = struct.pack('Bc0I', string.len(id), id, n)
-
-local result
-local stored = redis.call('get', value_key)
-local value
-local horizon = rate_ms(now - interval)
-if kind == '1' then
-  -- A client's own value is derived from its records on every call: another client's set
-  -- (which starts only its own state afresh) changes the rate they count against, lowered or
-  -- raised.
-  redis.call('zremrangebyscore', permits_key, 0, horizon)
-  value = rate_clamp(rate, permits_key)
-elseif stored == false then
-  value = rate
-else
-  value = tonumber(stored)
-  local released = rate_sum(redis.call('zrangebyscore', permits_key, 0, horizon))
-  if released > 0 then
-    redis.call('zremrangebyscore', permits_key, 0, horizon)
-    value = value + released
-  end
-  if value > rate then
-    value = rate_clamp(rate, permits_key)
-  end
+local done = redis.call('zscore', permits_key, record)
+if done then
+  return {1, tonumber(done)}
 end
+local now = rate_now()
+local value = rate_current(value_key, permits_key, rate_key, rate, now, interval, true)
+
+local result = nil
 if value < n then
   local first = redis.call('zrange', permits_key, 0, 0, 'withscores')
   if first[2] == nil then
@@ -75,13 +59,11 @@ if result == nil then
   value = value - n
   result = {1, now}
 end
-if stored == false or tonumber(stored) ~= value then
-  redis.call('set', value_key, value)
-end
+rate_store(value_key, rate_key, value, rate)
 -- A refused caller sleeps `delay` and asks again: the keys outlive that sleep.
 local least = nil
 if result[1] == 0 then
   least = result[2] + 1000
 end
-rate_keep_alive(KEYS[1], value_key, permits_key, interval, least)
+rate_keep_alive(KEYS[1], {value_key, permits_key, rate_key}, keep, interval, least)
 return result

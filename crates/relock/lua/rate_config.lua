@@ -8,10 +8,11 @@
 --                                                   the config's time to live (-1: none)
 --   {-1}      the limiter has no rate
 --   {-3, 1}   the key holds something the limiter never keeps there
-if rate_foreign_key({KEYS[1]}) then
+local foreign, fields = rate_foreign_key({KEYS[1]})
+if foreign then
   return {-3, 1}
 end
-local rate, interval, kind, keep = rate_config(KEYS[1])
+local rate, interval, kind, keep = rate_config(fields)
 if rate == nil then
   return {-1}
 end

@@ -1,8 +1,9 @@
--- rate_release: give n permits back before their records expire (Redisson's release): the
--- oldest records lose n permits between them, and the value gains n, at most up to the rate.
+-- rate_release: give n permits back before their records expire (Redisson's release): records
+-- whose interval ended are expired first (as an acquire does), then the oldest live records
+-- lose n permits between them, and the value gains n, at most up to the rate.
 --
--- KEYS[1]  the config hash `name`; KEYS[2..5] the value and records keys (lib/rate.lua)
--- KEYS[6]  this call's request key, relock_request:{name}:<id>: a copy of the call that
+-- KEYS[1]  the config hash `name`; KEYS[2..6] the state keys (lib/rate.lua)
+-- KEYS[7]  this call's request key, relock_request:{name}:<id>: a copy of the call that
 --          arrives again (a pool that resends after a reconnect, a retry after a lost reply)
 --          gives nothing back
 -- ARGV[1]  n, the permits to give back (at least 1)
@@ -12,18 +13,20 @@
 --   {1, 0}   given back (or a copy of this call already did)
 --   {-1, 0}  the limiter has no rate
 --   {-3, i}  KEYS[i] holds something the limiter never keeps there
-if redis.call('exists', KEYS[6]) == 1 then
+if redis.call('exists', KEYS[7]) == 1 then
   return {1, 0}
 end
-local foreign = rate_foreign_key(KEYS)
+local foreign, fields = rate_foreign_key(KEYS)
 if foreign then
   return {-3, foreign}
 end
-local rate, interval, kind = rate_config(KEYS[1])
+local rate, interval, kind, keep = rate_config(fields)
 if rate == nil then
   return {-1, 0}
 end
-local value_key, permits_key = rate_state(KEYS, kind)
+local value_key, permits_key, rate_key = rate_state(KEYS, kind)
+-- Expired records first: their permits are back already, and n comes off the live ones.
+local value = rate_current(value_key, permits_key, rate_key, rate, rate_now(), interval, true)
 local to_release = tonumber(ARGV[1])
 local records = redis.call('zrange', permits_key, 0, -1, 'withscores')
 for i = 1, #records - 1, 2 do
@@ -40,17 +43,8 @@ for i = 1, #records - 1, 2 do
     to_release = 0
   end
 end
-local value = redis.call('get', value_key)
-if value == false then
-  value = rate
-else
-  value = tonumber(value)
-end
-value = value + tonumber(ARGV[1])
-if value > rate then
-  value = rate
-end
-redis.call('set', value_key, value)
-redis.call('set', KEYS[6], 1, 'px', ARGV[2])
-rate_keep_alive(KEYS[1], value_key, permits_key, interval)
+value = math.min(rate, value + tonumber(ARGV[1]))
+rate_store(value_key, rate_key, value, rate)
+redis.call('set', KEYS[7], 1, 'px', ARGV[2])
+rate_keep_alive(KEYS[1], {value_key, permits_key, rate_key}, keep, interval)
 return {1, 0}

@@ -3,7 +3,7 @@
 -- starts afresh. Without a keep-alive the config loses any TTL an earlier one gave it (the
 -- new state then lives as long as the config).
 --
--- KEYS[1]  the config hash `name`; KEYS[2..5] the value and records keys (lib/rate.lua)
+-- KEYS[1]  the config hash `name`; KEYS[2..6] the state keys (lib/rate.lua)
 -- ARGV[1]  the rate: permits per interval
 -- ARGV[2]  the interval in ms
 -- ARGV[3]  the type: 0 overall, 1 per client
@@ -16,7 +16,7 @@ local foreign = rate_foreign_key(KEYS)
 if foreign then
   return {-3, foreign}
 end
-local value, permits = rate_state(KEYS, ARGV[3])
+local value, permits, written = rate_state(KEYS, ARGV[3])
 if tonumber(ARGV[4]) == 0 then
   -- No keep-alive: the keys live until deleted, whatever TTL an earlier one left. The config
   -- is written anew (it holds these four fields only) rather than PERSISTed: PERSIST is not
@@ -30,5 +30,5 @@ redis.call('hset', KEYS[1], 'keepAliveTime', ARGV[4])
 if tonumber(ARGV[4]) > 0 then
   redis.call('pexpire', KEYS[1], ARGV[4])
 end
-redis.call('del', value, permits)
+redis.call('del', value, permits, written or value)
 return {1}

@@ -1,5 +1,5 @@
 -- The rate limiter's shared functions (rate_*.lua): Redisson's RRateLimiter layout.
--- KEYS are always the five of Redisson's scripts, in its order:
+-- KEYS are always the five of Redisson's scripts, in its order, then relock's sixth:
 --   [1] the config hash `name`: rate, interval (ms), type (0 overall, 1 per client),
 --       keepAliveTime (ms, 0: none)
 --   [2] `{name}:value`, [3] `{name}:value:<client id>`: the permits left (a string integer)
@@ -7,6 +7,9 @@
 --       scored by the ms the permits were taken at; a member is Redisson's
 --       struct.pack('Bc0I', #id, id, permits): a length byte, a 16-byte random id and the
 --       permit count as 4 bytes.
+--   [6] `{name}:rate:<client id>` (relock's own): the rate this client's value [3] was last
+--       written under. Another client's set changes the rate without touching this client's
+--       state; the value is recomputed from its records only when the rate differs.
 
 -- The server's clock in ms. (Redisson sends its client's clock instead: see docs/data-layout.md.)
 local function rate_now()
@@ -14,13 +17,14 @@ local function rate_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The index of the first key that holds something the limiter never keeps there, or nil:
--- the config a hash of Redisson's four fields only, a value a string, the records a sorted
--- set. Checked before anything is written, so a refused call leaves every key as it was.
+-- The index of the first key that holds something the limiter never keeps there, or nil and
+-- the config's four fields (nil when it has no config): the config a hash of Redisson's four
+-- fields only, a value a string, the records a sorted set. Checked before anything is
+-- written, so a refused call leaves every key as it was.
 local function rate_foreign_key(keys)
-  local want = {'hash', 'string', 'string', 'zset', 'zset'}
-  -- Only the limiter's own five: a script's further keys (a request key) are its own.
+  local want = {'hash', 'string', 'string', 'zset', 'zset', 'string'}
   local config = nil
+  -- Only the limiter's own six: a script's further keys (a request key) are its own.
   for i = 1, math.min(#keys, #want) do
     local found = redis.call('type', keys[i])['ok']
     if found ~= 'none' and found ~= want[i] then
@@ -28,36 +32,40 @@ local function rate_foreign_key(keys)
     end
     config = config or found
   end
-  if config == 'hash' then
-    local known = 0
-    for _, v in ipairs(redis.call('hmget', keys[1], 'rate', 'interval', 'type', 'keepAliveTime')) do
-      if v then
-        known = known + 1
-      end
-    end
-    if redis.call('hlen', keys[1]) ~= known then
-      return 1
+  if config ~= 'hash' then
+    return nil, nil
+  end
+  local fields = redis.call('hmget', keys[1], 'rate', 'interval', 'type', 'keepAliveTime')
+  local known = 0
+  for _, v in ipairs(fields) do
+    if v then
+      known = known + 1
     end
   end
-  return nil
+  if redis.call('hlen', keys[1]) ~= known then
+    return 1
+  end
+  return nil, fields
 end
 
--- The config: rate, interval (ms), type ('0' or '1') and keep-alive (ms, 0: none); nil when
--- the limiter has none (Redisson: "RateLimiter is not initialized").
-local function rate_config(config)
-  local c = redis.call('hmget', config, 'rate', 'interval', 'type', 'keepAliveTime')
-  if not c[1] or not c[2] or not c[3] then
+-- The config of rate_foreign_key's fields: rate, interval (ms), type ('0' or '1') and
+-- keep-alive (ms, 0: none); nil when the limiter has none (Redisson: "RateLimiter is not
+-- initialized").
+local function rate_config(fields)
+  if not fields or not fields[1] or not fields[2] or not fields[3] then
     return nil
   end
-  return tonumber(c[1]), tonumber(c[2]), c[3], tonumber(c[4] or '0') or 0
+  return tonumber(fields[1]), tonumber(fields[2]), fields[3], tonumber(fields[4] or '0') or 0
 end
 
--- The value and records keys of the config's type: the shared ones, or this client's.
+-- The value and records keys of the config's type (the shared ones, or this client's), and
+-- the key of the rate this client's value was written under (nil for the shared state: it is
+-- Redisson's too, and Redisson keeps no such key).
 local function rate_state(keys, kind)
   if kind == '1' then
-    return keys[3], keys[5]
+    return keys[3], keys[5], keys[6]
   end
-  return keys[2], keys[4]
+  return keys[2], keys[4], nil
 end
 
 -- The permits of a list of records.
@@ -70,54 +78,85 @@ local function rate_sum(records)
   return sum
 end
 
--- The rate less the permits of every record (call it once the expired ones are removed), at
--- least 0: the permits left whatever rate the value was written under. A per-client value is
--- this on every call (another client's set changes the rate it counts against and starts only
--- its own state afresh); a shared value above the rate (a config set lower while the state
--- lived) is cut to it (Redisson's updateRate).
-local function rate_clamp(rate, permits_key)
-  return math.max(0, rate - rate_sum(redis.call('zrange', permits_key, 0, -1)))
-end
-
 -- A ms time as an integer string (a Lua number prints as 1.7e+12 past 14 digits).
 local function rate_ms(ms)
   return string.format('%.0f', ms)
 end
 
--- Redisson's keep-alive: with one, the config, value and records live at least that long
--- from this call, or at least `least` ms when that is longer (a refused acquire's waiter
--- sleeps its delay and must not wake to keys that expired meanwhile); without, the value and records
--- live as long as the config (when it has a TTL). Either way the value and records, when they
--- have a TTL, live at least `interval` ms from this call: a record counts for an interval
--- after its grant, and keys another client's set left with an old keep-alive's TTL (it
--- starts only its own state afresh) must not expire inside that window.
-local function rate_keep_alive(config, value, permits, interval, least)
-  local floor = math.max(interval, least or 0)
-  local keep = redis.call('hget', config, 'keepAliveTime')
-  if keep ~= false and tonumber(keep) > 0 then
-    -- Never shortened: a grant right after a refusal must not cut the refused waiter's time.
-    local ttl = math.max(tonumber(keep), least or 0)
-    for _, key in ipairs({config, value, permits}) do
-      local want = ttl
-      if key ~= config then
-        want = math.max(ttl, floor)
-      end
-      if redis.call('pttl', key) < want then
-        redis.call('pexpire', key, rate_ms(want))
-      end
+-- The permits left now: the stored value plus the permits of records taken `interval` or more
+-- ago. Recomputed as the rate less the permits of the records still counting (at least 0;
+-- Redisson's updateRate computation) when the value was written under another rate (this
+-- client's, by its rate key; the shared one, when it is above the rate) or is missing while
+-- records are left: reading every record costs time in their number, so only then. With
+-- `write`, expired records are removed; the caller writes the value it settles on.
+local function rate_current(value_key, permits_key, rate_key, rate, now, interval, write)
+  local horizon = rate_ms(now - interval)
+  local stored = redis.call('get', value_key)
+  local expired = redis.call('zrangebyscore', permits_key, 0, horizon)
+  if write and #expired > 0 then
+    redis.call('zremrangebyscore', permits_key, 0, horizon)
+  end
+  local value = nil
+  if stored ~= false then
+    value = tonumber(stored) + rate_sum(expired)
+    if rate_key and tonumber(redis.call('get', rate_key) or '-1') ~= rate then
+      value = nil
     end
+  elseif rate_key == nil then
+    -- Redisson's: a shared state without a value starts from the whole rate.
+    value = rate
+  end
+  if value == nil or value > rate then
+    local live
+    if write then
+      -- The expired ones are gone already.
+      live = redis.call('zrange', permits_key, 0, -1)
+    else
+      live = redis.call('zrangebyscore', permits_key, '(' .. horizon, '+inf')
+    end
+    value = math.max(0, rate - rate_sum(live))
+  end
+  return value
+end
+
+-- Writes the value a call settled on, and for this client's state the rate it is under.
+local function rate_store(value_key, rate_key, value, rate)
+  redis.call('set', value_key, value)
+  if rate_key then
+    redis.call('set', rate_key, rate)
+  end
+end
+
+-- Redisson's keep-alive (`keep` ms, 0: none): with one, the config and the state live at least
+-- that long from this call, or at least `least` ms when that is longer (a refused acquire's
+-- waiter sleeps its delay and must not wake to keys that expired meanwhile); without, the
+-- state lives as long as the config when that has a TTL. Either way a state key that has a
+-- TTL lives at least `interval` ms from this call (and `least`), never shortened: a record
+-- counts for an interval after its grant, and keys another client's set left with an old TTL
+-- (it starts only its own state afresh) must not expire inside that window.
+local function rate_keep_alive(config, state, keep, interval, least)
+  local floor = math.max(interval, least or 0)
+  -- Whether a state key without a TTL gets one.
+  local all = true
+  if keep > 0 then
+    local ttl = math.max(keep, least or 0)
+    if redis.call('pttl', config) < ttl then
+      redis.call('pexpire', config, rate_ms(ttl))
+    end
+    floor = math.max(floor, keep)
   else
     local ttl = redis.call('pttl', config)
     if ttl > 0 then
-      redis.call('pexpire', value, ttl)
-      redis.call('pexpire', permits, ttl)
+      floor = math.max(floor, ttl)
     else
-      for _, key in ipairs({value, permits}) do
-        local left = redis.call('pttl', key)
-        if left > 0 and left < floor then
-          redis.call('pexpire', key, rate_ms(floor))
-        end
-      end
+      -- No TTL but on keys an earlier keep-alive left: they keep one, at least the floor.
+      all = false
+    end
+  end
+  for _, key in ipairs(state) do
+    local left = redis.call('pttl', key)
+    if left ~= -2 and left < floor and (all or left > 0) then
+      redis.call('pexpire', key, rate_ms(floor))
     end
   end
 end

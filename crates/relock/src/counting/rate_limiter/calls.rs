@@ -1,4 +1,4 @@
-//! The rate limiter's scripts, its keys ([`RateKeys`], Redisson's five) and its calls: each
+//! The rate limiter's scripts, its keys ([`RateKeys`], Redisson's five and relock's one) and its calls: each
 //! script call with its reply read into a result or a typed refusal ([`Calls`]).
 
 use std::time::Duration;
@@ -28,24 +28,27 @@ scripts::scripts! {
     RATE_DELETE = writes "rate_delete.lua" ["rate"];
 }
 
-/// The five keys of Redisson's rate-limiter scripts, in their order.
+/// The five keys of Redisson's rate-limiter scripts, in their order, then relock's own: the
+/// rate this client's `PerClient` value was last written under (another client's set changes
+/// the rate without touching this client's state).
 #[derive(Debug)]
 pub(crate) struct RateKeys {
     /// The config hash, the name itself.
     pub(crate) config: String,
-    keys: [String; 5],
+    keys: [String; 6],
 }
 
 impl RateKeys {
     /// `name`'s keys (name already prefixed), with `client_id`'s own for `PerClient`: the
     /// config hash `name`, `{name}:value`, `{name}:value:<client>`, `{name}:permits`,
     /// `{name}:permits:<client>` (Redisson's `suffixName`: a name with its own `{tag}` keeps
-    /// it, so every key is in the name's cluster slot).
+    /// it, so every key is in the name's cluster slot), and relock's `{name}:rate:<client>`.
     pub(crate) fn new(name: &str, client_id: &str) -> Self {
         let value = suffixed(name, "value");
         let permits = suffixed(name, "permits");
         let client_value = format!("{value}:{client_id}");
         let client_permits = format!("{permits}:{client_id}");
+        let client_rate = format!("{}:{client_id}", suffixed(name, "rate"));
         RateKeys {
             config: name.to_string(),
             keys: [
@@ -54,6 +57,7 @@ impl RateKeys {
                 client_value,
                 permits,
                 client_permits,
+                client_rate,
             ],
         }
     }
@@ -82,7 +86,7 @@ pub(crate) struct Calls<'a> {
 }
 
 impl Calls<'_> {
-    /// Runs `script` on the limiter's keys (all five, or the config's alone).
+    /// Runs `script` on the limiter's keys (all six, or the config's alone).
     async fn run(
         &self,
         (script, operation): (&Script, &'static str),
@@ -116,7 +120,7 @@ impl Calls<'_> {
                      cannot exceed defined rate"
                 ),
             ),
-            [-3, i] if (1..=5).contains(&i) => Error::WrongType {
+            [-3, i] if (1..=6).contains(&i) => Error::WrongType {
                 key: self.keys.keys[i as usize - 1].clone(),
             },
             _ => unexpected(operation, self.inner, reply),
@@ -250,12 +254,14 @@ mod tests {
                 "{api}:value",
                 "{api}:value:c1",
                 "{api}:permits",
-                "{api}:permits:c1"
+                "{api}:permits:c1",
+                "{api}:rate:c1"
             ]
         );
         let tagged = RateKeys::new("a{b}c", "c1");
         assert_eq!(tagged.keys[1], "a{b}c:value");
         assert_eq!(tagged.keys[4], "a{b}c:permits:c1");
+        assert_eq!(tagged.keys[5], "a{b}c:rate:c1");
         for k in [&k, &tagged] {
             let slot = fred::util::redis_keyslot(k.config.as_bytes());
             for key in k.all() {

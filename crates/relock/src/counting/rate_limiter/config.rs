@@ -62,9 +62,13 @@ impl RateConfig {
     /// time to live, and every acquire and release sets it again on the config, the value and
     /// the records, so a limiter unused for this long disappears. An acquire refused for now
     /// makes them live at least until its waiter asks again (the delay it was told to sleep,
-    /// plus a second), so a waiter never wakes to a limiter that expired while it slept. It
-    /// must be at least the interval. `Duration::ZERO` means none (the keys live until
-    /// deleted: setting the rate without a keep-alive removes an earlier one's time to live).
+    /// plus a second), so a relock waiter never wakes to a limiter that expired while it slept
+    /// (a Java client's acquire can shorten that: with Java clients, make the keep-alive a few
+    /// seconds longer than the interval). It must be at least the interval. `Duration::ZERO`
+    /// means none: the config and the state this call starts live until deleted (setting the
+    /// rate without a keep-alive removes an earlier one's time to live from the config; another
+    /// client's `PerClient` keys that an earlier keep-alive gave a time to live keep one, at
+    /// least an interval from their last use).
     pub fn with_keep_alive(mut self, keep_alive: Duration) -> Self {
         self.keep_alive = (!keep_alive.is_zero()).then_some(keep_alive);
         self

@@ -91,7 +91,8 @@ impl Client {
     /// A handle to the rate limiter called `name` (Redisson's `RRateLimiter`, on the same
     /// keys: the config hash `<name>`, `{<name>}:value` and `{<name>}:permits`, and for
     /// [`RateType::PerClient`] `{<name>}:value:<client id>` and
-    /// `{<name>}:permits:<client id>`, with this client's [`client_id`](Client::client_id)).
+    /// `{<name>}:permits:<client id>`, with this client's [`client_id`](Client::client_id),
+    /// plus relock's own `{<name>}:rate:<client id>`: the rate that value was written under).
     /// Cheap; nothing is sent until it is used. A bad name is reported by the first
     /// operation, as [`Error::InvalidArgument`].
     ///
@@ -373,7 +374,8 @@ impl RateLimiter {
     }
 
     /// Gives `n` permits back before their records expire (Redisson's `release`): the oldest
-    /// records lose `n` permits between them, and the permits available grow by `n`, at most
+    /// records still counting (those whose interval ended count no more) lose `n` permits
+    /// between them, and the permits available grow by `n`, at most
     /// to the rate. Any handle may release, whoever took the permits.
     ///
     /// # Errors
