@@ -9,7 +9,6 @@ use relock::{RateConfig, RateType};
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces a bug: the value loses its TTL, the records key keeps one and takes its records' permits with it"]
 async fn a_per_client_limit_gets_its_whole_rate_back_after_its_records_expire_once_another_client_dropped_the_keep_alive(
 ) {
     let server = server();

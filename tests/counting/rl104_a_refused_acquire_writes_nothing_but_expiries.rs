@@ -9,7 +9,6 @@ use relock::RateType;
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces a bug: every refused acquire SETs the value (and a PerClient one its rate key) again"]
 async fn a_refused_acquire_writes_nothing_but_expiries() {
     let server = server();
     let c = client(&server).await;

@@ -8,8 +8,10 @@
 --
 -- Returns
 --   {1, now}     taken; `now` is the server's time of the grant in ms (the record's score).
---                A copy of this call that finds its record already there (a pool that resends
---                after a reconnect) takes nothing more and answers the record's time.
+--                A copy of this call that finds its record still there (a pool that resends
+--                after a reconnect) takes nothing more and answers the record's time (once the
+--                record has expired, or a release took permits off it, a copy takes again:
+--                fewer grants, never more).
 --   {0, delay}   not enough permits left: the oldest record expires in `delay` ms (Redisson's
 --                3 + interval - its age)
 --   {-1, 0}      the limiter has no rate (Redisson: "RateLimiter is not initialized")
@@ -17,9 +19,9 @@
 --                defined rate")
 --   {-3, i}      KEYS[i] holds something the limiter never keeps there
 -- Nothing is written but on a grant, on expiring records, on a value that changed (records
--- expired, or it was recomputed: lib/rate.lua's rate_current), and the expiries (lib/rate.lua's
--- keep-alive; a refusal's keys live at least `delay` + 1000 ms).
-local foreign, fields = rate_foreign_key(KEYS)
+-- expired, or it was recomputed: lib/rate.lua's rate_current), a stale rate key, and the
+-- expiries (lib/rate.lua's keep-alive; a refusal's keys live at least `delay` + 1000 ms).
+local foreign, fields, types = rate_foreign_key(KEYS)
 if foreign then
   return {-3, foreign}
 end
@@ -41,7 +43,8 @@ if done then
   return {1, tonumber(done)}
 end
 local now = rate_now()
-local value = rate_current(value_key, permits_key, rate_key, rate, now, interval, true)
+local value, stored, stale =
+  rate_current(value_key, permits_key, rate_key, rate, now, interval, types, true)
 
 local result = nil
 if value < n then
@@ -59,7 +62,7 @@ if result == nil then
   value = value - n
   result = {1, now}
 end
-rate_store(value_key, rate_key, value, rate)
+rate_store(value_key, rate_key, value, stored, rate, stale)
 -- A refused caller sleeps `delay` and asks again: the keys outlive that sleep.
 local least = nil
 if result[1] == 0 then

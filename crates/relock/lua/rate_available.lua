@@ -10,7 +10,7 @@
 --   {1, permits}  the permits available
 --   {-1, 0}       the limiter has no rate
 --   {-3, i}       KEYS[i] holds something the limiter never keeps there
-local foreign, fields = rate_foreign_key(KEYS)
+local foreign, fields, types = rate_foreign_key(KEYS)
 if foreign then
   return {-3, foreign}
 end
@@ -19,4 +19,5 @@ if rate == nil then
   return {-1, 0}
 end
 local value_key, permits_key, rate_key = rate_state(KEYS, kind)
-return {1, rate_current(value_key, permits_key, rate_key, rate, rate_now(), interval, false)}
+local value = rate_current(value_key, permits_key, rate_key, rate, rate_now(), interval, types, false)
+return {1, value}

@@ -16,7 +16,7 @@
 if redis.call('exists', KEYS[7]) == 1 then
   return {1, 0}
 end
-local foreign, fields = rate_foreign_key(KEYS)
+local foreign, fields, types = rate_foreign_key(KEYS)
 if foreign then
   return {-3, foreign}
 end
@@ -26,7 +26,8 @@ if rate == nil then
 end
 local value_key, permits_key, rate_key = rate_state(KEYS, kind)
 -- Expired records first: their permits are back already, and n comes off the live ones.
-local value = rate_current(value_key, permits_key, rate_key, rate, rate_now(), interval, true)
+local value, stored, stale =
+  rate_current(value_key, permits_key, rate_key, rate, rate_now(), interval, types, true)
 local to_release = tonumber(ARGV[1])
 local records = redis.call('zrange', permits_key, 0, -1, 'withscores')
 for i = 1, #records - 1, 2 do
@@ -44,7 +45,7 @@ for i = 1, #records - 1, 2 do
   end
 end
 value = math.min(rate, value + tonumber(ARGV[1]))
-rate_store(value_key, rate_key, value, rate)
+rate_store(value_key, rate_key, value, stored, rate, stale)
 redis.call('set', KEYS[7], 1, 'px', ARGV[2])
 rate_keep_alive(KEYS[1], {value_key, permits_key, rate_key}, keep, interval)
 return {1, 0}

@@ -17,23 +17,24 @@ local function rate_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- The index of the first key that holds something the limiter never keeps there, or nil and
--- the config's four fields (nil when it has no config): the config a hash of Redisson's four
--- fields only, a value a string, the records a sorted set. Checked before anything is
--- written, so a refused call leaves every key as it was.
+-- The index of the first key that holds something the limiter never keeps there, or nil, the
+-- config's four fields (nil when it has no config) and the keys' types by name ('none' for a
+-- missing key): the config a hash of Redisson's four fields only, a value a string, the
+-- records a sorted set. Checked before anything is written, so a refused call leaves every
+-- key as it was.
 local function rate_foreign_key(keys)
   local want = {'hash', 'string', 'string', 'zset', 'zset', 'string'}
-  local config = nil
+  local types = {}
   -- Only the limiter's own six: a script's further keys (a request key) are its own.
   for i = 1, math.min(#keys, #want) do
     local found = redis.call('type', keys[i])['ok']
     if found ~= 'none' and found ~= want[i] then
       return i
     end
-    config = config or found
+    types[keys[i]] = found
   end
-  if config ~= 'hash' then
-    return nil, nil
+  if types[keys[1]] ~= 'hash' then
+    return nil, nil, types
   end
   local fields = redis.call('hmget', keys[1], 'rate', 'interval', 'type', 'keepAliveTime')
   local known = 0
@@ -45,7 +46,7 @@ local function rate_foreign_key(keys)
   if redis.call('hlen', keys[1]) ~= known then
     return 1
   end
-  return nil, fields
+  return nil, fields, types
 end
 
 -- The config of rate_foreign_key's fields: rate, interval (ms), type ('0' or '1') and
@@ -83,26 +84,31 @@ local function rate_ms(ms)
   return string.format('%.0f', ms)
 end
 
--- The permits left now: the stored value plus the permits of records taken `interval` or more
--- ago. Recomputed as the rate less the permits of the records still counting (at least 0;
--- Redisson's updateRate computation) when the value was written under another rate (this
--- client's, by its rate key; the shared one, when it is above the rate) or is missing while
--- records are left: reading every record costs time in their number, so only then. With
--- `write`, expired records are removed; the caller writes the value it settles on.
-local function rate_current(value_key, permits_key, rate_key, rate, now, interval, write)
-  local horizon = rate_ms(now - interval)
+-- The permits left now, the stored value (a number, or nil) and whether this client's rate
+-- key is stale (not the rate): the stored value plus the permits of records taken
+-- `interval` or more ago. With no records key at all (`types` from rate_foreign_key), nothing
+-- counts in the window: the whole rate, whatever value is left. Recomputed as the rate less
+-- the permits of the records still counting (at least 0; Redisson's updateRate computation)
+-- when the value was written under another rate (this client's, by its rate key; the shared
+-- one, when it is above the rate) or is missing while records are left: reading every record
+-- costs time in their number, so only then. With `write`, expired records are removed; the
+-- caller writes what it settles on (rate_store).
+local function rate_current(value_key, permits_key, rate_key, rate, now, interval, types, write)
   local stored = redis.call('get', value_key)
+  local stale = rate_key ~= nil and tonumber(redis.call('get', rate_key) or '-1') ~= rate
+  stored = tonumber(stored)
+  if types[permits_key] == 'none' then
+    return rate, stored, stale
+  end
+  local horizon = rate_ms(now - interval)
   local expired = redis.call('zrangebyscore', permits_key, 0, horizon)
   if write and #expired > 0 then
     redis.call('zremrangebyscore', permits_key, 0, horizon)
   end
   local value = nil
-  if stored ~= false then
-    value = tonumber(stored) + rate_sum(expired)
-    if rate_key and tonumber(redis.call('get', rate_key) or '-1') ~= rate then
-      value = nil
-    end
-  elseif rate_key == nil then
+  if stored ~= nil and not stale then
+    value = stored + rate_sum(expired)
+  elseif stored == nil and rate_key == nil then
     -- Redisson's: a shared state without a value starts from the whole rate.
     value = rate
   end
@@ -116,14 +122,20 @@ local function rate_current(value_key, permits_key, rate_key, rate, now, interva
     end
     value = math.max(0, rate - rate_sum(live))
   end
-  return value
+  return value, stored, stale
 end
 
--- Writes the value a call settled on, and for this client's state the rate it is under.
-local function rate_store(value_key, rate_key, value, rate)
-  redis.call('set', value_key, value)
-  if rate_key then
-    redis.call('set', rate_key, rate)
+-- Writes the value a call settled on when it differs from the stored one, and for this
+-- client's state the rate it is under when that is stale: nothing unchanged is written (each
+-- write is replicated and logged). KEEPTTL: the state keys keep (or lack) a TTL together, as
+-- the keep-alive gives it; a plain SET would strip the value's and leave the records to
+-- expire alone.
+local function rate_store(value_key, rate_key, value, stored, rate, stale)
+  if value ~= stored then
+    redis.call('set', value_key, value, 'keepttl')
+  end
+  if rate_key and stale then
+    redis.call('set', rate_key, rate, 'keepttl')
   end
 end
 
