@@ -8,7 +8,6 @@ use relock::RateType;
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces a bug: the value recomputed under a lowered rate is cut at 0, and the permits of each record that expires are then granted while the records left exceed the rate"]
 async fn a_per_client_rate_lowered_below_what_the_client_holds_binds_until_its_records_in_the_window_fit(
 ) {
     let server = server();

@@ -8,7 +8,6 @@ use relock::RateType;
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces a bug: a release adds n to a value cut at 0 under a lowered rate, and the value is no longer recomputed from the records"]
 async fn a_release_under_a_per_client_rate_lowered_below_what_the_client_holds_grants_nothing_past_the_rate(
 ) {
     let server = server();

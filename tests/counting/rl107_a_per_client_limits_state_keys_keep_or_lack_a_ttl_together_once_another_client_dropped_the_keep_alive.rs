@@ -9,7 +9,6 @@ use relock::{RateConfig, RateType};
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces a bug: the records key written again after its records expired gets no TTL while the value and rate key keep theirs: it outlives them for good"]
 async fn a_per_client_limits_state_keys_keep_or_lack_a_ttl_together_once_another_client_dropped_the_keep_alive(
 ) {
     let server = server();

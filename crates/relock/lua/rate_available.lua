@@ -20,4 +20,4 @@ if rate == nil then
 end
 local value_key, permits_key, rate_key = rate_state(KEYS, kind)
 local value = rate_current(value_key, permits_key, rate_key, rate, rate_now(), interval, types, false)
-return {1, value}
+return {1, math.max(0, value)}

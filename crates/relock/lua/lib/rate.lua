@@ -88,7 +88,8 @@ end
 -- key is stale (not the rate): the stored value plus the permits of records taken
 -- `interval` or more ago. With no records key at all (`types` from rate_foreign_key), nothing
 -- counts in the window: the whole rate, whatever value is left. Recomputed as the rate less
--- the permits of the records still counting (at least 0; Redisson's updateRate computation)
+-- the permits of the records still counting (Redisson's updateRate computation, without its
+-- cut at 0: a negative value is the permits the window holds past a lowered rate)
 -- when the value was written under another rate (this client's, by its rate key; the shared
 -- one, when it is above the rate) or is missing while records are left: reading every record
 -- costs time in their number, so only then. With `write`, expired records are removed; the
@@ -120,7 +121,9 @@ local function rate_current(value_key, permits_key, rate_key, rate, now, interva
     else
       live = redis.call('zrangebyscore', permits_key, '(' .. horizon, '+inf')
     end
-    value = math.max(0, rate - rate_sum(live))
+    -- Below 0 when the records in the window hold more than a lowered rate: the deficit is
+    -- kept, so that records expiring and releases pay it off before anything is granted.
+    value = rate - rate_sum(live)
   end
   return value, stored, stale
 end
@@ -148,6 +151,10 @@ end
 -- (it starts only its own state afresh) must not expire inside that window.
 local function rate_keep_alive(config, state, keep, interval, least)
   local floor = math.max(interval, least or 0)
+  local left = {}
+  for i, key in ipairs(state) do
+    left[i] = redis.call('pttl', key)
+  end
   -- Whether a state key without a TTL gets one.
   local all = true
   if keep > 0 then
@@ -161,13 +168,19 @@ local function rate_keep_alive(config, state, keep, interval, least)
     if ttl > 0 then
       floor = math.max(floor, ttl)
     else
-      -- No TTL but on keys an earlier keep-alive left: they keep one, at least the floor.
+      -- No TTL but on keys an earlier keep-alive left: they keep one, at least the floor, and
+      -- so does a state key created since (a records key a grant made again), so that the
+      -- state keys expire together.
       all = false
+      for i = 1, #state do
+        if left[i] > 0 then
+          all = true
+        end
+      end
     end
   end
-  for _, key in ipairs(state) do
-    local left = redis.call('pttl', key)
-    if left ~= -2 and left < floor and (all or left > 0) then
+  for i, key in ipairs(state) do
+    if left[i] ~= -2 and left[i] < floor and (all or left[i] > 0) then
       redis.call('pexpire', key, rate_ms(floor))
     end
   end
