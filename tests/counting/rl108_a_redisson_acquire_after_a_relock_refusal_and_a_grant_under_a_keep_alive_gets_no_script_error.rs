@@ -73,7 +73,6 @@ end; \
 return res;";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces a bug: a records key made again by a grant gets only the interval as its TTL while the value keeps the longer TTL a refusal gave it, so the records key expires alone and Redisson's tryAcquire fails on a value below n with no record"]
 async fn a_redisson_acquire_after_a_relock_refusal_and_a_grant_under_a_keep_alive_gets_no_script_error(
 ) {
     let server = server();
@@ -129,9 +128,12 @@ async fn a_redisson_acquire_after_a_relock_refusal_and_a_grant_under_a_keep_aliv
         e[e.len().saturating_sub(200)..].to_string()
     });
     c.shutdown().await;
+    // With the keys gone together the limiter is gone (its keep-alive ended): Redisson says
+    // so. What must not happen is a value left alone, which its script cannot read.
+    let arithmetic = matches!(&java, Err(e) if e.contains("arithmetic"));
     assert!(
-        java.is_ok(),
-        "Redisson's tryAcquire failed: {java:?} (value {left:?} left with no records key; value \
+        left.is_none() && !arithmetic,
+        "Redisson's tryAcquire answered {java:?} (value {left:?} left with no records key; value \
          and records key PTTLs after relock's last grant: {ttls:?} ms)"
     );
 }

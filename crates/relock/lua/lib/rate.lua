@@ -148,7 +148,8 @@ end
 -- state lives as long as the config when that has a TTL. Either way a state key that has a
 -- TTL lives at least `interval` ms from this call (and `least`), never shortened: a record
 -- counts for an interval after its grant, and keys another client's set left with an old TTL
--- (it starts only its own state afresh) must not expire inside that window.
+-- (it starts only its own state afresh) must not expire inside that window. The state keys
+-- that get a TTL all get the longest any of them has, so that they expire together.
 local function rate_keep_alive(config, state, keep, interval, least)
   local floor = math.max(interval, least or 0)
   local left = {}
@@ -178,6 +179,11 @@ local function rate_keep_alive(config, state, keep, interval, least)
         end
       end
     end
+  end
+  -- To the longest TTL any of them has: they expire together (never one alone: Redisson's
+  -- acquire fails on a value below n with no records key).
+  for i = 1, #state do
+    floor = math.max(floor, left[i])
   end
   for i, key in ipairs(state) do
     if left[i] ~= -2 and left[i] < floor and (all or left[i] > 0) then
