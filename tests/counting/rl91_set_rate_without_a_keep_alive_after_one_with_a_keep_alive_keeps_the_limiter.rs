@@ -19,8 +19,13 @@ async fn set_rate_without_a_keep_alive_after_one_with_a_keep_alive_keeps_the_lim
     l.set_rate(RateType::Overall, 5, second).await.unwrap();
     assert_eq!(l.config().await.unwrap().unwrap().keep_alive(), None);
     assert!(l.try_acquire(1).await.unwrap());
+    let granted = server_ms(&server);
     let pttl = server.cmd(&["PTTL", "rl91"]).unwrap().as_int().unwrap();
-    tokio::time::sleep(Duration::from_millis(1300)).await;
+    // Past the old keep-alive's second, on the server's clock.
+    eventually(Duration::from_secs(3), "1.3 s after the grant", || async {
+        (server_ms(&server) >= granted + 1300).then_some(())
+    })
+    .await;
     let r = l.try_acquire(1).await;
     c.shutdown().await;
     assert_eq!(

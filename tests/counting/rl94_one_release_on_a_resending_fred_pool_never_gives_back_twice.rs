@@ -28,6 +28,7 @@ async fn one_release_on_a_resending_fred_pool_never_gives_back_twice() {
     warm.set_rate(RateType::Overall, 1, minute).await.unwrap();
     warm.release(1).await.unwrap();
 
+    let calls = server.command_calls("evalsha").unwrap();
     let frozen = proxy.freeze_existing(Direction::Down);
     let releasing = {
         let l = from_pool.rate_limiter("rl94");
@@ -44,8 +45,11 @@ async fn one_release_on_a_resending_fred_pool_never_gives_back_twice() {
     let r = bounded(Duration::from_secs(10), "release", releasing)
         .await
         .unwrap();
-    // Give a resend time to land.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The pool's copy lands on a new connection.
+    let resent = wait_until(Duration::from_secs(5), "the copy to land", || async {
+        server.command_calls("evalsha").unwrap() >= calls + 2
+    })
+    .await;
     let mut granted = 0;
     for _ in 0..3 {
         granted += u64::from(limiter.try_acquire(1).await.unwrap());
@@ -53,6 +57,7 @@ async fn one_release_on_a_resending_fred_pool_never_gives_back_twice() {
     from_pool.shutdown().await;
     other.shutdown().await;
     let _ = pool.quit().await;
+    assert!(resent.is_ok(), "the pool never sent the release again");
     assert!(r.is_ok(), "release(1) returned {r:?}");
     assert_eq!(
         granted, 1,

@@ -19,16 +19,24 @@ async fn a_per_client_limit_keeps_its_records_for_their_interval_after_another_c
     la.set(RateConfig::new(RateType::PerClient, 2, interval).with_keep_alive(interval))
         .await
         .unwrap();
-    let start = Instant::now();
     // b's first grant: its value and records now live for the keep-alive, 2 s.
+    let start = server_ms(&server);
     assert!(lb.try_acquire(1).await.unwrap());
-    tokio::time::sleep_until((start + Duration::from_millis(1200)).into()).await;
+    let at = |ms: i64| {
+        let server = &server;
+        eventually(
+            Duration::from_secs(5),
+            "the server's clock",
+            move || async move { (server_ms(server) >= start + ms).then_some(()) },
+        )
+    };
+    at(1200).await;
     // a sets the same rate without a keep-alive: b's keys are no longer refreshed by it.
     la.set_rate(RateType::PerClient, 2, interval).await.unwrap();
     assert!(lb.try_acquire(1).await.unwrap(), "b's second permit of 2");
     let second = Instant::now();
     // Past the first grant's interval, inside the second's: one permit of the 2 is free.
-    tokio::time::sleep_until((start + Duration::from_millis(2300)).into()).await;
+    at(2300).await;
     let two = lb.try_acquire(2).await.unwrap();
     let one = lb.try_acquire(1).await.unwrap();
     let more = lb.try_acquire(1).await.unwrap();
