@@ -11,66 +11,8 @@ use std::time::Duration;
 use relock::{RateConfig, RateType};
 use relock_tests::*;
 
-/// Redisson's `tryAcquireAsync(command, permits)`, as in the sharing test.
-const TRY_ACQUIRE: &str = "local rate = redis.call('hget', KEYS[1], 'rate');\
-local interval = redis.call('hget', KEYS[1], 'interval');\
-local type = redis.call('hget', KEYS[1], 'type');\
-assert(rate ~= false and interval ~= false and type ~= false, 'RateLimiter is not initialized')\
-local valueName = KEYS[2];\
-local permitsName = KEYS[4];\
-if type == '1' then valueName = KEYS[3];permitsName = KEYS[5];end;\
-assert(tonumber(rate) >= tonumber(ARGV[1]), 'Requested permits amount cannot exceed defined rate'); \
-local currentValue = redis.call('get', valueName); \
-local res;\
-if currentValue ~= false then \
-local expiredValues = redis.call('zrangebyscore', permitsName, 0, tonumber(ARGV[2]) - interval); \
-local released = 0; \
-for i, v in ipairs(expiredValues) do \
-local random, permits = struct.unpack('Bc0I', v);\
-released = released + permits;\
-end; \
-if released > 0 then \
-redis.call('zremrangebyscore', permitsName, 0, tonumber(ARGV[2]) - interval); \
-if tonumber(currentValue) + released > tonumber(rate) then \
-local values = redis.call('zrange', permitsName, 0, -1); \
-local used = 0; \
-for i, v in ipairs(values) do \
-local random, permits = struct.unpack('Bc0I', v);\
-used = used + permits;\
-end; \
-currentValue = tonumber(rate) - used; \
-else \
-currentValue = tonumber(currentValue) + released; \
-end; \
-redis.call('set', valueName, currentValue);\
-end;\
-if tonumber(currentValue) < tonumber(ARGV[1]) then \
-local firstValue = redis.call('zrange', permitsName, 0, 0, 'withscores'); \
-res = 3 + interval - (tonumber(ARGV[2]) - tonumber(firstValue[2]));\
-else \
-redis.call('zadd', permitsName, ARGV[2], struct.pack('Bc0I', string.len(ARGV[3]), ARGV[3], ARGV[1])); \
-redis.call('decrby', valueName, ARGV[1]); \
-res = nil; \
-end; \
-else \
-redis.call('set', valueName, rate); \
-redis.call('zadd', permitsName, ARGV[2], struct.pack('Bc0I', string.len(ARGV[3]), ARGV[3], ARGV[1])); \
-redis.call('decrby', valueName, ARGV[1]); \
-res = nil; \
-end;\
-local keepAliveTime = redis.call('hget', KEYS[1], 'keepAliveTime'); \
-if (keepAliveTime ~= false and tonumber(keepAliveTime) > 0) then \
-redis.call('pexpire', KEYS[1], keepAliveTime); \
-redis.call('pexpire', valueName, keepAliveTime); \
-redis.call('pexpire', permitsName, keepAliveTime); \
-else \
-local ttl = redis.call('pttl', KEYS[1]); \
-if ttl > 0 then \
-redis.call('pexpire', valueName, ttl); \
-redis.call('pexpire', permitsName, ttl); \
-end; \
-end; \
-return res;";
+// Redisson's `tryAcquireAsync(command, permits)`, as the sharing test runs it.
+use crate::rl70_a_limit_is_shared_exactly_with_redissons_own_scripts_both_ways::TRY_ACQUIRE;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redisson_acquire_after_a_relock_refusal_and_a_grant_under_a_keep_alive_gets_no_script_error(

@@ -19,7 +19,7 @@ if res == 1 and tonumber(ARGV[4]) > 0 then redis.call('pexpire', KEYS[1], ARGV[4
 return res;";
 
 /// Redisson's `tryAcquireAsync(command, permits)`.
-const TRY_ACQUIRE: &str = "local rate = redis.call('hget', KEYS[1], 'rate');\
+pub(crate) const TRY_ACQUIRE: &str = "local rate = redis.call('hget', KEYS[1], 'rate');\
 local interval = redis.call('hget', KEYS[1], 'interval');\
 local type = redis.call('hget', KEYS[1], 'type');\
 assert(rate ~= false and interval ~= false and type ~= false, 'RateLimiter is not initialized')\
