@@ -307,7 +307,7 @@ pub(crate) async fn status(args: StatusArgs) -> Result<u8, CliError> {
                 kind: "rate_limiter",
                 rate_type: match config.rate_type() {
                     relock::RateType::PerClient => "per_client",
-                    _ => "overall",
+                    relock::RateType::Overall => "overall",
                 },
                 rate: config.rate(),
                 interval_ms: config.interval().as_millis(),

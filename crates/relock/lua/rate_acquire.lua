@@ -21,7 +21,7 @@
 -- Nothing is written but on a grant, on expiring records, on a value that changed (records
 -- expired, or it was recomputed: lib/rate.lua's rate_current), a stale rate key, and the
 -- expiries (lib/rate.lua's keep-alive; a refusal's keys live at least `delay` + 1000 ms).
-local foreign, fields, types = rate_foreign_key(KEYS)
+local foreign, fields, types = rate_foreign_key(KEYS, true)
 if foreign then
   return {-3, foreign}
 end

@@ -10,7 +10,7 @@
 --   {1, permits}  the permits available
 --   {-1, 0}       the limiter has no rate
 --   {-3, i}       KEYS[i] holds something the limiter never keeps there
-local foreign, fields, types = rate_foreign_key(KEYS)
+local foreign, fields, types = rate_foreign_key(KEYS, true)
 if foreign then
   return {-3, foreign}
 end

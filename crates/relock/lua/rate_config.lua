@@ -4,8 +4,7 @@
 -- ARGV[1]  unused
 --
 -- Returns
---   {1, rate, interval, type, keepAliveTime, pttl}  the config (keepAliveTime 0: none) and
---                                                   the config's time to live (-1: none)
+--   {1, rate, interval, type, keepAliveTime}  the config (keepAliveTime 0: none)
 --   {-1}      the limiter has no rate
 --   {-3, 1}   the key holds something the limiter never keeps there
 local foreign, fields = rate_foreign_key({KEYS[1]})
@@ -16,4 +15,4 @@ local rate, interval, kind, keep = rate_config(fields)
 if rate == nil then
   return {-1}
 end
-return {1, rate, interval, tonumber(kind), keep, redis.call('pttl', KEYS[1])}
+return {1, rate, interval, tonumber(kind), keep}

@@ -16,7 +16,7 @@
 if redis.call('exists', KEYS[7]) == 1 then
   return {1, 0}
 end
-local foreign, fields, types = rate_foreign_key(KEYS)
+local foreign, fields, types = rate_foreign_key(KEYS, true)
 if foreign then
   return {-3, foreign}
 end

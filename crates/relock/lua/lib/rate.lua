@@ -18,33 +18,51 @@ local function rate_now()
 end
 
 -- The index of the first key that holds something the limiter never keeps there, or nil, the
--- config's four fields (nil when it has no config) and the keys' types by name ('none' for a
--- missing key): the config a hash of Redisson's four fields only, a value a string, the
--- records a sorted set. Checked before anything is written, so a refused call leaves every
--- key as it was.
-local function rate_foreign_key(keys)
+-- config's four fields (nil when it has no config) and the checked keys' types by name
+-- ('none' for a missing key): the config a hash of Redisson's four fields only, a value a
+-- string, the records a sorted set. With `used_only`, only the state keys of the config's type
+-- are checked (a call that touches no other: an acquire, a release, a read), else all six (a
+-- set or a delete). Checked before anything is written, so a refused call leaves every key as
+-- it was.
+local function rate_foreign_key(keys, used_only)
   local want = {'hash', 'string', 'string', 'zset', 'zset', 'string'}
   local types = {}
-  -- Only the limiter's own six: a script's further keys (a request key) are its own.
-  for i = 1, math.min(#keys, #want) do
+  local function fits(i)
     local found = redis.call('type', keys[i])['ok']
-    if found ~= 'none' and found ~= want[i] then
+    types[keys[i]] = found
+    return found == 'none' or found == want[i]
+  end
+  if not fits(1) then
+    return 1
+  end
+  local fields = nil
+  if types[keys[1]] == 'hash' then
+    fields = redis.call('hmget', keys[1], 'rate', 'interval', 'type', 'keepAliveTime')
+    local known = 0
+    for _, v in ipairs(fields) do
+      if v then
+        known = known + 1
+      end
+    end
+    if redis.call('hlen', keys[1]) ~= known then
+      return 1
+    end
+  end
+  local state = {2, 3, 4, 5, 6}
+  if used_only then
+    if not fields or not fields[3] then
+      state = {}
+    elseif fields[3] == '1' then
+      state = {3, 5, 6}
+    else
+      state = {2, 4}
+    end
+  end
+  -- Only the limiter's own six: a script's further keys (a request key) are its own.
+  for _, i in ipairs(state) do
+    if i <= #keys and not fits(i) then
       return i
     end
-    types[keys[i]] = found
-  end
-  if types[keys[1]] ~= 'hash' then
-    return nil, nil, types
-  end
-  local fields = redis.call('hmget', keys[1], 'rate', 'interval', 'type', 'keepAliveTime')
-  local known = 0
-  for _, v in ipairs(fields) do
-    if v then
-      known = known + 1
-    end
-  end
-  if redis.call('hlen', keys[1]) ~= known then
-    return 1
   end
   return nil, fields, types
 end

@@ -86,23 +86,37 @@ pub(crate) struct Calls<'a> {
 }
 
 impl Calls<'_> {
-    /// Runs `script` on the limiter's keys (all six, or the config's alone).
+    /// The keys a script runs on: all six, or the config's alone.
+    fn names(&self, config_only: bool) -> Vec<String> {
+        if config_only {
+            vec![self.keys.config.clone()]
+        } else {
+            self.keys.all()
+        }
+    }
+
+    /// Runs a script that writes on the limiter's keys.
     async fn run(
         &self,
         (script, operation): (&Script, &'static str),
         config_only: bool,
         args: Vec<String>,
     ) -> Result<Vec<i64>> {
-        let names = if config_only {
-            vec![self.keys.config.clone()]
-        } else {
-            self.keys.all()
-        };
-        let reply = if script.lua.starts_with("#!lua flags=no-writes") {
-            script.run_read_only(self.inner.conn(), names, args).await
-        } else {
-            script.run(self.inner.conn(), names, args).await
-        };
+        let reply = script
+            .run(self.inner.conn(), self.names(config_only), args)
+            .await;
+        reply.map_err(|e| self.inner.error(operation, &self.keys.config, e))
+    }
+
+    /// Runs a read-only script (`EVALSHA_RO`) on the limiter's keys.
+    async fn read(
+        &self,
+        (script, operation): (&Script, &'static str),
+        config_only: bool,
+    ) -> Result<Vec<i64>> {
+        let reply = script
+            .run_read_only(self.inner.conn(), self.names(config_only), vec![])
+            .await;
         reply.map_err(|e| self.inner.error(operation, &self.keys.config, e))
     }
 
@@ -194,7 +208,7 @@ impl Calls<'_> {
     /// The permits available now, read only.
     pub(crate) async fn available(&self) -> Result<u64> {
         let reply = self
-            .run((&RATE_AVAILABLE, "rate available"), false, vec![])
+            .read((&RATE_AVAILABLE, "rate available"), false)
             .await?;
         match *reply {
             [1, n] if n >= 0 => Ok(n as u64),
@@ -204,12 +218,10 @@ impl Calls<'_> {
 
     /// The limiter's config, `None` if it has no rate.
     pub(crate) async fn config(&self) -> Result<Option<RateConfig>> {
-        let reply = self
-            .run((&RATE_CONFIG, "rate config"), true, vec![])
-            .await?;
+        let reply = self.read((&RATE_CONFIG, "rate config"), true).await?;
         match *reply {
             [-1] => Ok(None),
-            [1, rate, interval, kind @ (0 | 1), keep, _pttl] if rate >= 0 && interval >= 0 => {
+            [1, rate, interval, kind @ (0 | 1), keep] if rate >= 0 && interval >= 0 => {
                 let rate_type = if kind == 1 {
                     RateType::PerClient
                 } else {
