@@ -22,8 +22,11 @@ async fn a_waiter_whose_subscribe_gets_no_answer_keeps_trying_the_lock_and_takes
         .await
         .unwrap();
     let lease = Duration::from_secs(3);
-    let g = holder.lock("x100").with_lease(lease).lock().await.unwrap();
+    // Taken before the call: the server starts the lease when it grants, after this, so the
+    // lease cannot end sooner than `lease` from here (an instant taken after the reply can be
+    // a few ms late).
     let granted = Instant::now();
+    let g = holder.lock("x100").with_lease(lease).lock().await.unwrap();
     // The subscriber is among the connections that carry none of these script calls (the
     // others are pool connections these calls did not use): freeze them all.
     let before: Vec<_> = proxy
