@@ -47,6 +47,16 @@ local function rate_foreign_key(keys, used_only)
     if redis.call('hlen', keys[1]) ~= known then
       return 1
     end
+    -- Values a limiter never writes (Redisson writes integers and a type of 0 or 1): refused
+    -- before anything is written, not a Lua error after a grant.
+    for _, v in ipairs({fields[1], fields[2], fields[4]}) do
+      if v and not tonumber(v) then
+        return 1
+      end
+    end
+    if fields[3] and fields[3] ~= '0' and fields[3] ~= '1' then
+      return 1
+    end
   end
   local state = {2, 3, 4, 5, 6}
   if used_only then

@@ -264,8 +264,8 @@ impl RateLimiter {
     /// # Errors
     /// [`Error::InvalidArgument`] for `n` = 0, `n` above the rate (Redisson's "Requested
     /// permits amount cannot exceed defined rate"; nothing is taken) or a bad name;
-    /// [`Error::RateNotSet`] if the limiter has no rate; [`Error::WrongType`] if one of its
-    /// keys holds something else (nothing is written); connection errors and
+    /// [`Error::RateNotSet`] if the limiter has no rate; [`Error::WrongType`] if its config,
+    /// or one of the keys of its type's state, holds something else (nothing is written); connection errors and
     /// [`Error::Timeout`] (the permits may have been taken: see *Cancel safety*);
     /// [`Error::Shutdown`].
     ///
