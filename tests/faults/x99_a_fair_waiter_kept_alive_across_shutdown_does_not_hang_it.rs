@@ -40,6 +40,12 @@ async fn a_fair_waiter_kept_alive_across_shutdown_does_not_hang_it() {
             eventually(Duration::from_secs(3), "in line", || async {
                 (fair_line(&s, name).len() == 1).then_some(())
             }).await;
+            // And parked: the join's reply has come back. (Freezing while that reply is still
+            // on its way would hold it instead, and the client could not make its next
+            // attempt at all.)
+            eventually(Duration::from_secs(3), "parked", || async {
+                (c.parked_waiters() == 1).then_some(())
+            }).await;
             // From now on replies are held: the "wait" attempt after the holder's lease ends
             // is granted on the server, its reply does not come back yet.
             proxy.set(Direction::Down, Mode::Freeze);
