@@ -1,12 +1,13 @@
-//! The fair lock's scripts against their earlier version, on two servers: the sources as they
-//! were before the release's handoff path was cut to fewer commands are kept as text in
-//! `fixtures/fair_before/` (each script and the lib files it was built from). The same random
-//! sequences of the fair model's operations (with time passing, empty restarts and keys written
-//! over) run through the earlier scripts on one server and the current ones on the other, and
-//! after every step the replies, the messages published and every key (value and time to live)
-//! must be the same on both. Nothing is excused but what the clock gives each server: a value
-//! seeded from it (a fencing token, a ticket) within 10 s, and a time to live, a heartbeat
-//! deadline or a lease read some ms apart within 250 ms.
+//! The fair lock's scripts against their earlier versions, on two servers: the sources as they
+//! were are kept as text, each script and the lib files it was built from, in
+//! `fixtures/fair_before/` (before the release's handoff path was cut to fewer commands) and
+//! `fixtures/fair_before_join/` (before the join's). The same random sequences of the fair
+//! model's operations (with time passing, empty restarts and keys written over) run through
+//! one version on one server and the next on the other, and after every step the replies, the
+//! messages published and every key (value and time to live) must be the same on both.
+//! Nothing is excused but what the clock gives each server (a value seeded from it, a fencing
+//! token or a ticket, within 10 s; a time to live, a heartbeat deadline or a lease read some
+//! ms apart within 250 ms) and, between the last two versions, what `Changes` lists.
 
 use std::collections::BTreeMap;
 
@@ -21,39 +22,167 @@ use crate::world::World;
 const LOCK: &str = "{fl}";
 const ALIVE: &str = "relock_fair_alive:{fl}";
 
-/// An earlier script as it was sent: the lib files it used, then its own file.
-macro_rules! before {
-    ($file:literal $(, $lib:literal)*) => {
+/// An earlier script as it was sent: the lib files it used, then its own file, from the
+/// fixture folder `$dir`.
+macro_rules! fixture {
+    ($dir:literal, $file:literal $(, $lib:literal)*) => {
         concat!(
-            $(include_str!(concat!("fixtures/fair_before/lib/", $lib, ".lua")),)*
-            include_str!(concat!("fixtures/fair_before/", $file))
+            $(include_str!(concat!("fixtures/", $dir, "/lib/", $lib, ".lua")),)*
+            include_str!(concat!("fixtures/", $dir, "/", $file))
         )
     };
 }
 
-/// The fair scripts before the change, by their names in `relock::lua`.
-fn before() -> Scripts {
+/// The fair scripts before the release's handoff path was cut, by their names in `relock::lua`.
+fn before_release() -> Scripts {
     Scripts::default()
         .with(
             "FAIR_ACQUIRE",
-            before!("fair_acquire.lua", "mint", "shape", "queue", "handoff"),
+            fixture!(
+                "fair_before",
+                "fair_acquire.lua",
+                "mint",
+                "shape",
+                "queue",
+                "handoff"
+            ),
         )
         .with(
             "FAIR_RELEASE",
-            before!("fair_release.lua", "release", "mint", "queue", "handoff"),
+            fixture!(
+                "fair_before",
+                "fair_release.lua",
+                "release",
+                "mint",
+                "queue",
+                "handoff"
+            ),
         )
         .with(
             "FAIR_HEARTBEAT",
-            before!("fair_heartbeat.lua", "mint", "queue", "handoff"),
+            fixture!(
+                "fair_before",
+                "fair_heartbeat.lua",
+                "mint",
+                "queue",
+                "handoff"
+            ),
         )
         .with(
             "FAIR_LEAVE",
-            before!("fair_leave.lua", "mint", "queue", "handoff"),
+            fixture!("fair_before", "fair_leave.lua", "mint", "queue", "handoff"),
         )
         .with(
             "FAIR_FORCE_UNLOCK",
-            before!("fair_force_unlock.lua", "shape", "queue"),
+            fixture!("fair_before", "fair_force_unlock.lua", "shape", "queue"),
         )
+}
+
+/// The fair scripts before the join was cut (after the release was).
+fn before_join() -> Scripts {
+    Scripts::default()
+        .with(
+            "FAIR_ACQUIRE",
+            fixture!(
+                "fair_before_join",
+                "fair_acquire.lua",
+                "mint",
+                "shape",
+                "queue",
+                "handoff"
+            ),
+        )
+        .with(
+            "FAIR_RELEASE",
+            fixture!(
+                "fair_before_join",
+                "fair_release.lua",
+                "release",
+                "mint",
+                "queue"
+            ),
+        )
+        .with(
+            "FAIR_HEARTBEAT",
+            fixture!(
+                "fair_before_join",
+                "fair_heartbeat.lua",
+                "mint",
+                "queue",
+                "handoff"
+            ),
+        )
+        .with(
+            "FAIR_LEAVE",
+            fixture!(
+                "fair_before_join",
+                "fair_leave.lua",
+                "mint",
+                "queue",
+                "handoff"
+            ),
+        )
+        .with(
+            "FAIR_FORCE_UNLOCK",
+            fixture!(
+                "fair_before_join",
+                "fair_force_unlock.lua",
+                "shape",
+                "queue"
+            ),
+        )
+}
+
+/// What a later version does differently from the earlier one it is compared with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Changes {
+    /// Nothing: the same replies, messages and keys.
+    None,
+    /// The cut join and release: dead waiters are evicted only once the first waiter is dead
+    /// (by a release, or an acquire that finds the lock free), or by a heartbeat or a leave,
+    /// where the earlier version evicted them on every acquire and release. So that the
+    /// sequences go on from the same keys, before every step both servers evict every dead
+    /// waiter except in the one state in which both versions evict them all in their next
+    /// script: the lock free and its first waiter dead.
+    Join,
+}
+
+/// The eviction both servers get before every step under `Changes::Join` (see there).
+/// KEYS: the lock, the queue, the heartbeats, the sequence, the handoff hash.
+const EVICT_UNLESS_FIRST_DEAD: &str = "\
+    local t = redis.call('time') \
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) \
+    local dead = redis.call('zrangebyscore', KEYS[3], '-inf', now) \
+    if #dead == 0 then return 0 end \
+    if redis.call('exists', KEYS[1]) == 0 then \
+      local first = redis.call('zrange', KEYS[2], 0, 0)[1] \
+      local deadline = first and redis.call('zscore', KEYS[3], first) \
+      if deadline and tonumber(deadline) <= now then return 0 end \
+    end \
+    for _, owner in ipairs(dead) do \
+      redis.call('zrem', KEYS[2], owner) \
+      redis.call('hdel', KEYS[5], owner) \
+    end \
+    redis.call('zremrangebyscore', KEYS[3], '-inf', now) \
+    if redis.call('zcard', KEYS[2]) == 0 then redis.call('del', KEYS[3], KEYS[4]) end \
+    return #dead";
+
+fn evict_unless_first_dead(sides: &[Side; 2]) {
+    let keys: Vec<String> = [
+        LOCK,
+        "relock_fair_queue:{fl}",
+        ALIVE,
+        "relock_fair_seq:{fl}",
+        "relock_fair_handoff:{fl}",
+    ]
+    .iter()
+    .map(|k| k.to_string())
+    .collect();
+    for side in sides {
+        if let Reply::Err(e) = side.bench.eval(EVICT_UNLESS_FIRST_DEAD, &keys, &[]) {
+            panic!("the eviction between steps failed: {e}");
+        }
+    }
 }
 
 /// One server, the scripts it runs, and the callers' view of it (their fields and tickets: a
@@ -171,8 +300,11 @@ fn settle(sides: &mut [Side; 2]) {
     }
 }
 
-fn run_step(sides: &mut [Side; 2], s: &Step<Op>) -> Result<(), String> {
+fn run_step(sides: &mut [Side; 2], s: &Step<Op>, changes: Changes) -> Result<(), String> {
     settle(sides);
+    if changes == Changes::Join {
+        evict_unless_first_dead(sides);
+    }
     match s {
         Step::Restart => {
             for side in sides.iter() {
@@ -247,8 +379,8 @@ fn step() -> impl Strategy<Value = Step<Op>> {
     ]
 }
 
-#[test]
-fn the_fair_scripts_do_what_their_earlier_version_did() {
+/// Runs the same random sequences through `earlier` on one server and `later` on another.
+fn compare(earlier: Scripts, later: Scripts, changes: Changes) {
     let config = Config {
         cases: crate::run::cases(64),
         max_shrink_iters: 500,
@@ -258,12 +390,12 @@ fn the_fair_scripts_do_what_their_earlier_version_did() {
     let mut sides = [
         Side {
             bench: Bench::start(),
-            scripts: before(),
+            scripts: earlier,
             callers: FairLock::default(),
         },
         Side {
             bench: Bench::start(),
-            scripts: Scripts::default(),
+            scripts: later,
             callers: FairLock::default(),
         },
     ];
@@ -276,7 +408,7 @@ fn the_fair_scripts_do_what_their_earlier_version_did() {
             side.callers = FairLock::default();
         }
         for (i, s) in steps.iter().enumerate() {
-            run_step(&mut sides, s)
+            run_step(&mut sides, s, changes)
                 .map_err(|e| TestCaseError::fail(format!("step {i} ({s:?}): {e}")))?;
         }
         Ok(())
@@ -286,4 +418,14 @@ fn the_fair_scripts_do_what_their_earlier_version_did() {
         Err(TestError::Fail(reason, steps)) => panic!("{reason}\nthe sequence:\n{steps:#?}"),
         Err(e) => panic!("{e}"),
     }
+}
+
+#[test]
+fn the_fair_scripts_do_what_their_earlier_version_did() {
+    compare(before_release(), before_join(), Changes::None);
+}
+
+#[test]
+fn the_fair_scripts_do_what_they_did_before_the_join_was_cut() {
+    compare(before_join(), Scripts::default(), Changes::Join);
 }
