@@ -1,9 +1,11 @@
 //! What the server runs for one fair handoff with a live head of line, command by command
 //! (SLOWLOG with every command logged, the commands a script runs each under its own name):
-//! the holder's release, which hands the lock to the waiter first in line; and then, as in a
-//! benchmark's steady state, the releaser asking again until it is in line (its first attempt,
-//! which never joins, and its join). The holder was itself handed the lock, so that its token
-//! record and the last-grant pointer are there to drop, as on every handoff but the first.
+//! the holder's release, which hands the lock to the waiter first in line; and then the
+//! releaser asking again until it is in line: with nobody else of its client waiting, its
+//! first attempt (which never joins) and its join; and, as in a benchmark's steady state,
+//! with another waiter of its client already subscribed, its join alone. The holder was itself
+//! handed the lock, so that its token record and the last-grant pointer are there to drop, as
+//! on every handoff but the first.
 //!
 //! The fencing counter is persistent, so that it never expires between two grants and is
 //! seeded again inside a counted script (two more commands, on a lock idle for a second).
@@ -124,28 +126,12 @@ async fn a_handoff_to_a_live_head_of_line_runs_a_counted_list_of_commands_on_the
     .await
     .unwrap();
     let rejoin = logged(&server);
-    server
-        .cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"])
-        .unwrap();
 
+    // The line had one waiter: it goes with one DEL, and the releaser's join starts a new
+    // one (a ticket seeded from the clock, and the line's keys made with no time to live yet).
     let expected_handoff = [
-        "hdel",
-        "exists",
-        "time",
-        "zrangebyscore",
-        "zrange",
-        "zscore",
-        "hmget",
-        "incr",
-        "del",
-        "hdel",
-        "hset",
-        "pexpire",
-        "hset",
-        "pttl",
-        "pexpire",
-        "publish",
-        "evalsha",
+        "hdel", "exists", "time", "zrange", "zscore", "hmget", "incr", "del", "hdel", "hset",
+        "pexpire", "hset", "pttl", "pexpire", "publish", "evalsha",
     ];
     assert_eq!(
         handoff,
@@ -154,40 +140,9 @@ async fn a_handoff_to_a_live_head_of_line_runs_a_counted_list_of_commands_on_the
         handoff.len() - 1
     );
     let expected_rejoin = [
-        "time",
-        "hlen",
-        "pttl",
-        "hgetall",
-        "hexists",
-        "zrangebyscore",
-        "pttl",
-        "zrange",
-        "evalsha",
-        "time",
-        "hlen",
-        "pttl",
-        "hgetall",
-        "hexists",
-        "zrangebyscore",
-        "pttl",
-        "zrange",
-        "zscore",
-        "incr",
-        "time",
-        "set",
-        "zadd",
-        "zadd",
-        "hset",
-        "pttl",
-        "pexpire",
-        "pttl",
-        "pexpire",
-        "pttl",
-        "pexpire",
-        "pttl",
-        "pexpire",
-        "zrank",
-        "evalsha",
+        "hlen", "pttl", "hgetall", "evalsha", "hlen", "pttl", "hgetall", "incr", "time", "set",
+        "zadd", "zadd", "hset", "pexpire", "pexpire", "pexpire", "pexpire", "pexpire", "pexpire",
+        "pexpire", "zrank", "evalsha",
     ];
     assert_eq!(
         rejoin,
@@ -196,11 +151,64 @@ async fn a_handoff_to_a_live_head_of_line_runs_a_counted_list_of_commands_on_the
         rejoin.len() - 2
     );
 
+    // The steady state: a's client has a second waiter in line (behind b), so a's next lock()
+    // joins at once, without a first attempt.
+    let lock = a.fair_lock("f130");
+    let a2_waits = spawn_in_line(
+        &server,
+        "f130",
+        2,
+        async move { lock.lock().await.unwrap() },
+    )
+    .await;
+    wait_until(
+        Duration::from_secs(3),
+        "a's second waiter parked",
+        || async { a.parked_waiters() == 1 },
+    )
+    .await
+    .unwrap();
+    start_logging(&server);
     a_holds.unlock().await.unwrap();
-    let again = bounded(Duration::from_secs(5), "b handed the lock", b_waits)
+    let b_holds = bounded(Duration::from_secs(5), "b handed the lock", b_waits)
         .await
         .unwrap();
-    again.unlock().await.unwrap();
+    let lock = a.fair_lock("f130");
+    let a3_waits = tokio::spawn(async move { lock.lock().await.unwrap() });
+    wait_until(
+        Duration::from_secs(3),
+        "a's third waiter parked",
+        || async { a.parked_waiters() == 2 },
+    )
+    .await
+    .unwrap();
+    let steady = logged(&server);
+    server
+        .cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"])
+        .unwrap();
+    // The release (a waiter stays behind the one handed the lock: two ZREMs), then the join.
+    let expected_steady = [
+        "hdel", "exists", "time", "zrange", "zscore", "hmget", "incr", "zrem", "zrem", "hdel",
+        "hset", "pexpire", "hset", "pttl", "publish", "evalsha", "hlen", "pttl", "hgetall", "incr",
+        "zadd", "time", "zadd", "hset", "pexpire", "pexpire", "pexpire", "pexpire", "zrank",
+        "evalsha",
+    ];
+    assert_eq!(
+        steady,
+        expected_steady,
+        "a handoff and the releaser's join ran {} commands in their 2 scripts: {steady:?}",
+        steady.len() - 2
+    );
+
+    b_holds.unlock().await.unwrap();
+    let a2_holds = bounded(Duration::from_secs(5), "a2 handed the lock", a2_waits)
+        .await
+        .unwrap();
+    a2_holds.unlock().await.unwrap();
+    let a3_holds = bounded(Duration::from_secs(5), "a3 handed the lock", a3_waits)
+        .await
+        .unwrap();
+    a3_holds.unlock().await.unwrap();
     a.shutdown().await;
     b.shutdown().await;
     server.cmd(&["DEL", "redisson_lock_token:{f130}"]).unwrap();

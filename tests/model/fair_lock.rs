@@ -577,6 +577,15 @@ impl At<'_> {
         dead.len()
     }
 
+    /// Every dead waiter goes if the first waiter is dead (the release's and a free lock's
+    /// acquire's eviction); dead waiters behind a live one stay. How many went.
+    fn evict_if_first_dead(&mut self) -> usize {
+        match self.head() {
+            Some((_, deadline)) if order(&deadline) <= self.now() => self.evict(),
+            _ => 0,
+        }
+    }
+
     /// The first waiter in line (lowest ticket) and its heartbeat deadline; one without a
     /// heartbeat cannot prove it lives, and goes.
     fn head(&mut self) -> Option<(String, V)> {
@@ -673,7 +682,10 @@ impl At<'_> {
                 None => R::Err("ERR"),
             };
         }
-        let evicted = self.evict();
+        // While the lock is held, nobody is evicted: a dead waiter harms nobody until it is
+        // first. While it is free, every dead waiter goes if the first one is dead.
+        let free = !self.w.exists(LOCK);
+        let evicted = if free { self.evict_if_first_dead() } else { 0 };
         if let Some(w) = &a.wait {
             let in_line = |at: &Self, f: &str| zset(at.w, QUEUE).contains_key(f);
             if let Some(old) = &w.replaces {
@@ -686,8 +698,7 @@ impl At<'_> {
                 }
             }
         }
-        let free = !self.w.exists(LOCK);
-        let first = self.head();
+        let first = if free { self.head() } else { None };
         if free && first.as_ref().is_none_or(|(f, _)| f == field) {
             let token = match mint(self.w, COUNTER, a.grace, self.clock) {
                 Ok(t) => t,
@@ -728,49 +739,49 @@ impl At<'_> {
                 R::Int(behind),
             ]);
         };
-        let ticket = match zset(self.w, QUEUE).get(field) {
-            Some(t) => R::Int(order(t)),
-            None => {
-                if w.joined {
-                    // Out of line, and never put back under this field: the caller rejoins
-                    // under a new one. A grant that ran out untaken leaves no record.
-                    self.forget_grant(field);
-                    return R::Array(vec![
-                        R::Int(0),
-                        bound,
-                        R::Int(w.ticket),
-                        R::Int(-2),
-                        R::Int(behind),
-                    ]);
+        let as_reply = |t: &V| match t {
+            V::Within(lo, hi) => R::Within(*lo, *hi),
+            V::Is(_) => R::Int(order(t)),
+        };
+        let in_line = zset(self.w, QUEUE).get(field).cloned();
+        let ticket = if w.ticket == 0 && !w.joined {
+            // A first join draws a new ticket, and keeps the one it has if it is in line
+            // already.
+            let ticket = self.next_ticket();
+            match in_line {
+                Some(t) => R::Int(order(&t)),
+                None => {
+                    self.w.zadd(QUEUE, field, ticket.clone());
+                    as_reply(&ticket)
                 }
-                let seq = match self.w.keys.get(SEQ) {
-                    None => 0,
-                    Some(Key {
-                        data: Data::Str(v), ..
-                    }) => order(v),
-                    Some(other) => panic!("model bug: the sequence is {other:?}"),
-                };
-                let ticket = if w.ticket == 0 {
-                    if seq + 1 < TOKEN_MIN {
-                        // A new sequence starts at the server's clock in µs.
-                        let t = V::Within(self.clock.before_us, self.clock.after_us);
-                        self.w.set(SEQ, t.clone(), None, false);
-                        t
+            }
+        } else {
+            match in_line {
+                Some(t) => R::Int(order(&t)),
+                None => {
+                    if w.joined {
+                        // Out of line, and never put back under this field: the caller rejoins
+                        // under a new one. A grant that ran out untaken leaves no record.
+                        self.forget_grant(field);
+                        return R::Array(vec![
+                            R::Int(0),
+                            bound,
+                            R::Int(w.ticket),
+                            R::Int(-2),
+                            R::Int(behind),
+                        ]);
+                    }
+                    let ticket = if w.ticket == 0 {
+                        self.next_ticket()
                     } else {
-                        self.w.set(SEQ, V::int(seq + 1), None, true);
-                        V::int(seq + 1)
-                    }
-                } else {
-                    if seq < w.ticket {
-                        // Keeps later arrivals behind the one that rejoins.
-                        self.w.set(SEQ, V::int(w.ticket), None, false);
-                    }
-                    V::int(w.ticket)
-                };
-                self.w.zadd(QUEUE, field, ticket.clone());
-                match ticket {
-                    V::Within(lo, hi) => R::Within(lo, hi),
-                    V::Is(_) => R::Int(order(&ticket)),
+                        if self.seq() < w.ticket {
+                            // Keeps later arrivals behind the one that rejoins.
+                            self.w.set(SEQ, V::int(w.ticket), None, false);
+                        }
+                        V::int(w.ticket)
+                    };
+                    self.w.zadd(QUEUE, field, ticket.clone());
+                    as_reply(&ticket)
                 }
             }
         };
@@ -791,6 +802,30 @@ impl At<'_> {
             R::Int(position),
             R::Int(behind),
         ])
+    }
+
+    /// The ticket sequence's value (0 when missing).
+    fn seq(&self) -> i64 {
+        match self.w.keys.get(SEQ) {
+            None => 0,
+            Some(Key {
+                data: Data::Str(v), ..
+            }) => order(v),
+            Some(other) => panic!("model bug: the sequence is {other:?}"),
+        }
+    }
+
+    /// The next ticket of the sequence; a new sequence starts at the server's clock in µs.
+    fn next_ticket(&mut self) -> V {
+        let seq = self.seq();
+        if seq + 1 < TOKEN_MIN {
+            let t = V::Within(self.clock.before_us, self.clock.after_us);
+            self.w.set(SEQ, t.clone(), None, false);
+            t
+        } else {
+            self.w.set(SEQ, V::int(seq + 1), None, true);
+            V::int(seq + 1)
+        }
     }
 
     /// `fair_release.lua`: one count or the whole hold; once the lock is free, handed to (or
@@ -823,7 +858,7 @@ impl At<'_> {
         if self.w.exists(LOCK) {
             return R::Int(0);
         }
-        self.evict();
+        self.evict_if_first_dead();
         if self.pass_on(grace, true, true).is_none() {
             self.publish(CHANNEL, "0".into());
         }
@@ -1005,8 +1040,8 @@ fn caught(pick: impl Fn(&str) -> bool) {
         mutant(
             "FAIR_ACQUIRE",
             FAIR_ACQUIRE,
-            "if redis.call('hexists', KEYS[1], field) == 1 then",
-            "if redis.call('hexists', KEYS[1], field) == 0 then",
+            "if holds[i] == field then",
+            "if holds[i] ~= field then",
         ),
         mutant(
             "FAIR_ACQUIRE",
@@ -1041,11 +1076,39 @@ fn caught(pick: impl Fn(&str) -> bool) {
         mutant(
             "FAIR_ACQUIRE",
             FAIR_ACQUIRE,
-            "if redis.call('pttl', key) < ms then",
-            "if redis.call('pttl', key) > ms then",
+            "if redis.call('pexpire', key, ms, 'GT') == 0 then",
+            "if redis.call('pexpire', key, ms, 'LT') == 0 then",
         ),
-        // lib/queue.lua, through the acquire (every attempt evicts): a waiter dead for less
-        // than 3 s left in line (time passes 1.5 s beyond a deadline).
+        mutant(
+            "FAIR_ACQUIRE",
+            FAIR_ACQUIRE,
+            "redis.call('pexpire', key, ms, 'NX')",
+            "redis.call('pexpire', key, ms, 'XX')",
+        ),
+        // The join's first ticket: a first join drawn as a later one, a later one as a first.
+        mutant(
+            "FAIR_ACQUIRE",
+            FAIR_ACQUIRE,
+            "redis.call('zadd', KEYS[3], 'NX', ticket, field)",
+            "redis.call('zadd', KEYS[3], 'XX', ticket, field)",
+        ),
+        mutant(
+            "FAIR_ACQUIRE",
+            FAIR_ACQUIRE,
+            "if given == 0 and ARGV[9] ~= '1' then",
+            "if given ~= 0 and ARGV[9] ~= '1' then",
+        ),
+        // The eviction while the lock is free: looked for when the first waiter is alive
+        // instead of dead.
+        mutant(
+            "FAIR_ACQUIRE",
+            FAIR_ACQUIRE,
+            "if first and tonumber(alive) <= clock() then",
+            "if first and tonumber(alive) > clock() then",
+        ),
+        // lib/queue.lua, through the acquire (an attempt on a free lock whose first waiter is
+        // dead evicts): a waiter dead for less than 3 s left in line (time passes 1.5 s beyond a
+        // deadline).
         mutant(
             "FAIR_ACQUIRE",
             FAIR_ACQUIRE,
@@ -1182,4 +1245,25 @@ fn the_fair_locks_fair_release_mutants_are_caught() {
 #[test]
 fn the_fair_locks_force_unlock_mutants_are_caught() {
     caught(|s| s == "FAIR_FORCE_UNLOCK");
+}
+
+/// The release's eviction done when the first waiter is alive instead of dead. It shows only
+/// with two waiters, the first dead while the second keeps the line's keys alive and the
+/// holder still holds (a dead waiter alone in line goes with the line's keys, which expire a
+/// second after its deadline): far more and longer sequences than the other mutants need, so
+/// it has a test of its own.
+#[test]
+fn the_fair_locks_release_eviction_mutant_is_caught() {
+    let bench = crate::bench::Bench::start();
+    let mutants = [mutant(
+        "FAIR_RELEASE",
+        relock::lua::FAIR_RELEASE,
+        "if first and tonumber(alive) <= now then",
+        "if first and tonumber(alive) > now then",
+    )];
+    let alive = survivors_in::<FairLock>(&bench, &mutants, 4000, 64);
+    assert!(
+        alive.is_empty(),
+        "mutants the model test did not catch: {alive:#?}"
+    );
 }

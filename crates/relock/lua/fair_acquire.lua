@@ -40,23 +40,92 @@
 --                                  rejoined (ARGV[9]): rejoin under a new field with the
 --                                  ticket. behind: 1 when the lock is free but another waiter
 --                                  is first (it is about to take it, or dead).
+--
+-- A join runs on every handoff (the releaser asking again), so it reads only what it needs
+-- (docs/performance.md lists its commands): the lock's shape check gives its PTTL and fields
+-- (no second PTTL, no HEXISTS); while the lock is held, neither the first waiter nor the dead
+-- are looked for (a dead waiter harms nobody until it is first, and the release, an acquire
+-- that finds the lock free, and every heartbeat evict it then); the server clock is read only
+-- when a deadline needs it.
+
+-- ensure_lock (lib/shape.lua), keeping what it reads: the lock's PTTL (-2: missing) and its
+-- fields and values (HGETALL's reply), so that the script reads neither again (HLEN, PTTL and
+-- HGETALL, as ensure_lock sends them). A key that is not plainly a lock hash by shape.lua's
+-- rules is handed to ensure_lock itself, which raises WRONGTYPE or NOTALOCK with its own words
+-- (nothing has been written yet), or, should it find a lock, is read again.
+local function read_lock(key)
+  local n = redis.call('hlen', key)
+  if n == 0 then
+    return -2, {}
+  end
+  if n <= SHAPE_MAX_FIELDS then
+    local pttl = redis.call('pttl', key)
+    if pttl ~= -1 then
+      local all = redis.call('hgetall', key)
+      local owners = 0
+      for i = 1, #all, 2 do
+        local f, v = all[i], all[i + 1]
+        if f == 'mode' and (v == 'read' or v == 'write') then
+          -- A read-write lock's mode: not an owner.
+        elseif f ~= 'mode' and shape_owner(f) and string.match(v, '^[1-9]%d*$') then
+          owners = owners + 1
+        else
+          owners = -1
+          break
+        end
+      end
+      if owners > 0 then
+        return pttl, all
+      end
+    end
+  end
+  ensure_lock(key)
+  return redis.call('pttl', key), redis.call('hgetall', key)
+end
+
 local lease = tonumber(ARGV[1])
 local counter_ttl = tonumber(ARGV[3])
 local field = ARGV[2]
 local q = line(KEYS[3], KEYS[4], KEYS[5], KEYS[6])
-local now = now_ms()
 -- HLEN fails with WRONGTYPE if the key is not a lock hash, before anything is changed.
-ensure_lock(KEYS[1])
-if redis.call('hexists', KEYS[1], field) == 1 then
-  -- A field is asked for by one acquisition only and never re-entered here, so this field's
-  -- hold was written by a handoff (lib/handoff.lua), which recorded its token.
-  local token = redis.call('hget', KEYS[6], field)
-  if not token then
-    return redis.error_reply('ERR relock: a hold under this field without its handoff record')
+local pttl, holds = read_lock(KEYS[1])
+for i = 1, #holds, 2 do
+  if holds[i] == field then
+    -- A field is asked for by one acquisition only and never re-entered here, so this field's
+    -- hold was written by a handoff (lib/handoff.lua), which recorded its token.
+    local token = redis.call('hget', KEYS[6], field)
+    if not token then
+      return redis.error_reply('ERR relock: a hold under this field without its handoff record')
+    end
+    return {3, tonumber(token), pttl}
   end
-  return {3, tonumber(token), redis.call('pttl', KEYS[1])}
 end
-local evicted = evict(q, now)
+-- The server clock, read once, when first needed: `clock()` in ms (deadlines), `clock_us()` in
+-- µs (a new ticket sequence's seed).
+local time = nil
+local function clock_us()
+  if not time then
+    time = redis.call('time')
+  end
+  return tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+local function clock()
+  clock_us()
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- While the lock is free: the first waiter, after evicting every dead waiter if it is dead
+-- (the lock is never held up behind a dead waiter, nor granted past a live one).
+local free = pttl == -2
+local evicted = 0
+local first, alive
+if free then
+  first, alive = head(q)
+  if first and tonumber(alive) <= clock() then
+    evicted = evict(q, clock())
+    first, alive = head(q)
+  end
+end
 local retired = ARGV[11] or ''
 if ARGV[5] == 'wait' and tonumber(ARGV[6]) > 0 and retired ~= '' and retired ~= field
     and not redis.call('zscore', KEYS[3], field) and redis.call('zscore', KEYS[3], retired) then
@@ -67,12 +136,13 @@ if ARGV[5] == 'wait' and tonumber(ARGV[6]) > 0 and retired ~= '' and retired ~= 
   -- it names goes, so a late script of the retired field can never remove the new one.
   dequeue(q, retired)
   redis.call('zadd', KEYS[3], ARGV[6], field)
-  redis.call('zadd', KEYS[4], now + tonumber(ARGV[4]), field)
+  redis.call('zadd', KEYS[4], clock() + tonumber(ARGV[4]), field)
+  if free then
+    first, alive = head(q)
+  end
 end
 
-local pttl = redis.call('pttl', KEYS[1])
-local first = head(q)
-if pttl == -2 and (first == false or first == field) then
+if free and (first == false or first == field) then
   -- Minted first: a counter of another type fails before anything is written.
   local token = mint(KEYS[2], counter_ttl)
   dequeue(q, field)
@@ -84,51 +154,67 @@ end
 
 local bound = pttl
 local behind = 0
-if pttl == -2 then
+if free then
   -- Free, but someone else is first: hand it the lock if it asked for that (its lease ran out
   -- without a release, or a release could not reach it), else tell it if the eviction may have
   -- made it first just now. Either way it has until its heartbeat deadline to take it.
-  pass_on(KEYS[1], KEYS[2], counter_ttl, ARGV[10], q, ARGV[7], now, evicted > 0)
+  pass_on(KEYS[1], KEYS[2], counter_ttl, ARGV[10], q, ARGV[7], clock(), evicted > 0, true, first,
+    alive)
   bound = redis.call('pttl', KEYS[1])
   if bound == -2 then
     behind = 1
-    bound = tonumber(redis.call('zscore', KEYS[4], first)) - now + 1
+    bound = tonumber(alive) - clock() + 1
   end
 end
 if ARGV[5] ~= 'wait' then
   return {0, bound, 0, -1, behind}
 end
 
-local ticket = redis.call('zscore', KEYS[3], field)
-if not ticket then
-  ticket = tonumber(ARGV[6])
-  if ARGV[9] == '1' then
-    -- Out of line (evicted, or handed the lock whose lease then ran out): the caller rejoins
-    -- under a new field, so that a late handoff message to this one cannot be taken for a new
-    -- grant. The token record of a grant that ran out untaken goes now (the field is neither
-    -- in the lock nor in line).
-    forget_grant(KEYS[6], field)
-    return {0, bound, ticket, -2, behind}
-  end
-  if ticket == 0 then
-    ticket = redis.call('incr', KEYS[5])
-    if ticket < 1000000000000000 then
-      -- A new sequence (the line emptied, and `dequeue`/`evict` dropped it, or it expired)
-      -- starts at the server clock in µs, as the fencing counter does (lib/mint.lua): above
-      -- every ticket of an earlier sequence, so that a waiter whose entry went meanwhile (a
-      -- retired field, an eviction) rejoins with its ticket ahead of those who came later.
-      local t = redis.call('time')
-      ticket = tonumber(t[1]) * 1000000 + tonumber(t[2])
-      redis.call('set', KEYS[5], string.format('%.0f', ticket))
-    end
-  elseif tonumber(redis.call('get', KEYS[5]) or '0') < ticket then
-    -- The sequence restarted while we were out of line: keep later arrivals behind us.
-    redis.call('set', KEYS[5], ARGV[6])
-  end
-  redis.call('zadd', KEYS[3], ticket, field)
-end
 local heartbeat = tonumber(ARGV[4])
-redis.call('zadd', KEYS[4], now + heartbeat, field)
+local given = tonumber(ARGV[6])
+-- A new ticket: the next of the sequence.
+local function next_ticket()
+  local ticket = redis.call('incr', KEYS[5])
+  if ticket < 1000000000000000 then
+    -- A new sequence (the line emptied, and `dequeue`/`evict` dropped it, or it expired)
+    -- starts at the server clock in µs, as the fencing counter does (lib/mint.lua): above
+    -- every ticket of an earlier sequence, so that a waiter whose entry went meanwhile (a
+    -- retired field, an eviction) rejoins with its ticket ahead of those who came later.
+    ticket = clock_us()
+    redis.call('set', KEYS[5], string.format('%.0f', ticket))
+  end
+  return ticket
+end
+local ticket
+if given == 0 and ARGV[9] ~= '1' then
+  -- A first join (every handoff's releaser asking again): a new ticket, and the field in line
+  -- with it unless it is there already (an earlier join's reply was lost: it keeps its place).
+  ticket = next_ticket()
+  if redis.call('zadd', KEYS[3], 'NX', ticket, field) == 0 then
+    ticket = redis.call('zscore', KEYS[3], field)
+  end
+else
+  ticket = redis.call('zscore', KEYS[3], field)
+  if not ticket then
+    ticket = given
+    if ARGV[9] == '1' then
+      -- Out of line (evicted, or handed the lock whose lease then ran out): the caller rejoins
+      -- under a new field, so that a late handoff message to this one cannot be taken for a
+      -- new grant. The token record of a grant that ran out untaken goes now (the field is
+      -- neither in the lock nor in line).
+      forget_grant(KEYS[6], field)
+      return {0, bound, ticket, -2, behind}
+    end
+    if ticket == 0 then
+      ticket = next_ticket()
+    elseif tonumber(redis.call('get', KEYS[5]) or '0') < ticket then
+      -- The sequence restarted while we were out of line: keep later arrivals behind us.
+      redis.call('set', KEYS[5], ARGV[6])
+    end
+    redis.call('zadd', KEYS[3], ticket, field)
+  end
+end
+redis.call('zadd', KEYS[4], clock() + heartbeat, field)
 local first_lease = tonumber(ARGV[8] or '0')
 if first_lease > 0 then
   redis.call('hset', KEYS[6], field, first_lease)

@@ -22,8 +22,9 @@
 -- out, it was deleted or released).
 --
 -- Every handoff runs this script, so it runs as few commands as it can (docs/performance.md
--- lists them, and why each is needed): the handoff hash is read once and written once, and the
--- line is dropped with one DEL when its last waiter is handed the lock.
+-- lists them, and why each is needed): the handoff hash is read once and written once, the line
+-- is dropped with one DEL when its last waiter is handed the lock, and dead waiters are looked
+-- for only when the first one is dead.
 local field = ARGV[1]
 local released = drop_hold(KEYS[1], field, ARGV[2])
 if released ~= 1 then
@@ -41,8 +42,14 @@ if redis.call('exists', KEYS[1]) == 1 then
 end
 local q = line(KEYS[2], KEYS[3], KEYS[4], KEYS[6])
 local now = now_ms()
-evict(q, now)
 local first, alive, alone = head(q)
+if first and tonumber(alive) <= now then
+  -- The first waiter is dead: it goes, with every other dead waiter, before the lock is handed
+  -- on. Dead waiters behind a live one stay until they are first (they hold up nobody before),
+  -- or a heartbeat evicts them.
+  evict(q, now)
+  first, alive, alone = head(q)
+end
 if not first then
   -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain
   -- lock) with Redisson's unlock message.

@@ -33,12 +33,16 @@ local function forget_last_grant(q)
   end
 end
 
--- `free`: the caller has just seen that the lock does not exist (one EXISTS fewer).
-local function pass_on(lock, counter, counter_ttl, channel, q, publish, now, tell, free)
+-- `free`: the caller has just seen that the lock does not exist (one EXISTS fewer); `first` and
+-- `alive`, when given: the first waiter and its deadline as the caller's head(q) just returned
+-- them (no second read).
+local function pass_on(lock, counter, counter_ttl, channel, q, publish, now, tell, free, first, alive)
   if not free and redis.call('exists', lock) == 1 then
     return false
   end
-  local first, alive = head(q)
+  if first == nil then
+    first, alive = head(q)
+  end
   if not first then
     return false
   end

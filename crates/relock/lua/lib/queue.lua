@@ -82,11 +82,14 @@ local function head(q)
 end
 
 -- Keeps the line's keys alive for at least `ms` more; never shortens them. When every waiter
--- is gone (crashed), the keys expire by themselves.
+-- is gone (crashed), the keys expire by themselves. One PEXPIRE per key in the common case (a
+-- key with less than `ms` left: GT lengthens it); a second (NX) only for a key that has no
+-- time to live yet (this call created it: GT takes that for an infinite one) or already has
+-- `ms` or more, where it changes nothing.
 local function keep(ms, q)
   for _, key in ipairs({q.queue, q.alive, q.seq, q.handoff}) do
-    if redis.call('pttl', key) < ms then
-      redis.call('pexpire', key, ms)
+    if redis.call('pexpire', key, ms, 'GT') == 0 then
+      redis.call('pexpire', key, ms, 'NX')
     end
   end
 end
