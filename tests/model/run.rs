@@ -331,18 +331,28 @@ pub fn check<M: Model>(
     let mut runner = TestRunner::new(config);
     let strategy = proptest::collection::vec(step::<M>(), 1..len);
     let result = runner.run(&strategy, |steps| {
-        bench.wipe();
-        let mut model = M::default();
-        let mut world = World::default();
-        for (i, s) in steps.iter().enumerate() {
-            run_step(&mut model, &mut world, bench, scripts, s)
-                .map_err(|e| TestCaseError::fail(format!("step {i} ({s:?}): {e}")))?;
-        }
-        Ok(())
+        replay::<M>(bench, scripts, &steps).map_err(TestCaseError::fail)
     });
     match result {
         Ok(()) => Ok(()),
         Err(TestError::Fail(reason, steps)) => Err(format!("{reason}\nthe sequence:\n{steps:#?}")),
         Err(e) => Err(e.to_string()),
     }
+}
+
+/// Runs one given sequence of `M`'s steps through `scripts` on `bench`, as `check` runs each
+/// random one; `Err` says at which step, and how the scripts and the model differ there.
+pub fn replay<M: Model>(
+    bench: &Bench,
+    scripts: &Scripts,
+    steps: &[Step<M::Op>],
+) -> Result<(), String> {
+    bench.wipe();
+    let mut model = M::default();
+    let mut world = World::default();
+    for (i, s) in steps.iter().enumerate() {
+        run_step(&mut model, &mut world, bench, scripts, s)
+            .map_err(|e| format!("step {i} ({s:?}): {e}"))?;
+    }
+    Ok(())
 }

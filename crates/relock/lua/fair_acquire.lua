@@ -48,47 +48,12 @@
 -- that finds the lock free, and every heartbeat evict it then); the server clock is read only
 -- when a deadline needs it.
 
--- ensure_lock (lib/shape.lua), keeping what it reads: the lock's PTTL (-2: missing) and its
--- fields and values (HGETALL's reply), so that the script reads neither again (HLEN, PTTL and
--- HGETALL, as ensure_lock sends them). A key that is not plainly a lock hash by shape.lua's
--- rules is handed to ensure_lock itself, which raises WRONGTYPE or NOTALOCK with its own words
--- (nothing has been written yet), or, should it find a lock, is read again.
-local function read_lock(key)
-  local n = redis.call('hlen', key)
-  if n == 0 then
-    return -2, {}
-  end
-  if n <= SHAPE_MAX_FIELDS then
-    local pttl = redis.call('pttl', key)
-    if pttl ~= -1 then
-      local all = redis.call('hgetall', key)
-      local owners = 0
-      for i = 1, #all, 2 do
-        local f, v = all[i], all[i + 1]
-        if f == 'mode' and (v == 'read' or v == 'write') then
-          -- A read-write lock's mode: not an owner.
-        elseif f ~= 'mode' and shape_owner(f) and string.match(v, '^[1-9]%d*$') then
-          owners = owners + 1
-        else
-          owners = -1
-          break
-        end
-      end
-      if owners > 0 then
-        return pttl, all
-      end
-    end
-  end
-  ensure_lock(key)
-  return redis.call('pttl', key), redis.call('hgetall', key)
-end
-
 local lease = tonumber(ARGV[1])
 local counter_ttl = tonumber(ARGV[3])
 local field = ARGV[2]
 local q = line(KEYS[3], KEYS[4], KEYS[5], KEYS[6])
 -- HLEN fails with WRONGTYPE if the key is not a lock hash, before anything is changed.
-local pttl, holds = read_lock(KEYS[1])
+local pttl, holds = ensure_lock(KEYS[1])
 for i = 1, #holds, 2 do
   if holds[i] == field then
     -- A field is asked for by one acquisition only and never re-entered here, so this field's

@@ -38,18 +38,21 @@ end
 -- sampled, so that no field of it goes unseen.
 local SHAPE_MAX_FIELDS = 1000
 
--- nil if `key` is missing or a lock hash; else what was found, in words. A key of another
--- type than a hash fails with WRONGTYPE (HLEN), as before this check existed.
+-- nil if `key` is missing or a lock hash, with what was read of it: its PTTL (-2: missing) and
+-- its fields and values (HGETALL's reply; empty when missing), so that a caller reads neither
+-- again. Else what was found, in words. A key of another type than a hash fails with
+-- WRONGTYPE (HLEN), as before this check existed.
 local function not_a_lock(key)
   local n = redis.call('hlen', key)
   if n == 0 then
-    return nil
+    return nil, -2, {}
   end
   if n > SHAPE_MAX_FIELDS then
     return 'a hash of ' .. n .. ' fields (a lock has one holder, or at most ' ..
       (SHAPE_MAX_FIELDS - 1) .. ' readers)'
   end
-  if redis.call('pttl', key) == -1 then
+  local pttl = redis.call('pttl', key)
+  if pttl == -1 then
     return 'a hash without a time to live'
   end
   local all = redis.call('hgetall', key)
@@ -72,15 +75,16 @@ local function not_a_lock(key)
     -- A lock's hash goes with its last holder; `mode` alone is data.
     return 'a hash with no lock owner field'
   end
-  return nil
+  return nil, pttl, all
 end
 
 -- Raises NOTALOCK (the client's `Error::NotALock`) if `key` exists and is not a lock hash;
 -- nothing has been written when it does, since every caller checks before its first write.
+-- Returns the lock's PTTL (-2: missing) and its fields and values, as `not_a_lock` read them.
 local function ensure_lock(key)
-  local found = not_a_lock(key)
+  local found, pttl, all = not_a_lock(key)
   if found then
     error({err = 'NOTALOCK ' .. found})
   end
+  return pttl, all
 end
-
