@@ -1089,8 +1089,8 @@ fn caught(pick: impl Fn(&str) -> bool) {
         mutant(
             "FAIR_ACQUIRE",
             FAIR_ACQUIRE,
-            "redis.call('zadd', KEYS[3], 'NX', ticket, field)",
-            "redis.call('zadd', KEYS[3], 'XX', ticket, field)",
+            "'zadd', KEYS[3], 'NX', ticket, field)",
+            "'zadd', KEYS[3], 'XX', ticket, field)",
         ),
         mutant(
             "FAIR_ACQUIRE",

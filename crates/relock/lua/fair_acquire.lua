@@ -137,9 +137,29 @@ end
 
 local heartbeat = tonumber(ARGV[4])
 local given = tonumber(ARGV[6])
+-- The join's writes, each of a line key that a join may be the first to touch while the lock is
+-- held. A line key of another type (written by someone else under relock's own names) fails one
+-- of them with WRONGTYPE after others ran: what this join added goes again before the error is
+-- raised, so that a refused join leaves no key or entry of its own behind, and none without a
+-- time to live (`keep`, below, is not reached then). `undo`: the command that takes back what
+-- `write` added, if it added something.
+local added = {}
+local function write(undo, ...)
+  local r = redis.pcall(...)
+  if type(r) == 'table' and r.err then
+    for i = #added, 1, -1 do
+      redis.call(unpack(added[i]))
+    end
+    error(r)
+  end
+  if undo and r == 1 then
+    added[#added + 1] = undo
+  end
+  return r
+end
 -- A new ticket: the next of the sequence.
 local function next_ticket()
-  local ticket = redis.call('incr', KEYS[5])
+  local ticket = write(nil, 'incr', KEYS[5])
   if ticket < 1000000000000000 then
     -- A new sequence (the line emptied, and `dequeue`/`evict` dropped it, or it expired)
     -- starts at the server clock in µs, as the fencing counter does (lib/mint.lua): above
@@ -147,15 +167,17 @@ local function next_ticket()
     -- retired field, an eviction) rejoins with its ticket ahead of those who came later.
     ticket = clock_us()
     redis.call('set', KEYS[5], string.format('%.0f', ticket))
+    added[#added + 1] = {'del', KEYS[5]}
   end
   return ticket
 end
 local ticket
+local reseed = nil
 if given == 0 and ARGV[9] ~= '1' then
   -- A first join (every handoff's releaser asking again): a new ticket, and the field in line
   -- with it unless it is there already (an earlier join's reply was lost: it keeps its place).
   ticket = next_ticket()
-  if redis.call('zadd', KEYS[3], 'NX', ticket, field) == 0 then
+  if write({'zrem', KEYS[3], field}, 'zadd', KEYS[3], 'NX', ticket, field) == 0 then
     ticket = redis.call('zscore', KEYS[3], field)
   end
 else
@@ -173,16 +195,21 @@ else
     if ticket == 0 then
       ticket = next_ticket()
     elseif tonumber(redis.call('get', KEYS[5]) or '0') < ticket then
-      -- The sequence restarted while we were out of line: keep later arrivals behind us.
-      redis.call('set', KEYS[5], ARGV[6])
+      -- The sequence restarted while we were out of line: keep later arrivals behind us (set
+      -- once nothing more can be refused: SET drops the key's time to live, which `keep`
+      -- gives back).
+      reseed = ARGV[6]
     end
-    redis.call('zadd', KEYS[3], ticket, field)
+    write({'zrem', KEYS[3], field}, 'zadd', KEYS[3], ticket, field)
   end
 end
-redis.call('zadd', KEYS[4], clock() + heartbeat, field)
+write({'zrem', KEYS[4], field}, 'zadd', KEYS[4], clock() + heartbeat, field)
 local first_lease = tonumber(ARGV[8] or '0')
 if first_lease > 0 then
-  redis.call('hset', KEYS[6], field, first_lease)
+  write(nil, 'hset', KEYS[6], field, first_lease)
+end
+if reseed then
+  redis.call('set', KEYS[5], reseed)
 end
 keep(heartbeat + 1000, q)
 return {0, bound, tonumber(ticket), redis.call('zrank', KEYS[3], field), behind}
