@@ -35,11 +35,14 @@ async fn sync_replicas_refuses_a_lock_no_replica_acknowledged() {
         .build()
         .await
         .unwrap();
+    let master = cluster.master_of("c50").unwrap();
+    let replica = cluster.replica_of(master).unwrap();
+    // A replica still on its first sync acknowledges nothing: wait for it before the first
+    // lock, which must be acknowledged within 300 ms.
+    tokio::task::block_in_place(|| cluster.wait_replica_synced(master)).unwrap();
     let lock = client.lock("c50");
     lock.lock().await.unwrap().unlock().await.unwrap();
 
-    let master = cluster.master_of("c50").unwrap();
-    let replica = cluster.replica_of(master).unwrap();
     tokio::task::block_in_place(|| cluster.wait_replica_synced(master)).unwrap();
     replica.pause().unwrap();
     master.cmd(&["CLIENT", "KILL", "TYPE", "replica"]).unwrap();
