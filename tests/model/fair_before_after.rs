@@ -1,13 +1,14 @@
 //! The fair lock's scripts against their earlier versions, on two servers: the sources as they
 //! were are kept as text, each script and the lib files it was built from, in
 //! `fixtures/fair_before/` (before the release's handoff path was cut to fewer commands) and
-//! `fixtures/fair_before_join/` (before the join's). The same random sequences of the fair
-//! model's operations (with time passing, empty restarts and keys written over) run through
-//! one version on one server and the next on the other, and after every step the replies, the
-//! messages published and every key (value and time to live) must be the same on both.
-//! Nothing is excused but what the clock gives each server (a value seeded from it, a fencing
-//! token or a ticket, within 10 s; a time to live, a heartbeat deadline or a lease read some
-//! ms apart within 250 ms) and, between the last two versions, what `Changes` lists.
+//! `fixtures/fair_before_join/` (before the join's: only the files that differ from the
+//! first). The same random sequences of the fair model's operations (with time passing, empty
+//! restarts and keys written over) run through one version on one server and the next on the
+//! other, and after every step the replies, the messages published and every key (value and
+//! time to live) must be the same on both. Nothing is excused but what the clock gives each
+//! server (a value seeded from it, a fencing token or a ticket, within 10 s; a time to live, a
+//! heartbeat deadline or a lease read some ms apart within 250 ms) and, between the last two
+//! versions, what `Changes` lists.
 
 use std::collections::BTreeMap;
 
@@ -22,14 +23,11 @@ use crate::world::World;
 const LOCK: &str = "{fl}";
 const ALIVE: &str = "relock_fair_alive:{fl}";
 
-/// An earlier script as it was sent: the lib files it used, then its own file, from the
-/// fixture folder `$dir`.
+/// An earlier script as it was sent: the files it was built from, the lib files it used, then
+/// its own, each a path under `fixtures/`.
 macro_rules! fixture {
-    ($dir:literal, $file:literal $(, $lib:literal)*) => {
-        concat!(
-            $(include_str!(concat!("fixtures/", $dir, "/lib/", $lib, ".lua")),)*
-            include_str!(concat!("fixtures/", $dir, "/", $file))
-        )
+    ($($file:literal),+ $(,)?) => {
+        concat!($(include_str!(concat!("fixtures/", $file))),+)
     };
 }
 
@@ -39,96 +37,98 @@ fn before_release() -> Scripts {
         .with(
             "FAIR_ACQUIRE",
             fixture!(
-                "fair_before",
-                "fair_acquire.lua",
-                "mint",
-                "shape",
-                "queue",
-                "handoff"
+                "fair_before/lib/mint.lua",
+                "fair_before/lib/shape.lua",
+                "fair_before/lib/queue.lua",
+                "fair_before/lib/handoff.lua",
+                "fair_before/fair_acquire.lua",
             ),
         )
         .with(
             "FAIR_RELEASE",
             fixture!(
-                "fair_before",
-                "fair_release.lua",
-                "release",
-                "mint",
-                "queue",
-                "handoff"
+                "fair_before/lib/release.lua",
+                "fair_before/lib/mint.lua",
+                "fair_before/lib/queue.lua",
+                "fair_before/lib/handoff.lua",
+                "fair_before/fair_release.lua",
             ),
         )
         .with(
             "FAIR_HEARTBEAT",
             fixture!(
-                "fair_before",
-                "fair_heartbeat.lua",
-                "mint",
-                "queue",
-                "handoff"
+                "fair_before/lib/mint.lua",
+                "fair_before/lib/queue.lua",
+                "fair_before/lib/handoff.lua",
+                "fair_before/fair_heartbeat.lua",
             ),
         )
         .with(
             "FAIR_LEAVE",
-            fixture!("fair_before", "fair_leave.lua", "mint", "queue", "handoff"),
+            fixture!(
+                "fair_before/lib/mint.lua",
+                "fair_before/lib/queue.lua",
+                "fair_before/lib/handoff.lua",
+                "fair_before/fair_leave.lua",
+            ),
         )
         .with(
             "FAIR_FORCE_UNLOCK",
-            fixture!("fair_before", "fair_force_unlock.lua", "shape", "queue"),
+            fixture!(
+                "fair_before/lib/shape.lua",
+                "fair_before/lib/queue.lua",
+                "fair_before/fair_force_unlock.lua",
+            ),
         )
 }
 
-/// The fair scripts before the join was cut (after the release was).
+/// The fair scripts before the join was cut (after the release was): `fixtures/fair_before_join/`
+/// holds the files that changed with the release's cut, the others are as in `fair_before/`.
 fn before_join() -> Scripts {
     Scripts::default()
         .with(
             "FAIR_ACQUIRE",
             fixture!(
-                "fair_before_join",
-                "fair_acquire.lua",
-                "mint",
-                "shape",
-                "queue",
-                "handoff"
+                "fair_before/lib/mint.lua",
+                "fair_before/lib/shape.lua",
+                "fair_before_join/lib/queue.lua",
+                "fair_before_join/lib/handoff.lua",
+                "fair_before/fair_acquire.lua",
             ),
         )
         .with(
             "FAIR_RELEASE",
             fixture!(
-                "fair_before_join",
-                "fair_release.lua",
-                "release",
-                "mint",
-                "queue"
+                "fair_before/lib/release.lua",
+                "fair_before/lib/mint.lua",
+                "fair_before_join/lib/queue.lua",
+                "fair_before_join/fair_release.lua",
             ),
         )
         .with(
             "FAIR_HEARTBEAT",
             fixture!(
-                "fair_before_join",
-                "fair_heartbeat.lua",
-                "mint",
-                "queue",
-                "handoff"
+                "fair_before/lib/mint.lua",
+                "fair_before_join/lib/queue.lua",
+                "fair_before_join/lib/handoff.lua",
+                "fair_before/fair_heartbeat.lua",
             ),
         )
         .with(
             "FAIR_LEAVE",
             fixture!(
-                "fair_before_join",
-                "fair_leave.lua",
-                "mint",
-                "queue",
-                "handoff"
+                "fair_before/lib/mint.lua",
+                "fair_before_join/lib/queue.lua",
+                "fair_before_join/lib/handoff.lua",
+                "fair_before/fair_leave.lua",
             ),
         )
         .with(
             "FAIR_FORCE_UNLOCK",
             fixture!(
-                "fair_before_join",
-                "fair_force_unlock.lua",
-                "shape",
-                "queue"
+                "fair_before/lib/shape.lua",
+                "fair_before_join/lib/queue.lua",
+                "fair_before/fair_force_unlock.lua",
             ),
         )
 }
