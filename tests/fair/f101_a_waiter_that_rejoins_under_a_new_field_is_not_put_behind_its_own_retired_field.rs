@@ -101,10 +101,16 @@ async fn neither_a_late_script_of_the_retired_field_nor_the_waiter_behind_takes_
     server.cmd(&["PEXPIRE", "f101", "30000"]).unwrap();
     let ticket = wait(&server, "W:1", "0")[2].to_string();
     let behind = wait(&server, "C:1", "0");
-    assert_eq!(behind[3], 1, "C is second: {behind:?}");
+    assert_eq!(behind[3], 0, "C is in line: {behind:?}");
+    assert_eq!(fair_line(&server, "f101"), ["W:1", "C:1"], "C is second");
     // W rejoins as W:2 while the lock is held; then W:1's late attempt lands.
     let r = wait_as(&server, "W:2", &ticket, "0", "W:1");
-    assert_eq!((r[0], r[3]), (0, 0), "W:2 stands first: {r:?}");
+    assert_eq!((r[0], r[3]), (0, 0), "W:2 is in line: {r:?}");
+    assert_eq!(
+        fair_line(&server, "f101"),
+        ["W:2", "C:1"],
+        "W:2 stands first"
+    );
     let late = wait_as(&server, "W:1", &ticket, "1", "");
     assert_eq!(late[3], -2, "the retired field stays out of line: {late:?}");
     assert_eq!(fair_line(&server, "f101"), ["W:2", "C:1"]);

@@ -1,14 +1,15 @@
 //! The fair lock's scripts against their earlier versions, on two servers: the sources as they
 //! were are kept as text, each script and the lib files it was built from, in
-//! `fixtures/fair_before/` (before the release's handoff path was cut to fewer commands) and
-//! `fixtures/fair_before_join/` (before the join's: only the files that differ from the
-//! first). The same random sequences of the fair model's operations (with time passing, empty
-//! restarts and keys written over) run through one version on one server and the next on the
-//! other, and after every step the replies, the messages published and every key (value and
-//! time to live) must be the same on both. Nothing is excused but what the clock gives each
-//! server (a value seeded from it, a fencing token or a ticket, within 10 s; a time to live, a
-//! heartbeat deadline or a lease read some ms apart within 250 ms) and, between the last two
-//! versions, what `Changes` lists.
+//! `fixtures/fair_before/` (before the release's handoff path was cut to fewer commands),
+//! `fixtures/fair_before_join/` (before the join's) and `fixtures/fair_before_rank/` (before the
+//! release's `PTTL` and the join's `ZRANK` went), each of the later sets only the files that
+//! differ from the earlier ones. The same random sequences of the fair model's operations (with
+//! time passing, empty restarts and keys written over) run through one version on one server
+//! and the next on the other, and after every step the replies, the messages published and
+//! every key (value and time to live) must be the same on both. Nothing is excused but what the
+//! clock gives each server (a value seeded from it, a fencing token or a ticket, within 10 s; a
+//! time to live, a heartbeat deadline or a lease read some ms apart within 250 ms) and, between
+//! two versions, what `Changes` lists.
 
 use std::collections::BTreeMap;
 
@@ -133,6 +134,58 @@ fn before_join() -> Scripts {
         )
 }
 
+/// The fair scripts before the release's `PTTL` and the join's `ZRANK` were cut (after the
+/// join was): `fixtures/fair_before_rank/` holds the files that changed with the join's cut,
+/// the others are as in the earlier sets.
+fn before_rank() -> Scripts {
+    Scripts::default()
+        .with(
+            "FAIR_ACQUIRE",
+            fixture!(
+                "fair_before/lib/mint.lua",
+                "fair_before_rank/lib/shape.lua",
+                "fair_before_rank/lib/queue.lua",
+                "fair_before_rank/lib/handoff.lua",
+                "fair_before_rank/fair_acquire.lua",
+            ),
+        )
+        .with(
+            "FAIR_RELEASE",
+            fixture!(
+                "fair_before/lib/release.lua",
+                "fair_before/lib/mint.lua",
+                "fair_before_rank/lib/queue.lua",
+                "fair_before_rank/fair_release.lua",
+            ),
+        )
+        .with(
+            "FAIR_HEARTBEAT",
+            fixture!(
+                "fair_before/lib/mint.lua",
+                "fair_before_rank/lib/queue.lua",
+                "fair_before_rank/lib/handoff.lua",
+                "fair_before/fair_heartbeat.lua",
+            ),
+        )
+        .with(
+            "FAIR_LEAVE",
+            fixture!(
+                "fair_before/lib/mint.lua",
+                "fair_before_rank/lib/queue.lua",
+                "fair_before_rank/lib/handoff.lua",
+                "fair_before/fair_leave.lua",
+            ),
+        )
+        .with(
+            "FAIR_FORCE_UNLOCK",
+            fixture!(
+                "fair_before_rank/lib/shape.lua",
+                "fair_before_rank/lib/queue.lua",
+                "fair_before/fair_force_unlock.lua",
+            ),
+        )
+}
+
 /// What a later version does differently from the earlier one it is compared with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Changes {
@@ -145,6 +198,9 @@ enum Changes {
     /// waiter except in the one state in which both versions evict them all in their next
     /// script: the lock free and its first waiter dead.
     Join,
+    /// The join without `ZRANK`: a waiter in line is told so (`0` in the reply's fourth place),
+    /// not its place in line (which the earlier version gave there, `0` for the first).
+    Rank,
 }
 
 /// The eviction both servers get before every step under `Changes::Join` (see there).
@@ -324,6 +380,9 @@ fn run_step(sides: &mut [Side; 2], s: &Step<Op>, changes: Changes) -> Result<(),
                 let call = side.callers.call(&side.scripts, op);
                 replies.push(side.bench.eval(&call.lua, &call.keys, &call.args));
             }
+            if changes == Changes::Rank && matches!(op, Op::Wait { .. }) {
+                replies[0] = in_line_only(&replies[0]);
+            }
             if !same_reply(&replies[0], &replies[1]) {
                 return Err(format!(
                     "replies: before {:?}, now {:?}",
@@ -369,6 +428,21 @@ fn run_step(sides: &mut [Side; 2], s: &Step<Op>, changes: Changes) -> Result<(),
         side.callers.saw_holds(&fields);
     }
     Ok(())
+}
+
+/// An earlier join's reply as the later version gives it (`Changes::Rank`): a place in line
+/// (`0` or more) becomes `0`, in line.
+fn in_line_only(reply: &Reply) -> Reply {
+    match reply {
+        Reply::Array(a) if a.len() == 5 && a[0] == Reply::Int(0) => {
+            let mut a = a.clone();
+            if matches!(a[3], Reply::Int(p) if p >= 0) {
+                a[3] = Reply::Int(0);
+            }
+            Reply::Array(a)
+        }
+        other => other.clone(),
+    }
 }
 
 fn step() -> impl Strategy<Value = Step<Op>> {
@@ -427,5 +501,10 @@ fn the_fair_scripts_do_what_their_earlier_version_did() {
 
 #[test]
 fn the_fair_scripts_do_what_they_did_before_the_join_was_cut() {
-    compare(before_join(), Scripts::default(), Changes::Join);
+    compare(before_join(), before_rank(), Changes::Join);
+}
+
+#[test]
+fn the_fair_scripts_do_what_they_did_before_the_rank_was_cut() {
+    compare(before_rank(), Scripts::default(), Changes::Rank);
 }

@@ -791,17 +791,8 @@ impl At<'_> {
             self.w.hset(HANDOFF, field, V::int(w.first_lease));
         }
         self.keep(w.heartbeat + 1000);
-        let position = in_order(self.w, QUEUE)
-            .iter()
-            .position(|f| f == field)
-            .unwrap() as i64;
-        R::Array(vec![
-            R::Int(0),
-            bound,
-            ticket,
-            R::Int(position),
-            R::Int(behind),
-        ])
+        // In line (0), not its place in line.
+        R::Array(vec![R::Int(0), bound, ticket, R::Int(0), R::Int(behind)])
     }
 
     /// The ticket sequence's value (0 when missing).
@@ -1152,8 +1143,16 @@ fn caught(pick: impl Fn(&str) -> bool) {
         mutant(
             "FAIR_RELEASE",
             FAIR_RELEASE,
-            "redis.call('pexpire', q.handoff, lease)",
-            "redis.call('pexpire', q.handoff, lease + 5000)",
+            "redis.call('pexpire', q.handoff, lease, 'NX')",
+            "redis.call('pexpire', q.handoff, lease + 5000, 'NX')",
+        ),
+        // The handoff hash's time to live left unset where the hash was emptied and made again
+        // (the waiter behind the first has no first lease in it, or there is none).
+        mutant(
+            "FAIR_RELEASE",
+            FAIR_RELEASE,
+            "if not (kept and kept > 0",
+            "if (kept and kept > 0",
         ),
         mutant(
             "FAIR_RELEASE",

@@ -31,15 +31,17 @@
 --   {3, token, pttl}               a release handed this field the lock before this call (its
 --                                  message was lost or not read yet): token is the one minted
 --                                  then, pttl the lease it has left
---   {0, bound, ticket, position, behind}
+--   {0, bound, ticket, line, behind}
 --                                  not acquired. bound: the most ms to sleep before asking
 --                                  again: the holder's PTTL (-1: no expiry), or, when the lock
 --                                  is free but another waiter is first, that waiter's heartbeat
---                                  deadline. ticket and position (0 = first) in "wait" mode,
---                                  0 and -1 in "try" mode; position -2: out of line and not
---                                  rejoined (ARGV[9]): rejoin under a new field with the
---                                  ticket. behind: 1 when the lock is free but another waiter
---                                  is first (it is about to take it, or dead).
+--                                  deadline. ticket, and line 0 (in line), in "wait" mode; 0
+--                                  and -1 in "try" mode; line -2: out of line and not rejoined
+--                                  (ARGV[9]): rejoin under a new field with the ticket. Not the
+--                                  place in line: nothing reads it (`Lock::queue_position` asks
+--                                  the server), and it would cost a ZRANK on every join.
+--                                  behind: 1 when the lock is free but another waiter is first
+--                                  (it is about to take it, or dead).
 --
 -- A join runs on every handoff (the releaser asking again), so it reads only what it needs
 -- (docs/performance.md lists its commands): the lock's shape check gives its PTTL and fields
@@ -212,4 +214,4 @@ if reseed then
   redis.call('set', KEYS[5], reseed)
 end
 keep(heartbeat + 1000, q)
-return {0, bound, tonumber(ticket), redis.call('zrank', KEYS[3], field), behind}
+return {0, bound, tonumber(ticket), 0, behind}

@@ -42,13 +42,13 @@ if redis.call('exists', KEYS[1]) == 1 then
 end
 local q = line(KEYS[2], KEYS[3], KEYS[4], KEYS[6])
 local now = now_ms()
-local first, alive, alone = head(q)
+local first, alive, alone, second = head(q)
 if first and tonumber(alive) <= now then
   -- The first waiter is dead: it goes, with every other dead waiter, before the lock is handed
   -- on. Dead waiters behind a live one stay until they are first (they hold up nobody before),
   -- or a heartbeat evicts them.
   evict(q, now)
-  first, alive, alone = head(q)
+  first, alive, alone, second = head(q)
 end
 if not first then
   -- Nobody in line: wake plain waiters of the same name (Redisson's RLock, relock's plain
@@ -58,10 +58,16 @@ if not first then
   return 1
 end
 -- The handoff hash once: the first waiter's first lease (a grant's token record is >= 10^15),
--- and the owner handed the lock last. The releaser's own record (its token, if a handoff gave
--- it the lock) goes either way; the first waiter's first lease is its own only if it is not
--- the releaser.
-local got = redis.call('hmget', q.handoff, first, 'relock:last-grant')
+-- the owner handed the lock last, and the entry of the waiter behind the first, if any (it
+-- shows whether the hash outlives the writes below). The releaser's own record (its token, if
+-- a handoff gave it the lock) goes either way; the first waiter's first lease is its own only
+-- if it is not the releaser.
+local got
+if alone then
+  got = redis.call('hmget', q.handoff, first, 'relock:last-grant')
+else
+  got = redis.call('hmget', q.handoff, first, 'relock:last-grant', second)
+end
 local first_lease, last = tonumber(got[1] or false), got[2]
 if first == field then
   first_lease = nil
@@ -105,8 +111,15 @@ redis.call('hdel', q.handoff, unpack(gone))
 redis.call('hset', KEYS[1], first, 1)
 redis.call('pexpire', KEYS[1], lease)
 redis.call('hset', q.handoff, first, t, 'relock:last-grant', first)
-if redis.call('pttl', q.handoff) < lease then
-  redis.call('pexpire', q.handoff, lease)
+-- The record lives at least the hold's lease. The hash had the first waiter's first lease, so it
+-- lives past that waiter's heartbeat deadline + 1 s (every join and heartbeat that writes a
+-- deadline keeps the line's keys that long: lib/queue.lua `keep`), past the lease. So it needs
+-- a time to live only if the HDEL above emptied it and the HSET made it again, with none: never
+-- when the waiter behind the first keeps its first lease in it (no command then), else one
+-- PEXPIRE NX, which sets none on a hash that kept its own.
+local kept = tonumber(got[3] or false)
+if not (kept and kept > 0 and kept < 1000000000000000 and second ~= field) then
+  redis.call('pexpire', q.handoff, lease, 'NX')
 end
 redis.call(ARGV[3], ARGV[6], first .. '=' .. t)
 return 1

@@ -62,10 +62,10 @@ local function evict(q, now)
   return #dead
 end
 
--- The first waiter in line (false if none), its heartbeat deadline, and whether it is alone in
--- line (read in the same ZRANGE: a handoff to the last waiter drops the line with one DEL). An
--- entry with no heartbeat (the keys were tampered with) cannot prove it lives, so it is
--- dropped rather than allowed to block.
+-- The first waiter in line (false if none), its heartbeat deadline, whether it is alone in
+-- line and the waiter behind it (read in the same ZRANGE: a handoff to the last waiter drops
+-- the line with one DEL). An entry with no heartbeat (the keys were tampered with) cannot prove
+-- it lives, so it is dropped rather than allowed to block.
 local function head(q)
   while true do
     local two = redis.call('zrange', q.queue, 0, 1)
@@ -75,7 +75,7 @@ local function head(q)
     end
     local alive = redis.call('zscore', q.alive, first)
     if alive then
-      return first, alive, two[2] == nil
+      return first, alive, two[2] == nil, two[2]
     end
     dequeue(q, first)
   end

@@ -33,7 +33,8 @@ pub(crate) enum FairOutcome {
 }
 
 /// Reads `fair_acquire.lua`'s reply: the shared shapes ([`read_grant`]), and while not
-/// granted its place in line, `[0, pttl or bound, ticket, -1 | -2 | wait, held or behind]`.
+/// granted whether it is in line,
+/// `[0, pttl or bound, ticket, 0 (in line) | -1 (try) | -2 (out of line), held or behind]`.
 pub(crate) fn read_reply(reply: &[i64]) -> Reply<FairOutcome> {
     match *reply {
         [0, _, _, -2, _] => Reply::Kind(FairOutcome::OutOfLine),
