@@ -8,13 +8,15 @@ pub(crate) struct Script {
     /// Its file's name without `.lua`, for logs.
     pub(crate) name: &'static str,
     pub(crate) lua: std::borrow::Cow<'static, str>,
-    pub(crate) sha1: String,
+    /// The SHA1 in hex, as `EVALSHA` sends it: one shared buffer, so that a call's copy of it
+    /// only counts a reference.
+    pub(crate) sha1: fred::bytes::Bytes,
 }
 
 impl Script {
     pub(crate) fn new(name: &'static str, lua: &'static str) -> Self {
         let lua = crate::seam::lua(name, lua);
-        let sha1 = fred::util::sha1_hash(&lua);
+        let sha1 = fred::bytes::Bytes::from(fred::util::sha1_hash(&lua));
         Script { name, lua, sha1 }
     }
 }

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 
+use fred::bytes::Bytes;
 use fred::clients::Client as FredClient;
 use fred::interfaces::ClientLike;
 use fred::types::{ClusterHash, CustomCommand};
@@ -93,13 +94,24 @@ impl Script {
         let hash = keys.first().map_or(ClusterHash::Random, |k| {
             ClusterHash::Custom(fred::util::redis_keyslot(k.as_bytes()))
         });
-        // The strings move into the values (no copy); cloning a value for the NOSCRIPT
-        // fallback only counts a reference.
+        // The keys and arguments are copied into one buffer and sent as slices of it, so
+        // that cloning the call for the NOSCRIPT fallback only counts references: a value made
+        // from a string of its own is copied to the heap again when it is first cloned (one
+        // allocation per key and argument on every call), where one buffer is shared once.
+        let total = keys.iter().chain(&args).map(String::len).sum();
+        let mut joined = Vec::with_capacity(total);
+        for s in keys.iter().chain(&args) {
+            joined.extend_from_slice(s.as_bytes());
+        }
+        let joined = Bytes::from(joined);
         let mut call: Vec<Value> = Vec::with_capacity(2 + keys.len() + args.len());
-        call.push(self.sha1.as_str().into());
+        call.push(Value::from(self.sha1.clone()));
         call.push((keys.len() as i64).into());
-        call.extend(keys.into_iter().map(Value::from));
-        call.extend(args.into_iter().map(Value::from));
+        let mut at = 0;
+        for s in keys.iter().chain(&args) {
+            call.push(Value::Bytes(joined.slice(at..at + s.len())));
+            at += s.len();
+        }
         let sha = CustomCommand::new_static(by_sha, hash.clone(), false);
         // fred's command future is several KB: boxed, so that every future that awaits a
         // script (and every task or slot that carries one) stays small and cheap to move.
