@@ -15,7 +15,6 @@ const N: usize = 32 * 1024 * 1024;
 const MOST: f64 = 2.5;
 
 #[tokio::test]
-#[ignore = "reproduces a bug: a script call keeps its keys' and arguments' strings alive beside the buffer it copied them into, so a large guarded write holds 3.00 x its value at its peak (2.00 x before the buffer)"]
 async fn a_large_guarded_write_holds_no_extra_copy_of_its_words_while_it_is_sent() {
     let _one = crate::ONE_AT_A_TIME.lock().await;
     let server = server();

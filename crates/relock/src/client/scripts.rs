@@ -96,7 +96,7 @@ impl Script {
         });
         // The keys and arguments are copied into one buffer and sent as slices of it, so
         // that cloning the call for the NOSCRIPT fallback only counts references: a value made
-        // from a string of its own is copied to the heap again when it is first cloned (one
+        // from a string of its own allocates a shared header when it is first cloned (one
         // allocation per key and argument on every call), where one buffer is shared once.
         let total = keys.iter().chain(&args).map(String::len).sum();
         let mut joined = Vec::with_capacity(total);
@@ -112,6 +112,10 @@ impl Script {
             call.push(Value::Bytes(joined.slice(at..at + s.len())));
             at += s.len();
         }
+        // Copied: the strings go now, so that a large call (a guarded write's values) is held
+        // once while it is sent, not twice.
+        drop(keys);
+        drop(args);
         let sha = CustomCommand::new_static(by_sha, hash.clone(), false);
         // fred's command future is several KB: boxed, so that every future that awaits a
         // script (and every task or slot that carries one) stays small and cheap to move.
