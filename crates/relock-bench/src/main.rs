@@ -5,6 +5,7 @@
 //! - `relock-bench quorum`: the quorum lock on local masters beside a single node and rslock.
 //! - `relock-bench sync`: the read-write lock and the semaphore beside the plain lock.
 //! - `relock-bench cluster`: uncontended throughput on one master and on a 3-master cluster.
+//! - `relock-bench scale`: uncontended throughput against task count, beside the U floor.
 //! - `relock-bench watchdog`: what holding 100k locks costs (renewal calls, client CPU).
 //!
 //! Without `--redis`, a benchmark starts its own redis-server(s) through the test kit.
@@ -20,6 +21,7 @@ mod progress;
 mod quorum_bench;
 mod rate_bench;
 mod report;
+mod scale_bench;
 mod shared;
 mod stats;
 mod steps;
@@ -49,6 +51,9 @@ enum Command {
     Sync(sync_bench::Args),
     /// Measures uncontended throughput on one master and on a local 3-master cluster.
     Cluster(cluster_bench::Args),
+    /// Measures uncontended throughput against task count, relock beside the U floor (a bare
+    /// fred pool making the same two script calls per pair).
+    Scale(scale_bench::Args),
     /// Holds many locks and measures renewal calls per period and client CPU.
     Watchdog(watchdog_bench::Args),
     /// Measures a guarded write (1 and 10 commands) beside the same commands in one bare
@@ -66,6 +71,7 @@ async fn main() -> std::process::ExitCode {
             Command::Compare(args) => compare::run(args).await,
             Command::Cluster(args) => cluster_bench::run(args).await,
             Command::Sync(args) => sync_bench::run(args).await,
+            Command::Scale(args) => scale_bench::run(args).await,
             Command::Watchdog(args) => watchdog_bench::run(args).await,
             Command::Guarded(args) => guarded_bench::run(args).await,
         }

@@ -365,6 +365,70 @@ impl Chart for QuorumPlot<'_> {
     }
 }
 
+/// `relock-bench scale`: uncontended pairs/s against task count, relock beside the U floor.
+pub(crate) struct ScalePlot {
+    /// (tasks, relock's pairs/s, the floor's pairs/s), in the order measured.
+    pub(crate) points: Vec<(usize, f64, f64)>,
+}
+
+impl ScalePlot {
+    pub(crate) fn write(&self, file: &PlotFile) -> Result<(), CliError> {
+        file.render((1000, 650), self)
+    }
+}
+
+impl Chart for ScalePlot {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+        root.fill(&WHITE).map_err(err)?;
+        let mut points = self.points.clone();
+        points.sort_by_key(|p| p.0);
+        let most_tasks = points.iter().map(|p| p.0).max().unwrap_or(1).max(2) as f64;
+        let highest = points.iter().map(|p| p.1.max(p.2)).fold(1.0, f64::max) * 1.15;
+        let mut chart = ChartBuilder::on(root)
+            .caption(
+                "uncontended lock+unlock pairs/s against task count",
+                ("sans-serif", 22),
+            )
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(70)
+            .build_cartesian_2d((1.0..most_tasks * 1.2).log_scale(), 0.0..highest)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("tasks, each on a key of its own (log scale)")
+            .y_desc("pairs/s")
+            .x_label_formatter(&|v| format!("{v:.0}"))
+            .y_label_formatter(&|v| format!("{v:.0}"))
+            .draw()
+            .map_err(err)?;
+        let names = ["relock", "U floor: bare fred, the same two script calls"];
+        for (i, name) in names.into_iter().enumerate() {
+            let color = Palette99::pick(i).stroke_width(2);
+            let line: Vec<(f64, f64)> = points
+                .iter()
+                .map(|p| (p.0 as f64, if i == 0 { p.1 } else { p.2 }))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(line.clone(), color))
+                .map_err(err)?
+                .label(name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color));
+            chart
+                .draw_series(line.into_iter().map(|p| Circle::new(p, 4, color.filled())))
+                .map_err(err)?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .draw()
+            .map_err(err)?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
