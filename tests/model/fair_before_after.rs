@@ -32,158 +32,75 @@ macro_rules! fixture {
     };
 }
 
-/// The fair scripts before the release's handoff path was cut, by their names in `relock::lua`.
+/// One fixture set's five fair scripts, by their names in `relock::lua`, each built as its
+/// version was: the lib files it used, then its own, every file from the folder given for it.
+/// The release's own lib files are listed with it: its version before the release was cut also
+/// used `lib/handoff.lua`.
+macro_rules! fair_set {
+    (
+        mint: $mint:literal, shape: $shape:literal, queue: $queue:literal,
+        handoff: $handoff:literal, release_lib: $release_lib:literal,
+        acquire: $acquire:literal, release: [$($release:literal),+],
+        heartbeat: $heartbeat:literal, leave: $leave:literal, force_unlock: $force:literal $(,)?
+    ) => {
+        Scripts::default()
+            .with("FAIR_ACQUIRE", fixture!($mint, $shape, $queue, $handoff, $acquire))
+            .with("FAIR_RELEASE", fixture!($release_lib, $mint, $queue, $($release),+))
+            .with("FAIR_HEARTBEAT", fixture!($mint, $queue, $handoff, $heartbeat))
+            .with("FAIR_LEAVE", fixture!($mint, $queue, $handoff, $leave))
+            .with("FAIR_FORCE_UNLOCK", fixture!($shape, $queue, $force))
+    };
+}
+
+/// The fair scripts before the release's handoff path was cut.
 fn before_release() -> Scripts {
-    Scripts::default()
-        .with(
-            "FAIR_ACQUIRE",
-            fixture!(
-                "fair_before/lib/mint.lua",
-                "fair_before/lib/shape.lua",
-                "fair_before/lib/queue.lua",
-                "fair_before/lib/handoff.lua",
-                "fair_before/fair_acquire.lua",
-            ),
-        )
-        .with(
-            "FAIR_RELEASE",
-            fixture!(
-                "fair_before/lib/release.lua",
-                "fair_before/lib/mint.lua",
-                "fair_before/lib/queue.lua",
-                "fair_before/lib/handoff.lua",
-                "fair_before/fair_release.lua",
-            ),
-        )
-        .with(
-            "FAIR_HEARTBEAT",
-            fixture!(
-                "fair_before/lib/mint.lua",
-                "fair_before/lib/queue.lua",
-                "fair_before/lib/handoff.lua",
-                "fair_before/fair_heartbeat.lua",
-            ),
-        )
-        .with(
-            "FAIR_LEAVE",
-            fixture!(
-                "fair_before/lib/mint.lua",
-                "fair_before/lib/queue.lua",
-                "fair_before/lib/handoff.lua",
-                "fair_before/fair_leave.lua",
-            ),
-        )
-        .with(
-            "FAIR_FORCE_UNLOCK",
-            fixture!(
-                "fair_before/lib/shape.lua",
-                "fair_before/lib/queue.lua",
-                "fair_before/fair_force_unlock.lua",
-            ),
-        )
+    fair_set!(
+        mint: "fair_before/lib/mint.lua",
+        shape: "fair_before/lib/shape.lua",
+        queue: "fair_before/lib/queue.lua",
+        handoff: "fair_before/lib/handoff.lua",
+        release_lib: "fair_before/lib/release.lua",
+        acquire: "fair_before/fair_acquire.lua",
+        release: ["fair_before/lib/handoff.lua", "fair_before/fair_release.lua"],
+        heartbeat: "fair_before/fair_heartbeat.lua",
+        leave: "fair_before/fair_leave.lua",
+        force_unlock: "fair_before/fair_force_unlock.lua",
+    )
 }
 
 /// The fair scripts before the join was cut (after the release was): `fixtures/fair_before_join/`
 /// holds the files that changed with the release's cut, the others are as in `fair_before/`.
 fn before_join() -> Scripts {
-    Scripts::default()
-        .with(
-            "FAIR_ACQUIRE",
-            fixture!(
-                "fair_before/lib/mint.lua",
-                "fair_before/lib/shape.lua",
-                "fair_before_join/lib/queue.lua",
-                "fair_before_join/lib/handoff.lua",
-                "fair_before/fair_acquire.lua",
-            ),
-        )
-        .with(
-            "FAIR_RELEASE",
-            fixture!(
-                "fair_before/lib/release.lua",
-                "fair_before/lib/mint.lua",
-                "fair_before_join/lib/queue.lua",
-                "fair_before_join/fair_release.lua",
-            ),
-        )
-        .with(
-            "FAIR_HEARTBEAT",
-            fixture!(
-                "fair_before/lib/mint.lua",
-                "fair_before_join/lib/queue.lua",
-                "fair_before_join/lib/handoff.lua",
-                "fair_before/fair_heartbeat.lua",
-            ),
-        )
-        .with(
-            "FAIR_LEAVE",
-            fixture!(
-                "fair_before/lib/mint.lua",
-                "fair_before_join/lib/queue.lua",
-                "fair_before_join/lib/handoff.lua",
-                "fair_before/fair_leave.lua",
-            ),
-        )
-        .with(
-            "FAIR_FORCE_UNLOCK",
-            fixture!(
-                "fair_before/lib/shape.lua",
-                "fair_before_join/lib/queue.lua",
-                "fair_before/fair_force_unlock.lua",
-            ),
-        )
+    fair_set!(
+        mint: "fair_before/lib/mint.lua",
+        shape: "fair_before/lib/shape.lua",
+        queue: "fair_before_join/lib/queue.lua",
+        handoff: "fair_before_join/lib/handoff.lua",
+        release_lib: "fair_before/lib/release.lua",
+        acquire: "fair_before/fair_acquire.lua",
+        release: ["fair_before_join/fair_release.lua"],
+        heartbeat: "fair_before/fair_heartbeat.lua",
+        leave: "fair_before/fair_leave.lua",
+        force_unlock: "fair_before/fair_force_unlock.lua",
+    )
 }
 
 /// The fair scripts before the release's `PTTL` and the join's `ZRANK` were cut (after the
 /// join was): `fixtures/fair_before_rank/` holds the files that changed with the join's cut,
 /// the others are as in the earlier sets.
 fn before_rank() -> Scripts {
-    Scripts::default()
-        .with(
-            "FAIR_ACQUIRE",
-            fixture!(
-                "fair_before/lib/mint.lua",
-                "fair_before_rank/lib/shape.lua",
-                "fair_before_rank/lib/queue.lua",
-                "fair_before_rank/lib/handoff.lua",
-                "fair_before_rank/fair_acquire.lua",
-            ),
-        )
-        .with(
-            "FAIR_RELEASE",
-            fixture!(
-                "fair_before/lib/release.lua",
-                "fair_before/lib/mint.lua",
-                "fair_before_rank/lib/queue.lua",
-                "fair_before_rank/fair_release.lua",
-            ),
-        )
-        .with(
-            "FAIR_HEARTBEAT",
-            fixture!(
-                "fair_before/lib/mint.lua",
-                "fair_before_rank/lib/queue.lua",
-                "fair_before_rank/lib/handoff.lua",
-                "fair_before/fair_heartbeat.lua",
-            ),
-        )
-        .with(
-            "FAIR_LEAVE",
-            fixture!(
-                "fair_before/lib/mint.lua",
-                "fair_before_rank/lib/queue.lua",
-                "fair_before_rank/lib/handoff.lua",
-                "fair_before/fair_leave.lua",
-            ),
-        )
-        .with(
-            "FAIR_FORCE_UNLOCK",
-            fixture!(
-                "fair_before_rank/lib/shape.lua",
-                "fair_before_rank/lib/queue.lua",
-                "fair_before/fair_force_unlock.lua",
-            ),
-        )
+    fair_set!(
+        mint: "fair_before/lib/mint.lua",
+        shape: "fair_before_rank/lib/shape.lua",
+        queue: "fair_before_rank/lib/queue.lua",
+        handoff: "fair_before_rank/lib/handoff.lua",
+        release_lib: "fair_before/lib/release.lua",
+        acquire: "fair_before_rank/fair_acquire.lua",
+        release: ["fair_before_rank/fair_release.lua"],
+        heartbeat: "fair_before/fair_heartbeat.lua",
+        leave: "fair_before/fair_leave.lua",
+        force_unlock: "fair_before/fair_force_unlock.lua",
+    )
 }
 
 /// What a later version does differently from the earlier one it is compared with.
