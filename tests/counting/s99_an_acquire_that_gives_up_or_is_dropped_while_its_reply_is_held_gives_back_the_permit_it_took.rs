@@ -60,15 +60,20 @@ async fn an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_ba
     given_back().await;
 
     // The client's connections reset above are back (a command of each pool connection
-    // answered), so that the next freeze holds the next attempt's reply.
-    wait_until(Duration::from_secs(5), "the client reconnected", || async {
-        proxy.connections() == connections
-    })
-    .await
-    .unwrap();
-    for _ in 0..16 {
-        sem.available().await.unwrap();
-    }
+    // answered), so that the next freeze holds the next attempt's reply, and so that no
+    // command after it is written to a connection whose reset the client has not read yet
+    // (that command fails with the reset: a CI run once saw it).
+    let reconnected = || async {
+        wait_until(Duration::from_secs(5), "the client reconnected", || async {
+            proxy.connections() == connections
+        })
+        .await
+        .unwrap();
+        for _ in 0..16 {
+            sem.available().await.unwrap();
+        }
+    };
+    reconnected().await;
 
     // 2. An acquire whose future is dropped while its attempt's reply is held.
     let frozen = proxy.freeze_existing(Direction::Down);
@@ -76,6 +81,7 @@ async fn an_acquire_that_gives_up_or_is_dropped_while_its_reply_is_held_gives_ba
     assert!(dropped.is_err(), "the reply was held: {dropped:?}");
     lose_the_reply(frozen).await;
     given_back().await;
+    reconnected().await;
 
     // Afterwards the semaphore works as before.
     assert!(sem.try_acquire(1).await.map(taken).unwrap());
