@@ -11,7 +11,7 @@ use relock_tests::*;
 async fn app(server: &RedisServer) -> relock::Client {
     relock::Client::builder()
         .url(format!("redis://app:app-pw@127.0.0.1:{}", server.port()))
-        .watchdog_lease(Duration::from_millis(300))
+        .watchdog_lease(acl::LEASE)
         .command_timeout(Duration::from_secs(1))
         .connect_timeout(Duration::from_secs(2))
         .build()

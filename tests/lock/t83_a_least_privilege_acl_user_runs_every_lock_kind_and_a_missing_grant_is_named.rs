@@ -16,7 +16,7 @@ use relock_tests::*;
 async fn app(server: &RedisServer, user: &str) -> relock::Client {
     relock::Client::builder()
         .url(format!("redis://{user}:app-pw@127.0.0.1:{}", server.port()))
-        .watchdog_lease(Duration::from_millis(300))
+        .watchdog_lease(acl::LEASE)
         .fair_heartbeat(Duration::from_millis(500))
         .command_timeout(Duration::from_secs(1))
         .connect_timeout(Duration::from_secs(2))

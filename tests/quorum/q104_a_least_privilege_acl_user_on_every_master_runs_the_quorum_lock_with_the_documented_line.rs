@@ -26,7 +26,7 @@ async fn a_least_privilege_acl_user_on_every_master_runs_the_quorum_lock_with_th
         relock::QuorumClient::builder()
             .urls(urls.clone())
             .node_timeout(Duration::from_millis(50))
-            .watchdog_lease(Duration::from_millis(300))
+            .watchdog_lease(acl::LEASE)
             .restart_quarantine(Duration::from_millis(200))
             .connect_timeout(Duration::from_secs(2))
             .build()

@@ -114,6 +114,13 @@ pub fn assert_nothing_refused(server: &RedisServer) {
     );
 }
 
+/// The watchdog lease of [`every_kind_as_least_privileged`]'s clients: short, so that three
+/// renewals take about a second, yet long enough that a loaded CI machine's stall of a few
+/// hundred ms does not end a hold (300 ms once did: a renewal came after its lease).
+pub const LEASE: Duration = Duration::from_millis(500);
+/// How far a renewed lease's end moves on past three leases: more than two leases.
+const PAST_TWO_LEASES: Duration = Duration::from_millis(2 * 500 + 100);
+
 /// Connects two clients to `url` as the least-privilege user `app` (password `app-pw`, set
 /// on `servers` with `rules`; `url` names it) and runs [`exercise_every_kind`] with them; then
 /// asserts that no server refused anything (`ACL LOG` empty: nothing outside the grant was even
@@ -131,7 +138,7 @@ pub async fn every_kind_as_least_privileged(
     let app = || {
         relock::Client::builder()
             .url(url)
-            .watchdog_lease(Duration::from_millis(300))
+            .watchdog_lease(LEASE)
             .fair_heartbeat(Duration::from_millis(500))
             .command_timeout(command_timeout)
             .connect_timeout(Duration::from_secs(3))
@@ -185,7 +192,7 @@ pub async fn parked(client: &relock::Client, what: &str) {
 }
 
 /// One lock kind under the user: acquire, a waiter on the other client woken by the release
-/// (not by expiry: the watchdog renews `mine`'s lease, which must be about 300 ms, meanwhile),
+/// (not by expiry: the watchdog renews `mine`'s lease, which must be [`LEASE`], meanwhile),
 /// renewal past three leases, and a force-unlock that the holder hears of.
 pub async fn exercise(
     mine: Box<dyn relock::DistributedLock>,
@@ -203,8 +210,8 @@ pub async fn exercise(
     });
     // Renewed past three leases: its deadline moves on by more than two leases.
     let first = g.valid_until();
-    let renewed = || async { g.valid_until() >= first + Duration::from_millis(700) };
-    wait_until(Duration::from_secs(3), "three renewals", renewed)
+    let renewed = || async { g.valid_until() >= first + PAST_TWO_LEASES };
+    wait_until(Duration::from_secs(4), "three renewals", renewed)
         .await
         .unwrap();
     assert!(
@@ -323,8 +330,8 @@ async fn permit_semaphore(
     assert!(permits.try_set_permits(1).await.unwrap());
     let p = permits.acquire(None).await.unwrap();
     let first = p.valid_until();
-    wait_until(Duration::from_secs(3), "three permit renewals", || async {
-        p.valid_until() >= first + Duration::from_millis(700)
+    wait_until(Duration::from_secs(4), "three permit renewals", || async {
+        p.valid_until() >= first + PAST_TWO_LEASES
     })
     .await
     .unwrap();
