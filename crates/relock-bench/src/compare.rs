@@ -146,7 +146,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     // U's floor: relock's two script calls per pair from a bare fred pool, same run.
     let u_floor = crate::bench::uncontended_floor(&url, args.tasks, args.connections, secs).await?;
     println!(
-        "U floor (bare fred: acquire.lua and release.lua per pair, no relock): {:.0} pairs/s; {}",
+        "U floor (bare fred with relock's timeouts: acquire.lua and release.lua per pair, no relock): {:.0} pairs/s; {}",
         u_floor.pairs,
         u_floor.cpu_text()
     );

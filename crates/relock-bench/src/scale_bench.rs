@@ -69,7 +69,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let url = server.url();
     outln!(
         text,
-        "relock-bench scale: U against task count, relock{} beside the U floor (bare fred, the same two script calls per pair), {} s each",
+        "relock-bench scale: U against task count, relock{} beside the U floor (bare fred with relock's timeouts, the same two script calls per pair), {} s each",
         if args.no_coalesce { " without coalescing" } else { "" },
         args.seconds
     );
