@@ -33,7 +33,13 @@ async fn renewals_and_heartbeats_are_batched_per_slot() {
     let mut waiters = Vec::new();
     for i in 0..20 {
         let name = format!("c60:fair:{i}");
-        fair.push(a.fair_lock(name.clone()).lock().await.unwrap());
+        // A fixed lease longer than the test: a waiter parks until the holder's lease would
+        // end, so it asks nothing of the server meanwhile and only its heartbeats keep its
+        // deadline ahead (with a 600 ms lease its own re-checks would, heartbeats or not).
+        let held = a
+            .fair_lock(name.clone())
+            .with_lease(Duration::from_secs(60));
+        fair.push(held.lock().await.unwrap());
         let l = b.fair_lock(name);
         waiters.push(tokio::spawn(async move {
             l.lock().await.map(|g| g.fencing_token())
@@ -63,6 +69,22 @@ async fn renewals_and_heartbeats_are_batched_per_slot() {
             .unwrap()
             .as_int();
         assert_eq!(line, Some(1), "waiter {i} still in line");
+        // Kept there by its heartbeats, not by the lack of anyone to evict it: nothing else
+        // runs on these locks meanwhile, so a waiter whose heartbeats all failed (a batch
+        // across slots) would still be in line, its deadline long past (checked: with the
+        // heartbeat round made to return at once, this fails).
+        let name = format!("c60:fair:{i}");
+        let master = cluster
+            .master_of(&format!("relock_fair_alive:{{{name}}}"))
+            .unwrap();
+        let now = server_ms(master);
+        let deadlines = fair_heartbeats(master, &name);
+        assert_eq!(deadlines.len(), 1, "waiter {i}'s deadline: {deadlines:?}");
+        assert!(
+            deadlines[0].1 > now,
+            "waiter {i}'s deadline {} ms is past (now {now}): its heartbeats stopped",
+            deadlines[0].1
+        );
     }
     drop(guards);
     drop(fair);

@@ -119,7 +119,7 @@ pub fn assert_nothing_refused(server: &RedisServer) {
 /// hundred ms does not end a hold (300 ms once did: a renewal came after its lease).
 pub const LEASE: Duration = Duration::from_millis(500);
 /// How far a renewed lease's end moves on past three leases: more than two leases.
-const PAST_TWO_LEASES: Duration = Duration::from_millis(2 * 500 + 100);
+pub const PAST_TWO_LEASES: Duration = Duration::from_millis(2 * LEASE.as_millis() as u64 + 100);
 
 /// Connects two clients to `url` as the least-privilege user `app` (password `app-pw`, set
 /// on `servers` with `rules`; `url` names it) and runs [`exercise_every_kind`] with them; then
