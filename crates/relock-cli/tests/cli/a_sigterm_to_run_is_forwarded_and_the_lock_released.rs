@@ -24,16 +24,18 @@ async fn a_sigterm_to_run_is_forwarded_and_the_lock_released() {
         })
         .await
         .unwrap();
-        // The shell installs its traps right after it starts; give it the moment.
+        // The shell has installed its traps once it has started its `sleep` (after them).
         wait_until(Duration::from_secs(5), "the command to start", || async {
-            Command::new("pgrep")
-                .args(["-P", &child.id().to_string()])
-                .output()
-                .map(|o| !o.stdout.is_empty())
-                .unwrap_or(false)
+            children(child.id())
+                .iter()
+                .any(|&sh| !children(sh).is_empty())
         })
         .await
         .unwrap();
+        let sleeps: Vec<u32> = children(child.id())
+            .iter()
+            .flat_map(|&sh| children(sh))
+            .collect();
         let sent = Instant::now();
         assert!(Command::new("kill")
             .args([signal, &child.id().to_string()])
@@ -62,5 +64,40 @@ async fn a_sigterm_to_run_is_forwarded_and_the_lock_released() {
             "{:?}",
             sent.elapsed()
         );
+        // Nothing of the command outlives it: the signal reached its whole process group. Its
+        // `sleep` shares the test's stderr, and one still dying when the test ended held it
+        // open (nextest reported the test as leaky on a loaded machine).
+        wait_until(
+            Duration::from_secs(3),
+            "the command's sleep to end",
+            || async { sleeps.iter().all(|&pid| !alive(pid)) },
+        )
+        .await
+        .unwrap();
     }
+}
+
+/// The pids of `pid`'s child processes.
+fn children(pid: u32) -> Vec<u32> {
+    Command::new("pgrep")
+        .args(["-P", &pid.to_string()])
+        .output()
+        .map(|o| {
+            String::from_utf8_lossy(&o.stdout)
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether process `pid` still runs (a zombie, dead but not yet reaped, does not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+        })
+        .unwrap_or(false)
 }
