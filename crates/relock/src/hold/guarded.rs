@@ -67,8 +67,9 @@ impl LockGuard {
     ///   in the network may still run later while the hold lives. To learn whether it ran,
     ///   end the hold first (`unlock`: a later copy is then refused), then read the data.
     /// - [`Error::Redis`]: a command failed (a wrong type, a bad argument, a refused
-    ///   permission), with the server's words. The batch stopped there; the commands before
-    ///   it stay applied, as in `MULTI`/`EXEC`.
+    ///   permission), with the server's words. The batch stopped there: the commands before
+    ///   it stay applied (nothing is rolled back, as in `MULTI`/`EXEC`), and the commands
+    ///   after it do not run (unlike `EXEC`, which runs them).
     ///
     /// # Cancel safety
     /// Not cancel safe in effect: once sent, a dropped future does not stop the batch, which
