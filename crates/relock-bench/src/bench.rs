@@ -615,34 +615,11 @@ pub(crate) async fn uncontended(
     })
 }
 
-/// The fred settings a relock client with its defaults gives its own pool: a command
-/// timeout of 3 s on every command (a timer per command), one attempt per command, the check
-/// for unresponsive connections and a reconnect policy. A floor without them would count
-/// fred's timeout machinery as relock's own work.
-fn relock_fred_settings(mut builder: fred::types::Builder) -> fred::types::Builder {
-    let timeout = Duration::from_secs(3);
-    builder.set_policy(fred::types::config::ReconnectPolicy::new_exponential(
-        0, 50, 2_000, 2,
-    ));
-    builder
-        .with_connection_config(|c| {
-            c.connection_timeout = Duration::from_secs(5);
-            c.internal_command_timeout = timeout;
-            c.max_command_attempts = 1;
-            c.unresponsive.max_timeout = Some(timeout);
-            c.unresponsive.interval = timeout / 4;
-        })
-        .with_performance_config(|p| {
-            p.default_command_timeout = timeout;
-            p.broadcast_channel_capacity = 4096;
-        });
-    builder
-}
-
 /// U's floor: the same two script calls relock makes for an uncontended pair (`acquire.lua`,
 /// then `release.lua`, with the same keys and arguments, `EVALSHA` each) from a bare fred pool
 /// of as many connections as relock's (`connections`, else relock's default of 4) and with the
-/// fred settings relock gives its own ([`relock_fred_settings`]), `tasks`
+/// fred settings relock gives its own (`ClientBuilder::fred_builder`: a timeout on every
+/// command, one attempt, the unresponsive check, the reconnect policy), `tasks`
 /// tasks on keys of their own for `secs`. What is left above it in relock's client CPU per
 /// pair is relock's own work.
 pub(crate) async fn uncontended_floor(
@@ -651,9 +628,10 @@ pub(crate) async fn uncontended_floor(
     connections: Option<usize>,
     secs: Duration,
 ) -> Result<Uncontended, CliError> {
-    let config =
-        fred::types::config::Config::from_url(url).map_err(|e| CliError::Failed(e.to_string()))?;
-    let pool = relock_fred_settings(fred::types::Builder::from_config(config))
+    let pool = relock::Client::builder()
+        .url(url)
+        .fred_builder()
+        .map_err(|e| CliError::Failed(e.to_string()))?
         .build_pool(connections.unwrap_or(4))
         .map_err(|e| CliError::Failed(e.to_string()))?;
     pool.init()

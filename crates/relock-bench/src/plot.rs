@@ -145,6 +145,20 @@ fn err<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
 
+/// A chart's legend at `position`, boxed, over a light background.
+fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(err)
+}
+
 /// `relock-bench lock`: the handoff latency histograms of the contended cases, and pairs/s per lock
 /// kind.
 pub(crate) struct BenchPlot<'a> {
@@ -226,13 +240,7 @@ impl Chart for BenchPlot<'_> {
                     Rectangle::new([(x, y - 6), (x + 16, y + 6)], color.filled())
                 });
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
 
         let n = self.rates.len().max(1);
         let highest = self.rates.iter().map(|r| r.1).fold(1.0, f64::max);
@@ -354,13 +362,7 @@ impl Chart for QuorumPlot<'_> {
                 .label(format!("{name} (p50 and p99 only)"))
                 .legend(move |p| Cross::new(p, 5, color));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         Ok(())
     }
 }
@@ -418,13 +420,7 @@ impl Chart for ScalePlot {
                 .draw_series(line.into_iter().map(|p| Circle::new(p, 4, color.filled())))
                 .map_err(err)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()
-            .map_err(err)?;
+        legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         Ok(())
     }
 }

@@ -2,48 +2,33 @@
 //! node and the quorum with one node paused, each with its own figures, and the latency CDF
 //! names each of them.
 
-use std::process::Command;
-
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock-bench");
-
 #[test]
 fn bench_quorum_writes_each_configuration_to_json_and_the_plot() {
     let dir = std::env::temp_dir().join(format!("relock-bench-quorum-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let (json, svg) = (dir.join("q.json"), dir.join("q.svg"));
-    let run = |plot: bool| {
-        let mut c = Command::new(RELOCK);
-        c.args(["quorum", "--nodes", "3", "--seconds", "1"])
-            // A debug build on a loaded machine can miss the default 50 ms node timeout; a
-            // release that misses it leaves a hold that blocks the 1-paused case for a lease.
-            .args(["--node-timeout-ms", "1000"])
-            .arg("--json")
-            .arg(&json);
-        if plot {
-            c.arg("--plot").arg(&svg);
-        }
-        c.output().unwrap()
-    };
-    let mut out = run(true);
-    // Without a TrueType font the plot is refused before measuring, saying what to install
-    // (scripts/ensure-redis installs fonts-dejavu-core); the JSON is then checked alone.
-    let no_font = String::from_utf8_lossy(&out.stderr).contains("no TrueType font found");
-    if no_font {
-        assert_ne!(out.status.code(), Some(0));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("fonts-dejavu-core"));
-        out = run(false);
-    }
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let out = crate::run_with_json_and_plot(
+        // A debug build on a loaded machine can miss the default 50 ms node timeout; a
+        // release that misses it leaves a hold that blocks the 1-paused case for a lease.
+        &[
+            "quorum",
+            "--nodes",
+            "3",
+            "--seconds",
+            "1",
+            "--node-timeout-ms",
+            "1000",
+        ],
+        &json,
+        &svg,
     );
+    let text = format!("{}{}", out.stdout, out.stderr);
     let (json, svg) = (
         std::fs::read_to_string(&json),
         std::fs::read_to_string(&svg),
     );
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(out.code, Some(0), "{text}");
     assert!(!text.contains('\r') && !text.contains("\x1b["), "{text:?}");
 
     let j: serde_json::Value = serde_json::from_str(&json.unwrap()).unwrap();
@@ -75,7 +60,7 @@ fn bench_quorum_writes_each_configuration_to_json_and_the_plot() {
     );
     assert!(configurations[1]["p50_ratio_to_quorum"].as_f64().unwrap() > 0.0);
 
-    if no_font {
+    if !out.plotted {
         return;
     }
     let svg = svg.unwrap();

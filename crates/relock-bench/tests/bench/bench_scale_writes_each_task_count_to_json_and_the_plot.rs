@@ -22,35 +22,15 @@ fn bench_scale_writes_each_task_count_to_json_and_the_plot() {
     assert!(said.contains("\"0\" is not a task count"), "{said}");
     assert!(!json.exists(), "nothing measured, nothing written");
 
-    let run = |plot: bool| {
-        let mut c = Command::new(RELOCK);
-        c.args(["scale", "--seconds", "1", "--tasks", "1,4", "--json"])
-            .arg(&json);
-        if plot {
-            c.arg("--plot").arg(&svg);
-        }
-        c.output().unwrap()
-    };
-    let mut out = run(true);
-    // Without a TrueType font the plot is refused before measuring, saying what to install
-    // (scripts/ensure-redis installs fonts-dejavu-core); the JSON is then checked alone.
-    let no_font = String::from_utf8_lossy(&out.stderr).contains("no TrueType font found");
-    if no_font {
-        assert_ne!(out.status.code(), Some(0));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("fonts-dejavu-core"));
-        out = run(false);
-    }
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out =
+        crate::run_with_json_and_plot(&["scale", "--seconds", "1", "--tasks", "1,4"], &json, &svg);
+    let text = format!("{}{}", out.stdout, out.stderr);
     let (json, svg) = (
         std::fs::read_to_string(&json),
         std::fs::read_to_string(&svg),
     );
     let _ = std::fs::remove_dir_all(&dir);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_eq!(out.code, Some(0), "{text}");
     assert!(!text.contains('\r') && !text.contains("\x1b["), "{text:?}");
 
     let j: serde_json::Value = serde_json::from_str(&json.unwrap()).unwrap();
@@ -80,7 +60,7 @@ fn bench_scale_writes_each_task_count_to_json_and_the_plot() {
         2,
         "{text}"
     );
-    if !no_font {
+    if out.plotted {
         let svg = svg.unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(200)]);
         for label in ["relock", "U floor", "pairs/s against task count"] {

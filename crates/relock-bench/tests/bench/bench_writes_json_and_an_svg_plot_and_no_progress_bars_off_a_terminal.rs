@@ -2,11 +2,7 @@
 //! rates, p50 at most p99), the SVG is drawn with its axes and series named, and with stdout
 //! and stderr not terminals no progress bar is drawn (no carriage returns, no escapes).
 
-use std::process::Command;
-
 use relock_testkit::RedisServer;
-
-const RELOCK: &str = env!("CARGO_BIN_EXE_relock-bench");
 
 #[test]
 fn bench_writes_json_and_an_svg_plot_and_no_progress_bars_off_a_terminal() {
@@ -15,37 +11,26 @@ fn bench_writes_json_and_an_svg_plot_and_no_progress_bars_off_a_terminal() {
         server.dir().join("bench.json"),
         server.dir().join("bench.svg"),
     );
-    let run = |plot: bool| {
-        let mut c = Command::new(RELOCK);
-        c.args(["lock", "--redis", &server.url(), "--no-baseline"])
-            .args(["--seconds", "1", "--tasks", "4", "--workers", "2"])
-            .arg("--json")
-            .arg(&json);
-        if plot {
-            c.arg("--plot").arg(&svg);
-        }
-        c.output().unwrap()
-    };
-    let mut out = run(true);
-    // Text in a plot needs a TrueType font (scripts/ensure-redis installs fonts-dejavu-core).
-    // Without one the run must stop before measuring, with a message that says what to
-    // install; the rest is then checked without the plot.
-    let no_font = String::from_utf8_lossy(&out.stderr).contains("no TrueType font found");
-    if no_font {
-        assert_ne!(out.status.code(), Some(0));
-        assert!(String::from_utf8_lossy(&out.stderr).contains("fonts-dejavu-core"));
-        assert!(
-            !json.exists() && !svg.exists(),
-            "nothing written before the font is found"
-        );
-        out = run(false);
-    }
-    let (stdout, stderr) = (
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
+    let url = server.url();
+    let out = crate::run_with_json_and_plot(
+        &[
+            "lock",
+            "--redis",
+            &url,
+            "--no-baseline",
+            "--seconds",
+            "1",
+            "--tasks",
+            "4",
+            "--workers",
+            "2",
+        ],
+        &json,
+        &svg,
     );
-    assert_eq!(out.status.code(), Some(0), "{stdout}{stderr}");
-    for text in [&stdout, &stderr] {
+    let (stdout, stderr) = (&out.stdout, &out.stderr);
+    assert_eq!(out.code, Some(0), "{stdout}{stderr}");
+    for text in [stdout, stderr] {
         assert!(!text.contains('\r') && !text.contains("\x1b["), "{text:?}");
     }
     // The text report is still there.
@@ -79,7 +64,7 @@ fn bench_writes_json_and_an_svg_plot_and_no_progress_bars_off_a_terminal() {
             > 0.0
     );
 
-    if no_font {
+    if !out.plotted {
         return;
     }
     let svg = std::fs::read_to_string(&svg).unwrap();

@@ -429,20 +429,58 @@ impl ClientBuilder {
     /// Dropping the future closes whatever connections it had opened.
     pub async fn build(self) -> Result<Client> {
         let fred_config = self.check()?;
+        let pool = self
+            .pool_builder(fred_config.clone())
+            .build_pool(self.settings.connections)
+            .map_err(|e| connection_error(&self.settings, e.to_string()))?;
         let s = self.settings;
-        let builder = fred_builder(fred_config.clone(), &s);
-        let pool = if s.auto_reconnect {
-            builder.build_pool(s.connections)
-        } else {
-            // fred's default policy: never reconnect.
-            fred_command_settings(Builder::from_config(fred_config), &s).build_pool(s.connections)
-        }
-        .map_err(|e| connection_error(&s, e.to_string()))?;
-        let subscriber = builder
+        let subscriber = fred_builder(fred_config, &s)
             .build_subscriber_client()
             .map_err(|e| connection_error(&s, e.to_string()))?;
         let cluster = deployment(&s.url) == Deployment::Cluster;
         start(s, pool, subscriber, cluster, true).await
+    }
+
+    /// A fred builder for this builder's URL (with its credentials and TLS) and the settings
+    /// relock gives its own command connections: the command and connect timeouts, one
+    /// attempt per command (an interrupted command fails rather than being sent again), the
+    /// check for unresponsive connections, and the reconnect policy. For a pool of your own
+    /// that you pass to [`build_with_pool`](Self::build_with_pool), or that runs your commands
+    /// beside relock's with the same timeouts.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # use relock::fred::interfaces::ClientLike;
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
+    /// use std::time::Duration;
+    ///
+    /// let settings = relock::Client::builder()
+    ///     .url(&url)
+    ///     .command_timeout(Duration::from_secs(2));
+    /// let fred = settings.fred_builder()?;
+    /// assert_eq!(fred.get_connection_config().max_command_attempts, 1);
+    /// assert_eq!(fred.get_performance_config().default_command_timeout, Duration::from_secs(2));
+    /// let pool = fred.build_pool(4)?;
+    /// let client = settings.build_with_pool(pool).await?;
+    /// # client.shutdown().await;
+    /// # client.pool().quit().await?;
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a bad setting or URL, as [`build`](Self::build).
+    pub fn fred_builder(&self) -> Result<Builder> {
+        Ok(self.pool_builder(self.check()?))
+    }
+
+    /// The builder of the command pool for `config` (see [`fred_builder`](Self::fred_builder)).
+    fn pool_builder(&self, config: FredConfig) -> Builder {
+        if self.settings.auto_reconnect {
+            fred_builder(config, &self.settings)
+        } else {
+            // fred's default policy: never reconnect.
+            fred_command_settings(Builder::from_config(config), &self.settings)
+        }
     }
 
     /// Builds a client on a fred pool you already have, for its commands. Waiters still need a
