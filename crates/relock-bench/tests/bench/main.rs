@@ -14,7 +14,8 @@ use std::process::Command;
 /// What a run of `relock-bench` printed, and how it ended.
 pub struct Ran {
     pub code: Option<i32>,
-    /// Whether the plot was asked for: false when no TrueType font was found.
+    /// Whether the run that gave these figures drew the plot: false when no TrueType font
+    /// was found and it ran without `--plot`.
     pub plotted: bool,
     pub stdout: String,
     pub stderr: String,

@@ -444,22 +444,28 @@ impl ClientBuilder {
     /// A fred builder for this builder's URL (with its credentials and TLS) and the settings
     /// relock gives its own command connections: the command and connect timeouts, one
     /// attempt per command (an interrupted command fails rather than being sent again), the
-    /// check for unresponsive connections, and the reconnect policy. For a pool of your own
-    /// that you pass to [`build_with_pool`](Self::build_with_pool), or that runs your commands
-    /// beside relock's with the same timeouts.
+    /// check for unresponsive connections, and the reconnect policy (not the client name, nor
+    /// the connection count: you choose it in `build_pool`). For a pool of your own that you
+    /// pass to [`build_with_pool`](Self::build_with_pool), or that runs your commands beside
+    /// relock's with the same timeouts.
+    ///
+    /// The builder holds the URL's credentials, and fred's `Debug` output of it shows them:
+    /// do not log it.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// # use relock::fred::interfaces::ClientLike;
-    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
     /// use std::time::Duration;
     ///
     /// let settings = relock::Client::builder()
-    ///     .url(&url)
+    ///     .url("redis://127.0.0.1:6379")
     ///     .command_timeout(Duration::from_secs(2));
     /// let fred = settings.fred_builder()?;
     /// assert_eq!(fred.get_connection_config().max_command_attempts, 1);
     /// assert_eq!(fred.get_performance_config().default_command_timeout, Duration::from_secs(2));
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: the rest skipped"); return Ok(()) };
+    /// # let settings = settings.url(&url);
+    /// # let fred = settings.fred_builder()?;
     /// let pool = fred.build_pool(4)?;
     /// let client = settings.build_with_pool(pool).await?;
     /// # client.shutdown().await;
