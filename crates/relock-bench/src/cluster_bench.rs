@@ -11,7 +11,7 @@ use crate::shared::CliError;
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Seconds per case.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     seconds: u64,
     /// Tasks (each on its own key).
     #[arg(long, default_value_t = 64)]

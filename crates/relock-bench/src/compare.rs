@@ -17,7 +17,7 @@ use crate::stats::{ms, Latencies};
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Seconds per measurement.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     seconds: u64,
     /// Tasks for U (each on its own key).
     #[arg(long, default_value_t = 64)]
@@ -320,29 +320,59 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let m = RedisMasters::start(args.nodes)?;
     let quorum = relock::QuorumClient::builder()
         .urls(m.urls())
-        .node_timeout(Duration::from_millis(50))
+        .node_timeout(NODE_TIMEOUT)
         .restart_quarantine(Duration::ZERO)
         .build()
         .await?;
     let qlock = quorum.lock("bench:q");
     let pair = || timed_pair(&qlock);
     pair().await?;
-    let q = serial("Q", secs, pair).await?;
+    // Q and the floor its target is judged on, in alternated blocks of back-to-back rounds, so
+    // that both meet the same moments of a shared machine (its floor moved by a fifth between
+    // runs of a few seconds). The floor: relock's node settings and the node timeout on every
+    // vote, which a quorum lock cannot skip (Redlock bounds each node's answer).
+    let (mut q_lat, mut floor_lat) = (Latencies::new(), Latencies::new());
+    let block = secs / Q_BLOCKS;
+    let started = Instant::now();
+    for _ in 0..Q_BLOCKS {
+        let end = Instant::now() + block;
+        while Instant::now() < end {
+            q_lat.record(pair().await?);
+        }
+        floor_lat.merge(
+            &majority_round(&m.urls(), Vote::AcquireScript, Some(NODE_TIMEOUT), block).await?,
+        );
+    }
+    let q = Figures {
+        pairs: usize::try_from(q_lat.len()).unwrap_or(usize::MAX),
+        p50: q_lat.percentile(50.0),
+        p99: q_lat.percentile(99.0),
+        rate: q_lat.len() as f64 / started.elapsed().as_secs_f64(),
+        latencies: None,
+    };
+    let floor_lua = floor_lat.percentile(50.0);
     println!(
         "Q relock: p50 {} p99 {} ({} pairs)",
         ms(q.p50),
         ms(q.p99),
         q.pairs
     );
-    // What a majority round costs this client library on these masters, whatever the lock:
-    // relock's vote is a Lua script; the peers' is a SET NX PX.
-    let floor_set = majority_round(&m.urls(), Vote::SetNx, secs).await?;
-    let floor_lua = majority_round(&m.urls(), Vote::AcquireScript, secs).await?;
+    // Then the same rounds on fred's defaults, untimed, and with the peers' vote (reported):
+    // what a majority round costs this client library on these masters, whatever the lock.
+    let floor_bare = majority_round(&m.urls(), Vote::AcquireScript, None, secs)
+        .await?
+        .percentile(50.0);
+    let floor_set = majority_round(&m.urls(), Vote::SetNx, None, secs)
+        .await?
+        .percentile(50.0);
     println!(
-        "Q floor (bare fred, majority of {} answers): SET NX PX p50 {}, EVALSHA acquire.lua p50 {}",
+        "Q floor (bare fred, majority of {} answers): EVALSHA acquire.lua p50 {} with relock's node settings and a {} ms timeout per vote, in {} blocks alternated with Q's; on fred's defaults, untimed: EVALSHA {}, SET NX PX {}",
         args.nodes,
-        ms(floor_set),
-        ms(floor_lua)
+        ms(floor_lua),
+        NODE_TIMEOUT.as_millis(),
+        Q_BLOCKS,
+        ms(floor_bare),
+        ms(floor_set)
     );
     m[args.nodes / 2].pause()?;
     let paused = serial("Q-paused", secs, pair).await;
@@ -388,12 +418,13 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         });
     }
     rows.push(Row {
-        scenario: "Q: relock ÷ its own vote's floor (bare fred, EVALSHA acquire.lua, majority)"
+        scenario: "Q: relock ÷ its own vote's floor (bare fred with relock's node settings, EVALSHA acquire.lua, majority, node timeout per vote; in blocks alternated with Q's)"
             .into(),
         relock: ms(q.p50),
         baseline: format!(
-            "floor {} (SET NX PX floor {})",
+            "floor {} (on fred's defaults, untimed: {}; SET NX PX {})",
             ms(floor_lua),
+            ms(floor_bare),
             ms(floor_set)
         ),
         ratio: q.p50.as_secs_f64() / floor_lua.as_secs_f64().max(1e-9),
@@ -480,16 +511,47 @@ enum Vote {
     AcquireScript,
 }
 
-/// p50 of a bare majority round: the same command to every node at once from one fred client
+/// The quorum client's timeout per node in `compare`'s Q, and in its floor.
+const NODE_TIMEOUT: Duration = Duration::from_millis(50);
+
+/// The blocks Q and its floor alternate in.
+const Q_BLOCKS: u32 = 6;
+
+/// Latencies of a bare majority round: the same command to every node at once from one fred client
 /// per node, timed until a majority has answered; the key is deleted everywhere between rounds
 /// (untimed). The floor of a quorum acquire whose vote is that command, with no lock library.
-async fn majority_round(urls: &[String], vote: Vote, secs: Duration) -> Result<Duration, CliError> {
-    use fred::interfaces::{KeysInterface, LuaInterface};
+/// `node_timeout`: `None`, fred's default settings and no timer; `Some(t)`, the fred settings
+/// relock gives its connections (`ClientBuilder::fred_builder`, with the command timeout of 1 s
+/// that `QuorumClient` gives its nodes) and each vote bounded by `t`, as relock bounds each
+/// node's answer.
+async fn majority_round(
+    urls: &[String],
+    vote: Vote,
+    node_timeout: Option<Duration>,
+    secs: Duration,
+) -> Result<Latencies, CliError> {
+    use fred::interfaces::{ClientLike, KeysInterface, LuaInterface};
     use futures_util::stream::{FuturesUnordered, StreamExt};
     let failed = |e: fred::error::Error| CliError::Failed(e.to_string());
     let mut clients = Vec::with_capacity(urls.len());
     for url in urls {
-        clients.push(fred_client(url).await?);
+        clients.push(match node_timeout {
+            None => fred_client(url).await?,
+            Some(_) => {
+                let client = relock::Client::builder()
+                    .url(url)
+                    .command_timeout(Duration::from_secs(1))
+                    .fred_builder()
+                    .map_err(|e| CliError::Failed(e.to_string()))?
+                    .build()
+                    .map_err(failed)?;
+                client
+                    .init()
+                    .await
+                    .map_err(|e| CliError::Failed(format!("{}: {e}", relock::redacted_url(url))))?;
+                client
+            }
+        });
     }
     let mut sha = String::new();
     for c in &clients {
@@ -507,7 +569,7 @@ async fn majority_round(urls: &[String], vote: Vote, secs: Duration) -> Result<D
             .iter()
             .map(|c| {
                 let (c, sha, field) = (c.clone(), sha.clone(), field.clone());
-                async move {
+                let call = async move {
                     match vote {
                         Vote::SetNx => c
                             .set::<Option<String>, _, _>(
@@ -527,6 +589,17 @@ async fn majority_round(urls: &[String], vote: Vote, secs: Duration) -> Result<D
                             )
                             .await
                             .map(drop),
+                    }
+                };
+                async move {
+                    match node_timeout {
+                        None => call.await,
+                        Some(t) => tokio::time::timeout(t, call).await.unwrap_or_else(|_| {
+                            Err(fred::error::Error::new(
+                                fred::error::ErrorKind::Timeout,
+                                "a vote of the floor timed out",
+                            ))
+                        }),
                     }
                 }
             })
@@ -554,7 +627,7 @@ async fn majority_round(urls: &[String], vote: Vote, secs: Duration) -> Result<D
         let _: i64 = c.del("bench:floor:token").await.map_err(failed)?;
         let _ = c.quit().await;
     }
-    Ok(lat.percentile(50.0))
+    Ok(lat)
 }
 
 /// CPU µs per pair between two readings, over `pairs` pairs.

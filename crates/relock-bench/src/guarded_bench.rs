@@ -23,7 +23,7 @@ pub(crate) struct Args {
     #[arg(long)]
     redis: Option<String>,
     /// Seconds per kind of call and batch size (the two kinds run in turn).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     seconds: u64,
     /// Also write the results as JSON to FILE (`-`: stdout, the text report then goes to
     /// stderr).

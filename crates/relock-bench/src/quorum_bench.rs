@@ -19,7 +19,7 @@ use crate::stats::{as_ms, ms, Latencies};
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Seconds per case.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     seconds: u64,
     /// Masters to start.
     #[arg(long, default_value_t = 5)]

@@ -18,7 +18,7 @@ pub(crate) struct Args {
     #[arg(long)]
     redis: Option<String>,
     /// Seconds per case.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u64).range(1..))]
     seconds: u64,
     /// Tasks for the uncontended cases.
     #[arg(long, default_value_t = 64)]

@@ -2,6 +2,7 @@
 
 mod a_plot_in_an_unknown_format_is_refused_before_measuring;
 mod a_png_plot_is_a_png_or_names_the_missing_font;
+mod a_run_of_zero_seconds_is_refused_before_measuring;
 mod bench_quorum_writes_each_configuration_to_json_and_the_plot;
 mod bench_runs_behind_a_password_without_showing_it;
 mod bench_runs_redis_benchmark_behind_a_password_only_when_asked;
