@@ -327,38 +327,20 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
     let qlock = quorum.lock("bench:q");
     let pair = || timed_pair(&qlock);
     pair().await?;
-    // Q and the floor its target is judged on, in alternated blocks of back-to-back rounds, so
-    // that both meet the same moments of a shared machine (its floor moved by a fifth between
-    // runs of a few seconds). The floor: relock's node settings and the node timeout on every
-    // vote, which a quorum lock cannot skip (Redlock bounds each node's answer).
-    let (mut q_lat, mut floor_lat) = (Latencies::new(), Latencies::new());
-    let block = secs / Q_BLOCKS;
-    let started = Instant::now();
-    for _ in 0..Q_BLOCKS {
-        let end = Instant::now() + block;
-        while Instant::now() < end {
-            q_lat.record(pair().await?);
-        }
-        floor_lat.merge(
-            &majority_round(&m.urls(), Vote::AcquireScript, Some(NODE_TIMEOUT), block).await?,
-        );
-    }
-    let q = Figures {
-        pairs: usize::try_from(q_lat.len()).unwrap_or(usize::MAX),
-        p50: q_lat.percentile(50.0),
-        p99: q_lat.percentile(99.0),
-        rate: q_lat.len() as f64 / started.elapsed().as_secs_f64(),
-        latencies: None,
-    };
-    let floor_lua = floor_lat.percentile(50.0);
+    let q = serial("Q", secs, pair).await?;
     println!(
         "Q relock: p50 {} p99 {} ({} pairs)",
         ms(q.p50),
         ms(q.p99),
         q.pairs
     );
-    // Then the same rounds on fred's defaults, untimed, and with the peers' vote (reported):
-    // what a majority round costs this client library on these masters, whatever the lock.
+    // What a majority round costs this client library on these masters, whatever the lock. The
+    // floor the target is judged on: relock's node settings and the node timeout on every vote,
+    // which a quorum lock cannot skip (Redlock bounds each node's answer). Then the same round on
+    // fred's defaults, untimed, and the peers' vote, a SET NX PX (reported).
+    let floor_lua = majority_round(&m.urls(), Vote::AcquireScript, Some(NODE_TIMEOUT), secs)
+        .await?
+        .percentile(50.0);
     let floor_bare = majority_round(&m.urls(), Vote::AcquireScript, None, secs)
         .await?
         .percentile(50.0);
@@ -366,11 +348,10 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         .await?
         .percentile(50.0);
     println!(
-        "Q floor (bare fred, majority of {} answers): EVALSHA acquire.lua p50 {} with relock's node settings and a {} ms timeout per vote, in {} blocks alternated with Q's; on fred's defaults, untimed: EVALSHA {}, SET NX PX {}",
+        "Q floor (bare fred, majority of {} answers): EVALSHA acquire.lua p50 {} with relock's node settings and a {} ms timeout per vote; on fred's defaults, untimed: EVALSHA {}, SET NX PX {}",
         args.nodes,
         ms(floor_lua),
         NODE_TIMEOUT.as_millis(),
-        Q_BLOCKS,
         ms(floor_bare),
         ms(floor_set)
     );
@@ -418,7 +399,7 @@ pub(crate) async fn run(args: Args) -> Result<(), CliError> {
         });
     }
     rows.push(Row {
-        scenario: "Q: relock ÷ its own vote's floor (bare fred with relock's node settings, EVALSHA acquire.lua, majority, node timeout per vote; in blocks alternated with Q's)"
+        scenario: "Q: relock ÷ its own vote's floor (bare fred with relock's node settings, EVALSHA acquire.lua, majority, node timeout per vote)"
             .into(),
         relock: ms(q.p50),
         baseline: format!(
@@ -514,16 +495,18 @@ enum Vote {
 /// The quorum client's timeout per node in `compare`'s Q, and in its floor.
 const NODE_TIMEOUT: Duration = Duration::from_millis(50);
 
-/// The blocks Q and its floor alternate in.
-const Q_BLOCKS: u32 = 6;
+/// The command timeout of a quorum node's connections with `QuorumClientBuilder`'s default
+/// connect timeout (its `connect_timeout`, at least 1 s).
+const QUORUM_NODE_COMMAND_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Latencies of a bare majority round: the same command to every node at once from one fred client
 /// per node, timed until a majority has answered; the key is deleted everywhere between rounds
 /// (untimed). The floor of a quorum acquire whose vote is that command, with no lock library.
 /// `node_timeout`: `None`, fred's default settings and no timer; `Some(t)`, the fred settings
-/// relock gives its connections (`ClientBuilder::fred_builder`, with the command timeout of 1 s
-/// that `QuorumClient` gives its nodes) and each vote bounded by `t`, as relock bounds each
-/// node's answer.
+/// relock gives its connections (`ClientBuilder::fred_builder`) with the command timeout a
+/// `QuorumClient` gives its nodes by default (its connect timeout, 5 s), and each vote bounded by
+/// `t`, as relock bounds each node's answer. A quorum node's connections never reconnect by
+/// themselves, and the floor's keep relock's reconnect policy: that costs a command nothing.
 async fn majority_round(
     urls: &[String],
     vote: Vote,
@@ -540,7 +523,7 @@ async fn majority_round(
             Some(_) => {
                 let client = relock::Client::builder()
                     .url(url)
-                    .command_timeout(Duration::from_secs(1))
+                    .command_timeout(QUORUM_NODE_COMMAND_TIMEOUT)
                     .fred_builder()
                     .map_err(|e| CliError::Failed(e.to_string()))?
                     .build()

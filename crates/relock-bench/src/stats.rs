@@ -29,12 +29,6 @@ impl Latencies {
     }
 
     /// How many latencies were recorded.
-    /// Adds every latency `other` recorded.
-    pub(crate) fn merge(&mut self, other: &Latencies) {
-        // Same bounds on both sides: adding cannot fail.
-        let _ = self.0.add(&other.0);
-    }
-
     pub(crate) fn len(&self) -> u64 {
         self.0.len()
     }

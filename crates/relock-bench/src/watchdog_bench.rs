@@ -11,13 +11,13 @@ use crate::shared::CliError;
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
     /// Locks to hold.
-    #[arg(long, default_value_t = 100_000)]
+    #[arg(long, default_value_t = 100_000, value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     locks: usize,
     /// Watchdog lease in ms (renewal every lease/3).
     #[arg(long, default_value_t = 3000)]
     lease_ms: u64,
     /// Renewal periods to observe.
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..))]
     periods: u32,
     /// Holds do not listen on their locks' channels (`ClientBuilder::watch_holds(false)`): the
     /// baseline for what the hold watch costs.
