@@ -328,8 +328,7 @@ pub fn check<M: Model>(
 
 /// As [`check`], from a fixed seed: the same sequences on every run. For the mutants, whose
 /// test asserts that each is caught: from a random seed, a mutant that few sequences show is
-/// missed now and then (300 cases once missed the read release's TTL comparison turned
-/// round), and a test that fails by chance says nothing.
+/// missed now and then, and a test that fails by chance says nothing.
 pub fn check_seeded<M: Model>(
     bench: &Bench,
     scripts: &Scripts,

@@ -116,7 +116,7 @@ pub fn assert_nothing_refused(server: &RedisServer) {
 
 /// The watchdog lease of [`every_kind_as_least_privileged`]'s clients: short, so that three
 /// renewals take about a second, yet long enough that a loaded CI machine's stall of a few
-/// hundred ms does not end a hold (300 ms once did: a renewal came after its lease).
+/// hundred ms does not end a hold (a renewal call is given a third of the lease).
 pub const LEASE: Duration = Duration::from_millis(500);
 /// How far a renewed lease's end moves on past three leases: more than two leases.
 pub const PAST_TWO_LEASES: Duration = Duration::from_millis(2 * LEASE.as_millis() as u64 + 100);

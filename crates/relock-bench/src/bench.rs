@@ -544,6 +544,26 @@ pub(crate) async fn fred_client(url: &str) -> Result<fred::clients::Client, CliE
     Ok(client)
 }
 
+/// A fred client for `url` with the settings relock gives its own connections
+/// (`ClientBuilder::fred_builder`) and `command_timeout`, connected: a floor's client.
+pub(crate) async fn relock_settings_client(
+    url: &str,
+    command_timeout: Duration,
+) -> Result<fred::clients::Client, CliError> {
+    let client = relock::Client::builder()
+        .url(url)
+        .command_timeout(command_timeout)
+        .fred_builder()
+        .map_err(|e| CliError::Failed(e.to_string()))?
+        .build()
+        .map_err(|e| CliError::Failed(e.to_string()))?;
+    client
+        .init()
+        .await
+        .map_err(|e| CliError::Failed(format!("{}: {e}", relock::redacted_url(url))))?;
+    Ok(client)
+}
+
 /// FLUSHALL on a server this run started (what a benchmark left).
 pub(crate) async fn flush(url: &str) -> Result<(), CliError> {
     let client = fred_client(url).await?;

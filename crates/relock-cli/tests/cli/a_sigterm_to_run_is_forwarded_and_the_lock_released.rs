@@ -65,8 +65,8 @@ async fn a_sigterm_to_run_is_forwarded_and_the_lock_released() {
             sent.elapsed()
         );
         // Nothing of the command outlives it: the signal reached its whole process group. Its
-        // `sleep` shares the test's stderr, and one still dying when the test ended held it
-        // open (nextest reported the test as leaky on a loaded machine).
+        // `sleep` shares the test's stderr, and one still dying when the test ends holds it
+        // open: nextest reports such a test as leaky.
         wait_until(
             Duration::from_secs(3),
             "the command's sleep to end",
