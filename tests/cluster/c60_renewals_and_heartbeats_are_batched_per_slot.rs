@@ -62,24 +62,22 @@ async fn renewals_and_heartbeats_are_batched_per_slot() {
     assert!(fair.iter().all(|g| !g.is_lost()));
     assert_eq!(b.queued_waiters(), 20, "no waiter evicted");
     for i in 0..20 {
-        let line = cluster
-            .master_of(&format!("relock_fair_queue:{{c60:fair:{i}}}"))
-            .unwrap()
-            .cmd(&["ZCARD", &format!("relock_fair_queue:{{c60:fair:{i}}}")])
-            .unwrap()
-            .as_int();
-        assert_eq!(line, Some(1), "waiter {i} still in line");
-        // Kept there by its heartbeats, not by the lack of anyone to evict it: nothing else
-        // runs on these locks meanwhile, so a waiter whose heartbeats all failed (a batch
-        // across slots) would still be in line, its deadline long past (checked: with the
-        // heartbeat round made to return at once, this fails).
         let name = format!("c60:fair:{i}");
         let master = cluster
-            .master_of(&format!("relock_fair_alive:{{{name}}}"))
+            .master_of(&format!("relock_fair_line:{{{name}}}"))
             .unwrap();
+        let line = fair_line(master, &name);
+        assert_eq!(line.len(), 1, "waiter {i} still in line: {line:?}");
+        // Kept there by its heartbeats, not by the lack of anyone to evict it: nothing else
+        // runs on these locks meanwhile, so a waiter whose heartbeats all failed (a batch
+        // across slots) would still be in line, its deadline long past.
         let now = server_ms(master);
         let deadlines = fair_heartbeats(master, &name);
-        assert_eq!(deadlines.len(), 1, "waiter {i}'s deadline: {deadlines:?}");
+        assert_eq!(
+            deadlines.iter().map(|(f, _)| f).collect::<Vec<_>>(),
+            [&line[0]],
+            "waiter {i}'s deadline: {deadlines:?}"
+        );
         assert!(
             deadlines[0].1 > now,
             "waiter {i}'s deadline {} ms is past (now {now}): its heartbeats stopped",

@@ -1,6 +1,6 @@
 //! When shutdown's leave of the line fails with a server error, its warning names that error
-//! (redacted), not "shut down" (found by review: the leave went through the client's error
-//! mapping, which reads every error as `Shutdown` once shutdown has begun).
+//! (redacted), not "shut down": once shutdown has begun, the client's error mapping would read
+//! every error as `Shutdown`, and the cause would be lost.
 
 use std::time::Duration;
 
@@ -23,8 +23,8 @@ async fn a_failed_leave_of_the_line_at_shutdown_is_logged_with_its_cause() {
         }) => { r.unwrap(); }
     }
     // The line's key now holds a string: the leave meets WRONGTYPE.
-    server.cmd(&["DEL", "relock_fair_queue:{k3}"]).unwrap();
-    server.cmd(&["SET", "relock_fair_queue:{k3}", "x"]).unwrap();
+    server.cmd(&["DEL", "relock_fair_line:{k3}"]).unwrap();
+    server.cmd(&["SET", "relock_fair_line:{k3}", "x"]).unwrap();
     bounded(Duration::from_secs(10), "shutdown", x.shutdown()).await;
     drop(w);
     drop(holder);

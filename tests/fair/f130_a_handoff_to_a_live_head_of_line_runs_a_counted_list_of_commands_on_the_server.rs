@@ -4,8 +4,8 @@
 //! releaser asking again until it is in line: with nobody else of its client waiting, its
 //! first attempt (which never joins) and its join; and, as in a benchmark's steady state,
 //! with another waiter of its client already subscribed, its join alone. The holder was itself
-//! handed the lock, so that its token record and the last-grant pointer are there to drop, as
-//! on every handoff but the first.
+//! handed the lock, so that its grant record is there to be replaced, as on every handoff but
+//! the first.
 //!
 //! The fencing counter is persistent, so that it never expires between two grants and is
 //! seeded again inside a counted script (two more commands, on a lock idle for a second).
@@ -127,13 +127,12 @@ async fn a_handoff_to_a_live_head_of_line_runs_a_counted_list_of_commands_on_the
     .unwrap();
     let rejoin = logged(&server);
 
-    // The line had one waiter: it goes with one DEL (and the handoff hash, emptied and made
-    // again, gets the lease as its time to live: PEXPIRE NX), and the releaser's join starts a
-    // new one (a ticket seeded from the clock, and the line's keys made with no time to live
-    // yet).
+    // The line had one waiter: it goes with the ZREM that takes the waiter out (a sorted set
+    // with no member left is gone), and the releaser's join starts a new one (a ticket from
+    // the clock, and one PEXPIRE for the line it made).
     let expected_handoff = [
-        "hdel", "exists", "time", "zrange", "zscore", "hmget", "incr", "del", "hdel", "hset",
-        "pexpire", "hset", "pexpire", "publish", "evalsha",
+        "hdel", "exists", "time", "zrange", "zmscore", "incr", "zrem", "hset", "pexpire", "set",
+        "publish", "evalsha",
     ];
     assert_eq!(
         handoff,
@@ -142,8 +141,7 @@ async fn a_handoff_to_a_live_head_of_line_runs_a_counted_list_of_commands_on_the
         handoff.len() - 1
     );
     let expected_rejoin = [
-        "hlen", "pttl", "hgetall", "evalsha", "hlen", "pttl", "hgetall", "incr", "time", "set",
-        "zadd", "zadd", "hset", "pexpire", "pexpire", "pexpire", "pexpire", "pexpire", "pexpire",
+        "hlen", "pttl", "hgetall", "evalsha", "hlen", "pttl", "hgetall", "zrange", "time", "zadd",
         "pexpire", "evalsha",
     ];
     assert_eq!(
@@ -188,17 +186,17 @@ async fn a_handoff_to_a_live_head_of_line_runs_a_counted_list_of_commands_on_the
     server
         .cmd(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"])
         .unwrap();
-    // The release (a waiter stays behind the one handed the lock: two ZREMs; its first lease
-    // keeps the handoff hash, whose time to live is then left as it is), then the join.
+    // The release (a waiter stays behind the one handed the lock, and keeps the line), then the
+    // join.
     let expected_steady = [
-        "hdel", "exists", "time", "zrange", "zscore", "hmget", "incr", "zrem", "zrem", "hdel",
-        "hset", "pexpire", "hset", "publish", "evalsha", "hlen", "pttl", "hgetall", "incr", "zadd",
-        "time", "zadd", "hset", "pexpire", "pexpire", "pexpire", "pexpire", "evalsha",
+        "hdel", "exists", "time", "zrange", "zmscore", "incr", "zrem", "hset", "pexpire", "set",
+        "publish", "evalsha", "hlen", "pttl", "hgetall", "zrange", "time", "zadd", "pexpire",
+        "evalsha",
     ];
     assert_eq!(
         steady,
         expected_steady,
-        "a handoff and the releaser's join ran {} commands in their 2 scripts (expected 26: 14 + 12): {steady:?}",
+        "a handoff and the releaser's join ran {} commands in their 2 scripts (expected 18: 11 + 7): {steady:?}",
         steady.len() - 2
     );
 

@@ -11,6 +11,8 @@ use std::time::Duration;
 
 use relock_tests::*;
 
+const LINE: &str = "relock_fair_line:{f70}";
+
 #[tokio::test]
 async fn try_lock_never_joins_or_jumps_the_line_and_a_stalled_waiter_rejoins_at_its_place() {
     let server = server();
@@ -94,12 +96,21 @@ async fn try_lock_never_joins_or_jumps_the_line_and_a_stalled_waiter_rejoins_at_
     };
     let line = fair_line(&server, "f70");
     let tickets: Vec<i64> = line.iter().map(|f| ticket(&server, f)).collect();
-    server
-        .cmd(&["ZREM", "relock_fair_queue:{f70}", &line[1]])
-        .unwrap();
-    server
-        .cmd(&["ZREM", "relock_fair_alive:{f70}", &line[1]])
-        .unwrap();
+    let gone = server
+        .cmd(&[
+            "ZREM",
+            LINE,
+            &line[1],
+            &format!("alive:{}", line[1]),
+            &format!("lease:{}", line[1]),
+        ])
+        .unwrap()
+        .as_int();
+    assert_eq!(
+        gone,
+        Some(3),
+        "the middle waiter's ticket, deadline and first lease"
+    );
     assert_eq!(fair_line(&server, "f70").len(), 2);
     wait_until(
         Duration::from_secs(2),
@@ -131,9 +142,7 @@ async fn try_lock_never_joins_or_jumps_the_line_and_a_stalled_waiter_rejoins_at_
 
 /// A waiter's ticket in the f70 line.
 fn ticket(server: &RedisServer, field: &str) -> i64 {
-    let v = server
-        .cmd(&["ZSCORE", "relock_fair_queue:{f70}", field])
-        .unwrap();
+    let v = server.cmd(&["ZSCORE", LINE, field]).unwrap();
     v.as_string()
         .and_then(|s| s.parse().ok())
         .unwrap_or_else(|| panic!("no ticket for {field}: {v:?}"))

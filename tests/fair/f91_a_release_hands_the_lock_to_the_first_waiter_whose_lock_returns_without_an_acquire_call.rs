@@ -47,12 +47,10 @@ async fn a_release_hands_the_lock_to_the_first_waiter_whose_lock_returns_without
     // Its hold is the one the release wrote, with the token minted for it.
     assert_eq!(g.owner(), field);
     assert!(g.fencing_token() > held_token);
-    let recorded = server
-        .cmd(&["HGET", "relock_fair_handoff:{f91}", &field])
-        .unwrap()
-        .as_string()
-        .unwrap();
-    assert_eq!(recorded, g.fencing_token().to_string());
+    assert_eq!(
+        fair_grant(&server, "f91"),
+        Some((field.clone(), g.fencing_token().to_string()))
+    );
     assert_eq!(hget(&server, &field), Some("1".to_string()));
     assert!(fair_line(&server, "f91").is_empty());
     // Its first lease is the heartbeat deadline, counted from its last attempt (before the

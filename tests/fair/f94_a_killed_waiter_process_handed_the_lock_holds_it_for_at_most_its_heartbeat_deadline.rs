@@ -45,13 +45,9 @@ async fn a_killed_waiter_process_handed_the_lock_holds_it_for_at_most_its_heartb
         _ => Vec::new(),
     };
     assert_eq!(fields, vec![dead.clone()]);
-    let dead_token: u64 = server
-        .cmd(&["HGET", "relock_fair_handoff:{f94}", &dead])
-        .unwrap()
-        .as_string()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (recorded, dead_token) = fair_grant(&server, "f94").expect("the grant record");
+    assert_eq!(recorded, dead);
+    let dead_token: u64 = dead_token.parse().unwrap();
     let pttl = server.cmd(&["PTTL", "f94"]).unwrap().as_int().unwrap();
     assert!(
         pttl > 0 && pttl <= 2000,

@@ -1,27 +1,18 @@
-//! A waiter process handed the lock and killed before taking it leaves a token record in
-//! `relock_fair_handoff:{name}`. Only that field's own release or next acquire used to delete
-//! it, and a dead process sends neither, while every acquire and heartbeat of the others kept
-//! the hash alive: on a lock whose line is never idle, one record piled up per crashed waiter
-//! (review of the handoff). The next handoff now drops the last one's record (the lock being
-//! free, that hold has ended), so the hash never holds more than one.
+//! A waiter process handed the lock and killed before taking it leaves a grant record
+//! (`relock_fair_grant:{name}`, its field and token), and a dead process never releases. The
+//! next handoff writes its own record in its place (the lock being free, the dead one's hold
+//! has ended), so a line that is never idle never keeps a crashed waiter's record, and there is
+//! never more than one.
 
 use std::time::{Duration, Instant};
 
 use relock_tests::*;
 
-const HANDOFF: &str = "relock_fair_handoff:{f95}";
-
-/// The records in the handoff hash: fields whose value is a token (>= 10^15), not a first
-/// lease.
+/// The fields the grant record names (none or one).
 fn records(server: &RedisServer) -> Vec<String> {
-    let items: Vec<String> = match server.cmd(&["HGETALL", HANDOFF]).unwrap() {
-        relock_testkit::Value::Array(Some(a)) => a.iter().filter_map(|v| v.as_string()).collect(),
-        _ => Vec::new(),
-    };
-    items
-        .chunks(2)
-        .filter(|kv| kv[1].parse::<f64>().is_ok_and(|v| v >= 1e15))
-        .map(|kv| kv[0].clone())
+    fair_grant(server, "f95")
+        .map(|(f, _)| f)
+        .into_iter()
         .collect()
 }
 

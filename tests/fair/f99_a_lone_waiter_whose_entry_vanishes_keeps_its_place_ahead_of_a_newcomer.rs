@@ -2,7 +2,10 @@
 //! (its connection stalls past its heartbeat deadline, and the next script that touches the
 //! line evicts it) rejoins with its old ticket. Meanwhile a newcomer joined the now empty
 //! line. The waiter that never stopped waiting must still be served before the newcomer.
-//! (An earlier waiter ahead of it left, so its ticket is not the first: ties play no part.)
+//! Tickets are the server clock in µs (one past the last ticket in line if that is later), so
+//! the newcomer's ticket, even in a line emptied meanwhile, is above the one the waiter kept,
+//! taken earlier; the waiter's ticket is not the first of its own line either (an earlier
+//! waiter ahead of it left), so no tie decides the order.
 
 use std::time::Duration;
 
@@ -13,7 +16,7 @@ const NAME: &str = "f99";
 
 fn ticket(server: &RedisServer, field: &str) -> i64 {
     let v = server
-        .cmd(&["ZSCORE", "relock_fair_queue:{f99}", field])
+        .cmd(&["ZSCORE", "relock_fair_line:{f99}", field])
         .unwrap();
     v.as_string()
         .and_then(|s| s.parse().ok())
@@ -56,8 +59,9 @@ async fn a_lone_waiter_whose_entry_vanishes_keeps_its_place_ahead_of_a_newcomer(
     };
     let first_two = fair_line(&server, NAME);
     let a_field = first_two[1].clone();
-    // A's ticket is not the sequence's first: no tie with a newcomer's.
-    assert!(ticket(&server, &first_two[0]) < ticket(&server, &a_field));
+    // A's ticket is not the first of its line.
+    let a_ticket = ticket(&server, &a_field);
+    assert!(ticket(&server, &first_two[0]) < a_ticket);
     early.abort();
     wait_until(
         Duration::from_secs(3),
@@ -80,7 +84,8 @@ async fn a_lone_waiter_whose_entry_vanishes_keeps_its_place_ahead_of_a_newcomer(
     .await
     .unwrap();
 
-    // N joins: its script evicts A's stale entry, emptying the line.
+    // N joins; A's stale entry is evicted (a join behind a holder evicts nobody, but every
+    // heartbeat evicts every dead waiter), so N is alone in line.
     let wn = {
         let l = n.fair_lock(NAME);
         tokio::spawn(async move { l.lock().await.map(|g| g.fencing_token()) })
@@ -96,6 +101,13 @@ async fn a_lone_waiter_whose_entry_vanishes_keeps_its_place_ahead_of_a_newcomer(
     .await
     .unwrap();
     let n_field = fair_line(&server, NAME)[0].clone();
+    // N's ticket, the clock at its join (or one past the last in line), is above the one A
+    // keeps.
+    assert!(
+        ticket(&server, &n_field) > a_ticket,
+        "N's ticket {} is not above A's {a_ticket}",
+        ticket(&server, &n_field)
+    );
 
     // A's connection recovers: it finds itself out of line and rejoins with its old ticket.
     proxy.heal();
@@ -106,6 +118,11 @@ async fn a_lone_waiter_whose_entry_vanishes_keeps_its_place_ahead_of_a_newcomer(
     .unwrap();
     let line = fair_line(&server, NAME);
     let tickets: Vec<i64> = line.iter().map(|f| ticket(&server, f)).collect();
+    assert_eq!(
+        (line[1].as_str(), tickets[0]),
+        (n_field.as_str(), a_ticket),
+        "A rejoined ahead of N with its old ticket: {line:?} {tickets:?}"
+    );
 
     holder.unlock().await.unwrap();
     let ta = bounded(Duration::from_secs(10), "waiter A", wa)

@@ -27,13 +27,9 @@ async fn a_fair_waiter_whose_handoff_message_is_lost_takes_the_grant_on_its_next
     let released = Instant::now();
     holder.unlock().await.unwrap();
     assert_eq!(hgetall(&s, name), vec![(field.clone(), "1".to_string())]);
-    let handed: u64 = s
-        .cmd(&["HGET", "relock_fair_handoff:{x91}", &field])
-        .unwrap()
-        .as_string()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (recorded, handed) = fair_grant(&s, name).expect("the grant record");
+    assert_eq!(recorded, field);
+    let handed: u64 = handed.parse().unwrap();
     assert!(handed > held_token);
 
     let (at, g) = bounded(Duration::from_secs(10), "the waiter", waiter)

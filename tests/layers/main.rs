@@ -420,7 +420,7 @@ fn the_kind_check_finds_a_kind_in_code_and_not_in_comments_strings_or_other_crat
     assert_eq!(words("FairHeartbeat"), ["fair", "heartbeat"]);
     assert_eq!(words("QuorumNotReached"), ["quorum", "not", "reached"]);
     assert_eq!(words("HTTPJob"), ["http", "job"]);
-    let text = "let s = settings.fair_heartbeat;\n// the fair lock's heartbeat\nlet k = \"relock_fair_seq\";\nuse tokio::sync::Semaphore;\nlet q: QuorumNotReached;";
+    let text = "let s = settings.fair_heartbeat;\n// the fair lock's heartbeat\nlet k = \"relock_fair_line\";\nuse tokio::sync::Semaphore;\nlet q: QuorumNotReached;";
     let hits: Vec<String> = kind_names("x", text)
         .into_iter()
         .map(|(_, _, i)| i)

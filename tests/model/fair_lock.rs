@@ -5,8 +5,12 @@
 //! passed, a handoff whose message was lost reported by the next attempt, re-entry, and
 //! force-unlock with waiters, on a lock that other programs may write over.
 //!
-//! The line's heartbeat deadlines are server-clock ms kept in a sorted set: time passing moves
-//! them too (`age_values`).
+//! The line is one sorted set (`lua/lib/queue.lua`): each waiter's field scored by its ticket
+//! (the server's clock in µs), `alive:<field>` by its heartbeat deadline (server ms) and, if it
+//! asked to be handed the lock, `lease:<field>` by that first lease. Beside it, the grant
+//! record `<field>=<token>` of the waiter handed the lock last lives as long as that lease. The
+//! deadlines are server-clock ms kept as scores: time passing moves them too (`age_values`),
+//! and neither the tickets nor the first leases.
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -21,23 +25,105 @@ use crate::world::{Data, Key, World, R, TTL_SLACK_MS, V};
 
 const LOCK: &str = "{fl}";
 const COUNTER: &str = "redisson_lock_token:{fl}";
-const QUEUE: &str = "relock_fair_queue:{fl}";
-const ALIVE: &str = "relock_fair_alive:{fl}";
-const SEQ: &str = "relock_fair_seq:{fl}";
-const HANDOFF: &str = "relock_fair_handoff:{fl}";
+/// The line: tickets, heartbeat deadlines (`alive:`) and first leases (`lease:`).
+pub const LINE: &str = "relock_fair_line:{fl}";
+/// The grant record of the waiter handed the lock last, `<field>=<token>`.
+pub const GRANT: &str = "relock_fair_grant:{fl}";
 /// Redisson's release channel: `0` when nobody is in line, and on a force-unlock.
 const CHANNEL: &str = "redisson_lock__channel:{fl}";
 /// The fair lock's own channel: the messages that name a waiter.
 const FAIR_CHANNEL: &str = "relock_fair_channel:{fl}";
-/// The handoff hash's field naming the owner handed the lock last.
-const LAST_GRANT: &str = "relock:last-grant";
-/// Tokens are at least this (µs of the server's clock); first leases far below.
-const TOKEN_MIN: i64 = 1_000_000_000_000_000;
 /// How many holders a sequence draws from: enough for a line of three behind a holder.
 const HOLDERS: usize = 4;
 
 /// The lock's and its line's keys, in the order every fair script but `fair_acquire` takes them.
-const GROUP: [&str; 6] = [LOCK, QUEUE, ALIVE, SEQ, COUNTER, HANDOFF];
+const GROUP: [&str; 4] = [LOCK, LINE, COUNTER, GRANT];
+
+/// The line's keys before it was one key (the scripts of `fair_before_after`'s fixtures):
+/// owner -> ticket, owner -> heartbeat deadline, the ticket sequence, and the handoff hash
+/// (owner -> first lease, or the token of its grant; `relock:last-grant` -> the owner handed
+/// the lock last).
+pub const QUEUE: &str = "relock_fair_queue:{fl}";
+pub const ALIVE: &str = "relock_fair_alive:{fl}";
+pub const SEQ: &str = "relock_fair_seq:{fl}";
+pub const HANDOFF: &str = "relock_fair_handoff:{fl}";
+const FOUR_GROUP: [&str; 6] = [LOCK, QUEUE, ALIVE, SEQ, COUNTER, HANDOFF];
+
+/// The keys a version of the fair scripts keeps its line in, which the callers name in KEYS.
+/// The model predicts `Line`; `Four` is for comparing with the versions before it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// One line key and the grant record.
+    #[default]
+    Line,
+    /// The queue, the heartbeats, the sequence and the handoff hash.
+    Four,
+}
+
+impl Layout {
+    /// `fair_acquire`'s KEYS.
+    fn acquire_keys(self) -> &'static [&'static str] {
+        match self {
+            Layout::Line => &[LOCK, COUNTER, LINE, GRANT],
+            Layout::Four => &[LOCK, COUNTER, QUEUE, ALIVE, SEQ, HANDOFF],
+        }
+    }
+
+    /// The KEYS of every other fair script (a heartbeat's, once per waiter).
+    fn group(self) -> &'static [&'static str] {
+        match self {
+            Layout::Line => &GROUP,
+            Layout::Four => &FOUR_GROUP,
+        }
+    }
+}
+
+/// The member of `field`'s heartbeat deadline in the line.
+fn alive(field: &str) -> String {
+    format!("alive:{field}")
+}
+
+/// The member of `field`'s first lease in the line.
+fn leased(field: &str) -> String {
+    format!("lease:{field}")
+}
+
+/// Whether a member of the line is a waiter's ticket (its field), not its deadline or its first
+/// lease.
+fn is_ticket(member: &str) -> bool {
+    !member.starts_with("alive:") && !member.starts_with("lease:")
+}
+
+/// Moves the heartbeat deadlines of the line on `bench` `ms` closer, as `layout` keeps them
+/// (neither tickets nor first leases move).
+pub fn age_deadlines(bench: &Bench, layout: Layout, ms: i64) {
+    let (lua, key) = match layout {
+        Layout::Line => (
+            "local ms = tonumber(ARGV[1]) \
+             local all = redis.call('zrange', KEYS[1], 0, -1, 'withscores') \
+             for i = 1, #all, 2 do \
+               if string.sub(all[i], 1, 6) == 'alive:' then \
+                 redis.call('zadd', KEYS[1], \
+                   string.format('%.0f', tonumber(all[i + 1]) - ms), all[i]) \
+               end \
+             end \
+             return 1",
+            LINE,
+        ),
+        Layout::Four => (
+            "local ms = tonumber(ARGV[1]) \
+             local all = redis.call('zrange', KEYS[1], 0, -1, 'withscores') \
+             for i = 1, #all, 2 do \
+               redis.call('zadd', KEYS[1], \
+                 string.format('%.0f', tonumber(all[i + 1]) - ms), all[i]) \
+             end \
+             return 1",
+            ALIVE,
+        ),
+    };
+    let r = bench.eval(lua, &[key.to_owned()], &[ms.to_string()]);
+    assert_eq!(r, Reply::Int(1), "aging the heartbeat deadlines");
+}
 
 #[derive(Debug, Clone)]
 pub enum Op {
@@ -117,9 +203,21 @@ pub struct FairLock {
     holding: Option<usize>,
     /// The holder the latest call was made for, where the op leaves it to the model.
     target: usize,
+    /// The keys the calls name. The model predicts `Layout::Line`; callers on the four keys
+    /// serve the comparison with the versions before it (`fair_before_after`), which runs no
+    /// model.
+    layout: Layout,
 }
 
 impl FairLock {
+    /// Callers that name `layout`'s keys.
+    pub fn on(layout: Layout) -> FairLock {
+        FairLock {
+            layout,
+            ..FairLock::default()
+        }
+    }
+
     fn field(&self, who: usize) -> String {
         format!("c{who}:{}", self.callers[who].n)
     }
@@ -183,7 +281,7 @@ impl Model for FairLock {
                 // As `FairCall(None)` sends it: no ticket, no first lease, never in line.
                 Call::script(
                     scripts.get("FAIR_ACQUIRE", lua::FAIR_ACQUIRE),
-                    &[LOCK, COUNTER, QUEUE, ALIVE, SEQ, HANDOFF],
+                    self.layout.acquire_keys(),
                     &[
                         &lease.to_string(),
                         &self.field(*who),
@@ -242,7 +340,7 @@ impl Model for FairLock {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 Call::script(
                     scripts.get("FAIR_ACQUIRE", lua::FAIR_ACQUIRE),
-                    &[LOCK, COUNTER, QUEUE, ALIVE, SEQ, HANDOFF],
+                    self.layout.acquire_keys(),
                     &args,
                 )
             }
@@ -255,7 +353,7 @@ impl Model for FairLock {
                 self.target = who;
                 Call::script(
                     scripts.get("FAIR_RELEASE", lua::FAIR_RELEASE),
-                    &GROUP,
+                    self.layout.group(),
                     &[
                         &self.field(who),
                         if all { "all" } else { "1" },
@@ -271,7 +369,8 @@ impl Model for FairLock {
                 heartbeat,
                 grace,
             } => {
-                let keys: Vec<&str> = whos.iter().flat_map(|_| GROUP).collect();
+                let group = self.layout.group();
+                let keys: Vec<&str> = whos.iter().flat_map(|_| group.iter().copied()).collect();
                 let mut args = vec![heartbeat.to_string(), "publish".into(), grace.to_string()];
                 for w in whos {
                     args.push(self.field(*w));
@@ -286,7 +385,7 @@ impl Model for FairLock {
             }
             Op::Leave { who, grace } => Call::script(
                 scripts.get("FAIR_LEAVE", lua::FAIR_LEAVE),
-                &GROUP,
+                self.layout.group(),
                 &[
                     &self.field(*who),
                     "publish",
@@ -301,7 +400,7 @@ impl Model for FairLock {
             ),
             Op::ForceUnlock => Call::script(
                 scripts.get("FAIR_FORCE_UNLOCK", lua::FAIR_FORCE_UNLOCK),
-                &GROUP,
+                self.layout.group(),
                 &["publish", CHANNEL, FAIR_CHANNEL],
             ),
             Op::Clobber(c) => c.call(LOCK),
@@ -389,30 +488,25 @@ impl Model for FairLock {
     fn deadlines(&self, world: &World, now_ms: i64) -> Vec<i64> {
         // A deadline already passed stays passed for every later step: only those to come
         // can race a step.
-        zset(world, ALIVE)
-            .values()
-            .map(|v| order(v) - now_ms)
+        zset(world, LINE)
+            .iter()
+            .filter(|(m, _)| m.starts_with("alive:"))
+            .map(|(_, v)| order(v) - now_ms)
             .filter(|d| *d > 0)
             .collect()
     }
 
     fn age_values(&mut self, world: &mut World, bench: &Bench, ms: i64) {
-        let lua = "local ms = tonumber(ARGV[1]) \
-                   local all = redis.call('zrange', KEYS[1], 0, -1, 'withscores') \
-                   for i = 1, #all, 2 do \
-                     redis.call('zadd', KEYS[1], \
-                       string.format('%.0f', tonumber(all[i + 1]) - ms), all[i]) \
-                   end \
-                   return 1";
-        let r = bench.eval(lua, &[ALIVE.to_owned()], &[ms.to_string()]);
-        assert_eq!(r, Reply::Int(1), "aging the heartbeat deadlines");
+        age_deadlines(bench, self.layout, ms);
         if let Some(Key {
             data: Data::ZSet(z),
             ..
-        }) = world.keys.get_mut(ALIVE)
+        }) = world.keys.get_mut(LINE)
         {
-            for v in z.values_mut() {
-                *v = V::int(order(v) - ms);
+            for (m, v) in z.iter_mut() {
+                if m.starts_with("alive:") {
+                    *v = V::int(order(v) - ms);
+                }
             }
         }
     }
@@ -534,45 +628,44 @@ impl At<'_> {
         self.messages.push((channel.to_owned(), message));
     }
 
-    /// The owner's handoff record (first lease, or token) goes, and the last-grant pointer
-    /// with it if it names the owner.
-    fn forget_grant(&mut self, owner: &str) {
-        self.w.hdel(HANDOFF, owner);
-        if hget(self.w, HANDOFF, LAST_GRANT).as_deref() == Some(owner) {
-            self.w.hdel(HANDOFF, LAST_GRANT);
+    /// The token of `owner`'s grant, if the grant record names it.
+    fn granted(&self, owner: &str) -> Option<V> {
+        match self.w.get(GRANT) {
+            Ok(None) => None,
+            Ok(Some(V::Is(record))) => {
+                let (who, token) = record.rsplit_once('=')?;
+                (who == owner).then(|| V::Is(token.to_owned()))
+            }
+            Ok(Some(V::Tagged(prefix, lo, hi))) => {
+                (prefix.strip_suffix('=') == Some(owner)).then_some(V::Within(*lo, *hi))
+            }
+            Ok(Some(other)) => panic!("model bug: the grant record is {other:?}"),
+            Err(_) => panic!("model bug: the grant record is not a string"),
         }
     }
 
-    /// The owner out of the line, with its handoff record; the line's heartbeats and
-    /// sequence go with its last waiter. Whether it was in line.
+    /// The owner out of the line: its ticket, its deadline and its first lease. Whether any of
+    /// them was there.
     fn dequeue(&mut self, owner: &str) -> bool {
-        let removed = self.w.zrem(QUEUE, owner);
-        self.w.zrem(ALIVE, owner);
-        self.forget_grant(owner);
-        if !self.w.exists(QUEUE) {
-            self.w.del(ALIVE);
-            self.w.del(SEQ);
-        }
-        removed
+        let ticket = self.w.zrem(LINE, owner);
+        let deadline = self.w.zrem(LINE, &alive(owner));
+        let first_lease = self.w.zrem(LINE, &leased(owner));
+        ticket || deadline || first_lease
     }
 
-    /// Every waiter whose heartbeat deadline has passed leaves the line (its first lease
-    /// too, but not the last-grant pointer). How many went.
+    /// Every waiter whose heartbeat deadline has passed leaves the line (the grant record
+    /// stays). How many went.
     fn evict(&mut self) -> usize {
         let now = self.now();
-        let dead: Vec<String> = zset(self.w, ALIVE)
+        let dead: Vec<String> = zset(self.w, LINE)
             .iter()
-            .filter(|(_, v)| order(v) <= now)
-            .map(|(m, _)| m.clone())
+            .filter_map(|(m, v)| {
+                let owner = m.strip_prefix("alive:")?;
+                (order(v) <= now).then(|| owner.to_owned())
+            })
             .collect();
         for d in &dead {
-            self.w.zrem(QUEUE, d);
-            self.w.hdel(HANDOFF, d);
-            self.w.zrem(ALIVE, d);
-        }
-        if !dead.is_empty() && !self.w.exists(QUEUE) {
-            self.w.del(ALIVE);
-            self.w.del(SEQ);
+            self.dequeue(d);
         }
         dead.len()
     }
@@ -581,92 +674,97 @@ impl At<'_> {
     /// acquire's eviction); dead waiters behind a live one stay. How many went.
     fn evict_if_first_dead(&mut self) -> usize {
         match self.head() {
-            Some((_, deadline)) if order(&deadline) <= self.now() => self.evict(),
+            Some((_, deadline, _)) if order(&deadline) <= self.now() => self.evict(),
             _ => 0,
         }
     }
 
-    /// The first waiter in line (lowest ticket) and its heartbeat deadline; one without a
-    /// heartbeat cannot prove it lives, and goes.
-    fn head(&mut self) -> Option<(String, V)> {
+    /// The first waiter in line (lowest ticket), its heartbeat deadline and its first lease, if
+    /// it asked for one; one without a heartbeat cannot prove it lives, and goes.
+    fn head(&mut self) -> Option<(String, V, Option<i64>)> {
         loop {
-            let first = in_order(self.w, QUEUE).into_iter().next()?;
-            if let Some(deadline) = zset(self.w, ALIVE).get(&first) {
-                return Some((first, deadline.clone()));
+            let first = in_order(self.w).into_iter().next()?;
+            let line = zset(self.w, LINE);
+            if let Some(deadline) = line.get(&alive(&first)) {
+                let first_lease = line.get(&leased(&first)).map(order);
+                return Some((first, deadline.clone(), first_lease));
             }
             self.dequeue(&first);
         }
     }
 
-    /// The line's keys live at least `ms` more; none is shortened.
+    /// The line lives at least `ms` more; it is never shortened.
     fn keep(&mut self, ms: i64) {
-        for key in [QUEUE, ALIVE, SEQ, HANDOFF] {
-            let longer = match self.w.keys.get(key).map(|k| k.ttl.left()) {
-                None => false,
-                Some(None) => true,
-                Some(Some(left)) => left < ms,
-            };
-            if longer {
-                self.w.pexpire(key, ms);
-            }
-        }
+        extend_or_set(self.w, LINE, ms);
     }
 
-    /// When the lock is granted to anyone, the token record of the owner handed it last goes
-    /// (a first lease under that field stays), and the pointer with it.
-    fn forget_last_grant(&mut self) {
-        let Some(last) = hget(self.w, HANDOFF, LAST_GRANT) else {
-            return;
+    /// The free lock granted to `first`, which asked for it: its token minted, out of line, its
+    /// hold written for `lease` ms, the grant record (replacing any earlier one) living as
+    /// long, and `<field>=<token>` on the fair channel.
+    fn grant(&mut self, first: &str, lease: i64, grace: i64) {
+        let token = mint(self.w, COUNTER, grace, self.clock)
+            .expect("the model never writes over the counter");
+        let (record, text) = match token {
+            R::Int(t) => (V::Is(format!("{first}={t}")), t.to_string()),
+            R::Within(lo, hi) => (
+                V::Tagged(format!("{first}="), lo, hi),
+                format!("[{lo},{hi}]"),
+            ),
+            other => panic!("a token, not {other:?}"),
         };
-        if hget_v(self.w, HANDOFF, &last).is_some_and(|v| order(&v) >= TOKEN_MIN) {
-            self.w.hdel(HANDOFF, &last);
-        }
-        self.w.hdel(HANDOFF, LAST_GRANT);
+        self.dequeue(first);
+        self.w.hset(LOCK, first, V::int(1));
+        self.w.pexpire(LOCK, lease);
+        self.w.set(GRANT, record, Some(lease), false);
+        self.publish(FAIR_CHANNEL, format!("{first}={text}"));
     }
 
-    /// The free lock goes to the first live waiter if it asked for it: its token minted, its
-    /// hold written with its first lease cut at its heartbeat deadline, its record the token,
-    /// `<field>=<token>` on the fair channel. One that did not ask is told (`<field>`) if
-    /// `tell`. Returns the first waiter, if any. `free`: the lock was just seen missing.
+    /// The free lock goes to the first live waiter if it asked for it, its first lease cut at
+    /// its heartbeat deadline (`grant`). One that did not ask is told (`<field>`) if `tell`.
+    /// Returns the first waiter, if any. `free`: the lock was just seen missing.
     fn pass_on(&mut self, grace: i64, tell: bool, free: bool) -> Option<String> {
         if !free && self.w.exists(LOCK) {
             return None;
         }
-        let (first, deadline) = self.head()?;
-        let first_lease = hget_v(self.w, HANDOFF, &first).map(|v| order(&v));
+        let (first, deadline, first_lease) = self.head()?;
         match first_lease {
-            Some(first_lease) if first_lease > 0 && first_lease < TOKEN_MIN => {
+            Some(first_lease) if first_lease > 0 => {
                 // What is left of its deadline (one this script set counts from the same
                 // `now`, the earliest of its bounds).
                 let lease = first_lease.min(order(&deadline) - self.now());
-                let token = mint(self.w, COUNTER, grace, self.clock)
-                    .expect("the model never writes over the counter");
-                let (record, text) = match token {
-                    R::Int(t) => (V::int(t), t.to_string()),
-                    R::Within(lo, hi) => (V::Within(lo, hi), format!("[{lo},{hi}]")),
-                    other => panic!("a token, not {other:?}"),
-                };
-                // Its first lease goes before its token record is written: a hash with only
-                // this grant then lives the grant's lease, not the line's.
-                self.dequeue(&first);
-                self.w.hset(LOCK, &first, V::int(1));
-                self.w.pexpire(LOCK, lease);
-                self.forget_last_grant();
-                self.w.hset(HANDOFF, &first, record);
-                self.w.hset(HANDOFF, LAST_GRANT, V::str(&first));
-                let shorter = match self.w.keys.get(HANDOFF).unwrap().ttl.left() {
-                    None => true,
-                    Some(left) => left < lease,
-                };
-                if shorter {
-                    self.w.pexpire(HANDOFF, lease);
-                }
-                self.publish(FAIR_CHANNEL, format!("{first}={text}"));
+                self.grant(&first, lease, grace);
             }
             _ if tell => self.publish(FAIR_CHANNEL, first.clone()),
             _ => {}
         }
         Some(first)
+    }
+
+    /// The waiter's ticket, its deadline `heartbeat` ms from now and its first lease (if it
+    /// asks for one) in the line; a first lease it asked for earlier stays if it asks for none.
+    fn enter(&mut self, field: &str, ticket: V, w: &Waiting) {
+        self.w.zadd(LINE, field, ticket);
+        let deadline = self.after_now(w.heartbeat);
+        self.w.zadd(LINE, &alive(field), deadline);
+        if w.first_lease > 0 {
+            self.w.zadd(LINE, &leased(field), V::int(w.first_lease));
+        }
+    }
+
+    /// A new ticket: the server's clock in µs, or one past the last ticket in line if that is
+    /// not below it (tickets only rise while a line lasts).
+    fn next_ticket(&self) -> V {
+        let last = zset(self.w, LINE)
+            .iter()
+            .filter(|(m, _)| is_ticket(m))
+            .map(|(_, v)| order(v))
+            .max();
+        let (lo, hi) = (self.clock.before_us, self.clock.after_us);
+        match last {
+            Some(last) if last + 1 >= hi => V::int(last + 1),
+            Some(last) if last + 1 > lo => V::Within(last + 1, hi),
+            _ => V::Within(lo, hi),
+        }
     }
 
     /// `fair_acquire.lua`.
@@ -676,9 +774,10 @@ impl At<'_> {
         }
         let field = a.field.as_str();
         if matches!(self.w.hget(LOCK, field), Ok(Some(_))) {
-            // Its hold was written by a handoff, which recorded its token.
-            return match hget_v(self.w, HANDOFF, field) {
-                Some(token) => R::Array(vec![R::Int(3), R::Int(order(&token)), self.pttl()]),
+            // Its hold was written by a handoff, whose grant record names it while that lease
+            // lasts.
+            return match self.granted(field) {
+                Some(token) => R::Array(vec![R::Int(3), as_reply(&token), self.pttl()]),
                 None => R::Err("ERR"),
             };
         }
@@ -687,25 +786,24 @@ impl At<'_> {
         let free = !self.w.exists(LOCK);
         let evicted = if free { self.evict_if_first_dead() } else { 0 };
         if let Some(w) = &a.wait {
-            let in_line = |at: &Self, f: &str| zset(at.w, QUEUE).contains_key(f);
+            let in_line = |at: &Self, f: &str| zset(at.w, LINE).contains_key(f);
             if let Some(old) = &w.replaces {
                 if w.ticket > 0 && old != field && !in_line(self, field) && in_line(self, old) {
                     // Takes the retired field's place at once, with its ticket.
                     self.dequeue(old);
-                    self.w.zadd(QUEUE, field, V::int(w.ticket));
-                    let deadline = self.after_now(w.heartbeat);
-                    self.w.zadd(ALIVE, field, deadline);
+                    self.enter(field, V::int(w.ticket), w);
                 }
             }
         }
         let first = if free { self.head() } else { None };
-        if free && first.as_ref().is_none_or(|(f, _)| f == field) {
+        if free && first.as_ref().is_none_or(|(f, _, _)| f == field) {
             let token = match mint(self.w, COUNTER, a.grace, self.clock) {
                 Ok(t) => t,
                 Err(e) => return e,
             };
             self.dequeue(field);
-            self.forget_last_grant();
+            // The hold of the waiter handed the lock last has ended.
+            self.w.del(GRANT);
             self.w.hset(LOCK, field, V::int(1));
             self.w.pexpire(LOCK, a.lease);
             return R::Array(vec![R::Int(1), token]);
@@ -717,7 +815,7 @@ impl At<'_> {
             if self.w.exists(LOCK) {
                 (self.pttl(), 0)
             } else {
-                let (_, deadline) = first.expect("someone is first");
+                let (_, deadline, _) = first.expect("someone is first");
                 let d = order(&deadline);
                 (
                     R::Within(
@@ -739,88 +837,42 @@ impl At<'_> {
                 R::Int(behind),
             ]);
         };
-        let as_reply = |t: &V| match t {
-            V::Within(lo, hi) => R::Within(*lo, *hi),
-            V::Is(_) => R::Int(order(t)),
-        };
-        let in_line = zset(self.w, QUEUE).get(field).cloned();
-        let ticket = if w.ticket == 0 && !w.joined {
-            // A first join draws a new ticket, and keeps the one it has if it is in line
-            // already.
-            let ticket = self.next_ticket();
-            match in_line {
-                Some(t) => R::Int(order(&t)),
-                None => {
-                    self.w.zadd(QUEUE, field, ticket.clone());
-                    as_reply(&ticket)
-                }
+        let in_line = zset(self.w, LINE).get(field).cloned();
+        let ticket = match in_line {
+            // In line already (a first join whose reply was lost keeps its place too).
+            Some(t) => t,
+            // A first join draws a new ticket.
+            None if w.ticket == 0 && !w.joined => self.next_ticket(),
+            None if w.joined => {
+                // Out of line, and never put back under this field: the caller rejoins under
+                // a new one.
+                return R::Array(vec![
+                    R::Int(0),
+                    bound,
+                    R::Int(w.ticket),
+                    R::Int(-2),
+                    R::Int(behind),
+                ]);
             }
-        } else {
-            match in_line {
-                Some(t) => R::Int(order(&t)),
-                None => {
-                    if w.joined {
-                        // Out of line, and never put back under this field: the caller rejoins
-                        // under a new one. A grant that ran out untaken leaves no record.
-                        self.forget_grant(field);
-                        return R::Array(vec![
-                            R::Int(0),
-                            bound,
-                            R::Int(w.ticket),
-                            R::Int(-2),
-                            R::Int(behind),
-                        ]);
-                    }
-                    let ticket = if w.ticket == 0 {
-                        self.next_ticket()
-                    } else {
-                        if self.seq() < w.ticket {
-                            // Keeps later arrivals behind the one that rejoins.
-                            self.w.set(SEQ, V::int(w.ticket), None, false);
-                        }
-                        V::int(w.ticket)
-                    };
-                    self.w.zadd(QUEUE, field, ticket.clone());
-                    as_reply(&ticket)
-                }
-            }
+            // Back in line with the ticket it was given: ahead of those who came later (their
+            // tickets are later clock readings, or past it).
+            None => V::int(w.ticket),
         };
-        let deadline = self.after_now(w.heartbeat);
-        self.w.zadd(ALIVE, field, deadline);
-        if w.first_lease > 0 {
-            self.w.hset(HANDOFF, field, V::int(w.first_lease));
-        }
+        self.enter(field, ticket.clone(), w);
         self.keep(w.heartbeat + 1000);
         // In line (0), not its place in line.
-        R::Array(vec![R::Int(0), bound, ticket, R::Int(0), R::Int(behind)])
-    }
-
-    /// The ticket sequence's value (0 when missing).
-    fn seq(&self) -> i64 {
-        match self.w.keys.get(SEQ) {
-            None => 0,
-            Some(Key {
-                data: Data::Str(v), ..
-            }) => order(v),
-            Some(other) => panic!("model bug: the sequence is {other:?}"),
-        }
-    }
-
-    /// The next ticket of the sequence; a new sequence starts at the server's clock in µs.
-    fn next_ticket(&mut self) -> V {
-        let seq = self.seq();
-        if seq + 1 < TOKEN_MIN {
-            let t = V::Within(self.clock.before_us, self.clock.after_us);
-            self.w.set(SEQ, t.clone(), None, false);
-            t
-        } else {
-            self.w.set(SEQ, V::int(seq + 1), None, true);
-            V::int(seq + 1)
-        }
+        R::Array(vec![
+            R::Int(0),
+            bound,
+            as_reply(&ticket),
+            R::Int(0),
+            R::Int(behind),
+        ])
     }
 
     /// `fair_release.lua`: one count or the whole hold; once the lock is free, handed to (or
-    /// told to) the first live waiter, or Redisson's `0` when nobody is in line.
+    /// told to) the first live waiter, or Redisson's `0` when nobody is in line. The
+    /// releaser's grant record goes with its hold; a lock freed without a handoff leaves none.
     fn release(&mut self, field: &str, all: bool, grace: i64) -> R {
         let count = match self.w.hget(LOCK, field) {
             Err(e) => return e,
@@ -837,21 +889,40 @@ impl At<'_> {
                 Some(1)
             }
         };
-        if released != Some(0) {
-            // The hold is gone: its token record too, if a handoff gave it the lock.
-            self.forget_grant(field);
-        }
         match released {
-            None => return R::Nil,
+            None => {
+                // The hold is gone: its grant record too, if a handoff gave it the lock.
+                if self.granted(field).is_some() {
+                    self.w.del(GRANT);
+                }
+                return R::Nil;
+            }
             Some(0) => return R::Int(0),
             _ => {}
         }
         if self.w.exists(LOCK) {
+            // Another field keeps the lock.
+            if self.granted(field).is_some() {
+                self.w.del(GRANT);
+            }
             return R::Int(0);
         }
         self.evict_if_first_dead();
-        if self.pass_on(grace, true, true).is_none() {
-            self.publish(CHANNEL, "0".into());
+        match self.head() {
+            // The releaser in line under the same field asked for its first lease while it
+            // waited, not for this hold: it is told.
+            Some((first, deadline, Some(first_lease))) if first_lease > 0 && first != field => {
+                let lease = first_lease.min(order(&deadline) - self.now());
+                self.grant(&first, lease, grace);
+            }
+            Some((first, _, _)) => {
+                self.w.del(GRANT);
+                self.publish(FAIR_CHANNEL, first);
+            }
+            None => {
+                self.w.del(GRANT);
+                self.publish(CHANNEL, "0".into());
+            }
         }
         R::Int(1)
     }
@@ -864,15 +935,15 @@ impl At<'_> {
         for field in fields {
             let evicted = self.evict();
             let mut r = 0;
-            if zset(self.w, QUEUE).contains_key(field) {
+            if zset(self.w, LINE).contains_key(field) {
                 let deadline = self.after_now(heartbeat);
-                self.w.zadd(ALIVE, field, deadline);
+                self.w.zadd(LINE, &alive(field), deadline);
                 self.keep(heartbeat + 1000);
                 r = 1;
             }
             if !self.w.exists(LOCK) {
                 match self.head() {
-                    Some((first, _)) if first == *field => r = 2,
+                    Some((first, _, _)) if first == *field => r = 2,
                     Some(_) => {
                         self.pass_on(grace, evicted > 0, false);
                     }
@@ -884,8 +955,9 @@ impl At<'_> {
         R::Array(out)
     }
 
-    /// `fair_leave.lua`: out of the line; a grant it had not taken is released (2); if it was
-    /// first, or handed the lock, or the dead went, the next is handed the lock or told.
+    /// `fair_leave.lua`: out of the line; a grant it had not taken is released (2), with its
+    /// grant record; if it was first, or handed the lock, or the dead went, the next is handed
+    /// the lock or told.
     fn leave(&mut self, field: &str, grace: i64) -> R {
         let evicted = self.evict();
         // A lock of another type fails here, after the eviction.
@@ -895,8 +967,9 @@ impl At<'_> {
         };
         if handed {
             self.w.hdel(LOCK, field);
+            self.w.del(GRANT);
         }
-        let was_first = self.head().is_some_and(|(f, _)| f == field);
+        let was_first = self.head().is_some_and(|(f, _, _)| f == field);
         let removed = self.dequeue(field);
         if was_first || evicted > 0 || handed {
             self.pass_on(grace, true, false);
@@ -904,8 +977,8 @@ impl At<'_> {
         R::Int(if handed { 2 } else { removed as i64 })
     }
 
-    /// `fair_force_unlock.lua` with the line's keys: the holds' token records go with the lock;
-    /// the first live waiter is told (not handed it), and Redisson's `0` goes out.
+    /// `fair_force_unlock.lua` with the line's keys: the grant record goes with the lock; the
+    /// first live waiter is told (not handed it), and Redisson's `0` goes out.
     fn force_unlock(&mut self) -> R {
         if !self.w.exists(LOCK) {
             return R::Int(0);
@@ -913,20 +986,10 @@ impl At<'_> {
         if let Err(e) = ensure_lock(self.w, LOCK) {
             return e;
         }
-        let fields: Vec<String> = self
-            .w
-            .hash(LOCK)
-            .unwrap()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect();
-        for f in &fields {
-            self.forget_grant(f);
-        }
+        self.w.del(GRANT);
         self.w.del(LOCK);
         self.evict();
-        if let Some((first, _)) = self.head() {
+        if let Some((first, _, _)) = self.head() {
             self.publish(FAIR_CHANNEL, first);
         }
         self.publish(CHANNEL, "0".into());
@@ -942,21 +1005,32 @@ fn order(v: &V) -> i64 {
             .parse()
             .unwrap_or_else(|_| panic!("model bug: `{s}` is not a number")),
         V::Within(lo, _) => *lo,
+        V::Tagged(..) => panic!("model bug: {v:?} is not a number"),
     }
 }
 
-fn hget_v(w: &World, key: &str, field: &str) -> Option<V> {
-    w.hget(key, field).ok().flatten().cloned()
+/// A number the model holds, as a reply.
+fn as_reply(v: &V) -> R {
+    match v {
+        V::Within(lo, hi) => R::Within(*lo, *hi),
+        _ => R::Int(order(v)),
+    }
 }
 
-fn hget(w: &World, key: &str, field: &str) -> Option<String> {
-    hget_v(w, key, field).map(|v| match v {
-        V::Is(s) => s,
-        V::Within(..) => panic!("model bug: {key} {field} is not pinned"),
-    })
+/// Lengthens `key`'s life to `ms` if it has less, gives it `ms` if it has none (PEXPIRE GT,
+/// then NX); never shortens it.
+fn extend_or_set(w: &mut World, key: &str, ms: i64) {
+    let longer = match w.keys.get(key).map(|k| k.ttl.left()) {
+        None => false,
+        Some(None) => true,
+        Some(Some(left)) => left < ms,
+    };
+    if longer {
+        w.pexpire(key, ms);
+    }
 }
 
-/// The sorted set at `key` (empty when missing). The line's keys are never written over.
+/// The sorted set at `key` (empty when missing). The line is never written over.
 fn zset<'a>(w: &'a World, key: &str) -> std::borrow::Cow<'a, BTreeMap<String, V>> {
     match w.zset(key) {
         Ok(Some(z)) => std::borrow::Cow::Borrowed(z),
@@ -965,10 +1039,11 @@ fn zset<'a>(w: &'a World, key: &str) -> std::borrow::Cow<'a, BTreeMap<String, V>
     }
 }
 
-/// The members of the sorted set at `key` by score, then by member (ZRANGE's order).
-fn in_order(w: &World, key: &str) -> Vec<String> {
-    let mut all: Vec<(i64, String)> = zset(w, key)
+/// The waiters in line by ticket, then by field (ZRANGE's order).
+fn in_order(w: &World) -> Vec<String> {
+    let mut all: Vec<(i64, String)> = zset(w, LINE)
         .iter()
+        .filter(|(m, _)| is_ticket(m))
         .map(|(m, v)| (order(v), m.clone()))
         .collect();
     all.sort();
@@ -984,49 +1059,12 @@ fn the_fair_locks_scripts_do_what_its_model_does() {
     }
 }
 
-/// The handoff as it was once written: the head's first lease written over by its token
-/// instead of cleared first (`dequeue(q, first, true)`, which skipped the head's handoff
-/// entry), so that a handoff hash left with only this grant kept the line's TTL, past the
-/// lease of a holder that died.
-const HANDOFF_CLEARED: &str = "    dequeue(q, first)\n    redis.call('hset', lock, first, 1)";
-const HANDOFF_WRITTEN_OVER: &str = "    redis.call('zrem', q.queue, first)
-    redis.call('zrem', q.alive, first)
-    if redis.call('zcard', q.queue) == 0 then
-      redis.call('del', q.alive, q.seq)
-    end
-    redis.call('hset', lock, first, 1)";
-
-/// The fair lock's mutants of the scripts `pick` chooses (by name).
+/// The fair lock's mutants of the scripts `pick` chooses (by name). A mutant of a lib file
+/// names a script built with it; its first occurrence there is the one changed.
 fn caught(pick: impl Fn(&str) -> bool) {
     use relock::lua::*;
     let bench = crate::bench::Bench::start();
     let mutants = [
-        // The handoff written over, in each script that hands the lock on (the release clears
-        // the head's first lease in the one HDEL it sends to the handoff hash).
-        mutant(
-            "FAIR_RELEASE",
-            FAIR_RELEASE,
-            "local gone = {field, first, 'relock:last-grant'}",
-            "local gone = {field, 'relock:last-grant'}",
-        ),
-        mutant(
-            "FAIR_ACQUIRE",
-            FAIR_ACQUIRE,
-            HANDOFF_CLEARED,
-            HANDOFF_WRITTEN_OVER,
-        ),
-        mutant(
-            "FAIR_HEARTBEAT",
-            FAIR_HEARTBEAT,
-            HANDOFF_CLEARED,
-            HANDOFF_WRITTEN_OVER,
-        ),
-        mutant(
-            "FAIR_LEAVE",
-            FAIR_LEAVE,
-            HANDOFF_CLEARED,
-            HANDOFF_WRITTEN_OVER,
-        ),
         // fair_acquire.lua.
         mutant(
             "FAIR_ACQUIRE",
@@ -1055,8 +1093,16 @@ fn caught(pick: impl Fn(&str) -> bool) {
         mutant(
             "FAIR_ACQUIRE",
             FAIR_ACQUIRE,
-            "keep(heartbeat + 1000, q)",
-            "keep(heartbeat + 2000, q)",
+            "keep(heartbeat + 1000, q, fresh)",
+            "keep(heartbeat + 2000, q, fresh)",
+        ),
+        // A join that takes the line for one it made: its plain PEXPIRE shortens a line that
+        // others keep longer.
+        mutant(
+            "FAIR_ACQUIRE",
+            FAIR_ACQUIRE,
+            "keep(heartbeat + 1000, q, fresh)",
+            "keep(heartbeat + 1000, q, true)",
         ),
         mutant(
             "FAIR_ACQUIRE",
@@ -1064,25 +1110,20 @@ fn caught(pick: impl Fn(&str) -> bool) {
             "redis.call('pexpire', KEYS[1], lease)",
             "redis.call('pexpire', KEYS[1], lease + 5000)",
         ),
+        // lib/queue.lua's keep, through the join.
         mutant(
             "FAIR_ACQUIRE",
             FAIR_ACQUIRE,
-            "if redis.call('pexpire', key, ms, 'GT') == 0 then",
-            "if redis.call('pexpire', key, ms, 'LT') == 0 then",
+            "if redis.call('pexpire', q.key, ms, 'GT') == 0 then",
+            "if redis.call('pexpire', q.key, ms, 'LT') == 0 then",
         ),
         mutant(
             "FAIR_ACQUIRE",
             FAIR_ACQUIRE,
-            "redis.call('pexpire', key, ms, 'NX')",
-            "redis.call('pexpire', key, ms, 'XX')",
+            "redis.call('pexpire', q.key, ms, 'NX')",
+            "redis.call('pexpire', q.key, ms, 'XX')",
         ),
-        // The join's first ticket: a first join drawn as a later one, a later one as a first.
-        mutant(
-            "FAIR_ACQUIRE",
-            FAIR_ACQUIRE,
-            "'zadd', KEYS[3], 'NX', ticket, field)",
-            "'zadd', KEYS[3], 'XX', ticket, field)",
-        ),
+        // A later join drawn as a first one.
         mutant(
             "FAIR_ACQUIRE",
             FAIR_ACQUIRE,
@@ -1097,14 +1138,36 @@ fn caught(pick: impl Fn(&str) -> bool) {
             "if first and tonumber(alive) <= clock() then",
             "if first and tonumber(alive) > clock() then",
         ),
-        // lib/queue.lua, through the acquire (an attempt on a free lock whose first waiter is
-        // dead evicts): a waiter dead for less than 3 s left in line (time passes 1.5 s beyond a
-        // deadline).
+        // The ticket rule: one past the last ticket in line whenever the clock is ahead of it
+        // (always), instead of only when it is not.
         mutant(
             "FAIR_ACQUIRE",
             FAIR_ACQUIRE,
-            "local dead = redis.call('zrangebyscore', q.alive, '-inf', now)",
-            "local dead = redis.call('zrangebyscore', q.alive, '-inf', now - 3000)",
+            "elseif tonumber(last[2]) >= ticket then",
+            "elseif tonumber(last[2]) < ticket then",
+        ),
+        // The first lease written under another member than the one the head reads.
+        mutant(
+            "FAIR_ACQUIRE",
+            FAIR_ACQUIRE,
+            "e[6] = 'lease:' .. field",
+            "e[6] = 'lease;' .. field",
+        ),
+        // lib/queue.lua's head, through the acquire: the lowest score of the line, a first
+        // lease or a deadline, taken for the first waiter.
+        mutant(
+            "FAIR_ACQUIRE",
+            FAIR_ACQUIRE,
+            "redis.call('zrange', q.key, TICKET_MIN, '+inf', 'byscore', 'limit', 0, 1)",
+            "redis.call('zrange', q.key, 0, '+inf', 'byscore', 'limit', 0, 1)",
+        ),
+        // lib/queue.lua's granted, through the attempt that reports a grant whose message was
+        // lost.
+        mutant(
+            "FAIR_ACQUIRE",
+            FAIR_ACQUIRE,
+            "if who == owner then",
+            "if who ~= owner then",
         ),
         // fair_release.lua.
         mutant(
@@ -1113,52 +1176,44 @@ fn caught(pick: impl Fn(&str) -> bool) {
             "if redis.call('exists', KEYS[1]) == 1 then",
             "if redis.call('exists', KEYS[1]) == 0 then",
         ),
-        // The releaser's token record kept: when its hold had gone before its release, and
-        // when the lock is handed on.
         mutant(
             "FAIR_RELEASE",
             FAIR_RELEASE,
-            "if released ~= 0 then",
-            "if released == 0 then",
+            "if first == field then",
+            "if first ~= field then",
         ),
         mutant(
             "FAIR_RELEASE",
             FAIR_RELEASE,
-            "local gone = {field, first, 'relock:last-grant'}",
-            "local gone = {first, 'relock:last-grant'}",
-        ),
-        // lib/handoff.lua and lib/queue.lua, through the release.
-        mutant(
-            "FAIR_RELEASE",
-            FAIR_RELEASE,
-            "first_lease > 0 and first_lease < 1000000000000000",
-            "first_lease > 0 and first_lease > 1000000000000000",
+            "if not (first_lease and first_lease > 0) then",
+            "if not (first_lease and first_lease < 0) then",
         ),
         mutant(
             "FAIR_RELEASE",
             FAIR_RELEASE,
-            "math.min(first_lease, deadline - now)",
-            "math.max(first_lease, deadline - now)",
+            "ARGV[3], first,\n  math.min(first_lease",
+            "ARGV[3], first,\n  math.max(first_lease",
+        ),
+        // The releaser's grant record kept when the lock is freed without a handoff.
+        mutant(
+            "FAIR_RELEASE",
+            FAIR_RELEASE,
+            "redis.call('del', q.grant)\n  if not first then",
+            "if not first then",
+        ),
+        // lib/handoff.lua's grant, through the release: the record outlives the lease, and
+        // the first lease of the waiter handed the lock is left in the line.
+        mutant(
+            "FAIR_RELEASE",
+            FAIR_RELEASE,
+            "redis.call('set', q.grant, first .. '=' .. t, 'px', lease)",
+            "redis.call('set', q.grant, first .. '=' .. t, 'px', lease + 5000)",
         ),
         mutant(
             "FAIR_RELEASE",
             FAIR_RELEASE,
-            "redis.call('pexpire', q.handoff, lease, 'NX')",
-            "redis.call('pexpire', q.handoff, lease + 5000, 'NX')",
-        ),
-        // The handoff hash's time to live left unset where the hash was emptied and made again
-        // (the waiter behind the first has no first lease in it, or there is none).
-        mutant(
-            "FAIR_RELEASE",
-            FAIR_RELEASE,
-            "if not (kept and kept > 0",
-            "if (kept and kept > 0",
-        ),
-        mutant(
-            "FAIR_RELEASE",
-            FAIR_RELEASE,
-            "if redis.call('hget', handoff, 'relock:last-grant') == owner then",
-            "if redis.call('hget', handoff, 'relock:last-grant') ~= owner then",
+            "redis.call('zrem', q.key, first, 'alive:' .. first, 'lease:' .. first)",
+            "redis.call('zrem', q.key, first, 'alive:' .. first)",
         ),
         // fair_heartbeat.lua.
         mutant(
@@ -1176,8 +1231,40 @@ fn caught(pick: impl Fn(&str) -> bool) {
         mutant(
             "FAIR_HEARTBEAT",
             FAIR_HEARTBEAT,
-            "keep(heartbeat + 1000, q)",
-            "keep(heartbeat + 2000, q)",
+            "keep(heartbeat + 1000, q, false)",
+            "keep(heartbeat + 2000, q, false)",
+        ),
+        mutant(
+            "FAIR_HEARTBEAT",
+            FAIR_HEARTBEAT,
+            "keep(heartbeat + 1000, q, false)",
+            "keep(heartbeat + 1000, q, true)",
+        ),
+        mutant(
+            "FAIR_HEARTBEAT",
+            FAIR_HEARTBEAT,
+            "now + heartbeat), 'alive:' .. field)",
+            "now + heartbeat), 'alive;' .. field)",
+        ),
+        // lib/queue.lua's eviction, through the heartbeat: a waiter dead for less than 3 s left
+        // in line (time passes 1.5 s beyond a deadline), and first leases taken for deadlines.
+        mutant(
+            "FAIR_HEARTBEAT",
+            FAIR_HEARTBEAT,
+            "redis.call('zrange', q.key, DEADLINE_MIN, now, 'byscore')",
+            "redis.call('zrange', q.key, DEADLINE_MIN, now - 3000, 'byscore')",
+        ),
+        mutant(
+            "FAIR_HEARTBEAT",
+            FAIR_HEARTBEAT,
+            "redis.call('zrange', q.key, DEADLINE_MIN, now, 'byscore')",
+            "redis.call('zrange', q.key, 0, now, 'byscore')",
+        ),
+        mutant(
+            "FAIR_HEARTBEAT",
+            FAIR_HEARTBEAT,
+            "local owner = string.sub(member, 7)",
+            "local owner = string.sub(member, 8)",
         ),
         // fair_leave.lua.
         mutant(
@@ -1192,12 +1279,26 @@ fn caught(pick: impl Fn(&str) -> bool) {
             "if handed == 1 then\n  return 2",
             "if handed ~= 1 then\n  return 2",
         ),
-        // fair_force_unlock.lua: the holds' token records kept, the line not told.
+        mutant(
+            "FAIR_LEAVE",
+            FAIR_LEAVE,
+            "if handed == 1 then\n  -- Its grant record",
+            "if handed ~= 1 then\n  -- Its grant record",
+        ),
+        // lib/queue.lua's head, through the leave: the deadline and the first lease read
+        // from each other's member.
+        mutant(
+            "FAIR_LEAVE",
+            FAIR_LEAVE,
+            "'zmscore', q.key, 'alive:' .. first, 'lease:' .. first",
+            "'zmscore', q.key, 'lease:' .. first, 'alive:' .. first",
+        ),
+        // fair_force_unlock.lua: the grant record kept, the line not told.
         mutant(
             "FAIR_FORCE_UNLOCK",
             FAIR_FORCE_UNLOCK,
-            "  forget_grant(KEYS[6], field)",
-            "  local _ = field",
+            "redis.call('del', q.grant)\nredis.call('del', KEYS[1])",
+            "redis.call('del', KEYS[1])",
         ),
         mutant(
             "FAIR_FORCE_UNLOCK",
@@ -1207,9 +1308,7 @@ fn caught(pick: impl Fn(&str) -> bool) {
         ),
     ];
     // A mutant of the line shows only after a chain of steps (a holder, waiters, a release, a
-    // lease that runs out): longer sequences, and more of them, than the default. The rarest
-    // chains (the handoff written over, through a heartbeat after the holder died; a waiter
-    // dead for less than 3 s) take some 60 to 80 sequences on average.
+    // lease that runs out): longer sequences, and more of them, than the default.
     let mutants: Vec<_> = mutants.into_iter().filter(|m| pick(m.script)).collect();
     assert!(!mutants.is_empty());
     let alive = survivors_in::<FairLock>(&bench, &mutants, 1000, 48);
@@ -1276,6 +1375,104 @@ fn a_release_with_a_dead_waiter(first_heartbeat: i64, second_heartbeat: i64) -> 
     ]
 }
 
+/// Runs `steps` through the scripts, which must do what the model does, then through `mutated`,
+/// which must not.
+fn shows(bench: &Bench, mutated: &Scripts, what: &str, steps: &[Step<Op>]) {
+    if let Err(e) = replay::<FairLock>(bench, &Scripts::default(), steps) {
+        panic!("the scripts differ from the model on {what}: {e}");
+    }
+    assert!(
+        replay::<FairLock>(bench, mutated, steps).is_err(),
+        "the mutant was not caught on {what}"
+    );
+}
+
+/// A holder (holding for a minute) releases while one waiter (asking for a handoff of 100 s)
+/// is in line: the waiter holds the lock, and the grant record names it for 100 s. Then `then`.
+fn a_handoff_then(then: Vec<Step<Op>>) -> Vec<Step<Op>> {
+    let grace = 300_000;
+    let mut steps = vec![
+        Step::Op(Op::Try {
+            who: 0,
+            lease: 60_000,
+            grace,
+        }),
+        Step::Op(Op::Wait {
+            who: 1,
+            lease: 100_000,
+            heartbeat: 100_000,
+            handoff: true,
+            rejoin: false,
+            grace,
+        }),
+        Step::Op(Op::ReleaseHeld { all: true, grace }),
+    ];
+    steps.extend(then);
+    steps
+}
+
+/// The grant record's lifetime at its ends that random sequences reach rarely (a holder handed
+/// the lock must re-enter, or its lock be written over, before the step that drops the
+/// record): a release of one count of a nested hold keeps it, a release whose hold was written
+/// over drops it, and an acquire afresh (the lock written over expired) drops it.
+#[test]
+fn the_fair_locks_grant_record_mutants_are_caught() {
+    let bench = crate::bench::Bench::start();
+    let grace = 300_000;
+    let release = Scripts::default().mutate(
+        "FAIR_RELEASE",
+        relock::lua::FAIR_RELEASE,
+        "if released ~= 0 and granted(q, field) then",
+        "if released == 0 and granted(q, field) then",
+    );
+    shows(
+        &bench,
+        &release,
+        "one count of a nested hold released",
+        &a_handoff_then(vec![
+            Step::Op(Op::Reenter {
+                who: 1,
+                lease: 30_000,
+            }),
+            Step::Op(Op::ReleaseHeld { all: false, grace }),
+        ]),
+    );
+    shows(
+        &bench,
+        &release,
+        "a release of a hold written over",
+        &a_handoff_then(vec![
+            Step::Op(Op::Clobber(Clobber::DataHash)),
+            Step::Op(Op::Release {
+                who: 1,
+                all: true,
+                grace,
+            }),
+        ]),
+    );
+    let acquire = Scripts::default().mutate(
+        "FAIR_ACQUIRE",
+        relock::lua::FAIR_ACQUIRE,
+        "redis.call('del', q.grant)\n  redis.call('hset', KEYS[1], field, 1)",
+        "redis.call('hset', KEYS[1], field, 1)",
+    );
+    shows(
+        &bench,
+        &acquire,
+        "an acquire afresh",
+        &a_handoff_then(vec![
+            Step::Op(Op::Clobber(Clobber::DataHash)),
+            // The soonest deadline: the written-over lock's minute.
+            Step::Age { nth: 0, past: true },
+            Step::Op(Op::Try {
+                who: 2,
+                lease: 30_000,
+                grace,
+            }),
+        ]),
+    );
+}
+
 /// The release's eviction done when the first waiter is alive instead of dead, shown on the two
 /// lines it gets wrong: a dead first waiter (handed the lock instead of evicted, and the live
 /// one behind it passed over) and a dead waiter behind a live first one (evicted at once
@@ -1300,12 +1497,6 @@ fn the_fair_locks_release_eviction_mutant_is_caught() {
             a_release_with_a_dead_waiter(30_000, 5_000),
         ),
     ] {
-        if let Err(e) = replay::<FairLock>(&bench, &Scripts::default(), &steps) {
-            panic!("the scripts differ from the model on {what}: {e}");
-        }
-        assert!(
-            replay::<FairLock>(&bench, &mutated, &steps).is_err(),
-            "the release's eviction mutant was not caught on {what}"
-        );
+        shows(&bench, &mutated, what, &steps);
     }
 }

@@ -418,6 +418,7 @@ fn renew(world: &mut World, now: Now, ids: &[usize], lease: i64) -> Expected {
             None => false,
             // Renewed earlier in this call: it ends now + lease.
             Some(V::Within(..)) => true,
+            Some(V::Tagged(..)) => panic!("model bug: a permit's timeout is a number"),
             Some(V::Is(s)) => {
                 let s: i64 = s.parse().expect("a score");
                 if now.ended(s) {

@@ -17,6 +17,9 @@ pub const TTL_SLACK_MS: i64 = 1000;
 pub enum V {
     Is(String),
     Within(i64, i64),
+    /// A text, `<prefix><n>`, whose number the model knows only within bounds: a record that
+    /// names a token seeded from the server's clock during the script.
+    Tagged(String, i64, i64),
 }
 
 impl V {
@@ -32,14 +35,14 @@ impl V {
     pub fn as_int(&self) -> Option<i64> {
         match self {
             V::Is(s) => s.parse().ok(),
-            V::Within(..) => None,
+            V::Within(..) | V::Tagged(..) => None,
         }
     }
 
     pub fn as_str(&self) -> Option<&str> {
         match self {
             V::Is(s) => Some(s),
-            V::Within(..) => None,
+            V::Within(..) | V::Tagged(..) => None,
         }
     }
 
@@ -47,6 +50,10 @@ impl V {
         match self {
             V::Is(s) => s == actual,
             V::Within(lo, hi) => actual.parse::<i64>().is_ok_and(|a| *lo <= a && a <= *hi),
+            V::Tagged(prefix, lo, hi) => actual
+                .strip_prefix(prefix.as_str())
+                .and_then(|n| n.parse::<i64>().ok())
+                .is_some_and(|a| *lo <= a && a <= *hi),
         }
     }
 }
@@ -303,7 +310,9 @@ impl World {
         for (name, key) in &mut self.keys {
             let Some(a) = actual.get(name) else { continue };
             match (&mut key.data, &a.data) {
-                (Data::Str(v @ V::Within(..)), Stored::Str(s)) => *v = V::Is(s.clone()),
+                (Data::Str(v @ (V::Within(..) | V::Tagged(..))), Stored::Str(s)) => {
+                    *v = V::Is(s.clone())
+                }
                 (Data::Hash(h), Stored::Hash(ah)) | (Data::ZSet(h), Stored::ZSet(ah)) => {
                     for (f, v) in h.iter_mut() {
                         if let (V::Within(..), Some(s)) = (&v, ah.get(f)) {

@@ -210,8 +210,13 @@ pub async fn fair_client(server: &RedisServer, heartbeat: Duration) -> relock::C
 
 /// A fair lock's line on the server, first waiter first (owner fields).
 pub fn fair_line(server: &RedisServer, name: &str) -> Vec<String> {
-    let key = format!("relock_fair_queue:{{{name}}}");
-    match server.cmd(&["ZRANGE", &key, "0", "-1"]).unwrap() {
+    let key = format!("relock_fair_line:{{{name}}}");
+    // The waiters are the members scored as tickets (µs); deadlines and first leases score
+    // below.
+    match server
+        .cmd(&["ZRANGE", &key, "1000000000000000", "+inf", "BYSCORE"])
+        .unwrap()
+    {
         relock_testkit::Value::Array(Some(items)) => {
             items.iter().filter_map(|v| v.as_string()).collect()
         }
@@ -219,16 +224,37 @@ pub fn fair_line(server: &RedisServer, name: &str) -> Vec<String> {
     }
 }
 
-/// Members of a fair lock's heartbeat set with their deadlines (server ms).
+/// A fair lock's grant record: the field a handoff gave the lock last, and its token.
+pub fn fair_grant(server: &RedisServer, name: &str) -> Option<(String, String)> {
+    let record = server
+        .cmd(&["GET", &format!("relock_fair_grant:{{{name}}}")])
+        .unwrap()
+        .as_string()?;
+    let (field, token) = record.rsplit_once('=').expect("<field>=<token>");
+    Some((field.to_owned(), token.to_owned()))
+}
+
+/// A fair lock's waiters with their heartbeat deadlines (server ms), earliest deadline first.
 pub fn fair_heartbeats(server: &RedisServer, name: &str) -> Vec<(String, i64)> {
-    let key = format!("relock_fair_alive:{{{name}}}");
+    let key = format!("relock_fair_line:{{{name}}}");
     match server
-        .cmd(&["ZRANGE", &key, "0", "-1", "WITHSCORES"])
+        .cmd(&[
+            "ZRANGE",
+            &key,
+            "1000000000000",
+            "(1000000000000000",
+            "BYSCORE",
+            "WITHSCORES",
+        ])
         .unwrap()
     {
         relock_testkit::Value::Array(Some(items)) => items
             .chunks(2)
-            .map(|p| (p[0].as_string().unwrap(), p[1].as_int().unwrap()))
+            .filter_map(|p| {
+                let member = p[0].as_string().unwrap();
+                let field = member.strip_prefix("alive:")?.to_owned();
+                Some((field, p[1].as_int().unwrap()))
+            })
             .collect(),
         _ => Vec::new(),
     }

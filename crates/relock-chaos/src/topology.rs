@@ -131,9 +131,8 @@ pub fn leftovers(servers: &[&RedisServer], keep: &[String]) -> (Vec<String>, Vec
                 if keep.contains(&k) {
                     continue;
                 }
-                let counter = k.starts_with("redisson_lock_token:")
-                    || k.starts_with("relock_fair_seq:")
-                    || k.starts_with("relock_request:");
+                let counter =
+                    k.starts_with("redisson_lock_token:") || k.starts_with("relock_request:");
                 let ttl = s.cmd(&["PTTL", &k]).ok().and_then(|v| v.as_int());
                 if !(counter && ttl.is_some_and(|t| t > 0)) {
                     keys.push(format!("{}: {k} (pttl {ttl:?})", s.port()));

@@ -1,8 +1,8 @@
 -- fair_force_unlock: delete a fair lock whoever holds it, and tell its first waiter.
 --
 -- KEYS[1]  the lock hash
--- KEYS[2..6] the queue, the heartbeats, the sequence, the fencing counter (unused here) and
---          the handoff hash
+-- KEYS[2]  the line, KEYS[3] the fencing counter (unused here), KEYS[4] the grant record
+--          (lib/queue.lua)
 -- ARGV[1]  the publish command: "publish" (or "spublish" on a cluster)
 -- ARGV[2]  the release channel (an argument, not a key: an ACL user needs a channel grant
 --          for it, `&`, not a key grant, `~`)
@@ -19,12 +19,10 @@ end
 -- Never deletes what is not a lock: WRONGTYPE for a key of another type, NOTALOCK for a data
 -- hash under the lock's name (lib/shape.lua), as `relock force-unlock` refuses it.
 ensure_lock(KEYS[1])
--- The token records of the holds it ends, if a handoff gave them the lock.
-for _, field in ipairs(redis.call('hkeys', KEYS[1])) do
-  forget_grant(KEYS[6], field)
-end
+local q = line(KEYS[2], KEYS[4])
+-- The grant record of the hold it ends, if a handoff gave it the lock.
+redis.call('del', q.grant)
 redis.call('del', KEYS[1])
-local q = line(KEYS[2], KEYS[3], KEYS[4], KEYS[6])
 evict(q, now_ms())
 -- The first waiter is told, not handed the lock (it takes it with its own acquire).
 wake_head(KEYS[1], ARGV[3], q, ARGV[1])

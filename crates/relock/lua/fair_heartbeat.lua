@@ -1,8 +1,7 @@
 -- fair_heartbeat: one client's heartbeat for its waiters, one call for up to a batch of them.
 --
--- KEYS     groups of six per waiter i: KEYS[6i-5] the lock hash, KEYS[6i-4] the queue,
---          KEYS[6i-3] the heartbeats, KEYS[6i-2] the sequence, KEYS[6i-1] the fencing
---          counter, KEYS[6i] the handoff hash
+-- KEYS     groups of four per waiter i: KEYS[4i-3] the lock hash, KEYS[4i-2] the line,
+--          KEYS[4i-1] the fencing counter, KEYS[4i] the grant record (lib/queue.lua)
 -- ARGV[1]  heartbeat deadline in ms
 -- ARGV[2]  the publish command: "publish" (or "spublish" on a cluster)
 -- ARGV[3]  ms the fencing counter lives once seeded (the grace)
@@ -17,15 +16,15 @@
 local heartbeat = tonumber(ARGV[1])
 local grace = tonumber(ARGV[3])
 local result = {}
-for i = 1, (#KEYS) / 6 do
-  local lock, channel, counter = KEYS[6*i-5], ARGV[3 + 2*i], KEYS[6*i-1]
-  local q = line(KEYS[6*i-4], KEYS[6*i-3], KEYS[6*i-2], KEYS[6*i])
+for i = 1, (#KEYS) / 4 do
+  local lock, channel, counter = KEYS[4*i-3], ARGV[3 + 2*i], KEYS[4*i-1]
+  local q = line(KEYS[4*i-2], KEYS[4*i])
   local field = ARGV[2 + 2*i]
   local now = now_ms()
   local evicted = evict(q, now)
-  if redis.call('zscore', q.queue, field) then
-    redis.call('zadd', q.alive, now + heartbeat, field)
-    keep(heartbeat + 1000, q)
+  if redis.call('zscore', q.key, field) then
+    redis.call('zadd', q.key, string.format('%.0f', now + heartbeat), 'alive:' .. field)
+    keep(heartbeat + 1000, q, false)
     result[i] = 1
   else
     result[i] = 0

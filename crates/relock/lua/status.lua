@@ -6,7 +6,7 @@
 --
 -- KEYS[1]  the lock hash
 -- KEYS[2]  the fencing counter
--- KEYS[3]  the queue (a fair lock), KEYS[4] the heartbeats; absent for a plain lock
+-- KEYS[3]  the line (a fair lock, lib/queue.lua); absent for a plain lock
 -- ARGV[1]  unused (kept so that every script documents ARGV[1])
 --
 -- Returns {fields, pttl, counter, counter_pttl, line}: fields is HGETALL of the lock (field,
@@ -15,7 +15,7 @@
 -- Or {'wrongtype', key} when a key has another type than a lock's (or the counter is not a
 -- number), naming that key; or {'notalock', key, found} when the lock's key is a hash that is
 -- not a lock (lib/shape.lua), saying what was found.
-local kinds = {'hash', 'string', 'zset', 'zset'}
+local kinds = {'hash', 'string', 'zset'}
 for i, key in ipairs(KEYS) do
   local t = redis.call('type', key)['ok']
   if t ~= 'none' and t ~= kinds[i] then
@@ -34,11 +34,12 @@ end
 local fields = redis.call('hgetall', KEYS[1])
 local line = {}
 if KEYS[3] then
-  local queue = redis.call('zrange', KEYS[3], 0, -1, 'withscores')
+  -- The waiters are the members scored as tickets (lib/queue.lua), in the order of the tickets.
+  local queue = redis.call('zrange', KEYS[3], '1000000000000000', '+inf', 'byscore', 'withscores')
   for i = 1, #queue, 2 do
     line[#line + 1] = queue[i]
     line[#line + 1] = queue[i + 1]
-    line[#line + 1] = redis.call('zscore', KEYS[4], queue[i]) or false
+    line[#line + 1] = redis.call('zscore', KEYS[3], 'alive:' .. queue[i]) or false
   end
 end
 return {fields, redis.call('pttl', KEYS[1]), counter or false, redis.call('pttl', KEYS[2]), line}

@@ -32,9 +32,16 @@ async fn status_shows_holders_counter_and_the_fair_line_as_json() {
         let lock = other.fair_lock("st-fair");
         async move { lock.lock().await.map(|g| g.fencing_token()) }
     });
+    // The waiters are the line's members scored as tickets (the server clock in µs, at least
+    // 10^15); each one's heartbeat deadline and first lease score below.
     wait_until(Duration::from_secs(5), "the waiter in line", || async {
         server
-            .cmd(&["ZCARD", "relock_fair_queue:{st-fair}"])
+            .cmd(&[
+                "ZCOUNT",
+                "relock_fair_line:{st-fair}",
+                "1000000000000000",
+                "+inf",
+            ])
             .unwrap()
             .as_int()
             == Some(1)
@@ -68,8 +75,12 @@ async fn status_shows_holders_counter_and_the_fair_line_as_json() {
     let line = f["queue"].as_array().unwrap();
     assert_eq!(line.len(), 1, "{f}");
     assert_eq!(line[0]["position"], 0);
-    assert!(line[0]["ticket"].as_u64().unwrap() >= 1);
-    assert!(line[0]["deadline_ms"].as_i64().unwrap() > 0);
+    assert!(line[0]["ticket"].as_u64().unwrap() >= 1_000_000_000_000_000);
+    let deadline = line[0]["deadline_ms"].as_i64().unwrap();
+    assert!(
+        (1_000_000_000_000..1_000_000_000_000_000).contains(&deadline),
+        "the deadline in server ms: {deadline}"
+    );
     let j = &v[2];
     assert_eq!(j["holders"][0]["layout"], "redisson");
     assert_eq!(j["holders"][0]["count"], 2);

@@ -113,10 +113,11 @@ pub(crate) trait Variant: Send + Sync + std::fmt::Debug + 'static {
 /// A lock's waiting line, as its queries read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LineKeys {
-    /// owner → ticket: arrival order.
-    pub(crate) queue: String,
-    /// owner → heartbeat deadline.
-    pub(crate) alive: String,
+    /// A sorted set: owner → ticket (arrival order), beside members of other kinds scored
+    /// below every ticket.
+    pub(crate) line: String,
+    /// The lowest score of a ticket: the waiters are the members scored this or more.
+    pub(crate) tickets_from: i64,
 }
 
 /// The lock kinds of this module, made by the client.
@@ -424,13 +425,14 @@ impl Lock {
         let Some(q) = self.line(&keys) else {
             return Ok(0);
         };
+        // The waiters are the line's tickets; its other members score below them.
         let n: usize = self
             .inner
             .pool()
             .next()
-            .zcard(q.queue.as_str())
+            .zcount(q.line.as_str(), q.tickets_from as f64, f64::INFINITY)
             .await
-            .map_err(|e| self.inner.error("zcard", &q.queue, e))?;
+            .map_err(|e| self.inner.error("zcount", &q.line, e))?;
         Ok(n)
     }
 
@@ -457,13 +459,22 @@ impl Lock {
             .map_or(Vec::new(), |v| v.local_waiters(&self.inner, &keys.lock));
         let mut best: Option<usize> = None;
         for field in fields {
-            let rank: Option<usize> = self
-                .inner
-                .pool()
-                .next()
-                .zrank(q.queue.as_str(), field.as_str(), false)
+            // The waiters ahead are the tickets below ours (the line's other members, deadlines
+            // and first leases, score below every ticket).
+            let conn = self.inner.pool().next();
+            let ticket: Option<f64> = conn
+                .zscore(q.line.as_str(), field.as_str())
                 .await
-                .map_err(|e| self.inner.error("zrank", &q.queue, e))?;
+                .map_err(|e| self.inner.error("zscore", &q.line, e))?;
+            let rank = match ticket {
+                // Tickets are integers below 2^53, exact in an f64.
+                Some(t) if t >= q.tickets_from as f64 => Some(
+                    conn.zcount::<usize, _>(q.line.as_str(), q.tickets_from as f64, t - 1.0)
+                        .await
+                        .map_err(|e| self.inner.error("zcount", &q.line, e))?,
+                ),
+                _ => None,
+            };
             best = match (best, rank) {
                 (Some(b), Some(r)) => Some(b.min(r)),
                 (b, r) => b.or(r),

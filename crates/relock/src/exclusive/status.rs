@@ -74,8 +74,9 @@ pub struct KeyNames {
     pub channel: String,
     /// The fencing counter.
     pub counter: String,
-    /// A fair lock's waiting line (sorted set of owner fields by ticket); `None` for a plain
-    /// lock.
+    /// A fair lock's waiting line: one sorted set of owner fields by ticket, with each
+    /// waiter's heartbeat deadline and first lease beside them (the
+    /// [data layout](crate::guide::data_layout)); `None` for a plain lock.
     pub queue: Option<String>,
 }
 
@@ -132,7 +133,7 @@ impl Lock {
             lock: keys.lock.clone(),
             channel: keys.channel.clone(),
             counter: keys.token.clone(),
-            queue: self.line(&keys).map(|q| q.queue),
+            queue: self.line(&keys).map(|q| q.line),
         })
     }
 
@@ -166,7 +167,7 @@ impl Lock {
         let inner = &self.inner;
         let mut script_keys = vec![keys.lock.clone(), keys.token.clone()];
         if let Some(q) = self.line(&keys) {
-            script_keys.extend([q.queue, q.alive]);
+            script_keys.push(q.line);
         }
         // One script, so that the holders, lease, counter and line are of one moment (a watch
         // that reads them apart sees a holder still there beside a line it has already left).

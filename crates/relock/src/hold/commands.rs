@@ -162,7 +162,7 @@ impl Commands {
 }
 
 /// Whether `key` is one of `lock`'s own keys: the lock hash, a key that relock or Redisson
-/// derives from its name (`redisson_lock_token:{orders:42}`, `relock_fair_seq:{orders:42}`,
+/// derives from its name (`redisson_lock_token:{orders:42}`, `relock_fair_line:{orders:42}`,
 /// …), or a read hold's timeout key (`{orders:42}:<field>:rwlock_timeout:<n>`). A batch that
 /// wrote one could free the lock or break its fencing tokens.
 fn lock_owned(lock: &str, key: &str) -> bool {
@@ -209,7 +209,7 @@ mod tests {
             ("orders:42", "orders:42"),
             ("orders:42", "redisson_lock_token:{orders:42}"),
             ("orders:42", "redisson_lock_queue:{orders:42}"),
-            ("orders:42", "relock_fair_seq:{orders:42}"),
+            ("orders:42", "relock_fair_line:{orders:42}"),
             ("orders:42", "{orders:42}:c1:7:rwlock_timeout:1"),
             ("orders:{42}", "redisson_lock_token:orders:{42}"),
         ] {

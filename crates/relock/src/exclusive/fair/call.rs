@@ -54,7 +54,7 @@ impl AcquireCall for FairCall {
         _: &str,
         args: &mut Vec<String>,
     ) -> (&'static scripts::Script, Vec<String>) {
-        let [lock, queue, alive, seq, token, handoff] = match &self.0 {
+        let [lock, line, token, grant] = match &self.0 {
             Some(e) => e.line.group(keys),
             None => QueueKeys::of(&keys.lock).group(keys),
         };
@@ -85,10 +85,7 @@ impl AcquireCall for FairCall {
                 args.push(retired.clone());
             }
         }
-        (
-            &line::FAIR_ACQUIRE,
-            vec![lock, token, queue, alive, seq, handoff],
-        )
+        (&line::FAIR_ACQUIRE, vec![lock, token, line, grant])
     }
 
     /// A leave of the line must not overtake this attempt (it would put us back).

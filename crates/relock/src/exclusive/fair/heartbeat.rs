@@ -61,7 +61,7 @@ async fn beat_all(inner: &Arc<Inner>) {
 
 async fn beat_batch(inner: &Inner, batch: &[Arc<QueueEntry>]) {
     let hb = heartbeat(inner);
-    let mut keys = Vec::with_capacity(batch.len() * 6);
+    let mut keys = Vec::with_capacity(batch.len() * 4);
     let mut args = Vec::with_capacity(2 * batch.len() + 3);
     args.push(hb.as_millis().to_string());
     args.push(inner.publish_cmd().to_string());

@@ -4,8 +4,8 @@
 //! wait loop registers and retires entries ([`Waiting`], which leaves the line on drop); the
 //! heartbeat refreshes them.
 //!
-//! On the server the line is two sorted sets per lock (field → ticket, field → heartbeat
-//! deadline). A waiter that stops waiting for any reason (acquired, timed out, dropped,
+//! On the server the line is one sorted set per lock (field → ticket, and each field's
+//! heartbeat deadline and first lease beside it). A waiter that stops waiting for any reason (acquired, timed out, dropped,
 //! failed) drops its [`Waiting`], which takes the entry out of the line in the background. If
 //! even that fails, the entry stops being refreshed and every script that touches the line
 //! evicts it after its heartbeat deadline: leaving cannot be lost.
@@ -30,7 +30,7 @@ use crate::hold::kind::LockKeys;
 scripts::scripts! {
     /// Drop one count of a fair lock's hold (or the whole hold) and hand the lock to the next in
     /// line (or tell it).
-    FAIR_RELEASE = writes "fair_release.lua" ["release", "mint", "queue"];
+    FAIR_RELEASE = writes "fair_release.lua" ["release", "mint", "queue", "handoff"];
     /// Fair lock: take it when free and first in line, or join the queue.
     FAIR_ACQUIRE = writes "fair_acquire.lua" ["mint", "shape", "queue", "handoff"];
     /// Fair lock: a client's batch heartbeat for its waiters; evicts dead ones.
@@ -41,44 +41,41 @@ scripts::scripts! {
     FAIR_FORCE_UNLOCK = writes "fair_force_unlock.lua" ["shape", "queue"];
 }
 
-/// The sorted sets (and sequence) of a fair lock's waiting line, beside the lock's own keys.
+/// A fair lock's waiting line, beside the lock's own keys (`lua/lib/queue.lua` has the layout).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct QueueKeys {
-    /// owner → ticket: arrival order.
-    pub(crate) queue: String,
-    /// owner → heartbeat deadline (server ms).
-    pub(crate) alive: String,
-    /// The ticket sequence (INCR).
-    pub(crate) seq: String,
-    /// owner → the first lease it asks for if handed the lock while it waits; then, once
-    /// handed it, owner → its token (`lua/lib/queue.lua`).
-    pub(crate) handoff: String,
+    /// One sorted set: owner → ticket (arrival order), `alive:<owner>` → heartbeat deadline
+    /// (server ms), `lease:<owner>` → the first lease it asks for if handed the lock while it
+    /// waits.
+    pub(crate) line: String,
+    /// `<owner>=<token>` of the waiter handed the lock last, for as long as that lease lasts.
+    pub(crate) grant: String,
 }
+
+/// Scores of the line's tickets are at least this (the server clock in µs); deadlines and first
+/// leases score below it.
+pub(crate) const TICKET_MIN: i64 = 1_000_000_000_000_000;
 
 impl QueueKeys {
     /// The line of the fair lock `name`.
     pub(crate) fn of(name: &str) -> Self {
         QueueKeys {
-            queue: prefixed("relock_fair_queue", name),
-            alive: prefixed("relock_fair_alive", name),
-            seq: prefixed("relock_fair_seq", name),
-            handoff: prefixed("relock_fair_handoff", name),
+            line: prefixed("relock_fair_line", name),
+            grant: prefixed("relock_fair_grant", name),
         }
     }
 
-    /// KEYS of the fair-queue scripts that take the group (lock, queue, alive, seq, counter,
-    /// handoff): the counter and the handoff hash because a release, a leave or a heartbeat
-    /// may hand the lock to the first waiter (`lua/lib/handoff.lua`). The channels go with
-    /// the arguments: an ACL user needs a channel grant for them, not a key grant
+    /// KEYS of the fair-line scripts that take the group (lock, line, counter, grant): the
+    /// counter and the grant record because a release, a leave or a heartbeat may hand the lock
+    /// to the first waiter (`lua/lib/handoff.lua`). The channels go with the arguments: an ACL
+    /// user needs a channel grant for them, not a key grant
     /// ([`guide::operations`](crate::guide::operations#least-privilege-acl-users)).
-    pub(crate) fn group(&self, keys: &LockKeys) -> [String; 6] {
+    pub(crate) fn group(&self, keys: &LockKeys) -> [String; 4] {
         [
             keys.lock.clone(),
-            self.queue.clone(),
-            self.alive.clone(),
-            self.seq.clone(),
+            self.line.clone(),
             keys.token.clone(),
-            self.handoff.clone(),
+            self.grant.clone(),
         ]
     }
 }
@@ -339,17 +336,15 @@ mod tests {
     #[test]
     fn a_lines_keys_share_the_locks_slot() {
         let q = QueueKeys::of("orders:42");
-        assert_eq!(q.queue, "relock_fair_queue:{orders:42}");
-        assert_eq!(q.alive, "relock_fair_alive:{orders:42}");
-        assert_eq!(q.seq, "relock_fair_seq:{orders:42}");
-        assert_eq!(q.handoff, "relock_fair_handoff:{orders:42}");
+        assert_eq!(q.line, "relock_fair_line:{orders:42}");
+        assert_eq!(q.grant, "relock_fair_grant:{orders:42}");
         assert_eq!(fair_channel("orders:42"), "relock_fair_channel:{orders:42}");
         let t = QueueKeys::of("orders:{42}:a");
-        assert_eq!(t.alive, "relock_fair_alive:orders:{42}:a");
+        assert_eq!(t.line, "relock_fair_line:orders:{42}:a");
         let slot = |k: &str| fred::util::redis_keyslot(k.as_bytes());
         for name in ["orders:42", "orders:{42}:a"] {
             let q = QueueKeys::of(name);
-            for k in [&q.queue, &q.alive, &q.seq, &q.handoff, &fair_channel(name)] {
+            for k in [&q.line, &q.grant, &fair_channel(name)] {
                 assert_eq!(slot(k), slot(name), "{k}");
             }
         }

@@ -39,7 +39,7 @@ use crate::client::inner::Inner;
 use crate::error::Result;
 use crate::exclusive::attempt::Fresh;
 use crate::exclusive::fair::kind::FAIR;
-use crate::exclusive::fair::line::{fair_channel, Line, QueueKeys, FAIR_FORCE_UNLOCK};
+use crate::exclusive::fair::line::{fair_channel, Line, QueueKeys, FAIR_FORCE_UNLOCK, TICKET_MIN};
 use crate::exclusive::lock::{LineKeys, Lock, Variant};
 use crate::hold::guard::LockGuard;
 use crate::hold::kind::{CallContext, LockKeys, ScriptCall};
@@ -75,8 +75,8 @@ impl Variant for FairLock {
     fn line(&self, keys: &LockKeys) -> Option<LineKeys> {
         let q = QueueKeys::of(&keys.lock);
         Some(LineKeys {
-            queue: q.queue,
-            alive: q.alive,
+            line: q.line,
+            tickets_from: TICKET_MIN,
         })
     }
 
