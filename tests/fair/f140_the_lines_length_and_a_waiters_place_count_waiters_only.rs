@@ -15,6 +15,18 @@ async fn the_lines_length_and_a_waiters_place_count_waiters_only() {
         fair_client(&server, heartbeat).await,
         fair_client(&server, heartbeat).await,
     );
+    let names = h.fair_lock("f140").key_names().unwrap();
+    assert_eq!(names.queue.as_deref(), Some("relock_fair_line:{f140}"));
+    assert_eq!(names.grant.as_deref(), Some("relock_fair_grant:{f140}"));
+    assert_eq!(
+        names.fair_channel.as_deref(),
+        Some("relock_fair_channel:{f140}")
+    );
+    let plain = h.lock("f140-plain").key_names().unwrap();
+    assert_eq!(
+        (plain.queue, plain.grant, plain.fair_channel),
+        (None, None, None)
+    );
     let held = h.fair_lock("f140").lock().await.unwrap();
     assert_eq!(h.fair_lock("f140").queue_len().await.unwrap(), 0);
     assert_eq!(a.fair_lock("f140").queue_position().await.unwrap(), None);

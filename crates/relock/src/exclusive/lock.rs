@@ -118,6 +118,8 @@ pub(crate) struct LineKeys {
     pub(crate) line: String,
     /// The lowest score of a ticket: the waiters are the members scored this or more.
     pub(crate) tickets_from: i64,
+    /// The record of the last handoff of the lock to a waiter.
+    pub(crate) grant: String,
 }
 
 /// The lock kinds of this module, made by the client.
@@ -413,10 +415,12 @@ impl Lock {
         Ok((ms >= 0).then(|| Duration::from_millis(ms as u64)))
     }
 
-    /// How many waiters are in a fair lock's line (0 for a plain lock, which has none).
+    /// How many waiters are in a fair lock's line (0 for a plain lock, which has none). Reads
+    /// the line only, not the lock's hash.
     ///
     /// # Errors
-    /// As [`is_locked`](Lock::is_locked).
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name; connection and
+    /// timeout errors as for [`is_locked`](Lock::is_locked).
     ///
     /// # Cancel safety
     /// Cancel safe (read only).
@@ -442,10 +446,12 @@ impl Lock {
     /// An honest wait estimate from it: the holder's
     /// [`remaining_lease`](Lock::remaining_lease), plus, for each waiter ahead, how long it
     /// will hold the lock (at most its lease, if it uses a fixed one). The line itself stores
-    /// no estimates, so nothing drifts when waiters leave.
+    /// no estimates, so nothing drifts when waiters leave. Reads the line only, not the lock's
+    /// hash.
     ///
     /// # Errors
-    /// As [`is_locked`](Lock::is_locked).
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a bad name; connection and
+    /// timeout errors as for [`is_locked`](Lock::is_locked).
     ///
     /// # Cancel safety
     /// Cancel safe (read only).

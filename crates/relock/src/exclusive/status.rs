@@ -78,6 +78,12 @@ pub struct KeyNames {
     /// waiter's heartbeat deadline and first lease beside them (the
     /// [data layout](crate::guide::data_layout)); `None` for a plain lock.
     pub queue: Option<String>,
+    /// A fair lock's grant record: `<field>=<token>` of the waiter a handoff gave the lock
+    /// last, for that handoff's lease; `None` for a plain lock.
+    pub grant: Option<String>,
+    /// A fair lock's own channel, where a release names the waiter it hands the lock to
+    /// (`<field>=<token>`) or tells to come (`<field>`); `None` for a plain lock.
+    pub fair_channel: Option<String>,
 }
 
 /// A fair-lock waiter in line.
@@ -121,6 +127,8 @@ impl Lock {
     /// # async fn f(client: relock::Client) -> relock::Result<()> {
     /// let names = client.fair_lock("jobs:nightly").key_names()?;
     /// assert_eq!(names.channel, "redisson_lock__channel:{jobs:nightly}");
+    /// assert_eq!(names.queue.as_deref(), Some("relock_fair_line:{jobs:nightly}"));
+    /// assert_eq!(names.grant.as_deref(), Some("relock_fair_grant:{jobs:nightly}"));
     /// # Ok(()) }
     /// ```
     ///
@@ -129,11 +137,14 @@ impl Lock {
     /// cluster slot, as for every operation on the lock.
     pub fn key_names(&self) -> Result<KeyNames> {
         let keys = self.keys()?;
+        let line = self.line(&keys);
         Ok(KeyNames {
             lock: keys.lock.clone(),
             channel: keys.channel.clone(),
             counter: keys.token.clone(),
-            queue: self.line(&keys).map(|q| q.line),
+            fair_channel: line.as_ref().map(|_| keys.wake.clone()),
+            grant: line.as_ref().map(|q| q.grant.clone()),
+            queue: line.map(|q| q.line),
         })
     }
 
@@ -156,9 +167,11 @@ impl Lock {
     /// ```
     ///
     /// # Errors
-    /// [`Error::WrongType`](crate::Error::WrongType) if the key is not a hash of hold counts
-    /// (a string, a list, a Redisson read-write lock's hash…); connection
-    /// and timeout errors as for [`is_locked`](Lock::is_locked).
+    /// [`Error::WrongType`](crate::Error::WrongType) if the lock's key, its counter or its line
+    /// has another type (a string, a list…); [`Error::NotALock`](crate::Error::NotALock) if the
+    /// lock's key is a hash that is not a lock's (a data hash, one without a time to live); a
+    /// read-write lock's hash is a status (its [`mode`](LockStatus::mode)); connection and
+    /// timeout errors as for [`is_locked`](Lock::is_locked).
     ///
     /// # Cancel safety
     /// Cancel safe (read only).

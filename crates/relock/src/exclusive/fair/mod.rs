@@ -77,6 +77,7 @@ impl Variant for FairLock {
         Some(LineKeys {
             line: q.line,
             tickets_from: TICKET_MIN,
+            grant: q.grant,
         })
     }
 
