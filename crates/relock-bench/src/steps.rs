@@ -311,7 +311,13 @@ pub(crate) async fn server_work(
     .map(|(name, lua)| (fred::util::sha1_hash(lua), name))
     .collect();
     let mut counts: BTreeMap<String, usize> = BTreeMap::new();
-    if let fred::types::Value::Array(entries) = log {
+    // Each script call and the commands it ran: a script's commands are logged as they end and
+    // the script when it ends, with nothing of another client's between (a script runs alone),
+    // so, oldest first, the commands since the last script's entry are the next script's.
+    let mut per_script: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    let mut ran = 0;
+    if let fred::types::Value::Array(mut entries) = log {
+        entries.reverse();
         for entry in entries {
             let fred::types::Value::Array(fields) = entry else {
                 continue;
@@ -330,11 +336,27 @@ pub(crate) async fn server_work(
                 continue;
             }
             let name = match (command.as_str(), args.get(1)) {
-                ("evalsha" | "evalsha_ro", Some(sha)) => format!(
-                    "EVALSHA {}",
-                    names.get(sha.as_str()).copied().unwrap_or("(other script)")
-                ),
-                _ => command,
+                ("evalsha" | "evalsha_ro", Some(sha)) => {
+                    let script = names.get(sha.as_str()).copied().unwrap_or("(other script)");
+                    // fair_acquire's mode, ARGV[5] after its 4 keys: a first attempt (`try`)
+                    // or a join (`wait`).
+                    let call = match (script, args.get(11).map(String::as_str)) {
+                        ("fair_acquire", Some(mode @ ("try" | "wait"))) => {
+                            format!("fair_acquire ({mode})")
+                        }
+                        _ => script.to_owned(),
+                    };
+                    let e = per_script.entry(call).or_default();
+                    e.0 += 1;
+                    e.1 += std::mem::take(&mut ran);
+                    format!("EVALSHA {script}")
+                }
+                _ => {
+                    if !command.ends_with("subscribe") {
+                        ran += 1;
+                    }
+                    command
+                }
             };
             *counts.entry(name).or_default() += 1;
         }
@@ -352,8 +374,13 @@ pub(crate) async fn server_work(
         .map(|(name, n)| (name, n as f64 / handoffs as f64))
         .collect();
     commands.sort_by_key(|c| std::cmp::Reverse(c.0.starts_with("EVALSHA")));
+    let scripts = per_script
+        .into_iter()
+        .map(|(name, (calls, ran))| (name, ran as f64 / calls.max(1) as f64))
+        .collect();
     Ok(ServerWork {
         commands,
+        scripts,
         evalsha_us,
     })
 }
@@ -362,6 +389,9 @@ pub(crate) async fn server_work(
 pub(crate) struct ServerWork {
     /// Commands by name (scripts as `EVALSHA <script>`), and how many per handoff.
     pub(crate) commands: Vec<(String, f64)>,
+    /// Each script (`fair_acquire` by its mode, `try` or `wait`), and the commands it ran per
+    /// call.
+    pub(crate) scripts: Vec<(String, f64)>,
     /// The scripts' mean run time, µs.
     pub(crate) evalsha_us: f64,
 }
@@ -369,6 +399,8 @@ pub(crate) struct ServerWork {
 impl ServerWork {
     /// The commands a script runs per handoff (all but the scripts and pub/sub's own).
     pub(crate) fn inner_calls(&self) -> f64 {
+        // (Counted from the log's commands, not from `scripts`: a command logged after the last
+        // script's entry counts too.)
         self.commands
             .iter()
             .filter(|(n, _)| !n.starts_with("EVALSHA") && !n.ends_with("subscribe"))
