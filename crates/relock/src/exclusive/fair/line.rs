@@ -5,10 +5,10 @@
 //! heartbeat refreshes them.
 //!
 //! On the server the line is one sorted set per lock (field → ticket, and each field's
-//! heartbeat deadline and first lease beside it). A waiter that stops waiting for any reason (acquired, timed out, dropped,
-//! failed) drops its [`Waiting`], which takes the entry out of the line in the background. If
-//! even that fails, the entry stops being refreshed and every script that touches the line
-//! evicts it after its heartbeat deadline: leaving cannot be lost.
+//! heartbeat deadline and first lease beside it). A waiter that stops waiting for any reason
+//! (acquired, timed out, dropped, failed) drops its [`Waiting`], which takes the entry out of
+//! the line in the background. If even that fails, the entry stops being refreshed and every
+//! script that touches the line evicts it after its heartbeat deadline: leaving cannot be lost.
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
