@@ -1202,7 +1202,8 @@ fn caught(pick: impl Fn(&str) -> bool) {
             "if not first then",
         ),
         // lib/handoff.lua's grant, through the release: the record outlives the lease, and
-        // the first lease of the waiter handed the lock is left in the line.
+        // (lib/queue.lua's dequeue, which it calls) the first lease of the waiter handed the
+        // lock is left in the line.
         mutant(
             "FAIR_RELEASE",
             FAIR_RELEASE,
@@ -1212,8 +1213,8 @@ fn caught(pick: impl Fn(&str) -> bool) {
         mutant(
             "FAIR_RELEASE",
             FAIR_RELEASE,
-            "redis.call('zrem', q.key, first, 'alive:' .. first, 'lease:' .. first)",
-            "redis.call('zrem', q.key, first, 'alive:' .. first)",
+            "redis.call('zrem', q.key, owner, 'alive:' .. owner, 'lease:' .. owner)",
+            "redis.call('zrem', q.key, owner, 'alive:' .. owner)",
         ),
         // fair_heartbeat.lua.
         mutant(

@@ -1,7 +1,7 @@
 -- The fair lock's direct handoff (after lib/mint.lua and lib/queue.lua): a leave, a heartbeat or
 -- an acquire that finds the lock free grants it to the first live waiter itself, instead of
--- telling it to come and take it. A release grants it the same way in fair_release.lua, which
--- runs on every handoff and writes its commands out in place.
+-- telling it to come and take it. A release grants it with the same `grant`, from
+-- fair_release.lua, which reads the first waiter once itself.
 --
 -- If the first waiter asked for it (it has a first lease in the line), it is granted as its
 -- own acquire would grant it: its token minted, its hold (count 1) written, out of the line.
@@ -9,18 +9,18 @@
 -- then holds the lock no longer than it would have held up the line (docs/safety.md). The
 -- grant record (`<field>=<token>`, living that lease) lets its next acquire report this grant
 -- if the message is lost; the message, published as "<field>=<token>", tells it that it holds
--- the lock. A first waiter that did not ask (a relock without handoff) is told "<field>"
--- when `tell` is true. Nothing happens while the lock is held.
+-- the lock. A first waiter that did not ask (a longer fixed lease, `sync_replicas`) is told
+-- "<field>" when `tell` is true. Nothing happens while the lock is held.
 -- Returns the first waiter, or false.
 
--- Writes the grant of the free lock to `first`, out of line already: its hold for `lease` ms,
--- the grant record (which replaces the record of the waiter handed the lock before: that hold
--- has ended) and the message. Returns the token.
+-- Grants the free lock to `first`: its token, out of the line, its hold for `lease` ms, the
+-- grant record (which replaces the record of the waiter handed the lock before: that hold has
+-- ended) and the message. Returns the token.
 local function grant(lock, counter, counter_ttl, channel, q, publish, first, lease)
   -- Minted first: a counter of another type fails before anything is written.
   local token = mint(counter, counter_ttl)
   local t = string.format('%.0f', token)
-  redis.call('zrem', q.key, first, 'alive:' .. first, 'lease:' .. first)
+  dequeue(q, first)
   redis.call('hset', lock, first, 1)
   redis.call('pexpire', lock, lease)
   redis.call('set', q.grant, first .. '=' .. t, 'px', lease)
