@@ -1,5 +1,9 @@
 //! A `unix:///path` URL reaches a redis-server on its unix socket: lock, contend, wake, release;
-//! a unix URL without a path is rejected naming the expected form.
+//! a unix URL without a path is rejected naming the expected form. With credentials
+//! (`unix://user:password@/path`, `unix://:password@/path`) it authenticates as that user, and a
+//! wrong password is `Authentication`, never shown.
+
+use std::error::Error as _;
 
 use relock::Error;
 use relock_testkit::{RedisServer, ServerOptions};
@@ -36,6 +40,60 @@ async fn a_lock_works_over_a_unix_socket() {
     );
     a.shutdown().await;
     b.shutdown().await;
+    assert_nothing_left(&server).await;
+    drop(server);
+
+    // A server that requires a password, and an ACL user with its own.
+    let socket = dir.join("redis-auth.sock");
+    let server = RedisServer::start_with(ServerOptions {
+        extra_args: vec![
+            "--unixsocket".into(),
+            socket.display().to_string(),
+            "--unixsocketperm".into(),
+            "700".into(),
+        ],
+        password: Some("t66-admin-pw".into()),
+        acl_user: Some(("t66app".into(), "t66-app-pw".into())),
+        ..ServerOptions::default()
+    })
+    .expect("start redis-server with a password and a unix socket");
+    let path = socket.display().to_string();
+    let user = relock::Client::connect(format!("unix://t66app:t66-app-pw@{path}"))
+        .await
+        .expect("connect over the socket as the ACL user");
+    let default = relock::Client::connect(format!("redis+unix://:t66-admin-pw@{path}"))
+        .await
+        .expect("connect over the socket with the default user's password");
+    let held = user.lock("t66").lock().await.unwrap();
+    assert!(default.lock("t66").try_lock().await.unwrap().is_none());
+    let g = assert_release_wakes(&default, default.lock("t66"), held).await;
+    g.unlock().await.unwrap();
+    // The ACL user's connections are its own.
+    let list = server
+        .cmd(&["CLIENT", "LIST"])
+        .unwrap()
+        .as_string()
+        .unwrap();
+    assert!(
+        list.contains("user=t66app"),
+        "no connection as t66app: {list}"
+    );
+    let e = relock::Client::builder()
+        .url(format!("unix://t66app:t66-wrong-pw@{path}"))
+        .connect_timeout(std::time::Duration::from_secs(2))
+        .build()
+        .await
+        .expect_err("a wrong password connects");
+    assert!(
+        matches!(e, Error::Authentication { .. }) && !e.is_transient() && e.source().is_some(),
+        "{e:?}"
+    );
+    assert!(
+        !e.to_string().contains("t66-wrong-pw") && !format!("{e:?}").contains("t66-wrong-pw"),
+        "{e}"
+    );
+    user.shutdown().await;
+    default.shutdown().await;
     assert_nothing_left(&server).await;
     drop(server);
     let _ = std::fs::remove_dir_all(dir);

@@ -233,6 +233,18 @@ pub(crate) fn sentinel_credentials(config: &mut FredConfig, url: &str) {
     }
 }
 
+/// fred's form of a unix socket URL, from what follows `unix://`: `/path/to/redis.sock`, or
+/// `[user:]password@/path/to/redis.sock`. fred reads credentials only from a URL with a host,
+/// which it then ignores (`redis+unix://user:password@localhost/path`).
+fn unix_url(rest: &str) -> String {
+    match rest.split_once("@/") {
+        Some((auth, path)) if !auth.contains('/') => {
+            format!("redis+unix://{auth}@localhost/{path}")
+        }
+        _ => format!("redis+unix://{rest}"),
+    }
+}
+
 /// Checks the scheme, and turns the comma-separated node lists we accept
 /// (`redis-cluster://h1:p1,h2:p2`) into fred's form (`redis-cluster://h1:p1?node=h2:p2`).
 pub(crate) fn fred_url(url: &str) -> Result<String> {
@@ -252,8 +264,7 @@ pub(crate) fn fred_url(url: &str) -> Result<String> {
     };
     let scheme = match fred_scheme(scheme) {
         Some(Scheme::Tcp(scheme)) => scheme,
-        // fred's form: redis+unix://[[user:]password@]/path/to/redis.sock
-        Some(Scheme::Unix) if rest.contains('/') => return Ok(format!("redis+unix://{rest}")),
+        Some(Scheme::Unix) if rest.contains('/') => return Ok(unix_url(rest)),
         Some(Scheme::Unix) => {
             return Err(bad(
                 "a unix socket URL needs a path: unix:///path/to/redis.sock",
