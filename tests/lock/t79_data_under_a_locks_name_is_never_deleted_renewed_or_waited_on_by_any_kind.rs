@@ -108,6 +108,26 @@ async fn data_under_a_locks_name_is_never_deleted_renewed_or_waited_on_by_any_ki
     server.cmd(&["EXPIRE", "inv", "600"]).unwrap();
     not_a_lock(&c.lock("inv").force_unlock().await, "inv", "2001 fields");
     not_a_lock(&c.lock("inv").is_locked().await, "inv", "2001 fields");
+    // At the limit: 1,000 fields are read in full (the one that is not an owner's is found
+    // wherever it is), and one field more is refused as too large.
+    let mut args = vec!["HSET".to_string(), "edge".to_string()];
+    for i in 1..1000 {
+        args.extend([format!("item:{i}"), i.to_string()]);
+    }
+    args.extend(["status".to_string(), "paid".to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    server.cmd(&args).unwrap();
+    server.cmd(&["EXPIRE", "edge", "600"]).unwrap();
+    for _ in 0..5 {
+        not_a_lock(&c.lock("edge").try_lock().await, "edge", "field `status`");
+    }
+    server.cmd(&["HSET", "edge", "item:1000", "1000"]).unwrap();
+    not_a_lock(&c.lock("edge").try_lock().await, "edge", "1001 fields");
+    assert_eq!(
+        server.cmd(&["HLEN", "edge"]).unwrap(),
+        relock_testkit::Value::Int(1001)
+    );
+    server.cmd(&["DEL", "edge"]).unwrap();
     // A field is shown escaped and cut (never its value), and the message is only that.
     let long = "é".repeat(30);
     server

@@ -43,6 +43,7 @@ const COMMON: &[&str] = &[
     "+decrby",
     "+time",
     "+hlen",
+    "+hrandfield",
     "+hgetall",
     "+hget",
     "+hmget",

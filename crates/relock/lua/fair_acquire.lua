@@ -52,7 +52,7 @@ local lease = tonumber(ARGV[1])
 local counter_ttl = tonumber(ARGV[3])
 local field = ARGV[2]
 local q = line(KEYS[3], KEYS[4])
--- HLEN fails with WRONGTYPE if the key is not a lock hash, before anything is changed.
+-- HRANDFIELD fails with WRONGTYPE if the key is not a hash, before anything is changed.
 local pttl, holds = ensure_lock(KEYS[1])
 for i = 1, #holds, 2 do
   if holds[i] == field then

@@ -12,7 +12,7 @@ local function acquire(lock, counter, lease, field, counter_ttl)
   end
   -- WRONGTYPE if the key is not a hash, NOTALOCK if it is a hash that is not a lock (a data
   -- key under the lock's name): never taken for a held lock and waited on (lib/shape.lua).
-  ensure_lock(lock)
-  return {0, redis.call('pttl', lock)}
+  local pttl = ensure_lock(lock)
+  return {0, pttl}
 end
 

@@ -39,23 +39,26 @@ end
 local SHAPE_MAX_FIELDS = 1000
 
 -- nil if `key` is missing or a lock hash, with what was read of it: its PTTL (-2: missing) and
--- its fields and values (HGETALL's reply; empty when missing), so that a caller reads neither
--- again. Else what was found, in words. A key of another type than a hash fails with
--- WRONGTYPE (HLEN), as before this check existed.
+-- its fields and values (flat, as HGETALL gives them; empty when missing), so that a caller
+-- reads neither again. Else what was found, in words. A key of another type than a hash fails
+-- with WRONGTYPE (HRANDFIELD), as before this check existed.
+--
+-- One read for the fields: HRANDFIELD with a positive count returns the whole hash when it has
+-- no more fields than the count, and never more than the count, so a hash one field past the
+-- limit is seen as too large without being read in full (HLEN then counts it, for the error).
 local function not_a_lock(key)
-  local n = redis.call('hlen', key)
-  if n == 0 then
+  local all = redis.call('hrandfield', key, SHAPE_MAX_FIELDS + 1, 'withvalues')
+  if #all == 0 then
     return nil, -2, {}
   end
-  if n > SHAPE_MAX_FIELDS then
-    return 'a hash of ' .. n .. ' fields (a lock has one holder, or at most ' ..
+  if #all > 2 * SHAPE_MAX_FIELDS then
+    return 'a hash of ' .. redis.call('hlen', key) .. ' fields (a lock has one holder, or at most ' ..
       (SHAPE_MAX_FIELDS - 1) .. ' readers)'
   end
   local pttl = redis.call('pttl', key)
   if pttl == -1 then
     return 'a hash without a time to live'
   end
-  local all = redis.call('hgetall', key)
   local owners = 0
   for i = 1, #all, 2 do
     local f, v = all[i], all[i + 1]
