@@ -141,11 +141,11 @@ async fn a_handoff_to_a_live_head_of_line_runs_a_counted_list_of_commands_on_the
         handoff.len() - 1
     );
     let expected_rejoin = [
-        "hrandfield",
         "pttl",
+        "hrandfield",
         "evalsha",
-        "hrandfield",
         "pttl",
+        "hrandfield",
         "zrange",
         "time",
         "zadd",
@@ -209,8 +209,8 @@ async fn a_handoff_to_a_live_head_of_line_runs_a_counted_list_of_commands_on_the
         "set",
         "publish",
         "evalsha",
-        "hrandfield",
         "pttl",
+        "hrandfield",
         "zrange",
         "time",
         "zadd",

@@ -1,7 +1,7 @@
 //! A `unix:///path` URL reaches a redis-server on its unix socket: lock, contend, wake, release;
 //! a unix URL without a path is rejected naming the expected form. With credentials
 //! (`unix://user:password@/path`, `unix://:password@/path`) it authenticates as that user, and a
-//! wrong password is `Authentication`, never shown.
+//! wrong password, or one written without its colon, is `Authentication`, never shown.
 
 use std::error::Error as _;
 
@@ -90,6 +90,19 @@ async fn a_lock_works_over_a_unix_socket() {
     );
     assert!(
         !e.to_string().contains("t66-wrong-pw") && !format!("{e:?}").contains("t66-wrong-pw"),
+        "{e}"
+    );
+    // A lone userinfo is a user name, as in every URL: no password is sent, and the one
+    // written there is never shown.
+    let e = relock::Client::builder()
+        .url(format!("unix://t66-admin-pw@{path}"))
+        .connect_timeout(std::time::Duration::from_secs(2))
+        .build()
+        .await
+        .expect_err("a lone userinfo authenticates");
+    assert!(matches!(e, Error::Authentication { .. }), "{e:?}");
+    assert!(
+        !e.to_string().contains("t66-admin-pw") && !format!("{e:?}").contains("t66-admin-pw"),
         "{e}"
     );
     user.shutdown().await;

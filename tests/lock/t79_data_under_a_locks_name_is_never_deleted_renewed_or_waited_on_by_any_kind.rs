@@ -128,6 +128,21 @@ async fn data_under_a_locks_name_is_never_deleted_renewed_or_waited_on_by_any_ki
         relock_testkit::Value::Int(1001)
     );
     server.cmd(&["DEL", "edge"]).unwrap();
+    // A read-write lock with many readers is a lock, read whole (more fields than one first
+    // read asks for): a writer waits for it, and nothing of it changes.
+    let mut args = vec!["HSET".to_string(), "many".to_string()];
+    args.extend(["mode".to_string(), "read".to_string()]);
+    for i in 1..=40 {
+        args.extend([format!("reader-{i}:{i}"), "1".to_string()]);
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    server.cmd(&args).unwrap();
+    server.cmd(&["PEXPIRE", "many", "600000"]).unwrap();
+    let write = c.read_write_lock("many").write_lock();
+    assert!(write.try_lock().await.unwrap().is_none());
+    assert!(c.lock("many").is_locked().await.unwrap());
+    assert_eq!(server.cmd(&["HLEN", "many"]).unwrap().as_int(), Some(41));
+    server.cmd(&["DEL", "many"]).unwrap();
     // A field is shown escaped and cut (never its value), and the message is only that.
     let long = "é".repeat(30);
     server

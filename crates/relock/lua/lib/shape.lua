@@ -38,26 +38,40 @@ end
 -- sampled, so that no field of it goes unseen.
 local SHAPE_MAX_FIELDS = 1000
 
+-- The fields a first read asks for: every lock but a read-write lock with many readers has
+-- fewer, so one read gives them all; a hash with this many or more is counted, then read whole.
+local SHAPE_FEW_FIELDS = 16
+
 -- nil if `key` is missing or a lock hash, with what was read of it: its PTTL (-2: missing) and
 -- its fields and values (flat, as HGETALL gives them; empty when missing), so that a caller
 -- reads neither again. Else what was found, in words. A key of another type than a hash fails
--- with WRONGTYPE (HRANDFIELD), as before this check existed.
+-- with WRONGTYPE (HLEN or HRANDFIELD), as before this check existed.
 --
--- One read for the fields: HRANDFIELD with a positive count returns the whole hash when it has
--- no more fields than the count, and never more than the count, so a hash one field past the
--- limit is seen as too large without being read in full (HLEN then counts it, for the error).
+-- PTTL first: a missing key is a free lock, and a hash without a time to live is never a
+-- lock's, so neither has its values read. Then one HRANDFIELD with a positive count, which
+-- returns the whole hash when it has fewer fields than the count: a lock's fields and values in
+-- one read. A hash that may have more is counted (HLEN) before it is read whole, so a data
+-- hash of more than SHAPE_MAX_FIELDS fields is refused having had at most SHAPE_FEW_FIELDS of
+-- its values read.
 local function not_a_lock(key)
-  local all = redis.call('hrandfield', key, SHAPE_MAX_FIELDS + 1, 'withvalues')
-  if #all == 0 then
+  local pttl = redis.call('pttl', key)
+  if pttl == -2 then
     return nil, -2, {}
   end
-  if #all > 2 * SHAPE_MAX_FIELDS then
-    return 'a hash of ' .. redis.call('hlen', key) .. ' fields (a lock has one holder, or at most ' ..
-      (SHAPE_MAX_FIELDS - 1) .. ' readers)'
+  local all = nil
+  if pttl ~= -1 then
+    all = redis.call('hrandfield', key, SHAPE_FEW_FIELDS, 'withvalues')
   end
-  local pttl = redis.call('pttl', key)
-  if pttl == -1 then
-    return 'a hash without a time to live'
+  if all == nil or #all >= 2 * SHAPE_FEW_FIELDS then
+    local n = redis.call('hlen', key)
+    if n > SHAPE_MAX_FIELDS then
+      return 'a hash of ' .. n .. ' fields (a lock has one holder, or at most ' ..
+        (SHAPE_MAX_FIELDS - 1) .. ' readers)'
+    end
+    if pttl == -1 then
+      return 'a hash without a time to live'
+    end
+    all = redis.call('hgetall', key)
   end
   local owners = 0
   for i = 1, #all, 2 do

@@ -84,8 +84,9 @@ impl ClientBuilder {
     /// The Redis URL: `redis://[user:password@]host:port[/db]` for one server,
     /// `redis-cluster://host:port[,host:port...]` for a Redis Cluster,
     /// `redis-sentinel://host:port[,host:port...]?sentinelServiceName=NAME` for Sentinel, and
-    /// `unix://[[user:]password@]/path/to/redis.sock` for a local socket. `rediss://`,
-    /// `rediss-cluster://` and `rediss-sentinel://` use TLS (rustls; the system's roots unless
+    /// `unix://[user:password@]/path/to/redis.sock` for a local socket (`:password@` for the
+    /// default user, as in the other forms). `rediss://`, `rediss-cluster://` and
+    /// `rediss-sentinel://` use TLS (rustls; the system's roots unless
     /// [`tls_ca_pem`](ClientBuilder::tls_ca_pem) is set). `valkey` works in place of `redis`.
     /// Default: `redis://127.0.0.1:6379`.
     pub fn url(mut self, url: impl Into<String>) -> Self {

@@ -234,7 +234,9 @@ pub(crate) fn sentinel_credentials(config: &mut FredConfig, url: &str) {
 }
 
 /// fred's form of a unix socket URL, from what follows `unix://`: `/path/to/redis.sock`, or
-/// `[user:]password@/path/to/redis.sock`. fred reads credentials only from a URL with a host,
+/// `user:password@/path/to/redis.sock` (`:password@` for the default user; a lone userinfo is a
+/// user name, as in every URL). The credentials end at the first `@/`, since a path may hold an
+/// `@` (`redact` splits them there too). fred reads credentials only from a URL with a host,
 /// which it then ignores (`redis+unix://user:password@localhost/path`).
 fn unix_url(rest: &str) -> String {
     match rest.split_once("@/") {

@@ -25,19 +25,30 @@ pub(crate) fn identity(url: &str) -> String {
     format!("{scheme}://{place}")
 }
 
+/// The userinfo of a URL (what follows the scheme), and the rest. In a unix socket URL whose
+/// path follows an `@` it ends at the first `@/` (the path may hold an `@`;
+/// `connect::unix_url` splits it there too); elsewhere at the last `@`, even if the password
+/// holds a `?`, `/` or `#` (fred takes such URLs). An `@` in the query (a sentinel user
+/// `ops@corp`) moves that split into the query: what comes before it is hidden, and
+/// `password=` values after it are hidden wherever they stand.
+fn split_userinfo<'a>(scheme: Option<&str>, rest: &'a str) -> (Option<&'a str>, &'a str) {
+    if scheme.is_some_and(|s| s.to_ascii_lowercase().ends_with("unix")) {
+        if let Some((u, _)) = rest.split_once("@/").filter(|(u, _)| !u.contains('/')) {
+            return (Some(u), &rest[u.len() + 1..]);
+        }
+    }
+    match rest.rsplit_once('@') {
+        Some((u, r)) => (Some(u), r),
+        None => (None, rest),
+    }
+}
+
 pub(crate) fn url(url: &str) -> String {
     let (scheme, rest) = match url.split_once("://") {
         Some((s, r)) => (Some(s), r),
         None => (None, url),
     };
-    // The userinfo ends at the last `@`, even if the password holds a `?`, `/` or `#` (fred
-    // takes such URLs). An `@` in the query (a sentinel user `ops@corp`) moves that split
-    // into the query: what comes before it is hidden, and `password=` values after it are
-    // hidden below wherever they stand.
-    let (userinfo, rest) = match rest.rsplit_once('@') {
-        Some((u, r)) => (Some(u), r),
-        None => (None, rest),
-    };
+    let (userinfo, rest) = split_userinfo(scheme, rest);
     let (authority_and_path, query) = match rest.split_once('?') {
         Some((a, q)) => (a, Some(q)),
         None => (rest, None),
@@ -54,7 +65,8 @@ pub(crate) fn url(url: &str) -> String {
                     out.push_str(user);
                     out.push_str(":***");
                 }
-                // `redis://secret@host`: a lone userinfo is the password (fred's rule).
+                // `redis://secret@host`: fred takes a lone userinfo for a user name, but it
+                // may well be a password written without its colon, so it is hidden too.
                 None => out.push_str("***"),
             }
             out.push('@');
@@ -99,8 +111,11 @@ pub(crate) fn in_text(text: &str, raw_url: &str) -> String {
 /// The secret parts of a URL: the password and any password query parameter's value.
 fn secrets(raw_url: &str) -> Vec<String> {
     let mut found = Vec::new();
-    let rest = raw_url.split_once("://").map_or(raw_url, |(_, r)| r);
-    if let Some((userinfo, _)) = rest.rsplit_once('@') {
+    let (scheme, rest) = match raw_url.split_once("://") {
+        Some((s, r)) => (Some(s), r),
+        None => (None, raw_url),
+    };
+    if let (Some(userinfo), _) = split_userinfo(scheme, rest) {
         let password = userinfo.split_once(':').map_or(userinfo, |(_, p)| p);
         if !password.is_empty() {
             found.push(password.to_string());
@@ -144,6 +159,16 @@ mod tests {
                 "redis-sentinel://h:1?sentinelServiceName=m&sentinelUsername=ops@corp&sentinelPassword=zz9",
                 "redis-sentinel://h:***@corp&sentinelPassword=***",
             ),
+            ("unix:///tmp/redis.sock", "unix:///tmp/redis.sock"),
+            (
+                "unix://app:s3cret@/tmp/redis.sock",
+                "unix://app:***@/tmp/redis.sock",
+            ),
+            (
+                "redis+unix://:pw@/tmp/a@b/redis.sock",
+                "redis+unix://:***@/tmp/a@b/redis.sock",
+            ),
+            ("unix:///tmp/a@b/redis.sock", "unix:///tmp/a@b/redis.sock"),
         ] {
             assert_eq!(super::url(raw), want, "{raw}");
         }
@@ -161,5 +186,11 @@ mod tests {
         let raw = "redis-sentinel://h:1?sentinelServiceName=m&sentinelUsername=ops@corp&sentinelPassword=zz9";
         let out = super::in_text(&format!("{raw}: wrong password zz9"), raw);
         assert!(!out.contains("zz9"), "{out}");
+
+        // A unix socket's path with an `@`: the password alone is the secret.
+        let raw = "unix://app:pw9x@/tmp/a@b/redis.sock";
+        assert_eq!(super::secrets(raw), vec!["pw9x".to_string()]);
+        let out = super::in_text(&format!("{raw}: wrong password pw9x at /tmp/a@b"), raw);
+        assert!(!out.contains("pw9x") && out.contains("/tmp/a@b"), "{out}");
     }
 }
