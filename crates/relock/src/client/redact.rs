@@ -28,9 +28,9 @@ pub(crate) fn identity(url: &str) -> String {
 /// The userinfo of a URL (what follows the scheme), and the rest. A unix socket URL that starts
 /// with its path has none, and in one whose path follows an `@` it ends at the first `@/` (the
 /// path may hold an `@`; `connect::unix_url` splits it there too); elsewhere at the last `@`,
-/// even if the password holds a `?`, `/` or `#` (fred takes such URLs). An `@` in the query (a sentinel user
-/// `ops@corp`) moves that split into the query: what comes before it is hidden, and
-/// `password=` values after it are hidden wherever they stand.
+/// even if the password holds a `?`, `/` or `#` (fred takes such URLs). An `@` in the query (a
+/// sentinel user `ops@corp`) moves that split into the query: what comes before it is hidden,
+/// and `password=` values after it are hidden wherever they stand.
 fn split_userinfo<'a>(scheme: Option<&str>, rest: &'a str) -> (Option<&'a str>, &'a str) {
     if scheme.is_some_and(|s| s.to_ascii_lowercase().ends_with("unix")) {
         if rest.starts_with('/') {
