@@ -11,8 +11,11 @@
 /// Where `url` points, the same however it is written down: no credentials, no query, no
 /// fragment, and no `/0` (the default database). For telling servers apart (the order of a
 /// multi-lock's parts), never for connecting.
-pub(crate) fn identity(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("redis", url));
+pub(crate) fn identity(raw_url: &str) -> String {
+    // From the redacted URL: a password that holds a `/`, `?` or `#` would otherwise end the
+    // userinfo early below and leave part of itself in the place.
+    let url = self::url(raw_url);
+    let (scheme, rest) = url.split_once("://").unwrap_or(("redis", &url));
     // The userinfo ends at the last `@` before the path (a password may hold `@`).
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let start = rest[..authority_end].rfind('@').map_or(0, |at| at + 1);
@@ -39,11 +42,22 @@ fn split_userinfo<'a>(scheme: Option<&str>, rest: &'a str) -> (Option<&'a str>, 
         if let Some((u, _)) = rest.split_once("@/").filter(|(u, _)| !u.contains('/')) {
             return (Some(u), &rest[u.len() + 1..]);
         }
+        // fred's own form, `user:password@host/path`: the userinfo ends before the host.
+        if let Some(u) = parsed_userinfo(rest) {
+            return (Some(u), &rest[u.len() + 1..]);
+        }
     }
     match rest.rsplit_once('@') {
         Some((u, r)) => (Some(u), r),
         None => (None, rest),
     }
+}
+
+/// The userinfo as a URL parser reads it (what fred connects with): up to the last `@` before
+/// the first `/`, `?` or `#`.
+fn parsed_userinfo(rest: &str) -> Option<&str> {
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    rest[..authority_end].rfind('@').map(|at| &rest[..at])
 }
 
 pub(crate) fn url(url: &str) -> String {
@@ -111,27 +125,39 @@ pub(crate) fn in_text(text: &str, raw_url: &str) -> String {
     out
 }
 
-/// The secret parts of a URL: the password and any password query parameter's value.
+/// The secret parts of a URL, longest first: the password and any password query parameter's
+/// value, each as written and percent-decoded (as a library that parsed the URL would quote
+/// it). The password as relock splits the userinfo and as a URL parser does, where the two
+/// differ (an `@` in a query or a socket's path): a message may quote either.
 fn secrets(raw_url: &str) -> Vec<String> {
     let mut found = Vec::new();
+    let mut add = |secret: &str| {
+        if secret.is_empty() {
+            return;
+        }
+        found.push(secret.to_string());
+        let decoded = percent_encoding::percent_decode_str(secret).decode_utf8_lossy();
+        if decoded != secret && !decoded.is_empty() {
+            found.push(decoded.into_owned());
+        }
+    };
     let (scheme, rest) = match raw_url.split_once("://") {
         Some((s, r)) => (Some(s), r),
         None => (None, raw_url),
     };
-    if let (Some(userinfo), _) = split_userinfo(scheme, rest) {
-        let password = userinfo.split_once(':').map_or(userinfo, |(_, p)| p);
-        if !password.is_empty() {
-            found.push(password.to_string());
-        }
+    let userinfos = [split_userinfo(scheme, rest).0, parsed_userinfo(rest)];
+    for userinfo in userinfos.into_iter().flatten() {
+        add(userinfo.split_once(':').map_or(userinfo, |(_, p)| p));
     }
     // Wherever they stand (see `url` for an `@` in the query).
     for p in raw_url.split('&') {
         if let Some((_, v)) = password_param(p) {
-            if !v.is_empty() {
-                found.push(v.to_string());
-            }
+            add(v);
         }
     }
+    // The longest first, so that a secret holding another is replaced whole.
+    found.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    found.dedup();
     found
 }
 
@@ -195,5 +221,33 @@ mod tests {
         assert_eq!(super::secrets(raw), vec!["pw9x".to_string()]);
         let out = super::in_text(&format!("{raw}: wrong password pw9x at /tmp/a@b"), raw);
         assert!(!out.contains("pw9x") && out.contains("/tmp/a@b"), "{out}");
+
+        // The password quoted alone, however the URL splits: fred's unix form with a host and
+        // an `@` in the path, an `@` in the query after the userinfo, and a percent-encoded
+        // password quoted decoded.
+        for (raw, password) in [
+            ("unix://u:S3cr3t@localhost/tmp/a@b/redis.sock", "S3cr3t"),
+            ("unix://:S3cr3t@localhost/tmp/x@/s.sock", "S3cr3t"),
+            (
+                "redis-sentinel://:S3cr3t@h:26379?sentinelServiceName=m&sentinelUsername=ops@corp&sentinelPassword=zz9",
+                "S3cr3t",
+            ),
+            ("unix://u:S3cr3t%40x@/p", "S3cr3t@x"),
+            ("redis://u:S3cr3t%40x@h:1", "S3cr3t@x"),
+        ] {
+            let out = super::in_text(&format!("auth failed: password {password} rejected"), raw);
+            assert_eq!(out, "auth failed: password *** rejected", "{raw}");
+            assert!(!super::url(raw).contains(password), "{raw}");
+            assert!(!super::identity(raw).contains("S3cr3t"), "{raw}");
+        }
+        assert_eq!(
+            super::url("unix://u:S3cr3t@localhost/tmp/a@b/redis.sock"),
+            "unix://u:***@localhost/tmp/a@b/redis.sock"
+        );
+        // A password that holds a `/` stays out of a server's identity too.
+        assert_eq!(
+            super::identity("redis://app:S3cr3t/x@h:6379/0"),
+            "redis://h:6379"
+        );
     }
 }
