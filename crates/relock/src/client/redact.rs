@@ -238,7 +238,7 @@ mod tests {
             let out = super::in_text(&format!("auth failed: password {password} rejected"), raw);
             assert_eq!(out, "auth failed: password *** rejected", "{raw}");
             assert!(!super::url(raw).contains(password), "{raw}");
-            assert!(!super::identity(raw).contains("S3cr3t"), "{raw}");
+            assert!(!crate::client::redact::identity(raw).contains("S3cr3t"), "{raw}");
         }
         assert_eq!(
             super::url("unix://u:S3cr3t@localhost/tmp/a@b/redis.sock"),
@@ -246,7 +246,7 @@ mod tests {
         );
         // A password that holds a `/` stays out of a server's identity too.
         assert_eq!(
-            super::identity("redis://app:S3cr3t/x@h:6379/0"),
+            crate::client::redact::identity("redis://app:S3cr3t/x@h:6379/0"),
             "redis://h:6379"
         );
     }
