@@ -1,20 +1,13 @@
 //! Credentials never leave the client: every URL that appears in an error, a `Debug` or a
 //! tracing field goes through [`url`] first.
 
-/// `url` with its password (and any `...password=` query parameter) replaced by `***`. The user
-/// name stays, since it helps to tell which ACL user failed.
-///
-/// `redis://app:s3cret@h:6379/0` → `redis://app:***@h:6379/0`;
-/// `redis://:s3cret@h:6379` → `redis://:***@h:6379`;
-/// `redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=x` →
-/// `redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=***`.
 /// Where `url` points, the same however it is written down: no credentials, no query, no
 /// fragment, and no `/0` (the default database). For telling servers apart (the order of a
 /// multi-lock's parts), never for connecting.
-pub(crate) fn identity(raw_url: &str) -> String {
+pub(crate) fn identity(url: &str) -> String {
     // From the redacted URL: a password that holds a `/`, `?` or `#` would otherwise end the
     // userinfo early below and leave part of itself in the place.
-    let url = self::url(raw_url);
+    let url = self::url(url);
     let (scheme, rest) = url.split_once("://").unwrap_or(("redis", &url));
     // The userinfo ends at the last `@` before the path (a password may hold `@`).
     let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
@@ -31,9 +24,10 @@ pub(crate) fn identity(raw_url: &str) -> String {
 /// The userinfo of a URL (what follows the scheme), and the rest. A unix socket URL that starts
 /// with its path has none, and in one whose path follows an `@` it ends at the first `@/` (the
 /// path may hold an `@`; `connect::unix_url` splits it there too); elsewhere at the last `@`,
-/// even if the password holds a `?`, `/` or `#` (fred takes such URLs). An `@` in the query (a
-/// sentinel user `ops@corp`) moves that split into the query: what comes before it is hidden,
-/// and `password=` values after it are hidden wherever they stand.
+/// even if the password holds a `?`, `/` or `#` (fred refuses such a URL, and it is hidden
+/// whole in the message that says so). An `@` in the query (a sentinel user `ops@corp`) moves
+/// that split into the query: what comes before it is hidden, and `password=` values after it
+/// are hidden wherever they stand.
 fn split_userinfo<'a>(scheme: Option<&str>, rest: &'a str) -> (Option<&'a str>, &'a str) {
     if scheme.is_some_and(|s| s.to_ascii_lowercase().ends_with("unix")) {
         if rest.starts_with('/') {
@@ -60,6 +54,13 @@ fn parsed_userinfo(rest: &str) -> Option<&str> {
     rest[..authority_end].rfind('@').map(|at| &rest[..at])
 }
 
+/// `url` with its password (and any `...password=` query parameter) replaced by `***`. The user
+/// name stays, since it helps to tell which ACL user failed.
+///
+/// `redis://app:s3cret@h:6379/0` → `redis://app:***@h:6379/0`;
+/// `redis://:s3cret@h:6379` → `redis://:***@h:6379`;
+/// `redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=x` →
+/// `redis-sentinel://h:26379?sentinelServiceName=m&sentinelPassword=***`.
 pub(crate) fn url(url: &str) -> String {
     let (scheme, rest) = match url.split_once("://") {
         Some((s, r)) => (Some(s), r),
