@@ -7,7 +7,7 @@
 //!
 //! What the subcommands share is in `shared.rs` (the crate's library). The benchmarks are a
 //! crate of their own, `relock-bench` (not published).
-// One `unsafe` block, in tether.rs: the parent-death signal set before the command's exec.
+// One `unsafe` block, in tether.rs: what the command's process does between fork and exec.
 #![deny(unsafe_code)]
 #![warn(missing_docs, rust_2018_idioms)]
 

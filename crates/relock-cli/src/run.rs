@@ -576,8 +576,6 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
     if let Some(url) = &args.url {
         command.env("RELOCK_URL", url);
     }
-    // The command dies with relock, however relock ends (tether.rs).
-    crate::tether::die_with_parent(&mut command);
     let mut tether = None;
     if !args.foreground {
         // Its own process group: a lost lock or a signal reaches every process the command
@@ -596,14 +594,27 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
             }
         }
     }
+    // The command dies with relock, however relock ends (tether.rs).
+    crate::tether::tie(&mut command, tether.as_ref());
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
-            say(format_args!("cannot run `{}`: {e}", argv[0]));
+            let guard_gone = tether.as_mut().is_some_and(|t| t.is_gone());
+            if guard_gone {
+                say(format_args!(
+                    "the guard that ends the command if relock dies is gone; `{}` was not run",
+                    argv[0]
+                ));
+            } else {
+                say(format_args!("cannot run `{}`: {e}", argv[0]));
+            }
             if let Some(t) = tether {
                 t.release().await;
             }
             release(guard, &args.name).await;
+            if guard_gone {
+                return Err(CliError::Failed("the command was not run".into()));
+            }
             // As a shell reports it: 127 not found, 126 found but not runnable.
             return Ok(if e.kind() == std::io::ErrorKind::NotFound {
                 127
@@ -612,14 +623,6 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
             });
         }
     };
-    if let (Some(t), Some(group)) = (tether.as_mut(), child.id()) {
-        if let Err(e) = t.watch(group).await {
-            // The command runs on unguarded against relock's own death; everything else holds.
-            say(format_args!(
-                "the guard that ends the command if relock dies is gone: {e}"
-            ));
-        }
-    }
     let target = child.id().map(|id| {
         let pid = id as i32;
         Pid::from_raw(if args.foreground { pid } else { -pid })

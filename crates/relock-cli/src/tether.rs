@@ -8,34 +8,48 @@
 //!   `relock` dies. It reaches only the command itself, not what the command started.
 //! - **A guard process** for the command's process group (every Unix): a small `/bin/sh`
 //!   started before the command, holding the read end of a pipe whose write end only `relock`
-//!   has. `relock` dying closes the pipe; the guard then kills the whole group. When the
-//!   command ends normally, `relock` tells the guard so, and it exits without killing. The
-//!   guard ignores the terminal's signals and sits in a process group of its own, so a
-//!   Ctrl-C or a `kill` of `relock`'s group does not take it down first.
+//!   has. The command writes its own pid (its process group) into that pipe before it `exec`s,
+//!   so the guard knows the group before the command can start anything. `relock` dying closes
+//!   the pipe; the guard then kills the whole group. When the command ends normally, `relock`
+//!   tells the guard so, and it exits without killing. The guard ignores the terminal's
+//!   signals and sits in a process group of its own, so a Ctrl-C or a `kill` of `relock`'s
+//!   group does not take it down first.
 //!
-//! Not covered: a `relock` killed in the microseconds between starting the command and
-//! telling the guard its group (on Linux the command itself still dies; what it started in
-//! that instant may not), processes the command moved out of its group (`setsid`, a double
-//! fork into a new group), and the guard itself being killed by name.
+//! Why the command tells the guard its group, not `relock`: `relock` learns the pid only once
+//! `spawn` returns, and a `relock` paused or killed just then would leave what the command
+//! started in that moment unguarded. Written from the command's side, before `exec`, there is
+//! no such moment: a `relock` that dies before the write leaves a command that never `exec`s
+//! (the parent-death signal, or the check after setting it).
+//!
+//! Not covered: processes the command moved out of its group (`setsid`, a double fork into a
+//! new group), and the guard itself being killed by name. Without a guard (`--foreground`,
+//! where the command shares `relock`'s group), only the parent-death signal covers it.
 
+use std::os::fd::{AsRawFd, RawFd};
 use std::process::Stdio;
 
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
 
-/// The guard: reads the group, then waits. A line `done` means the command ended while
-/// `relock` lived; end of input without it means `relock` died: kill the group.
+/// The guard: remembers the group the command announces; a line `done` means the command
+/// ended (or never started) while `relock` lived; end of input without it means `relock`
+/// died: kill the group, if one was announced.
 const GUARD: &str = "trap '' INT TERM HUP QUIT TSTP TTIN TTOU
-read group || exit 0
-read end
-[ \"$end\" = done ] || kill -KILL -\"$group\" 2>/dev/null
+group=
+while read -r line; do
+  case $line in
+    done) exit 0 ;;
+    ''|*[!0-9]*) ;;
+    *) group=$line ;;
+  esac
+done
+[ -n \"$group\" ] && kill -KILL -\"$group\" 2>/dev/null
 exit 0";
 
 /// The guard of one command's process group; see the module's docs.
 pub(crate) struct Tether {
     guard: Child,
     pipe: Option<ChildStdin>,
-    watching: bool,
 }
 
 impl Tether {
@@ -50,28 +64,23 @@ impl Tether {
             .process_group(0)
             .spawn()?;
         let pipe = guard.stdin.take();
-        Ok(Tether {
-            guard,
-            pipe,
-            watching: false,
-        })
+        Ok(Tether { guard, pipe })
     }
 
-    /// Tells the guard the command's process group (the command's pid).
-    pub(crate) async fn watch(&mut self, group: u32) -> std::io::Result<()> {
-        let Some(pipe) = self.pipe.as_mut() else {
-            return Err(std::io::ErrorKind::BrokenPipe.into());
-        };
-        pipe.write_all(format!("{group}\n").as_bytes()).await?;
-        pipe.flush().await?;
-        self.watching = true;
-        Ok(())
+    /// The pipe's write end, for the command to announce its group on.
+    fn announce_fd(&self) -> Option<RawFd> {
+        self.pipe.as_ref().map(|p| p.as_raw_fd())
     }
 
-    /// The command ended while `relock` lives: the guard exits without killing anything.
-    /// (Before [`watch`](Self::watch), the closed pipe alone tells it so.)
+    /// Whether the guard has already exited (it was killed): then it guards nothing.
+    pub(crate) fn is_gone(&mut self) -> bool {
+        matches!(self.guard.try_wait(), Ok(Some(_)))
+    }
+
+    /// The command ended (or never started) while `relock` lives: the guard exits without
+    /// killing anything.
     pub(crate) async fn release(mut self) {
-        if let (Some(mut pipe), true) = (self.pipe.take(), self.watching) {
+        if let Some(mut pipe) = self.pipe.take() {
             let _ = pipe.write_all(b"done\n").await;
             let _ = pipe.flush().await;
         }
@@ -79,27 +88,86 @@ impl Tether {
     }
 }
 
-/// Sets the parent-death signal in the command's process before it `exec`s: SIGKILL when the
-/// thread that started it (the runtime's thread, which lives as long as `relock`) ends.
-#[cfg(target_os = "linux")]
-pub(crate) fn die_with_parent(command: &mut Command) {
+/// Ties `command` to `relock`: on Linux, the parent-death signal, set in the command's process
+/// before it `exec`s (SIGKILL when the thread that started it, the runtime's thread, which
+/// lives as long as `relock`, ends); with a `tether`, the command's pid written to its guard.
+pub(crate) fn tie(command: &mut Command, tether: Option<&Tether>) {
+    #[cfg(target_os = "linux")]
     let parent = std::process::id();
-    // SAFETY: the closure runs in the forked child before exec and calls only prctl(2) and
-    // getppid(2), which are async-signal-safe; it allocates nothing.
+    let announce = tether.and_then(Tether::announce_fd);
+    // SAFETY: the closure runs in the forked child before exec and calls only prctl(2),
+    // getppid(2), getpid(2), signal(2) and write(2), which are async-signal-safe; it formats
+    // the pid into a buffer on the stack and allocates nothing (an error it returns is made
+    // from a raw errno, which does not allocate).
     #[allow(unsafe_code)]
     unsafe {
         command.pre_exec(move || {
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                .map_err(std::io::Error::from)?;
-            // relock died before the signal was set: nothing will send it now.
-            if nix::unistd::getppid().as_raw() as u32 != parent {
-                return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+            #[cfg(target_os = "linux")]
+            {
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .map_err(std::io::Error::from)?;
+                // relock died before the signal was set: nothing will send it now.
+                if nix::unistd::getppid().as_raw() as u32 != parent {
+                    return Err(std::io::Error::from_raw_os_error(nix::libc::ESRCH));
+                }
+            }
+            if let Some(fd) = announce {
+                let mut line = [0u8; 24];
+                let len = pid_line(nix::libc::getpid() as u32, &mut line);
+                // A gone guard must fail the spawn (EPIPE), not kill this child by SIGPIPE;
+                // the default comes back before exec either way.
+                nix::libc::signal(nix::libc::SIGPIPE, nix::libc::SIG_IGN);
+                let written = nix::libc::write(fd, line.as_ptr().cast(), len);
+                let errno = std::io::Error::last_os_error();
+                nix::libc::signal(nix::libc::SIGPIPE, nix::libc::SIG_DFL);
+                if written != len as isize {
+                    return Err(if written < 0 {
+                        errno
+                    } else {
+                        std::io::Error::from_raw_os_error(nix::libc::EIO)
+                    });
+                }
             }
             Ok(())
         });
     }
 }
 
-/// Elsewhere only the guard covers the command (see the module's docs).
-#[cfg(not(target_os = "linux"))]
-pub(crate) fn die_with_parent(_command: &mut Command) {}
+/// Writes `pid` and a newline into `buf` (no allocation: this runs between fork and exec);
+/// returns the length.
+fn pid_line(mut pid: u32, buf: &mut [u8; 24]) -> usize {
+    let mut digits = [0u8; 10];
+    let mut n = 0;
+    loop {
+        digits[n] = b'0' + (pid % 10) as u8;
+        n += 1;
+        pid /= 10;
+        if pid == 0 {
+            break;
+        }
+    }
+    for i in 0..n {
+        buf[i] = digits[n - 1 - i];
+    }
+    buf[n] = b'\n';
+    n + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pid_line;
+
+    #[test]
+    fn a_pid_is_written_as_its_digits_and_a_newline() {
+        for (pid, want) in [
+            (0, "0\n"),
+            (7, "7\n"),
+            (31993, "31993\n"),
+            (u32::MAX, "4294967295\n"),
+        ] {
+            let mut buf = [0u8; 24];
+            let len = pid_line(pid, &mut buf);
+            assert_eq!(std::str::from_utf8(&buf[..len]).unwrap(), want);
+        }
+    }
+}

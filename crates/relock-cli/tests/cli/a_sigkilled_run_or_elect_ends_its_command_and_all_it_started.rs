@@ -84,8 +84,17 @@ async fn killed_takes_everything(url: &str, sub: &str, name: &str) {
         || async { tagged(&tag).is_empty() },
     )
     .await;
-    let left = tagged(&tag);
-    for pid in &left {
+    // Each one left, with its command line, to tell which step let it go.
+    let left: Vec<(u32, String)> = tagged(&tag)
+        .into_iter()
+        .map(|pid| {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            (pid, cmd)
+        })
+        .collect();
+    for (pid, _) in &left {
         let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
     }
     assert!(
