@@ -599,7 +599,15 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
     let mut child = match command.spawn() {
         Ok(c) => c,
         Err(e) => {
-            let guard_gone = tether.as_mut().is_some_and(|t| t.is_gone());
+            // A guard that is gone refused the command's announcement (EPIPE) or has exited.
+            let guard_gone = tether
+                .as_mut()
+                .is_some_and(|t| e.raw_os_error() == Some(nix::libc::EPIPE) || t.is_gone());
+            // `done` before anything that can block (a full stderr): the command's process
+            // may have announced its pid before its exec failed, and that pid is free again.
+            if let Some(t) = tether {
+                t.release().await;
+            }
             if guard_gone {
                 say(format_args!(
                     "the guard that ends the command if relock dies is gone; `{}` was not run",
@@ -607,9 +615,6 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
                 ));
             } else {
                 say(format_args!("cannot run `{}`: {e}", argv[0]));
-            }
-            if let Some(t) = tether {
-                t.release().await;
             }
             release(guard, &args.name).await;
             if guard_gone {
@@ -658,12 +663,13 @@ async fn hold_and_run(args: &Args, argv: &[String], target: &Target) -> Result<u
         }
     }
     .map_err(|e| CliError::Failed(format!("waiting for `{}`: {e}", argv[0])))?;
+    if !args.foreground && (lost && args.on_lost == OnLost::Kill) {
+        // The command is gone; what it started must not run on without the lock. Before the
+        // guard is released, so that a relock killed in between still leaves nothing running.
+        signal(Signal::SIGKILL);
+    }
     if let Some(t) = tether {
         t.release().await;
-    }
-    if !args.foreground && (lost && args.on_lost == OnLost::Kill) {
-        // The command is gone; what it started must not run on without the lock.
-        signal(Signal::SIGKILL);
     }
 
     release(guard, &args.name).await;

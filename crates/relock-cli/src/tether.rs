@@ -7,23 +7,33 @@
 //! - **The parent-death signal** (Linux): the command gets SIGKILL from the kernel as soon as
 //!   `relock` dies. It reaches only the command itself, not what the command started.
 //! - **A guard process** for the command's process group (every Unix): a small `/bin/sh`
-//!   started before the command, holding the read end of a pipe whose write end only `relock`
-//!   has. The command writes its own pid (its process group) into that pipe before it `exec`s,
-//!   so the guard knows the group before the command can start anything. `relock` dying closes
-//!   the pipe; the guard then kills the whole group. When the command ends normally, `relock`
-//!   tells the guard so, and it exits without killing. The guard ignores the terminal's
-//!   signals and sits in a process group of its own, so a Ctrl-C or a `kill` of `relock`'s
-//!   group does not take it down first.
+//!   started before the command, holding the read end of a pipe whose write end `relock` holds
+//!   (and the command's own process, until it `exec`s: the end is close-on-exec). The command's
+//!   process writes its pid (its process group) into that pipe before it `exec`s, so the guard
+//!   knows the group before the command can start anything. `relock` dying closes the pipe;
+//!   the guard then kills the whole group. When the command ends normally, `relock` tells the
+//!   guard so, and it exits without killing. The guard ignores the terminal's signals and sits
+//!   in a process group of its own, so a Ctrl-C or a `kill` of `relock`'s group does not take
+//!   it down first. A guard already gone when the command starts fails the start: the command
+//!   is not run.
 //!
 //! Why the command tells the guard its group, not `relock`: `relock` learns the pid only once
 //! `spawn` returns, and a `relock` paused or killed just then would leave what the command
 //! started in that moment unguarded. Written from the command's side, before `exec`, there is
 //! no such moment: a `relock` that dies before the write leaves a command that never `exec`s
-//! (the parent-death signal, or the check after setting it).
+//! on Linux (the parent-death signal, or the check after setting it), and elsewhere a command
+//! whose group the guard kills once the pipe's last write end closes at its `exec`.
+//!
+//! When the command cannot be started (not found, not executable), its process may already
+//! have announced its pid, which is then free again: `relock` writes `done` before doing
+//! anything else, so the guard never kills a group that is no longer the command's.
 //!
 //! Not covered: processes the command moved out of its group (`setsid`, a double fork into a
-//! new group), and the guard itself being killed by name. Without a guard (`--foreground`,
-//! where the command shares `relock`'s group), only the parent-death signal covers it.
+//! new group); the guard itself being killed by name; a `relock` killed in the moment between
+//! a failed start and its `done` (the guard would signal a pid that is free again); a start
+//! that tokio reports as failed after the command began (it cannot watch the new process),
+//! where the command runs on unguarded. Without a guard (`--foreground`, where the command
+//! shares `relock`'s group), only the parent-death signal covers it.
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::process::Stdio;
@@ -155,7 +165,12 @@ fn pid_line(mut pid: u32, buf: &mut [u8; 24]) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::pid_line;
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use relock_testkit::wait_until;
+
+    use super::{pid_line, tie, Tether};
 
     #[test]
     fn a_pid_is_written_as_its_digits_and_a_newline() {
@@ -169,5 +184,143 @@ mod tests {
             let len = pid_line(pid, &mut buf);
             assert_eq!(std::str::from_utf8(&buf[..len]).unwrap(), want);
         }
+    }
+
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("relock-tether-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// A command in a group of its own, tied to `tether`, that starts `sleep` and writes its
+    /// pid to `dir/child.pid`.
+    fn command(dir: &Path, tether: &Tether) -> tokio::process::Command {
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command
+            .args(["-c", "sleep 600 & echo $! > \"$0/child.pid\"; wait"])
+            .arg(dir)
+            .process_group(0);
+        tie(&mut command, Some(tether));
+        command
+    }
+
+    /// Kills the command's child when the test ends, passed or failed.
+    struct Reap(i32);
+    impl Drop for Reap {
+        fn drop(&mut self) {
+            if !alive(self.0) {
+                return;
+            }
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.0),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+
+    fn alive(pid: i32) -> bool {
+        // A zombie is no longer running: it waits only for its parent to read its status.
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .map(|s| {
+                !s.rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z')
+            })
+            .unwrap_or_else(|_| {
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None).is_ok()
+            })
+    }
+
+    /// The guard knows the command's group from the command itself: with no word from relock
+    /// after the spawn, a closed pipe still ends the command and what it started.
+    #[tokio::test]
+    async fn the_guard_kills_the_group_the_command_announced_when_the_pipe_closes() {
+        let dir = scratch("announce");
+        let tether = Tether::start().unwrap();
+        let mut child = command(&dir, &tether).spawn().unwrap();
+        let pid_file = dir.join("child.pid");
+        wait_until(Duration::from_secs(10), "the command's child", || async {
+            std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
+        })
+        .await
+        .unwrap();
+        let sleeper: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let _reap = Reap(sleeper);
+        assert!(alive(sleeper));
+        // relock dies: its end of the pipe closes without `done`.
+        drop(tether);
+        let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+            .await
+            .expect("the command killed by the guard")
+            .unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(nix::libc::SIGKILL), "{status:?}");
+        wait_until(
+            Duration::from_secs(10),
+            "the command's child killed",
+            || async { !alive(sleeper) },
+        )
+        .await
+        .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A guard that is gone before the command starts: the start fails and nothing runs.
+    #[tokio::test]
+    async fn a_command_whose_guard_is_gone_is_not_run() {
+        let dir = scratch("gone");
+        let mut tether = Tether::start().unwrap();
+        tether.guard.start_kill().unwrap();
+        tether.guard.wait().await.unwrap();
+        let err = command(&dir, &tether).spawn().unwrap_err();
+        assert_eq!(err.raw_os_error(), Some(nix::libc::EPIPE), "{err:?}");
+        assert!(tether.is_gone());
+        assert!(!dir.join("child.pid").exists(), "the command ran");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Ended normally: `done`, and the guard exits without killing the group.
+    #[tokio::test]
+    async fn a_released_guard_exits_and_kills_nothing() {
+        let dir = scratch("released");
+        let tether = Tether::start().unwrap();
+        let mut child = command(&dir, &tether).spawn().unwrap();
+        let pid_file = dir.join("child.pid");
+        wait_until(Duration::from_secs(10), "the command's child", || async {
+            std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
+        })
+        .await
+        .unwrap();
+        let sleeper: i32 = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        let _reap = Reap(sleeper);
+        let guard = tether.guard.id().unwrap() as i32;
+        tether.release().await;
+        assert!(!alive(guard), "the guard outlived its release");
+        assert!(alive(sleeper), "the guard killed the command's child");
+        // Clean up: the command's whole group.
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(child.id().unwrap() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+        child.wait().await.unwrap();
+        wait_until(
+            Duration::from_secs(10),
+            "the test's own processes gone",
+            || async { !alive(sleeper) },
+        )
+        .await
+        .unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
