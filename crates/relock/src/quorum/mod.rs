@@ -9,6 +9,8 @@
 //! - `race`: a call per node, counted as answers come, each run to its end.
 //! - `in_flight`: the votes and re-entries a node has been sent and not answered, which a
 //!   release of their field on that node waits for (`Script::run_tracked`'s `Tracker`).
+//! - `kind`: the quorum lock's holds as a [`HoldKind`](crate::hold::kind::HoldKind) (how a
+//!   node's field is released and renewed, which channel format wakes its waiters).
 //! - `lock`: [`QuorumLock`](crate::QuorumLock), its acquire, wait loop and queries; `vote`: one
 //!   Redlock attempt (votes, validity, release on failure, token write-back).
 //! - `watch`: a quorum hold listens on every master and is lost once a majority lacks it;
@@ -25,6 +27,7 @@ mod decode_prop;
 pub(crate) mod in_flight;
 pub(crate) mod inner;
 pub(crate) mod inner_backend;
+pub(crate) mod kind;
 pub(crate) mod lock;
 pub(crate) mod node;
 pub(crate) mod race;
