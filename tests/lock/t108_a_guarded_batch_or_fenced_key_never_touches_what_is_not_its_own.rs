@@ -2,7 +2,8 @@
 //! names the lock's own keys (its hash, its fencing counter) is refused before anything is
 //! sent; a hash whose `fence` does not fit 64 bits is not a fenced key, for `set` as for
 //! `get`, and is left as it was; a value that is not UTF-8 is reported as such; a fenced key
-//! used after its client's shutdown is `Shutdown` (nothing was sent), not an unknown outcome.
+//! or a guarded batch by owner used after its client's shutdown is `Shutdown` (nothing was
+//! sent), not an unknown outcome.
 
 use relock::{Commands, Error};
 use relock_tests::*;
@@ -82,9 +83,27 @@ async fn a_guarded_batch_or_fenced_key_never_touches_what_is_not_its_own() {
 
     // After shutdown nothing is sent: `Shutdown`, and the key is not written.
     let fenced = c.fenced_key("after");
+    let held = c.lock("t108-owner").lock().await.unwrap();
+    let owner = held.owner().to_string();
+    let lock = c.lock("t108-owner");
     c.shutdown().await;
     assert!(matches!(fenced.set(5, "x").await, Err(Error::Shutdown)));
     assert_eq!(server.cmd(&["EXISTS", "after"]).unwrap().as_int(), Some(0));
+    let by_owner = lock
+        .write_as(
+            &owner,
+            Commands::new().cmd("SET").key("{t108-owner}:row").arg(1),
+        )
+        .await;
+    assert!(matches!(by_owner, Err(Error::Shutdown)), "{by_owner:?}");
+    assert_eq!(
+        server
+            .cmd(&["EXISTS", "{t108-owner}:row"])
+            .unwrap()
+            .as_int(),
+        Some(0)
+    );
+    drop(held);
     for key in ["big", "max", "raw"] {
         server.cmd(&["DEL", key]).unwrap();
     }

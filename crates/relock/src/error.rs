@@ -99,8 +99,10 @@ pub enum Error {
     /// runs at most once (relock's pools never resend), and as one script: every command up
     /// to the first that failed, or none. Never assume it failed. A read made now is not
     /// conclusive, because the copy may land after it:
-    /// - a guarded write: end the hold first (`unlock`). Its field is never reused, so a copy
-    ///   that arrives later is refused; then read the data to learn whether the batch ran.
+    /// - a guarded write: end the hold first (`unlock`, of the outermost guard where the hold
+    ///   was entered again: an inner guard's `unlock` only lowers the count, and the field
+    ///   stays). Its field is never reused, so a copy that arrives later is refused; then read
+    ///   the data to learn whether the batch ran.
     /// - a fenced set: any later set with a higher token makes a late copy refused; repeating
     ///   the same value with the same token is harmless.
     ///

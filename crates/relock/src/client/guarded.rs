@@ -46,6 +46,9 @@ pub(crate) async fn send(
     commands: &Commands,
     read: bool,
 ) -> Result<Vec<Value>> {
+    // After shutdown nothing is sent: `Shutdown`, not the unknown outcome that the closed
+    // pool's error would read as.
+    inner.check_running()?;
     let lock = lease_keys[0].clone();
     let others = lease_keys.len().saturating_sub(1);
     lease_keys.extend(commands.distinct_keys());

@@ -100,13 +100,18 @@ pub(crate) trait Backend: Send + Sync + std::fmt::Debug + 'static {
         commands: Arc<commands::Commands>,
         read: bool,
     ) -> BoxFuture<Result<Vec<fred::types::Value>>> {
-        let _ = (commands, read);
+        let _ = commands;
         let name = hold.keys.lock.clone();
+        let (argument, does) = if read {
+            ("read", "reads")
+        } else {
+            ("write", "writes")
+        };
         Box::pin(async move {
             Err(crate::error::Error::invalid(
-                "write",
+                argument,
                 format!(
-                    "`{name}` has no single server that holds the lock and could check the hold as it writes: protect its data with a FencedKey and the guard's fencing token"
+                    "`{name}` has no single server that holds the lock and could check the hold as it {does}: protect its data with a FencedKey and the guard's fencing token"
                 ),
             ))
         })

@@ -28,6 +28,10 @@ pub const MAX_COMMAND_WORDS: usize = 7_000;
 /// before anything is sent, on one server too, so that code moves to a Cluster unchanged.
 /// Only the words added with [`key`](Commands::key) are checked: add every key of a command
 /// with `key`.
+///
+/// **Words are text.** A batch carries UTF-8 words only ([`arg`](Commands::arg) takes what
+/// is `ToString`); write a binary value encoded (base64, hex). Replies come back as the server
+/// sends them, binary ones as [`Value::Bytes`](fred::types::Value::Bytes).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Commands {
     /// Each command's words, name first.

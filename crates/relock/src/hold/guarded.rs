@@ -89,7 +89,8 @@ impl LockGuard {
 
     /// [`write`](LockGuard::write) for commands that only read: the script runs flagged
     /// `no-writes` (a command that writes is refused by the server), so that a read hold (a
-    /// read-write lock's read side) reads only while it is held. Any guard may read.
+    /// read-write lock's read side) reads only while it is held. Any guard whose lock lives on
+    /// one server may read; a quorum lock's guard is refused, as for `write`.
     ///
     /// # Errors
     /// As [`write`](LockGuard::write); a command that writes fails with [`Error::Redis`].
