@@ -45,6 +45,9 @@ end
 local now = rate_now()
 local value, stored, stale =
   rate_current(value_key, permits_key, rate_key, rate, now, interval, types, true)
+if value == nil then
+  return {-3, rate_records_index(kind)}
+end
 
 local result = nil
 if value < n then

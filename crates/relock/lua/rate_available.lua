@@ -20,4 +20,7 @@ if rate == nil then
 end
 local value_key, permits_key, rate_key = rate_state(KEYS, kind)
 local value = rate_current(value_key, permits_key, rate_key, rate, rate_now(), interval, types, false)
+if value == nil then
+  return {-3, rate_records_index(kind)}
+end
 return {1, math.max(0, value)}

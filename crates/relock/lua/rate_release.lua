@@ -25,9 +25,16 @@ if rate == nil then
   return {-1, 0}
 end
 local value_key, permits_key, rate_key = rate_state(KEYS, kind)
+-- Every member the loop below may take permits off is a record, before anything is written.
+if rate_sum(redis.call('zrange', permits_key, 0, -1)) == nil then
+  return {-3, rate_records_index(kind)}
+end
 -- Expired records first: their permits are back already, and n comes off the live ones.
 local value, stored, stale =
   rate_current(value_key, permits_key, rate_key, rate, rate_now(), interval, types, true)
+if value == nil then
+  return {-3, rate_records_index(kind)}
+end
 local to_release = tonumber(ARGV[1])
 local records = redis.call('zrange', permits_key, 0, -1, 'withscores')
 for i = 1, #records - 1, 2 do

@@ -17,20 +17,53 @@ local function rate_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- Whether a member of a records key is a record: a length byte, that many bytes of id, and
+-- the 4-byte permit count (struct.pack('Bc0I', ...)).
+local function rate_record(v)
+  return #v >= 5 and string.byte(v, 1) + 5 == #v
+end
+
+-- The permits of a list of records, or nil when one of them is not a record.
+local function rate_sum(records)
+  local sum = 0
+  for _, v in ipairs(records) do
+    if not rate_record(v) then
+      return nil
+    end
+    local _, permits = struct.unpack('Bc0I', v)
+    sum = sum + permits
+  end
+  return sum
+end
+
 -- The index of the first key that holds something the limiter never keeps there, or nil, the
 -- config's four fields (nil when it has no config) and the checked keys' types by name
--- ('none' for a missing key): the config a hash of Redisson's four fields only, a value a
--- string, the records a sorted set. With `used_only`, only the state keys of the config's type
--- are checked (a call that touches no other: an acquire, a release, a read), else all six (a
--- set or a delete). Checked before anything is written, so a refused call leaves every key as
--- it was.
+-- ('none' for a missing key): the config a hash of Redisson's four fields only, a value (and
+-- relock's rate key) a string holding a number, the records a sorted set. With `used_only`,
+-- only the state keys of the config's type are checked (a call that touches no other: an
+-- acquire, a release, a read), and the records' members are left to the calls that read them
+-- (rate_current, a release: each checks what it read before it writes); else all six are
+-- checked, every record's member too (a set or a delete). Checked before anything is written,
+-- so a refused call leaves every key as it was.
 local function rate_foreign_key(keys, used_only)
   local want = {'hash', 'string', 'string', 'zset', 'zset', 'string'}
   local types = {}
   local function fits(i)
     local found = redis.call('type', keys[i])['ok']
     types[keys[i]] = found
-    return found == 'none' or found == want[i]
+    if found == 'none' then
+      return true
+    end
+    if found ~= want[i] then
+      return false
+    end
+    if found == 'string' then
+      return tonumber(redis.call('get', keys[i])) ~= nil
+    end
+    if found == 'zset' and not used_only then
+      return rate_sum(redis.call('zrange', keys[i], 0, -1)) ~= nil
+    end
+    return true
   end
   if not fits(1) then
     return 1
@@ -97,16 +130,6 @@ local function rate_state(keys, kind)
   return keys[2], keys[4], nil
 end
 
--- The permits of a list of records.
-local function rate_sum(records)
-  local sum = 0
-  for _, v in ipairs(records) do
-    local _, permits = struct.unpack('Bc0I', v)
-    sum = sum + permits
-  end
-  return sum
-end
-
 -- A ms time as an integer string (a Lua number prints as 1.7e+12 past 14 digits).
 local function rate_ms(ms)
   return string.format('%.0f', ms)
@@ -121,7 +144,8 @@ end
 -- when the value was written under another rate (this client's, by its rate key; the shared
 -- one, when it is above the rate) or is missing while records are left: reading every record
 -- costs time in their number, so only then. With `write`, expired records are removed; the
--- caller writes what it settles on (rate_store).
+-- caller writes what it settles on (rate_store). nil when a member read is not a record
+-- (something the limiter never keeps there): then nothing was written.
 local function rate_current(value_key, permits_key, rate_key, rate, now, interval, types, write)
   local stored = redis.call('get', value_key)
   local stale = rate_key ~= nil and tonumber(redis.call('get', rate_key) or '-1') ~= rate
@@ -131,29 +155,39 @@ local function rate_current(value_key, permits_key, rate_key, rate, now, interva
   end
   local horizon = rate_ms(now - interval)
   local expired = redis.call('zrangebyscore', permits_key, 0, horizon)
-  if write and #expired > 0 then
-    redis.call('zremrangebyscore', permits_key, 0, horizon)
+  local given_back = rate_sum(expired)
+  if given_back == nil then
+    return nil
   end
   local value = nil
   if stored ~= nil and not stale then
-    value = stored + rate_sum(expired)
+    value = stored + given_back
   elseif stored == nil and rate_key == nil then
     -- Redisson's: a shared state without a value starts from the whole rate.
     value = rate
   end
   if value == nil or value > rate then
-    local live
-    if write then
-      -- The expired ones are gone already.
-      live = redis.call('zrange', permits_key, 0, -1)
-    else
-      live = redis.call('zrangebyscore', permits_key, '(' .. horizon, '+inf')
+    local in_use = rate_sum(redis.call('zrangebyscore', permits_key, '(' .. horizon, '+inf'))
+    if in_use == nil then
+      return nil
     end
     -- Below 0 when the records in the window hold more than a lowered rate: the deficit is
     -- kept, so that records expiring and releases pay it off before anything is granted.
-    value = rate - rate_sum(live)
+    value = rate - in_use
+  end
+  -- Only once every member read is known to be a record.
+  if write and #expired > 0 then
+    redis.call('zremrangebyscore', permits_key, 0, horizon)
   end
   return value, stored, stale
+end
+
+-- The index of the records key of the config's type (for a {-3, i} refusal).
+local function rate_records_index(kind)
+  if kind == '1' then
+    return 5
+  end
+  return 4
 end
 
 -- Writes the value a call settled on when it differs from the stored one, and for this
