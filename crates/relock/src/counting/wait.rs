@@ -46,8 +46,9 @@ impl Recheck {
 }
 
 /// A waiter's run of consecutive transient errors (a connection blip, a failover, a timeout):
-/// each is retried after the waiter's next bounded sleep, until the run has lasted one command
-/// timeout; then the error is returned. Other errors are returned at once. A deadline that
+/// each is retried after the waiter's next bounded sleep, until one command timeout has passed
+/// since the run's first error arrived (so an attempt that timed out gets one retry, which may
+/// go out on another connection); then the error is returned. Other errors are returned at once. A deadline that
 /// passes during a run returns its last error, not "not acquired".
 #[derive(Debug, Default)]
 pub(crate) struct Transient {

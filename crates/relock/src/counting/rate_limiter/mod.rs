@@ -298,11 +298,17 @@ impl RateLimiter {
     /// the delay the server returns (until the oldest permit record expires), never past
     /// `wait`: the last sleep is cut to the deadline and one last attempt made there. Returns
     /// whether they were taken. A transient error (a connection reset, a timeout) is retried
-    /// after a short sleep within `wait`, for up to one command timeout.
+    /// after a short sleep within `wait`, for up to one command timeout after the first
+    /// error. An attempt is not cut at the deadline: one sent just before it, to a server that
+    /// does not answer, returns its [`Error::Timeout`] up to one command timeout after `wait`
+    /// (bound the whole call with `tokio::time::timeout` where that matters; the attempt may
+    /// still take its permits, as below).
     ///
     /// # Errors
     /// As [`try_acquire`](RateLimiter::try_acquire); a transient error only once its retries
-    /// have lasted a command timeout, or when the deadline passes while they go on.
+    /// have gone on for a command timeout after the first error of a run (an attempt that
+    /// timed out is retried: the retry may go out on another connection), or when the
+    /// deadline passes while they go on.
     ///
     /// # Cancel safety
     /// As [`try_acquire`](RateLimiter::try_acquire): a wait changes nothing on the server. An
@@ -333,11 +339,12 @@ impl RateLimiter {
     /// returns (until the oldest permit record expires) and asks again, never more often.
     /// Only [`Client::shutdown`] ends the wait early ([`Error::Shutdown`]); a transient error
     /// (a connection reset, a timeout) is retried after a short sleep, for up to one command
-    /// timeout.
+    /// timeout after the first error.
     ///
     /// # Errors
     /// As [`try_acquire`](RateLimiter::try_acquire); a transient error only once its retries
-    /// have lasted a command timeout.
+    /// have gone on for a command timeout after the first error of a run: on a server that
+    /// answers nothing, after two attempts' timeouts.
     ///
     /// # Cancel safety
     /// As [`try_acquire_for`](RateLimiter::try_acquire_for).
