@@ -14,6 +14,13 @@ pub enum RateType {
     /// A limit of its own for each client, keyed by
     /// [`Client::client_id`](crate::Client::client_id) (Redisson's `PER_CLIENT`, stored as
     /// `1`, keyed by a Redisson instance's id).
+    ///
+    /// Each client id that acquires gets three keys of its own (its value, its records, and
+    /// relock's rate key). Without a keep-alive they live until the limiter is deleted, and a
+    /// client id is new in every process unless set
+    /// ([`ClientBuilder::client_id`](crate::ClientBuilder::client_id)): give a per-client limiter a
+    /// keep-alive ([`RateConfig::with_keep_alive`]), or a fixed client id, so that restarts do
+    /// not pile up keys.
     PerClient,
 }
 
