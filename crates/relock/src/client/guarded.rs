@@ -53,41 +53,37 @@ pub(crate) async fn send(
     let others = lease_keys.len().saturating_sub(1);
     lease_keys.extend(commands.distinct_keys());
     let exclusive = if read { "0" } else { "1" };
-    let mut args = vec![field.to_string(), others.to_string(), exclusive.to_string()];
-    args.extend(commands.words());
+    let args = vec![field.to_string(), others.to_string(), exclusive.to_string()];
     let operation = if read {
         "guarded read"
     } else {
         "guarded write"
     };
-    let reply: Value = if read {
-        GUARDED_READ
-            .run_read_only(inner.pool.next(), lease_keys, args)
-            .await
-    } else {
-        GUARDED.run(inner.pool.next(), lease_keys, args).await
-    }
-    .map_err(|e| {
-        use fred::error::ErrorKind;
-        match e.kind() {
-            // The connection's: the batch may have run (a write's outcome is unknown).
-            ErrorKind::Timeout | ErrorKind::IO | ErrorKind::Canceled => {
-                let e = inner.error(operation, &lock, e);
-                if read {
-                    e
-                } else {
-                    e.unconfirmed(operation, inner.server())
+    let script = if read { &GUARDED_READ } else { &GUARDED };
+    let reply: Value = script
+        .run_with_words(inner.pool.next(), lease_keys, args, &commands.words(), read)
+        .await
+        .map_err(|e| {
+            use fred::error::ErrorKind;
+            match e.kind() {
+                // The connection's: the batch may have run (a write's outcome is unknown).
+                ErrorKind::Timeout | ErrorKind::IO | ErrorKind::Canceled => {
+                    let e = inner.error(operation, &lock, e);
+                    if read {
+                        e
+                    } else {
+                        e.unconfirmed(operation, inner.server())
+                    }
                 }
+                // A command of the batch failed (a wrong type, a refused permission): the
+                // server's words, not a verdict on the lock's key.
+                _ => Error::Redis {
+                    operation,
+                    server: inner.server(),
+                    source: e,
+                },
             }
-            // A command of the batch failed (a wrong type, a refused permission): the
-            // server's words, not a verdict on the lock's key.
-            _ => Error::Redis {
-                operation,
-                server: inner.server(),
-                source: e,
-            },
-        }
-    })?;
+        })?;
     read_reply(reply, lock, |what| unexpected(inner, operation, what))
 }
 

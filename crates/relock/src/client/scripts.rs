@@ -45,7 +45,7 @@ impl Script {
         args: Vec<String>,
         tracker: &dyn Tracker,
     ) -> Result<R, fred::error::Error> {
-        self.send_as(client, keys, args, ["EVALSHA", "EVAL"], Some(tracker))
+        self.send_as(client, keys, args, &[], ["EVALSHA", "EVAL"], Some(tracker))
             .await
     }
 
@@ -60,6 +60,26 @@ impl Script {
         args: Vec<String>,
     ) -> Result<R, fred::error::Error> {
         self.send(client, keys, args, ["EVALSHA_RO", "EVAL_RO"])
+            .await
+    }
+
+    /// [`run`](Self::run) (or, `read_only`, [`run_read_only`](Self::run_read_only)) with
+    /// `words` after `args`: a caller's own words, binary or not (a guarded batch's
+    /// commands), sent as they are.
+    pub(crate) async fn run_with_words<R: FromValue>(
+        &self,
+        client: &FredClient,
+        keys: Vec<String>,
+        args: Vec<String>,
+        words: &[Bytes],
+        read_only: bool,
+    ) -> Result<R, fred::error::Error> {
+        let commands = if read_only {
+            ["EVALSHA_RO", "EVAL_RO"]
+        } else {
+            ["EVALSHA", "EVAL"]
+        };
+        self.send_as(client, keys, args, words, commands, None)
             .await
     }
 
@@ -78,15 +98,17 @@ impl Script {
         args: Vec<String>,
         commands: [&'static str; 2],
     ) -> Result<R, fred::error::Error> {
-        self.send_as(client, keys, args, commands, None).await
+        self.send_as(client, keys, args, &[], commands, None).await
     }
 
-    /// [`send`](Self::send), telling `tracked` (if any) when each command is with fred.
+    /// [`send`](Self::send) with `words` after `args`, telling `tracked` (if any) when each
+    /// command is with fred.
     async fn send_as<R: FromValue>(
         &self,
         client: &FredClient,
         keys: Vec<String>,
         args: Vec<String>,
+        words: &[Bytes],
         [by_sha, by_body]: [&'static str; 2],
         tracked: Option<&dyn Tracker>,
     ) -> Result<R, fred::error::Error> {
@@ -98,19 +120,24 @@ impl Script {
         // that cloning the call for the NOSCRIPT fallback only counts references: a value made
         // from a string of its own allocates a shared header when it is first cloned (one
         // allocation per key and argument on every call), where one buffer is shared once.
-        let total = keys.iter().chain(&args).map(String::len).sum();
-        let mut joined = Vec::with_capacity(total);
-        for s in keys.iter().chain(&args) {
-            joined.extend_from_slice(s.as_bytes());
+        let parts = || {
+            keys.iter()
+                .chain(&args)
+                .map(String::as_bytes)
+                .chain(words.iter().map(|w| &w[..]))
+        };
+        let mut joined = Vec::with_capacity(parts().map(<[u8]>::len).sum());
+        for part in parts() {
+            joined.extend_from_slice(part);
         }
         let joined = Bytes::from(joined);
-        let mut call: Vec<Value> = Vec::with_capacity(2 + keys.len() + args.len());
+        let mut call: Vec<Value> = Vec::with_capacity(2 + keys.len() + args.len() + words.len());
         call.push(Value::from(self.sha1.clone()));
         call.push((keys.len() as i64).into());
         let mut at = 0;
-        for s in keys.iter().chain(&args) {
-            call.push(Value::Bytes(joined.slice(at..at + s.len())));
-            at += s.len();
+        for part in parts() {
+            call.push(Value::Bytes(joined.slice(at..at + part.len())));
+            at += part.len();
         }
         // Copied: the strings go now, so that a large call (a guarded write's values) is held
         // once while it is sent, not twice.

@@ -1,6 +1,8 @@
 //! [`Commands`]: a batch of Redis commands for a guarded write or read, and the checks made
 //! before it is sent (its keys in the lock's slot, its size).
 
+use fred::bytes::Bytes;
+
 use crate::error::{Error, Result};
 use crate::hold::keys;
 
@@ -29,13 +31,20 @@ pub const MAX_COMMAND_WORDS: usize = 7_000;
 /// Only the words added with [`key`](Commands::key) are checked: add every key of a command
 /// with `key`.
 ///
-/// **Words are text.** A batch carries UTF-8 words only ([`arg`](Commands::arg) takes what
-/// is `ToString`); write a binary value encoded (base64, hex). Replies come back as the server
-/// sends them, binary ones as [`Value::Bytes`](fred::types::Value::Bytes).
+/// **Binary values.** [`arg`](Commands::arg) takes what is `ToString`;
+/// [`arg_bytes`](Commands::arg_bytes) takes any bytes (a serialized struct, an image), sent as
+/// they are. Replies come back as the server sends them, binary ones as
+/// [`Value::Bytes`](fred::types::Value::Bytes).
+///
+/// ```
+/// let frame: Vec<u8> = vec![0, 159, 146, 150, 255];
+/// let batch = relock::Commands::new().cmd("SET").key("{orders:42}:frame").arg_bytes(&frame);
+/// assert_eq!(batch.len(), 1);
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Commands {
     /// Each command's words, name first.
-    commands: Vec<Vec<String>>,
+    commands: Vec<Vec<Bytes>>,
     /// The keys, in the order they were added (one entry per `key` call).
     keys: Vec<String>,
 }
@@ -48,7 +57,7 @@ impl Commands {
 
     /// Starts the next command, named `name` (`"SET"`, `"HSET"`, `"XADD"`…).
     pub fn cmd(mut self, name: impl Into<String>) -> Self {
-        self.commands.push(vec![name.into()]);
+        self.commands.push(vec![Bytes::from(name.into())]);
         self
     }
 
@@ -60,7 +69,7 @@ impl Commands {
     pub fn key(mut self, key: impl Into<String>) -> Self {
         let key = key.into();
         self.keys.push(key.clone());
-        self.current().push(key);
+        self.current().push(Bytes::from(key));
         self
     }
 
@@ -69,7 +78,17 @@ impl Commands {
     /// # Panics
     /// Before any [`cmd`](Commands::cmd), as [`key`](Commands::key).
     pub fn arg(mut self, arg: impl ToString) -> Self {
-        self.current().push(arg.to_string());
+        self.current().push(Bytes::from(arg.to_string()));
+        self
+    }
+
+    /// Adds an argument that is not a key, as bytes: sent as they are, whether or not they
+    /// are UTF-8.
+    ///
+    /// # Panics
+    /// Before any [`cmd`](Commands::cmd), as [`key`](Commands::key).
+    pub fn arg_bytes(mut self, arg: impl AsRef<[u8]>) -> Self {
+        self.current().push(Bytes::copy_from_slice(arg.as_ref()));
         self
     }
 
@@ -88,20 +107,21 @@ impl Commands {
         self.keys.iter().map(String::as_str)
     }
 
-    fn current(&mut self) -> &mut Vec<String> {
+    fn current(&mut self) -> &mut Vec<Bytes> {
         self.commands
             .last_mut()
             .expect("Commands: call cmd(name) before key() or arg()")
     }
 
     /// The script's arguments after the hold's: the count, then each command's word count
-    /// and words.
-    pub(crate) fn words(&self) -> Vec<String> {
+    /// and words (shared with the batch, not copied).
+    pub(crate) fn words(&self) -> Vec<Bytes> {
+        let count = |n: usize| Bytes::from(n.to_string());
         let mut out =
             Vec::with_capacity(1 + self.commands.iter().map(|c| c.len() + 1).sum::<usize>());
-        out.push(self.commands.len().to_string());
+        out.push(count(self.commands.len()));
         for c in &self.commands {
-            out.push(c.len().to_string());
+            out.push(count(c.len()));
             out.extend(c.iter().cloned());
         }
         out
@@ -131,7 +151,7 @@ impl Commands {
                 "commands",
                 format!(
                     "`{}` has {} words, more than the {MAX_COMMAND_WORDS} one command of a guarded batch may have: split it into several commands",
-                    c[0],
+                    String::from_utf8_lossy(&c[0]),
                     c.len()
                 ),
             ));
@@ -241,6 +261,8 @@ mod tests {
             .cmd("DEL")
             .key("k");
         assert_eq!(c.words(), ["2", "3", "SET", "k", "v", "2", "DEL", "k"]);
+        let b = Commands::new().cmd("SET").key("k").arg_bytes([0u8, 255]);
+        assert_eq!(b.words(), [&b"1"[..], b"3", b"SET", b"k", &[0, 255]]);
         assert_eq!(c.distinct_keys(), ["k"]);
     }
 }
