@@ -1,5 +1,6 @@
 //! A config hash with values no limiter writes (a non-numeric interval, a type other than 0
-//! or 1) is not a limiter's: every call is refused with `WrongType` naming it, and nothing is
+//! or 1, a number Lua reads but no limiter writes: nan, inf, hex, a rate of 0, a negative
+//! interval) is not a limiter's: every call is refused with `WrongType` naming it, and nothing is
 //! written (no grant recorded before an error).
 
 use relock::Error;
@@ -10,7 +11,17 @@ async fn a_config_with_values_a_limiter_never_writes_is_refused_and_nothing_is_g
     let server = server();
     let c = client(&server).await;
     let mut seen = Vec::new();
-    for (field, value) in [("interval", "abc"), ("type", "7"), ("rate", "1.5e")] {
+    for (field, value) in [
+        ("interval", "abc"),
+        ("type", "7"),
+        ("rate", "1.5e"),
+        ("rate", "nan"),
+        ("rate", "0"),
+        ("interval", "inf"),
+        ("interval", "-5"),
+        ("keepAliveTime", "-inf"),
+        ("keepAliveTime", "0x10"),
+    ] {
         server.cmd(&["DEL", "rl109"]).unwrap();
         let mut config = vec![
             "HSET",

@@ -1,5 +1,5 @@
-//! Application data at a limiter's state keys (text at its value key, members that are not
-//! permit records in its records key) is not the limiter's: every call that would read or
+//! Application data at a limiter's state keys (text at its value key, numbers written in a
+//! form no limiter writes, members that are not permit records in its records key) is not the limiter's: every call that would read or
 //! write it is refused with `WrongType` naming the key, and the data is left exactly as it
 //! was (no value overwritten, no member removed, no key deleted).
 
@@ -34,15 +34,17 @@ async fn application_data_at_a_limiters_state_keys_is_refused_and_left_as_it_was
     let l = c.rate_limiter("rl110");
     let minute = Duration::from_secs(60);
 
-    // Text at the value key.
+    // Text at the value key, also text that Lua reads as a number no limiter writes.
     l.set_rate(RateType::Overall, 5, minute).await.unwrap();
-    server.cmd(&["SET", VALUE, "hello world"]).unwrap();
-    let before = state(&server);
-    refused("try_acquire", l.try_acquire(1).await, VALUE);
-    refused("available_permits", l.available_permits().await, VALUE);
-    refused("release", l.release(1).await, VALUE);
-    refused("delete", l.delete().await, VALUE);
-    assert_eq!(state(&server), before);
+    for text in ["hello world", "nan", "inf", "-inf", "0x10", "1e3", "2.5"] {
+        server.cmd(&["SET", VALUE, text]).unwrap();
+        let before = state(&server);
+        refused("try_acquire", l.try_acquire(1).await, VALUE);
+        refused("available_permits", l.available_permits().await, VALUE);
+        refused("release", l.release(1).await, VALUE);
+        refused("delete", l.delete().await, VALUE);
+        assert_eq!(state(&server), before, "{text}");
+    }
     server.cmd(&["DEL", VALUE]).unwrap();
 
     // A member that is not a record, old enough to have expired were it one: with and without

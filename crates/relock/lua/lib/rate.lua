@@ -17,6 +17,16 @@ local function rate_now()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- Whether `s` is an integer as Redisson and relock write them: digits, an optional minus
+-- sign, within 64 bits (not "nan", "inf", "0x10" or "1e3", which Lua's tonumber also reads).
+local function rate_integer(s)
+  if type(s) ~= 'string' or not string.find(s, '^%-?%d+$') then
+    return false
+  end
+  local v = tonumber(s)
+  return v ~= nil and v > -9.2e18 and v < 9.2e18
+end
+
 -- Whether a member of a records key is a record: a length byte, that many bytes of id, and
 -- the 4-byte permit count (struct.pack('Bc0I', ...)).
 local function rate_record(v)
@@ -38,8 +48,9 @@ end
 
 -- The index of the first key that holds something the limiter never keeps there, or nil, the
 -- config's four fields (nil when it has no config) and the checked keys' types by name
--- ('none' for a missing key): the config a hash of Redisson's four fields only, a value (and
--- relock's rate key) a string holding a number, the records a sorted set. With `used_only`,
+-- ('none' for a missing key): the config a hash of Redisson's four fields only (integers, a
+-- type of 0 or 1), a value (and relock's rate key) a string holding an integer, the records a
+-- sorted set. With `used_only`,
 -- only the state keys of the config's type are checked (a call that touches no other: an
 -- acquire, a release, a read), and the records' members are left to the calls that read them
 -- (rate_current, a release: each checks what it read before it writes); else all six are
@@ -58,7 +69,7 @@ local function rate_foreign_key(keys, used_only)
       return false
     end
     if found == 'string' then
-      return tonumber(redis.call('get', keys[i])) ~= nil
+      return rate_integer(redis.call('get', keys[i]))
     end
     if found == 'zset' and not used_only then
       return rate_sum(redis.call('zrange', keys[i], 0, -1)) ~= nil
@@ -82,8 +93,10 @@ local function rate_foreign_key(keys, used_only)
     end
     -- Values a limiter never writes (Redisson writes integers and a type of 0 or 1): refused
     -- before anything is written, not a Lua error after a grant.
-    for _, v in ipairs({fields[1], fields[2], fields[4]}) do
-      if v and not tonumber(v) then
+    -- A rate and an interval of at least 1, a keep-alive of at least 0.
+    for i, least in pairs({[1] = 1, [2] = 1, [4] = 0}) do
+      local v = fields[i]
+      if v and not (rate_integer(v) and tonumber(v) >= least) then
         return 1
       end
     end
