@@ -46,8 +46,12 @@ pub(crate) async fn send(
     commands: &Commands,
     read: bool,
 ) -> Result<Vec<Value>> {
-    // After shutdown nothing is sent: `Shutdown`, not the unknown outcome that the closed
-    // pool's error would read as.
+    // Work in flight, which shutdown waits for (its script, and the body after NOSCRIPT)
+    // before it releases the holds and closes the connections; taken before the running
+    // check, so that a shutdown that begins after the check waits for it. After shutdown
+    // began nothing is sent: `Shutdown`, not the unknown outcome a closed pool's error reads
+    // as.
+    let _in_flight = inner.shared.tracker.token();
     inner.check_running()?;
     let lock = lease_keys[0].clone();
     let others = lease_keys.len().saturating_sub(1);
