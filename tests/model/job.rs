@@ -183,8 +183,9 @@ impl Model for Job {
     }
 }
 
-/// The run's hold, alone with one count, moves to `fresh` and ends in `left` ms; waiters are
-/// woken with `1`. 2: more counts (nothing changed); 0: no such hold (nothing created).
+/// The run's hold, alone with one count, moves to `fresh` and ends in `left` ms, or when its
+/// lease (the at-most time) ends if that is sooner; waiters are woken with `1`. 2: more counts
+/// (nothing changed); 0: no such hold (nothing created).
 fn keep(world: &mut World, field: &str, left: i64, fresh: &str) -> Expected {
     let count = match world.hget(LOCK, field) {
         Err(e) => return Expected::reply(e),
@@ -196,7 +197,9 @@ fn keep(world: &mut World, field: &str, left: i64, fresh: &str) -> Expected {
     }
     world.hset(LOCK, fresh, V::int(1));
     world.hdel(LOCK, field);
-    world.pexpire(LOCK, left);
+    if world.left(LOCK).is_none_or(|lease| left < lease) {
+        world.pexpire(LOCK, left);
+    }
     Expected::publishing(R::Int(1), CHANNEL, "1")
 }
 
