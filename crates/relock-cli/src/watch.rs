@@ -350,12 +350,13 @@ impl ElectionLine {
 /// (its messages and its lock's, re-read after a reconnect and at the leader's lease end).
 async fn watch_election(client: &relock::Client, args: &Args) -> Result<u8, CliError> {
     let election = client.election(&args.name);
-    let mut changes = election.observe();
     let mut stop = std::pin::pin!(relock_cli::shared::signals::received());
     let stop_at = args.duration.and_then(|d| Instant::now().checked_add(d));
-    // The state at start, not counted as a change (as the lock's watch prints its holder): the
-    // observation's own report of it, and anything older, is left out below.
+    // The state at start, not counted as a change (as the lock's watch prints its holder);
+    // the observation reports what changed since that read, so a term that ends before its
+    // first read is still shown ending.
     let now = election.leader().await?;
+    let mut changes = election.observe_since(now.clone());
     let at = humantime::format_rfc3339_millis(SystemTime::now()).to_string();
     let snapshot = match &now {
         Some(l) => ElectionLine {
@@ -374,10 +375,6 @@ async fn watch_election(client: &relock::Client, args: &Args) -> Result<u8, CliE
     if !write_line(snapshot.line(args.json)).await {
         return Ok(0);
     }
-    let seen = now.as_ref().map_or(0, |l| l.term);
-    // The value the state at start showed: the observation's own first report of that term
-    // may already carry a newer one (a proclaim before its subscription), shown as a change.
-    let mut shown = now.map(|l| l.value);
     let mut changed = 0u64;
     loop {
         if args.count.is_some_and(|n| changed >= n) {
@@ -389,27 +386,7 @@ async fn watch_election(client: &relock::Client, args: &Args) -> Result<u8, CliE
             _ = &mut stop => return Ok(0),
         };
         let Some(event) = next else { return Ok(0) };
-        let event = match event? {
-            relock::LeaderEvent::Elected(l) if l.term == seen => {
-                if shown.take().is_some_and(|v| v == l.value) {
-                    continue; // the state at start, again
-                }
-                relock::LeaderEvent::ValueChanged(l)
-            }
-            e => e,
-        };
-        let old = match &event {
-            relock::LeaderEvent::Elected(l) => l.term < seen,
-            relock::LeaderEvent::ValueChanged(l) => l.term < seen,
-            relock::LeaderEvent::Resigned { term } | relock::LeaderEvent::Expired { term } => {
-                *term < seen
-            }
-            _ => true,
-        };
-        if old {
-            continue;
-        }
-        let Some(line) = ElectionLine::of(&event) else {
+        let Some(line) = ElectionLine::of(&event?) else {
             continue;
         };
         let written = tokio::select! {

@@ -50,18 +50,43 @@ impl Election {
     /// The stream ends when the client's shutdown begins (events already queued are still
     /// yielded, then `None`), also if it was never read: an idle observation does not hold up
     /// shutdown. Dropping it stops the observation (its task
-    /// and subscription end). An error (the subscription failed) is its last item.
+    /// and subscription end). A connection error or a timeout is retried (the record is read
+    /// again, backing off to a second); an error retrying cannot mend (the subscription
+    /// failed, a key of another type under the election's names, a command the ACL user may
+    /// not run) is its last item.
     pub fn observe(&self) -> Observation {
+        self.observe_since(None)
+    }
+
+    /// [`observe`](Self::observe), from a state the caller already has (what
+    /// [`leader`](Self::leader) returned): the first event is what changed since `known`
+    /// (nothing, if nothing did), so that a change between that read and the observation's
+    /// first is never lost. `observe()` is `observe_since(None)`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() -> relock::Result<()> {
+    /// # let Ok(url) = std::env::var("RELOCK_DOCTEST_URL") else { eprintln!("RELOCK_DOCTEST_URL is not set: doctest skipped"); return Ok(()) };
+    /// # let client = relock::Client::connect(&url).await?;
+    /// let election = client.election("doctest:observe_since");
+    /// let now = election.leader().await?;
+    /// println!("leader now: {:?}", now.as_ref().map(|l| &l.value));
+    /// let mut changes = election.observe_since(now);
+    /// let leading = election.campaign("a").await?;
+    /// assert!(matches!(changes.next().await, Some(Ok(relock::LeaderEvent::Elected(_)))));
+    /// leading.resign().await?;
+    /// # client.shutdown().await; Ok(()) }
+    /// ```
+    pub fn observe_since(&self, known: Option<Leader>) -> Observation {
         let (tx, rx) = mpsc::channel(64);
         let this = self.clone();
         self.inner
             .shared()
             .tracker
-            .spawn(async move { this.observe_into(tx).await });
+            .spawn(async move { this.observe_into(tx, known).await });
         Observation { rx }
     }
 
-    async fn observe_into(self, tx: mpsc::Sender<Result<LeaderEvent>>) {
+    async fn observe_into(self, tx: mpsc::Sender<Result<LeaderEvent>>, known: Option<Leader>) {
         // The election's channel (elected, value, resigned) and the lock's (a release, a
         // handoff, a force-unlock: a leader deposed without a word on the election's channel).
         let subscribe = async {
@@ -87,7 +112,7 @@ impl Election {
         };
         // `stopping` is set when shutdown begins (shutdown waits for this task).
         let mut shutdown = self.inner.stopping();
-        let mut last: Option<Leader> = None;
+        let mut last: Option<Leader> = known;
         // After a failed read: when to read again (a failed command connection brings no
         // message or reconnect of the subscriber).
         let mut retry = Duration::ZERO;
@@ -104,6 +129,10 @@ impl Election {
                     s
                 }
                 Err(Error::Shutdown) => return,
+                Err(e) if !e.is_transient() => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
                 Err(e) => {
                     tracing::debug!(error = %e, "election observer: read failed; reading again");
                     retry = (retry * 2).clamp(Duration::from_millis(50), Duration::from_secs(1));
