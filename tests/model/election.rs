@@ -279,10 +279,14 @@ fn begin(
     ))
 }
 
-/// The leader's record lives at least `lease` more, while the leader holds the lock.
+/// The leader's record lives at least `lease` more, while the leader holds the lock; 2 when
+/// it holds the lock but the record is not its own.
 fn renew(world: &mut World, field: &str, lease: i64) -> Result<R, R> {
-    if !holds(world, field)? || !owns(world, field)? {
+    if !holds(world, field)? {
         return Ok(R::Int(0));
+    }
+    if !owns(world, field)? {
+        return Ok(R::Int(2));
     }
     extend(world, RECORD, lease);
     Ok(R::Int(1))

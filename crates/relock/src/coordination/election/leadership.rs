@@ -1,6 +1,7 @@
 //! [`Leadership`], the guard of a term: campaigning for it, its value, its loss, and its
 //! resignation (also when it is dropped).
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -102,6 +103,8 @@ impl Election {
                 channel: self.channel.to_string(),
                 field: guard.owner().to_string(),
                 term: guard.fencing_token(),
+                hold: guard.hold().clone(),
+                recorded: Arc::default(),
             }),
             runtime: tokio::runtime::Handle::try_current().ok(),
             guard: Some(guard),
@@ -118,6 +121,7 @@ impl Election {
                 name: self.lock.name().to_string(),
             });
         }
+        leadership.state.recorded.store(true, Ordering::SeqCst);
         // Shut down meanwhile: its record is resigned (by shutdown, or by this drop), and the
         // caller must not lead on a client that has stopped.
         self.inner.check_running()?;
@@ -188,6 +192,11 @@ impl Leadership {
             return Err(self.lost_error());
         }
         if !self.election.state(self.guard(), &value, "value").await? {
+            // The lock or the record is no longer this leader's: either way nobody sees it
+            // leading, and it must stop.
+            self.state.not_leading(
+                "a proclaim found the election's lock or record no longer this leader's",
+            );
             return Err(self.lost_error());
         }
         *self.value.lock().unwrap() = value;

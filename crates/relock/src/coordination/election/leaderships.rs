@@ -71,6 +71,11 @@ impl KindState for Leaderships {
                             vec![lease, led.field.clone()],
                         )
                         .await;
+                    if matches!(r, Ok(2)) {
+                        led.not_leading(
+                            "the election's record is gone (deleted or evicted) while its leader held the lock",
+                        );
+                    }
                     r.is_ok()
                 }) as BoxFuture<bool>
             })

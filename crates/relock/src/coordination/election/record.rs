@@ -3,11 +3,14 @@
 //! ([`Leader`], `Snapshot`), and what a leadership keeps of its part in it (`Led`), with its
 //! resignation there.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::client::inner::Inner;
 use crate::client::scripts;
 use crate::error::Result;
+use crate::hold::holds::Hold;
 
 scripts::scripts! {
     /// A leader states its value (at the start of its term, or a proclaim).
@@ -86,6 +89,21 @@ pub(super) struct Led {
     pub(super) channel: String,
     pub(super) field: String,
     pub(super) term: u64,
+    /// The leadership's hold: lost when its record is found gone while it holds the lock.
+    pub(super) hold: Arc<Hold>,
+    /// Whether the term's record was written (before, a renewal finding none is the write
+    /// still on its way, not a loss).
+    pub(super) recorded: Arc<AtomicBool>,
+}
+
+impl Led {
+    /// The record (or the lock) is no longer this leader's, though its term was recorded:
+    /// observers see nobody leading, so the leadership is lost.
+    pub(super) fn not_leading(&self, reason: &'static str) {
+        if self.recorded.load(Ordering::SeqCst) {
+            self.hold.mark_lost(reason);
+        }
+    }
 }
 
 /// `election_resign.lua` for `led`: its term marked resigned, if the record is still its own.
