@@ -91,8 +91,8 @@ pub(super) struct Led {
     pub(super) term: u64,
     /// The leadership's hold: lost when its record is found gone while it holds the lock.
     pub(super) hold: Arc<Hold>,
-    /// Whether the term's record was written (before, a renewal finding none is the write
-    /// still on its way, not a loss).
+    /// Whether the term's record was written and not yet resigned (before, a renewal finding
+    /// none is the write still on its way; after, the resignation; neither is a loss).
     pub(super) recorded: Arc<AtomicBool>,
 }
 
@@ -108,6 +108,9 @@ impl Led {
 
 /// `election_resign.lua` for `led`: its term marked resigned, if the record is still its own.
 pub(super) async fn resign_record(inner: &Inner, led: &Led) -> Result<()> {
+    // From here the record stops being this leader's on purpose: a watchdog round that finds
+    // it so before the lock's release is no loss.
+    led.recorded.store(false, Ordering::SeqCst);
     ELECTION_RESIGN
         .run::<i64>(
             inner.conn(),
