@@ -351,6 +351,14 @@ async fn one_server_target(args: &Args, client: &relock::Client) -> Result<Targe
     }
     if let Some(at_least) = args.at_least {
         let at_most = args.at_most.unwrap_or(DEFAULT_AT_MOST);
+        if at_least > at_most {
+            return Err(CliError::Failed(format!(
+                "--at-least {} is longer than --at-most {}{}: the lock cannot be kept longer than a run may hold it; lower --at-least or raise --at-most",
+                humantime::format_duration(at_least),
+                humantime::format_duration(at_most),
+                if args.at_most.is_none() { " (its default)" } else { "" },
+            )));
+        }
         let job = client.job(&args.name, at_most).at_least_for(at_least);
         return Ok(Target::Job(job));
     }
