@@ -11,12 +11,8 @@ use std::process::Command;
 #[path = "../src/mutant.rs"]
 mod mutant;
 
-/// Runs `relock-chaos --mutant NAME` and returns (exit code, stdout).
-fn run_mutant(name: &str) -> (i32, String) {
-    run_mutant_with(name, &[])
-}
-
-/// As [`run_mutant`], with more arguments (`--kind K`: run it on that kind).
+/// Runs `relock-chaos --mutant NAME` with more arguments (`--kind K`: run it on that kind)
+/// and returns (exit code, stdout).
 fn run_mutant_with(name: &str, extra: &[&str]) -> (i32, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_relock-chaos"))
         // The budget is a ceiling: a caught mutant stops at its first violation. 25 s once let
