@@ -1,6 +1,7 @@
 //! `Leaderships`, this client's leaderships (the election's per-client state): their records
 //! renewed in the watchdog's round, and resigned at shutdown.
 
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, Weak};
 
 use crate::client::inner::{Inner, KindState, Round};
@@ -64,6 +65,10 @@ impl KindState for Leaderships {
             .map(|led| {
                 let (inner, lease) = (inner.clone(), lease.clone());
                 Box::pin(async move {
+                    // Read before sending as well as at the reply: a renewal that reached the
+                    // server before the term's record was written finds none, and its reply
+                    // may come after the record's (another connection).
+                    let recorded = led.recorded.load(Ordering::SeqCst);
                     let r = ELECTION_RENEW
                         .run::<i64>(
                             inner.conn(),
@@ -71,7 +76,7 @@ impl KindState for Leaderships {
                             vec![lease, led.field.clone()],
                         )
                         .await;
-                    if matches!(r, Ok(2)) {
+                    if recorded && matches!(r, Ok(2)) {
                         led.not_leading(
                             "the election's record is gone (deleted or evicted) while its leader held the lock",
                         );
