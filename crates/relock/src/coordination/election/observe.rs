@@ -50,10 +50,10 @@ impl Election {
     /// The stream ends when the client's shutdown begins (events already queued are still
     /// yielded, then `None`), also if it was never read: an idle observation does not hold up
     /// shutdown. Dropping it stops the observation (its task
-    /// and subscription end). A connection error or a timeout is retried (the record is read
-    /// again, backing off to a second); an error retrying cannot mend (the subscription
-    /// failed, a key of another type under the election's names, a command the ACL user may
-    /// not run) is its last item.
+    /// and subscription end). A connection error or a timeout is retried (the subscription
+    /// made, or the record read, again, backing off to a second); an error retrying cannot
+    /// mend (a key of another type under the election's names, a command the ACL user may not
+    /// run) is its last item.
     pub fn observe(&self) -> Observation {
         self.observe_since(None)
     }
@@ -89,7 +89,7 @@ impl Election {
     async fn observe_into(self, tx: mpsc::Sender<Result<LeaderEvent>>, known: Option<Leader>) {
         // The election's channel (elected, value, resigned) and the lock's (a release, a
         // handoff, a force-unlock: a leader deposed without a word on the election's channel).
-        let subscribe = async {
+        let subscribe = || async {
             let lock_channel = self.lock.key_names()?.channel;
             let pubsub = &self.inner.pubsub();
             let err = |e| self.inner.error("observe", self.lock.name(), e);
@@ -103,15 +103,30 @@ impl Election {
                 .map_err(err)?;
             Ok::<_, Error>((own, lock))
         };
-        let (sub, lock_sub) = match subscribe.await {
-            Ok(subs) => subs,
-            Err(e) => {
-                let _ = tx.send(Err(e)).await;
-                return;
-            }
-        };
         // `stopping` is set when shutdown begins (shutdown waits for this task).
         let mut shutdown = self.inner.stopping();
+        // A subscription that fails for a while (a stall, a reconnect, a failover) is tried
+        // again, backing off to a second; one that retrying cannot mend ends the observation.
+        let mut pause = Duration::from_millis(50);
+        let (sub, lock_sub) = loop {
+            match subscribe().await {
+                Ok(subs) => break subs,
+                Err(Error::Shutdown) => return,
+                Err(e) if !e.is_transient() => {
+                    let _ = tx.send(Err(e)).await;
+                    return;
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "election observer: subscribing failed; trying again");
+                    tokio::select! {
+                        _ = tokio::time::sleep(pause) => {}
+                        _ = tx.closed() => return,
+                        _ = shutdown.wait_for(|s| *s) => return,
+                    }
+                    pause = (pause * 2).min(Duration::from_secs(1));
+                }
+            }
+        };
         let mut last: Option<Leader> = known;
         // After a failed read: when to read again (a failed command connection brings no
         // message or reconnect of the subscriber).
