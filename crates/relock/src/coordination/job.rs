@@ -36,6 +36,9 @@ scripts::scripts! {
 /// - **`at_most_for`** (required): the longest a run may hold the lock. The hold has this
 ///   fixed lease (no watchdog): a run still going at its end is cancelled with
 ///   [`Error::LockLost`], and a node that crashes mid-run holds the occurrence until then.
+///   A `lock()` of the job's lock inside the body re-enters the run's hold and, as any
+///   re-entry of a fixed-lease lock, gives it the whole lease again: the bound then counts
+///   from that re-entry, not from the run's start.
 /// - **`at_least_for`** (default zero): the lock stays taken at least this long after the run
 ///   started, even if it finished earlier, so that a node whose scheduler fires a little later
 ///   skips this occurrence instead of running it again. Set it to more than the clock skew and
