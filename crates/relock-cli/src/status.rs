@@ -451,7 +451,17 @@ pub(crate) async fn force_unlock(args: ForceUnlockArgs) -> Result<u8, CliError> 
             say(format_args!("not deleted; pass --yes to delete `{}`", s.name));
             return Ok(1);
         }
-        let deleted = lock.force_unlock().await?;
+        // A read-write lock's holders and waiters listen on its own channel: deleted through
+        // it, so that they hear of it at once.
+        let deleted = if s.mode.is_some() {
+            client
+                .read_write_lock(&args.name)
+                .write_lock()
+                .force_unlock()
+                .await?
+        } else {
+            lock.force_unlock().await?
+        };
         for h in &s.holders {
             println!(
                 "deleted {}: holder {} ({}), count {}",
