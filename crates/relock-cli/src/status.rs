@@ -525,21 +525,25 @@ mod quorum {
         error: Option<String>,
     }
 
-    /// Reads one lock on one master, within `limit` for the connection and the reads.
-    async fn read(url: &str, name: &str, limit: Duration) -> Result<relock::LockStatus, String> {
-        let client = relock::Client::builder()
+    /// Reads one lock on one master, within `limit` for the connection and the reads, with
+    /// the command's TLS options. Errors in the command's words (its flags, not the library's).
+    async fn read(
+        url: &str,
+        name: &str,
+        limit: Duration,
+        tls: &relock_cli::shared::TlsArgs,
+    ) -> Result<relock::LockStatus, String> {
+        let builder = relock::Client::builder()
             .url(url)
             .connect_timeout(limit)
             .command_timeout(limit)
-            .connections(1)
-            .build()
-            .await
-            .map_err(|e| e.to_string())?;
+            .connections(1);
+        let client = tls.build(builder).await.map_err(|e| e.to_string())?;
         let s =
             tokio::time::timeout(limit.saturating_mul(4), client.fair_lock(name).status()).await;
         client.shutdown().await;
         match s {
-            Ok(r) => r.map_err(|e| e.to_string()),
+            Ok(r) => r.map_err(|e| CliError::from(e).to_string()),
             Err(_) => Err(format!("no answer within {limit:?}")),
         }
     }
@@ -606,7 +610,7 @@ mod quorum {
         let mut all = Vec::new();
         let mut code = 0u8;
         for name in &args.names {
-            let reads = read_all(&args.quorum, name, args.node_timeout).await;
+            let reads = read_all(&args.quorum, name, args.node_timeout, &args.tls).await;
             let (verdict, holder, held_on, unreachable) = verdict(&reads);
             code = code.max(match verdict {
                 Verdict::Held => 0,
@@ -683,12 +687,13 @@ mod quorum {
         urls: &[String],
         name: &str,
         limit: Duration,
+        tls: &relock_cli::shared::TlsArgs,
     ) -> Vec<Result<relock::LockStatus, String>> {
         let tasks: Vec<_> = urls
             .iter()
             .map(|url| {
-                let (url, name) = (url.clone(), name.to_string());
-                tokio::spawn(async move { read(&url, &name, limit).await })
+                let (url, name, tls) = (url.clone(), name.to_string(), tls.clone());
+                tokio::spawn(async move { read(&url, &name, limit, &tls).await })
             })
             .collect();
         let mut out = Vec::with_capacity(tasks.len());

@@ -1,6 +1,6 @@
 //! `--tls-ca` (and the client certificate options) work on every command that connects, not
-//! only `run` on one server: `run --quorum` over three TLS masters trusting a bundle of their
-//! CAs, `watch` and `demo`.
+//! only `run` on one server: `run --quorum` and `status --quorum` over three TLS masters
+//! trusting a bundle of their CAs, `watch` and `demo`.
 
 use std::process::Command;
 
@@ -59,6 +59,17 @@ async fn watch_demo_and_a_quorum_run_reach_tls_servers_through_tls_ca() {
     }
     let out = quorum(&[]);
     assert_eq!(out.status.code(), Some(1));
+    // status --quorum reads every master over TLS too: free (1), not unknown (2).
+    let out = Command::new(RELOCK)
+        .args(["status", "--quorum", &urls.join(","), "--tls-ca", bundle])
+        .args(["--json", "tls-quorum"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let read: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(read[0]["verdict"], "free", "{stdout}");
+    assert_eq!(read[0]["unreachable"], 0, "{stdout}");
 
     // watch over TLS sees a `relock run` over TLS take the lock.
     let url = &urls[0];
