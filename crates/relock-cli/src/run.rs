@@ -145,8 +145,9 @@ pub(crate) struct Args {
     #[arg(long)]
     foreground: bool,
     /// A name for this run, shown with its hold by `relock status` and in the conflict line
-    /// of other runs (with this host and process id): letters, digits, `.`, `_`, `-`.
-    #[arg(long = "name", value_name = "WHO")]
+    /// of other runs (with this host and process id): letters, digits, `.`, `_`, `-`. Not with
+    /// --quorum (a quorum's holds carry no name).
+    #[arg(long = "name", value_name = "WHO", conflicts_with = "quorum")]
     client_name: Option<String>,
     /// The command and its arguments, after the name (`relock run NAME CMD ARGS`, as `flock
     /// FILE CMD ARGS`): everything after CMD is the command's. Options of relock go before
