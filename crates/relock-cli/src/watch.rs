@@ -2,7 +2,8 @@
 //! re-entries and the fair line, one line per change.
 //!
 //! It refreshes on messages, never on a timer that polls: the lock's release channel (every
-//! relock and Redisson release publishes there) and, when the server has them on, keyspace
+//! relock and Redisson release publishes there, a read-write lock's on a channel of its own,
+//! heard too) and, when the server has them on, keyspace
 //! notifications of the lock hash and the fair line. The one timer is the lease of the holder
 //! last seen: when it runs out with no message, the lock is read once more, so that an expiry
 //! shows even without keyspace notifications.
@@ -437,13 +438,21 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
         }
     }
     let manager = sub.manage_subscriptions();
+    // A read-write lock's releases go to a channel of its own (Redisson's `redisson_rwlock`,
+    // named as the lock's channel is): heard too, so that its holds show without keyspace
+    // notifications (and on a Cluster, which never forwards them).
+    let rw_channel = names
+        .channel
+        .replacen("redisson_lock__channel:", "redisson_rwlock:", 1);
     let r = async {
         let subscribed = if cluster {
-            sub.ssubscribe(names.channel.as_str()).await
+            sub.ssubscribe(vec![names.channel.clone(), rw_channel.clone()])
+                .await
         } else {
             let db = conn.client_config().database.unwrap_or(0);
             let mut channels = vec![
                 names.channel.clone(),
+                rw_channel.clone(),
                 format!("__keyspace@{db}__:{}", names.lock),
             ];
             if notifications {
