@@ -30,7 +30,8 @@
 //!
 //! Not covered: processes the command moved out of its group (`setsid`, a double fork into a
 //! new group); the guard itself being killed by name; a `relock` killed in the moment between
-//! a failed start and its `done` (the guard would signal a pid that is free again); a start
+//! a failed start, or the end of a command whose whole group has ended, and its `done` (the
+//! guard would signal a group id that is free again); a start
 //! that tokio reports as failed after the command began (it cannot watch the new process),
 //! where the command runs on unguarded. Without a guard (`--foreground`, where the command
 //! shares `relock`'s group), only the parent-death signal covers it.
