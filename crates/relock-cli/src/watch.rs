@@ -2,8 +2,8 @@
 //! re-entries and the fair line, one line per change.
 //!
 //! It refreshes on messages, never on a timer that polls: the lock's release channel (every
-//! relock and Redisson release publishes there, a read-write lock's on a channel of its own,
-//! heard too) and, when the server has them on, keyspace
+//! relock and Redisson release publishes there; a read-write lock's channel of its own is
+//! heard too, as a cue to read) and, when the server has them on, keyspace
 //! notifications of the lock hash and the fair line. The one timer is the lease of the holder
 //! last seen: when it runs out with no message, the lock is read once more, so that an expiry
 //! shows even without keyspace notifications.
@@ -92,6 +92,15 @@ struct Batch {
 }
 
 impl Batch {
+    /// A message on a subscribed channel. The lock's channel has one per release, counted; a
+    /// read-write lock's only asks for a read: its read releases publish only when the lock's
+    /// life shortens or it ends, so its messages are not one per release.
+    fn message(&mut self, m: &fred::types::Message, rw_channel: &str) {
+        if &*m.channel != rw_channel {
+            self.unlock_messages += 1;
+        }
+    }
+
     fn keyspace(&mut self, e: &fred::types::KeyspaceEvent, lock: &str) {
         if e.key.as_str() != Some(lock) {
             return; // the fair line: the read shows it
@@ -490,7 +499,7 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
             };
             tokio::select! {
                 m = messages.recv() => match m {
-                    Ok(_) => batch.unlock_messages += 1,
+                    Ok(m) => batch.message(&m, &rw_channel),
                     Err(RecvError::Lagged(_)) => batch.reconnected = true,
                     Err(_) => return Err(CliError::Failed("the subscription ended".into())),
                 },
@@ -515,8 +524,8 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
             // Whatever else has already arrived goes into the same read (never waiting for
             // more: a short hold would be over before the read).
             loop {
-                if messages.try_recv().is_ok() {
-                    batch.unlock_messages += 1;
+                if let Ok(m) = messages.try_recv() {
+                    batch.message(&m, &rw_channel);
                 } else if let Ok(e) = keyspace.try_recv() {
                     batch.keyspace(&e, &names.lock);
                 } else {
@@ -539,10 +548,16 @@ async fn watch_with(client: &relock::Client, args: &Args) -> Result<u8, CliError
             };
             after_release_op = batch.after_release_op;
             let mut events = changes(&seen, &now, &batch);
-            let shown = events
-                .iter()
-                .filter(|e| e.event == "released" || e.event == "deleted")
-                .count();
+            // A read-write lock's releases are not one message each: they are not counted, and
+            // its shown releases must not leave the balance owing.
+            let shown = if seen.mode.is_some() || now.mode.is_some() {
+                0
+            } else {
+                events
+                    .iter()
+                    .filter(|e| e.event == "released" || e.event == "deleted")
+                    .count()
+            };
             for _ in 0..unseen.passed(&batch, shown) {
                 events.insert(0, Event::new("passed"));
             }
