@@ -300,6 +300,18 @@ pub(crate) async fn run(args: Args) -> Result<u8, CliError> {
             )));
         }
     }
+    // Before connecting: a usage mistake is named whether or not the server answers.
+    if let Some(at_least) = args.at_least {
+        let at_most = args.at_most.unwrap_or(DEFAULT_AT_MOST);
+        if at_least > at_most {
+            return Err(CliError::Failed(format!(
+                "--at-least {} is longer than --at-most {}{}: the lock cannot be kept longer than a run may hold it; lower --at-least or raise --at-most",
+                humantime::format_duration(at_least),
+                humantime::format_duration(at_most),
+                if args.at_most.is_none() { " (its default)" } else { "" },
+            )));
+        }
+    }
     if !args.quorum.is_empty() && args.quorum.len() < 3 {
         return Err(CliError::Failed(format!(
             "--quorum needs at least 3 masters, got {}: a majority of 1 or 2 is no safer than one server (use --url)",
@@ -352,14 +364,6 @@ async fn one_server_target(args: &Args, client: &relock::Client) -> Result<Targe
     }
     if let Some(at_least) = args.at_least {
         let at_most = args.at_most.unwrap_or(DEFAULT_AT_MOST);
-        if at_least > at_most {
-            return Err(CliError::Failed(format!(
-                "--at-least {} is longer than --at-most {}{}: the lock cannot be kept longer than a run may hold it; lower --at-least or raise --at-most",
-                humantime::format_duration(at_least),
-                humantime::format_duration(at_most),
-                if args.at_most.is_none() { " (its default)" } else { "" },
-            )));
-        }
         let job = client.job(&args.name, at_most).at_least_for(at_least);
         return Ok(Target::Job(job));
     }

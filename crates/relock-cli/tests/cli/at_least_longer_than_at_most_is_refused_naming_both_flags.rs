@@ -1,5 +1,6 @@
 //! `--at-least` longer than `--at-most` (given, or its 1 h default) is refused before anything
-//! is locked, naming both flags and saying which one was the default; the command does not run.
+//! is locked (before connecting), naming both flags and saying which one was the default; the
+//! command does not run.
 
 use relock_testkit::RedisServer;
 
@@ -28,4 +29,14 @@ async fn at_least_longer_than_at_most_is_refused_naming_both_flags() {
     );
     assert!(!out.contains("ran"), "{out}");
     assert_eq!(server.dbsize().unwrap(), 0, "nothing was locked");
+    // Named before connecting: also when no server answers.
+    let (code, _, err) = relock_run(
+        "redis://127.0.0.1:1",
+        &["--at-least", "2h", "al", "echo", "ran"],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("--at-least 2h is longer than --at-most 1h"),
+        "{err}"
+    );
 }
