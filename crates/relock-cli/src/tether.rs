@@ -206,6 +206,23 @@ mod tests {
         command
     }
 
+    /// Starts [`command`] and waits for its child: the command and the child's pid.
+    async fn started(dir: &Path, tether: &Tether) -> (tokio::process::Child, i32) {
+        let child = command(dir, tether).spawn().unwrap();
+        let pid_file = dir.join("child.pid");
+        wait_until(Duration::from_secs(10), "the command's child", || async {
+            std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
+        })
+        .await
+        .unwrap();
+        let pid = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        (child, pid)
+    }
+
     /// Kills the command's child when the test ends, passed or failed.
     struct Reap(i32);
     impl Drop for Reap {
@@ -241,18 +258,7 @@ mod tests {
     async fn the_guard_kills_the_group_the_command_announced_when_the_pipe_closes() {
         let dir = scratch("announce");
         let tether = Tether::start().unwrap();
-        let mut child = command(&dir, &tether).spawn().unwrap();
-        let pid_file = dir.join("child.pid");
-        wait_until(Duration::from_secs(10), "the command's child", || async {
-            std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
-        })
-        .await
-        .unwrap();
-        let sleeper: i32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let (mut child, sleeper) = started(&dir, &tether).await;
         let _reap = Reap(sleeper);
         assert!(alive(sleeper));
         // relock dies: its end of the pipe closes without `done`.
@@ -292,18 +298,7 @@ mod tests {
     async fn a_released_guard_exits_and_kills_nothing() {
         let dir = scratch("released");
         let tether = Tether::start().unwrap();
-        let mut child = command(&dir, &tether).spawn().unwrap();
-        let pid_file = dir.join("child.pid");
-        wait_until(Duration::from_secs(10), "the command's child", || async {
-            std::fs::read_to_string(&pid_file).is_ok_and(|s| s.ends_with('\n'))
-        })
-        .await
-        .unwrap();
-        let sleeper: i32 = std::fs::read_to_string(&pid_file)
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
+        let (mut child, sleeper) = started(&dir, &tether).await;
         let _reap = Reap(sleeper);
         let guard = tether.guard.id().unwrap() as i32;
         tether.release().await;
