@@ -10,9 +10,7 @@ pub(crate) fn identity(url: &str) -> String {
     let url = self::url(url);
     let (scheme, rest) = url.split_once("://").unwrap_or(("redis", &url));
     // The userinfo ends at the last `@` before the path (a password may hold `@`).
-    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    let start = rest[..authority_end].rfind('@').map_or(0, |at| at + 1);
-    let rest = &rest[start..];
+    let rest = parsed_userinfo(rest).map_or(rest, |u| &rest[u.len() + 1..]);
     let end = rest.find(['?', '#']).unwrap_or(rest.len());
     let mut place = rest[..end].trim_end_matches('/').to_string();
     if let Some(stripped) = place.strip_suffix("/0") {
