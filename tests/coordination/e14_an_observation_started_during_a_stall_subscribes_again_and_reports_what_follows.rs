@@ -5,20 +5,13 @@
 use std::time::Duration;
 
 use relock::LeaderEvent;
-use relock_testkit::{Direction, FaultProxy, Mode};
+use relock_testkit::{Direction, Mode};
 use relock_tests::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_observation_started_during_a_stall_subscribes_again_and_reports_what_follows() {
     let server = server();
-    let proxy = FaultProxy::start(&server.addr()).unwrap();
-    let a = relock::Client::builder()
-        .url(proxy.url())
-        .command_timeout(Duration::from_millis(500))
-        .connect_timeout(Duration::from_secs(2))
-        .build()
-        .await
-        .unwrap();
+    let (proxy, a) = client_behind_proxy(&server, Duration::from_millis(500)).await;
     let b = client(&server).await;
     // Every reply held: the observation's first subscription times out.
     let accepted = proxy.accepted();
@@ -32,6 +25,8 @@ async fn an_observation_started_during_a_stall_subscribes_again_and_reports_what
     )
     .await
     .unwrap();
+    // The link back: the replies held so far are dropped (their calls timed out), then every
+    // reply passes.
     proxy.set(Direction::Down, Mode::Blackhole);
     proxy.set(Direction::Down, Mode::Pass);
     let leading = b.election("e14").campaign("b").await.unwrap();
